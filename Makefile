@@ -1,0 +1,44 @@
+# Two commands do all set-up on a fresh machine: `make demo` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+DEMO_CONFIG ?= examples/digits_rff/run.yaml
+
+.PHONY: install system-deps demo test bench clean
+
+# Debian packages Silva's sandboxes need: bubblewrap (local provider), debootstrap (offline
+# Docker base image). Installed only when missing; needs root (or sudo).
+system-deps:
+	@missing=""; \
+	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
+	command -v debootstrap >/dev/null || missing="$$missing debootstrap"; \
+	command -v prlimit >/dev/null || missing="$$missing util-linux"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO="sudo"; \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[all,test]'
+	touch $(STAMP)
+
+install: system-deps $(STAMP)
+
+demo: install
+	$(VENV)/bin/silva run $(DEMO_CONFIG)
+
+test: install
+	$(PY) -m pytest -q -p no:cacheprovider
+
+bench: install
+	@mkdir -p bench/results
+	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	@echo "results in bench/results/"
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,1 @@
+"""Everything that touches Ray: the Ray executor, node tasks, the LLM gateway actor."""

@@ -1,0 +1,1 @@
+"""Getting a cluster: Ray cluster configs and offline-built container images."""

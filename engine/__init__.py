@@ -1,0 +1,1 @@
+"""Silva's vocabulary and run lifecycle: config, nodes, the journal, budgets, dispatch, CLI."""

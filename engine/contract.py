@@ -1,0 +1,52 @@
+"""The file contract between Silva and an experiment (documented in docs/contract.md).
+
+In the attempt's workspace (its working directory) the experiment finds `silva_params.json`
+and writes `results.json`. Metrics are read from that file, never parsed from printed text.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from engine.node import MetricSpec, MetricValue
+
+PARAMS_FILE = "silva_params.json"
+RESULTS_FILE = "results.json"
+
+
+class ResultsFile(BaseModel):
+    metrics: dict[str, float]
+    artifacts: list[str] = Field(default_factory=list, description="workspace-relative files to keep")
+    notes: str = ""
+
+
+def params_payload(params: dict[str, Any], *, seed: int | None, node_id: str, stage: str) -> bytes:
+    return json.dumps({"params": params, "seed": seed, "node_id": node_id, "stage": stage}, indent=2).encode()
+
+
+def parse_results(raw: bytes | None, specs: list[MetricSpec]) -> tuple[list[MetricValue], ResultsFile | None, str]:
+    """Metrics, the parsed file, and an error ('' when every declared metric is present and finite)."""
+    if raw is None:
+        return [], None, f"no {RESULTS_FILE} written"
+    try:
+        results = ResultsFile.model_validate_json(raw)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return [], None, f"{RESULTS_FILE} is invalid at {where or 'top level'}: {first['msg']}"
+    declared = {s.name: s for s in specs}
+    values = [
+        MetricValue(name=name, value=value, direction=declared[name].direction if name in declared else "maximize")
+        for name, value in results.metrics.items()
+    ]
+    missing = [s.name for s in specs if s.name not in results.metrics]
+    if missing:
+        return values, results, f"{RESULTS_FILE} lacks declared metric(s): {', '.join(missing)}"
+    bad = [s.name for s in specs if not math.isfinite(results.metrics[s.name])]
+    if bad:
+        return values, results, f"{RESULTS_FILE} has non-finite metric(s): {', '.join(bad)}"
+    return values, results, ""

@@ -1,0 +1,100 @@
+"""Where attempts run: the `Executor` protocol and an in-process implementation for unit tests.
+
+The Ray implementation lives in actors/ray_executor.py. An executor reports two kinds of
+outcome: an `AttemptResult` (the job ran; the experiment may still be buggy) or a lost attempt
+(an infrastructure fault: dead worker or node), which the dispatch loop retries elsewhere.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import socket
+import time
+import traceback
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from engine.config import Resources
+from engine.node import AttemptResult
+
+
+@runtime_checkable
+class Job(Protocol):
+    """One attempt at one node; picklable so it can travel to a Ray worker."""
+
+    node_id: str
+    attempt: int
+
+    def run(self, gpu_ids: Sequence[int]) -> AttemptResult: ...
+
+
+Handle = int
+
+
+@dataclass(frozen=True)
+class Completion:
+    handle: Handle
+    result: AttemptResult | None  # None when the attempt was lost
+    lost: str = ""  # what killed it (dead worker, dead node), when lost
+
+
+class Executor(Protocol):
+    def submit(self, job: Job, resources: Resources) -> Handle: ...
+
+    def wait(self, handles: Sequence[Handle], timeout: float) -> Completion | None:
+        """The first of `handles` to finish, or None after `timeout` seconds. Never a batch."""
+
+    def cancel(self, handle: Handle) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+
+def run_job(job: Job, gpu_ids: Sequence[int] = ()) -> AttemptResult:
+    """Run a job on a worker. A job's own exception is a buggy result, never a crash of the run."""
+    started = time.time()
+    try:
+        result = job.run(gpu_ids)
+    except Exception:  # noqa: BLE001 - anything a job raises is that node's failure
+        result = AttemptResult(status="buggy", reason="internal error in the attempt:\n" + traceback.format_exc(limit=8))
+    result.started_at = result.started_at or started
+    result.finished_at = result.finished_at or time.time()
+    result.worker = result.worker or f"{socket.gethostname()}:{os.getpid()}"
+    return result
+
+
+class InProcessExecutor:
+    """Threads in the driver process. Resources are ignored beyond the worker count."""
+
+    def __init__(self, max_workers: int = 4) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="silva-job")
+        self._futures: dict[Handle, Future[AttemptResult]] = {}
+        self._ids = itertools.count()
+
+    def submit(self, job: Job, resources: Resources) -> Handle:
+        handle = next(self._ids)
+        self._futures[handle] = self._pool.submit(run_job, job)
+        return handle
+
+    def wait(self, handles: Sequence[Handle], timeout: float) -> Completion | None:
+        futures = {self._futures[h]: h for h in handles}
+        done, _ = futures_wait(futures, timeout=timeout, return_when=FIRST_COMPLETED)
+        if not done:
+            return None
+        future = next(iter(done))
+        handle = futures[future]
+        del self._futures[handle]
+        if future.cancelled():
+            return Completion(handle, None, lost="cancelled")
+        return Completion(handle, future.result())
+
+    def cancel(self, handle: Handle) -> None:
+        future = self._futures.pop(handle, None)
+        if future is not None:
+            future.cancel()
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)

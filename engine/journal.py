@@ -1,0 +1,220 @@
+"""The tree as an append-only event log: the single source of truth of a run.
+
+Every state change is one JSON line, flushed and fsynced before the change is acted on. The
+`Journal` is the replay of those events; everything else (best node, debug depth, leaves) is
+derived, never stored. A torn last line (a crash mid-write) is dropped when the log is reopened.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from engine.node import AttemptResult, MetricSpec, Node, NodeStatus
+
+EVENTS_FILE = "events.jsonl"
+
+
+class EventLog:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.events: list[dict[str, Any]] = []
+        good_bytes = 0
+        if path.exists():
+            with path.open("rb") as f:
+                for raw in f:
+                    try:
+                        if not raw.endswith(b"\n"):
+                            raise ValueError("torn line")
+                        self.events.append(json.loads(raw))
+                    except ValueError:
+                        break  # a torn tail: everything before it is intact (fsync per event)
+                    good_bytes += len(raw)
+            if good_bytes != path.stat().st_size:
+                with path.open("r+b") as f:
+                    f.truncate(good_bytes)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = path.open("ab")
+
+    def append(self, type_: str, **data: Any) -> dict[str, Any]:
+        event = {"seq": len(self.events), "ts": time.time(), "type": type_, **data}
+        self._file.write(json.dumps(event, default=str).encode() + b"\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self.events.append(event)
+        return event
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class Journal:
+    """Nodes and run state rebuilt from events; `record_*` methods append and apply."""
+
+    def __init__(self, log: EventLog) -> None:
+        self.log = log
+        self.nodes: dict[str, Node] = {}
+        self.metric_specs: list[MetricSpec] = []
+        # Keyed by (idea, stage): one tree per idea can share a journal (a forest).
+        self.stage_started: dict[tuple[str, str], dict[str, Any]] = {}
+        self.stage_best: dict[tuple[str, str], dict[str, Any]] = {}  # the one recorded decision
+        self.stage_ended: dict[tuple[str, str], dict[str, Any]] = {}
+        self.stop: dict[str, Any] | None = None
+        self.finished: dict[str, Any] | None = None
+        self.config: dict[str, Any] = {}
+        self.sessions: list[tuple[float, float]] = []  # (start ts, last ts) per driver session
+        for event in log.events:
+            self._apply(event)
+
+    @classmethod
+    def open(cls, run_dir: Path) -> Journal:
+        return cls(EventLog(run_dir / EVENTS_FILE))
+
+    # -- writing -------------------------------------------------------------------------
+    def record(self, type_: str, **data: Any) -> dict[str, Any]:
+        event = self.log.append(type_, **data)
+        self._apply(event)
+        return event
+
+    def add_node(self, node: Node) -> Node:
+        node.id = node.id or self.new_node_id()
+        node.created_at = node.created_at or time.time()
+        self.record("node_created", node=node.model_dump(mode="json"))
+        return self.nodes[node.id]
+
+    def new_node_id(self) -> str:
+        return f"n{len(self.nodes):04d}"
+
+    def attempt_started(self, node_id: str, attempt: int) -> None:
+        self.record("attempt_started", node_id=node_id, attempt=attempt)
+
+    def attempt_finished(self, node_id: str, attempt: int, result: AttemptResult) -> bool:
+        """Record a result; False (and nothing recorded) if the node already has one."""
+        if self.nodes[node_id].is_finished:
+            return False
+        self.record("attempt_finished", node_id=node_id, attempt=attempt, result=result.model_dump(mode="json"))
+        return True
+
+    # -- replay --------------------------------------------------------------------------
+    def _apply(self, e: dict[str, Any]) -> None:
+        kind = e["type"]
+        if kind == "session_started":
+            self.sessions.append((e["ts"], e["ts"]))
+            self.stop = None  # a resumed run is running again
+        elif self.sessions:
+            self.sessions[-1] = (self.sessions[-1][0], e["ts"])
+        if kind == "run_started":
+            self.config = e["config"]
+            self.metric_specs = [MetricSpec.model_validate(m) for m in e.get("metrics", [])]
+        elif kind == "node_created":
+            node = Node.model_validate(e["node"])
+            self.nodes[node.id] = node
+        elif kind == "attempt_started":
+            node = self.nodes[e["node_id"]]
+            node.status = NodeStatus.RUNNING
+            node.attempts = max(node.attempts, e["attempt"])
+            node.started_at = node.started_at or e["ts"]
+        elif kind == "attempt_finished":
+            self._apply_result(self.nodes[e["node_id"]], AttemptResult.model_validate(e["result"]))
+        elif kind in ("attempt_lost", "attempt_cancelled"):
+            node = self.nodes[e["node_id"]]
+            node.lost_attempts += kind == "attempt_lost"
+            if not node.is_finished:
+                node.status = NodeStatus.PENDING
+        elif kind == "stage_started":
+            self.stage_started[(e["idea"], e["stage"])] = e
+        elif kind == "stage_best":
+            self.stage_best[(e["idea"], e["stage"])] = e
+        elif kind == "stage_ended":
+            self.stage_ended[(e["idea"], e["stage"])] = e
+        elif kind == "run_stopped":
+            self.stop = e
+        elif kind == "run_finished":
+            self.finished = e
+
+    @staticmethod
+    def _apply_result(node: Node, r: AttemptResult) -> None:
+        if node.is_finished:
+            return
+        node.status = NodeStatus(r.status)
+        node.reason = r.reason
+        node.metrics = r.metrics
+        node.execution = r.execution
+        node.artifacts = r.artifacts
+        node.extra = {**node.extra, **r.extra}
+        node.finished_at = r.finished_at
+        node.cost_usd += r.cost_usd
+
+    # -- derived views -------------------------------------------------------------------
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self.nodes.values())
+
+    def children(self, node_id: str) -> list[Node]:
+        return [n for n in self.nodes.values() if n.parent_id == node_id]
+
+    def in_stage(self, stage: str, *kinds: str, idea: str | None = None) -> list[Node]:
+        return [
+            n for n in self.nodes.values()
+            if n.stage == stage and (not kinds or n.kind in kinds) and (idea is None or n.idea == idea)
+        ]
+
+    @property
+    def leaves(self) -> list[Node]:
+        parents = {n.parent_id for n in self.nodes.values()}
+        return [n for n in self.nodes.values() if n.id not in parents]
+
+    @property
+    def good_nodes(self) -> list[Node]:
+        return [n for n in self.nodes.values() if n.status == NodeStatus.GOOD]
+
+    @property
+    def buggy_nodes(self) -> list[Node]:
+        return [n for n in self.nodes.values() if n.status == NodeStatus.BUGGY]
+
+    @property
+    def unfinished(self) -> list[Node]:
+        return [n for n in self.nodes.values() if not n.is_finished]
+
+    def debug_depth(self, node_id: str) -> int:
+        """Consecutive debug steps ending at this node (0 for a node that is not a debug)."""
+        depth, node = 0, self.nodes[node_id]
+        while node.kind == "debug" and node.parent_id is not None:
+            depth += 1
+            node = self.nodes[node.parent_id]
+        return depth
+
+    @property
+    def primary_metric(self) -> MetricSpec | None:
+        return next((m for m in self.metric_specs if m.primary), self.metric_specs[0] if self.metric_specs else None)
+
+    def best_node(
+        self, stage: str | None = None, kinds: tuple[str, ...] = (), idea: str | None = None
+    ) -> Node | None:
+        """Best good node by the primary metric (one declared metric, never a mean of unlike ones)."""
+        spec = self.primary_metric
+        if spec is None:
+            return None
+        best: Node | None = None
+        for n in self.good_nodes:
+            if (stage and n.stage != stage) or (kinds and n.kind not in kinds) or (idea and n.idea != idea):
+                continue
+            v = n.metric(spec.name)
+            if v is None:
+                continue
+            if best is None or spec.better(v, best.metric(spec.name)):  # type: ignore[arg-type]
+                best = n
+        return best
+
+    def elapsed_s(self, now: float | None = None) -> float:
+        """Wall clock the run has been active, summed over driver sessions (resumes).
+
+        A past session counts until its last event; the live one until `now` when given.
+        """
+        spans = [last - start for start, last in self.sessions]
+        if now is not None and self.sessions:
+            spans[-1] = now - self.sessions[-1][0]
+        return sum(spans)

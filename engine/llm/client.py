@@ -1,0 +1,84 @@
+"""`LLM`: what node code calls. Picklable whenever its transport is (the Ray actor transport is),
+so it can be handed to Ray tasks; it carries no keys, only a way to reach the gateway."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, TypeVar, overload
+
+from pydantic import BaseModel
+
+from engine.llm.errors import StructuredOutputError
+from engine.llm.structured import ParseFailure, output_schema, parse_output, reask
+from engine.llm.types import Completion, LLMRequest, Message
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class Transport(Protocol):
+    def call(self, request: LLMRequest) -> Completion: ...
+
+
+class LLM:
+    def __init__(self, transport: Transport, *, max_reasks: int = 2) -> None:
+        self.transport = transport
+        self.max_reasks = max_reasks
+
+    @overload
+    def complete(
+        self, messages: str | Message | Sequence[Message], *, role: str, output_type: None = None,
+        node_id: str | None = None, stage: str | None = None, idea: str | None = None, attempt: int = 0,
+    ) -> Completion: ...
+
+    @overload
+    def complete(
+        self, messages: str | Message | Sequence[Message], *, role: str, output_type: type[T],
+        node_id: str | None = None, stage: str | None = None, idea: str | None = None, attempt: int = 0,
+    ) -> T: ...
+
+    def complete(
+        self,
+        messages: str | Message | Sequence[Message],
+        *,
+        role: str,
+        output_type: type[T] | None = None,
+        node_id: str | None = None,
+        stage: str | None = None,
+        idea: str | None = None,
+        attempt: int = 0,
+    ) -> Completion | T:
+        """One answer for `role`. With `output_type`, a validated instance of it: an answer that
+        fails validation is re-asked (with the error) at most `max_reasks` times, then
+        `StructuredOutputError`. Raises `BudgetExceeded` when the run's dollars are spent."""
+        turns = _as_messages(messages)
+        schema = output_schema(output_type) if output_type is not None else None
+
+        def ask(history: list[Message]) -> Completion:
+            request = LLMRequest(messages=tuple(history), role=role, output_schema=schema,
+                                 node_id=node_id, stage=stage, idea=idea, attempt=attempt)
+            return self.transport.call(request)
+
+        completion = ask(turns)
+        if output_type is None:
+            return completion
+        reasks = 0
+        while True:
+            try:
+                return parse_output(completion, output_type)
+            except ParseFailure as failure:
+                if reasks == self.max_reasks:
+                    raise StructuredOutputError(
+                        f"role {role!r} (node {node_id}): the answer did not validate as "
+                        f"{output_type.__name__} after {reasks + 1} tries: {failure}"
+                    ) from failure
+                reasks += 1
+                turns = [*turns, *reask(completion, failure)]
+                completion = ask(turns)
+
+
+def _as_messages(messages: str | Message | Sequence[Message]) -> list[Message]:
+    if isinstance(messages, str):
+        return [Message.user(messages)]
+    if isinstance(messages, Message):
+        return [messages]
+    return list(messages)

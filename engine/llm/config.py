@@ -1,0 +1,125 @@
+"""The `llm:` section of a run config: providers, models with capabilities and prices, roles.
+
+Behaviour is decided by the capability flags of a model entry (or of the default table entry
+for its exact model id), never by looking at substrings of model names.
+Cross-references (role -> model -> provider), keys, prices and endpoints are checked by
+`engine.llm.validate.validate_llm_config`, which names the entry at fault.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ProviderKind = Literal["anthropic", "openai", "openai_compatible", "scripted"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ScriptRule(_Strict):
+    """One rule of a scripted provider: the first rule whose conditions all hold answers.
+
+    From YAML `respond` is text or a mapping (answered as JSON); from Python it may also be a
+    callable taking the request's messages and returning text.
+    """
+
+    role: str | None = None
+    contains: str | None = Field(None, description="substring of the last user message")
+    pattern: str | None = Field(None, description="regex searched in the last user message")
+    respond: str | dict[str, Any] | Callable[..., str]
+
+
+class ProviderConfig(_Strict):
+    kind: ProviderKind
+    base_url: str | None = Field(None, description="endpoint; required for openai_compatible")
+    api_key_env: str | None = Field(None, description="NAME of the env var holding the key, never the key")
+    rpm: int | None = Field(None, gt=0, description="requests per minute")
+    tpm: int | None = Field(None, gt=0, description="tokens per minute (input estimate + max_tokens)")
+    max_concurrency: int = Field(8, gt=0)
+    timeout_s: float = Field(120.0, gt=0, description="per HTTP call")
+    max_retries: int = Field(4, ge=0, description="retries of 429/5xx/connection errors/timeouts")
+    backoff_base_s: float = Field(1.0, ge=0)
+    backoff_max_s: float = Field(60.0, ge=0)
+    rules: list[ScriptRule] = Field(default_factory=list, description="scripted provider only")
+    default_response: str = Field("", description="scripted provider: answer when no rule matches")
+
+
+class Capabilities(_Strict):
+    vision: bool = False
+    tools: bool = False  # forced tool/function call usable for structured output
+    json_schema: bool = False  # native JSON-schema constrained output
+    reasoning: bool = False  # takes an effort setting; token limit counts hidden reasoning
+    temperature: bool = True  # accepts a sampling temperature
+    context_tokens: int = Field(128_000, gt=0)
+    max_output_tokens: int = Field(8_192, gt=0)
+
+
+class Price(_Strict):
+    """USD per million tokens. `cached_input` defaults to `input` (no discount known)."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cached_input: float | None = Field(None, ge=0)
+
+    def dollars(self, input_tokens: int, output_tokens: int, cached_tokens: int) -> float:
+        cached_rate = self.input if self.cached_input is None else self.cached_input
+        uncached = max(0, input_tokens - cached_tokens)
+        return (uncached * self.input + cached_tokens * cached_rate + output_tokens * self.output) / 1e6
+
+
+class ModelSpec(_Strict):
+    provider: str
+    model: str = Field(description="the provider's model id")
+    capabilities: Capabilities | None = Field(None, description="default: the table entry for this id")
+    price: Price | None = Field(None, description="default: the table entry for this id")
+
+
+class RoleConfig(_Strict):
+    model: str = Field(description="a key of `models`")
+    temperature: float = Field(0.7, ge=0, le=2)
+    max_tokens: int = Field(4096, gt=0)
+    reasoning_effort: Literal["low", "medium", "high"] | None = None
+
+
+class CacheConfig(_Strict):
+    mode: Literal["read_write", "replay", "off"] = Field(
+        "read_write", description="replay: answer only from the cache; a miss is an error"
+    )
+    dir: Path | None = Field(None, description="default: <run_dir>/llm_cache")
+
+
+class LLMConfig(_Strict):
+    providers: dict[str, ProviderConfig]
+    models: dict[str, ModelSpec]
+    roles: dict[str, RoleConfig]
+    cache: CacheConfig = Field(default_factory=CacheConfig)
+    max_reasks: int = Field(2, ge=0, description="re-asks after an answer fails validation")
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A role's model with the default table applied: what the gateway actually uses."""
+
+    name: str
+    provider: str
+    model: str
+    capabilities: Capabilities
+    price: Price | None
+
+
+def resolve_model(cfg: LLMConfig, name: str) -> ResolvedModel:
+    from engine.llm.prices import DEFAULT_MODELS
+
+    spec = cfg.models[name]
+    table = DEFAULT_MODELS.get(spec.model)
+    caps = spec.capabilities or (table[0] if table else Capabilities())
+    price = spec.price or (table[1] if table else None)
+    if price is None and cfg.providers[spec.provider].kind == "scripted":
+        price = Price(input=0.0, output=0.0)
+    return ResolvedModel(name=name, provider=spec.provider, model=spec.model, capabilities=caps, price=price)

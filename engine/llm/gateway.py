@@ -1,0 +1,240 @@
+"""The gateway core: the one place LLM calls are made, accounted and limited.
+
+Per call: resolve the role, check capabilities, look in the cache, reserve against the dollar
+budget, wait for the provider's rate limits and a concurrency slot, call with a deadline, retry
+transient failures with exponential backoff and jitter (honouring Retry-After), then settle the
+budget, write the cache and append to the ledger. The same object runs in-process (tests, a
+single-machine run: `call` drives a private event loop thread) or inside the Ray gateway actor
+(`actors.gateway`, which awaits `acomplete` on the actor's own loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import threading
+import time
+from collections.abc import Mapping
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+from engine.llm.budget import Budget
+from engine.llm.cache import ResponseCache, cache_key
+from engine.llm.config import LLMConfig, ProviderConfig, resolve_model
+from engine.llm.errors import BudgetExceeded, CacheMiss, LLMCallError, LLMConfigError
+from engine.llm.ledger import LEDGER_FILE, CallRecord, Ledger
+from engine.llm.providers.base import Provider, ProviderCall, ProviderError
+from engine.llm.ratelimit import Limiter
+from engine.llm.types import Completion, LLMRequest, Message
+
+log = logging.getLogger(__name__)
+
+IMAGE_TOKENS = 1600  # a 1092x1092 image is about this many tokens on current vision models
+
+
+def estimate_tokens(messages: tuple[Message, ...], chars_per_token: float) -> int:
+    chars = sum(len(m.text) for m in messages)
+    images = sum(len(m.images) for m in messages)
+    return int(chars / chars_per_token) + images * IMAGE_TOKENS
+
+
+def build_provider(name: str, pcfg: ProviderConfig, key: str | None) -> Provider:
+    """Construct a provider; its SDK is imported here, only when that kind is configured."""
+    if pcfg.kind == "anthropic":
+        from engine.llm.providers.anthropic import AnthropicProvider
+
+        return AnthropicProvider(name, api_key=key or "", base_url=pcfg.base_url)
+    if pcfg.kind in ("openai", "openai_compatible"):
+        from engine.llm.providers.openai import OpenAIProvider
+
+        return OpenAIProvider(name, api_key=key, base_url=pcfg.base_url, compatible=pcfg.kind == "openai_compatible")
+    from engine.llm.providers.scripted import ScriptedProvider
+
+    return ScriptedProvider(name, rules=pcfg.rules, default=pcfg.default_response)
+
+
+class Gateway:
+    def __init__(
+        self,
+        cfg: LLMConfig,
+        run_dir: Path,
+        *,
+        dollars: float | None = None,
+        keys: Mapping[str, str] | None = None,
+        providers: Mapping[str, Provider] | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.run_dir = Path(run_dir)
+        self.ledger = Ledger(self.run_dir / LEDGER_FILE)
+        # A resumed run starts from what earlier sessions already paid.
+        self.budget = Budget(dollars, spent=sum(r.dollars for r in self.ledger.records()))
+        self.cache = ResponseCache(cfg.cache.dir or self.run_dir / "llm_cache", cfg.cache.mode)
+        self._keys = dict(keys or {})
+        self._providers: dict[str, Provider] = dict(providers or {})
+        self._limiters: dict[str, Limiter] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_lock = threading.Lock()
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            "an in-process Gateway holds API keys and an event loop and cannot be sent to another "
+            "process; use actors.gateway.start_gateway_actor for Ray workers"
+        )
+
+    # -- public ------------------------------------------------------------------------------
+    def call(self, request: LLMRequest) -> Completion:
+        """Synchronous entry point (the `Transport` protocol of `engine.llm.client.LLM`)."""
+        future: Future[Completion] = asyncio.run_coroutine_threadsafe(self.acomplete(request), self._ensure_loop())
+        return future.result()
+
+    async def acomplete(self, request: LLMRequest) -> Completion:
+        call, pcfg = self._resolve(request)
+        key = cache_key(call, request.attempt)
+        cached = self.cache.get(key)
+        if cached is not None:
+            hit = cached.model_copy(update={"cache_hit": True, "dollars": 0.0, "latency_s": 0.0, "retries": 0})
+            self._record(request, call, hit, key=key)
+            return hit
+        if self.cache.mode == "replay":
+            self._record(request, call, None, key=key, error="cache miss in replay mode")
+            raise CacheMiss(f"replay: no cached response for a {request.role!r} call (node {request.node_id}); "
+                            "the replayed run asked something the original run did not")
+        price = call.model.price
+        if price is None:
+            raise LLMConfigError(f"model {call.model.name!r} ({call.model.model}) has no price; "
+                                 "set llm.models.<name>.price (input/output USD per million tokens)")
+        est_in = estimate_tokens(call.messages, chars_per_token=3.0)
+        try:
+            reservation = self.budget.reserve(price.dollars(est_in, call.max_tokens, 0), request.role)
+        except BudgetExceeded as exc:
+            self._record(request, call, None, key=key, error=f"budget: {exc}")
+            raise
+        try:
+            completion = await self._call_with_retries(call, pcfg, est_in + call.max_tokens)
+        except LLMCallError as exc:
+            self.budget.settle(reservation, 0.0)
+            self._record(request, call, None, key=key, error=str(exc))
+            raise
+        dollars = price.dollars(completion.usage.input_tokens, completion.usage.output_tokens,
+                                completion.usage.cached_tokens)
+        completion = completion.model_copy(update={"dollars": dollars})
+        self.budget.settle(reservation, dollars)
+        self.cache.put(key, completion)
+        self._record(request, call, completion, key=key)
+        return completion
+
+    def spent(self) -> float:
+        return self.budget.spent
+
+    def close(self) -> None:
+        loop = self._loop
+        if loop is None:
+            return
+        asyncio.run_coroutine_threadsafe(self.aclose(), loop).result()
+        loop.call_soon_threadsafe(loop.stop)
+        self._loop = None
+
+    async def aclose(self) -> None:
+        for provider in self._providers.values():
+            await provider.aclose()
+
+    # -- internals ---------------------------------------------------------------------------
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        with self._loop_lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, name="silva-llm-gateway", daemon=True).start()
+                self._loop = loop
+            return self._loop
+
+    def _resolve(self, request: LLMRequest) -> tuple[ProviderCall, ProviderConfig]:
+        role = self.cfg.roles.get(request.role)
+        if role is None:
+            raise LLMConfigError(f"no model configured for LLM role {request.role!r}; add it under llm.roles "
+                                 f"(configured: {', '.join(sorted(self.cfg.roles)) or 'none'})")
+        model = resolve_model(self.cfg, role.model)
+        caps = model.capabilities
+        n_images = sum(len(m.images) for m in request.messages)
+        if n_images and not caps.vision:
+            raise LLMCallError(f"role {request.role!r} sent {n_images} image(s) but model {role.model!r} has no "
+                               "vision capability; map the role to a vision model")
+        prompt_tokens = estimate_tokens(request.messages, chars_per_token=4.0)
+        if prompt_tokens + role.max_tokens > caps.context_tokens:
+            raise LLMCallError(f"role {request.role!r}: prompt of ~{prompt_tokens} tokens plus max_tokens "
+                               f"{role.max_tokens} exceeds the {caps.context_tokens}-token context of {role.model!r}")
+        pcfg = self.cfg.providers[model.provider]
+        call = ProviderCall(
+            model=model,
+            messages=request.messages,
+            role=request.role,
+            temperature=role.temperature,
+            max_tokens=min(role.max_tokens, caps.max_output_tokens),
+            timeout_s=pcfg.timeout_s,
+            reasoning_effort=role.reasoning_effort,
+            output_schema=request.output_schema,
+        )
+        return call, pcfg
+
+    def _provider(self, name: str) -> Provider:
+        if name not in self._providers:
+            self._providers[name] = build_provider(name, self.cfg.providers[name], self._keys.get(name))
+        return self._providers[name]
+
+    def _limiter(self, name: str, pcfg: ProviderConfig) -> Limiter:
+        if name not in self._limiters:
+            self._limiters[name] = Limiter(pcfg.rpm, pcfg.tpm, pcfg.max_concurrency)
+        return self._limiters[name]
+
+    async def _call_with_retries(self, call: ProviderCall, pcfg: ProviderConfig, est_tokens: int) -> Completion:
+        name = call.model.provider
+        provider, limiter = self._provider(name), self._limiter(name, pcfg)
+        error = ProviderError("not attempted", retryable=False)
+        for attempt in range(pcfg.max_retries + 1):
+            async with limiter.slot(est_tokens):
+                try:
+                    result = await asyncio.wait_for(provider.complete(call), timeout=pcfg.timeout_s)
+                    if limiter.tokens is not None:
+                        used = result.usage.input_tokens + result.usage.output_tokens
+                        limiter.tokens.give_back(max(0, est_tokens - used))
+                    return result.model_copy(update={"retries": attempt})
+                except ProviderError as exc:
+                    error = exc
+                except asyncio.TimeoutError:
+                    error = ProviderError(f"no answer within {pcfg.timeout_s}s", retryable=True)
+            if not error.retryable or attempt == pcfg.max_retries:
+                break
+            delay = self._backoff(pcfg, attempt, error.retry_after)
+            if error.retry_after is not None:
+                limiter.pause(delay)
+            log.info("LLM %s/%s: %s; retry %d in %.2fs", name, call.model.model, error, attempt + 1, delay)
+            await asyncio.sleep(delay)
+        tries = "not retryable" if not error.retryable else f"after {pcfg.max_retries + 1} attempts"
+        raise LLMCallError(f"LLM call to provider {name!r} model {call.model.model!r} for role {call.role!r} "
+                           f"failed ({tries}): {error}")
+
+    @staticmethod
+    def _backoff(pcfg: ProviderConfig, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            # The server knows when it will take us again; a little jitter spreads the herd.
+            return min(retry_after, pcfg.backoff_max_s) * random.uniform(1.0, 1.1)
+        return min(pcfg.backoff_max_s, pcfg.backoff_base_s * 2**attempt) * random.uniform(0.5, 1.0)
+
+    def _record(self, request: LLMRequest, call: ProviderCall, completion: Completion | None, *,
+                key: str, error: str | None = None) -> None:
+        usage = completion.usage if completion else None
+        self.ledger.append(CallRecord(
+            role=request.role, node_id=request.node_id, stage=request.stage, idea=request.idea,
+            provider=call.model.provider, model=call.model.model,
+            input_tokens=usage.input_tokens if usage else 0,
+            output_tokens=usage.output_tokens if usage else 0,
+            cached_tokens=usage.cached_tokens if usage else 0,
+            dollars=completion.dollars if completion else 0.0,
+            cache_hit=completion.cache_hit if completion else False,
+            latency_s=completion.latency_s if completion else 0.0,
+            retries=completion.retries if completion else 0,
+            attempt=request.attempt,
+            stop_reason=completion.stop_reason if completion else None,
+            error=error, key=key,
+        ))

@@ -1,0 +1,57 @@
+"""Defaults for a few well-known models: capabilities and list prices (USD per million tokens).
+
+Looked up by exact model id only. A config entry overrides any field here, and a model missing
+from this table must be priced in the config (validation says so). Prices change: check the
+providers' pricing pages and override in config when they do.
+"""
+
+from __future__ import annotations
+
+from engine.llm.config import Capabilities, Price
+
+_VISION_TOOLS = dict(vision=True, tools=True)
+
+DEFAULT_MODELS: dict[str, tuple[Capabilities, Price]] = {
+    "claude-opus-4-5": (
+        Capabilities(**_VISION_TOOLS, json_schema=True, context_tokens=200_000, max_output_tokens=64_000),
+        Price(input=5.0, output=25.0, cached_input=0.5),
+    ),
+    "claude-sonnet-4-5": (
+        Capabilities(**_VISION_TOOLS, json_schema=True, context_tokens=200_000, max_output_tokens=64_000),
+        Price(input=3.0, output=15.0, cached_input=0.3),
+    ),
+    "claude-haiku-4-5": (
+        Capabilities(**_VISION_TOOLS, json_schema=True, context_tokens=200_000, max_output_tokens=64_000),
+        Price(input=1.0, output=5.0, cached_input=0.1),
+    ),
+    "gpt-4o": (
+        Capabilities(**_VISION_TOOLS, json_schema=True, context_tokens=128_000, max_output_tokens=16_384),
+        Price(input=2.5, output=10.0, cached_input=1.25),
+    ),
+    "gpt-4o-mini": (
+        Capabilities(**_VISION_TOOLS, json_schema=True, context_tokens=128_000, max_output_tokens=16_384),
+        Price(input=0.15, output=0.6, cached_input=0.075),
+    ),
+    "gpt-4.1": (
+        Capabilities(**_VISION_TOOLS, json_schema=True, context_tokens=1_047_576, max_output_tokens=32_768),
+        Price(input=2.0, output=8.0, cached_input=0.5),
+    ),
+    "gpt-4.1-mini": (
+        Capabilities(**_VISION_TOOLS, json_schema=True, context_tokens=1_047_576, max_output_tokens=32_768),
+        Price(input=0.4, output=1.6, cached_input=0.1),
+    ),
+    "gpt-5": (
+        Capabilities(
+            **_VISION_TOOLS, json_schema=True, reasoning=True, temperature=False,
+            context_tokens=400_000, max_output_tokens=128_000,
+        ),
+        Price(input=1.25, output=10.0, cached_input=0.125),
+    ),
+    "o4-mini": (
+        Capabilities(
+            **_VISION_TOOLS, json_schema=True, reasoning=True, temperature=False,
+            context_tokens=200_000, max_output_tokens=100_000,
+        ),
+        Price(input=1.1, output=4.4, cached_input=0.275),
+    ),
+}

@@ -1,0 +1,133 @@
+"""Structured outputs and code extraction from free text.
+
+A pydantic model becomes a JSON schema the provider enforces natively where its capabilities say
+it can (JSON-schema output or a forced tool call); otherwise the schema is asked for in words and
+the JSON is extracted tolerantly (code fences, prose around it). The answer is validated here,
+and a failure is turned into a re-ask that quotes the validation error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from engine.llm.types import Completion, Message, OutputSchema
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class ParseFailure(ValueError):
+    """The answer is not (valid) JSON for the requested model; the message is shown to the model."""
+
+
+def output_schema(output_type: type[BaseModel]) -> OutputSchema:
+    name = re.sub(r"[^a-zA-Z0-9_-]", "_", output_type.__name__)[:64]
+    doc = (output_type.__doc__ or "").strip()
+    return OutputSchema(name=name, schema=output_type.model_json_schema(), description=doc)
+
+
+def _balanced_objects(text: str) -> list[str]:
+    """Every top-level {...} span, scanning braces outside JSON strings."""
+    spans: list[str] = []
+    depth, start, in_str, escaped = 0, -1, False, False
+    for i, ch in enumerate(text):
+        if in_str:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"' and depth > 0:
+            in_str = True
+        elif ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                spans.append(text[start : i + 1])
+    return spans
+
+
+def extract_json(text: str) -> Any:
+    """The JSON object in an answer: the whole text, a fenced block, or the largest {...} in prose."""
+    candidates = [text.strip()]
+    candidates += [b.code for b in extract_code_blocks(text) if b.language in ("json", "")]
+    candidates += sorted(_balanced_objects(text), key=len, reverse=True)
+    last_error = "no JSON object found in the answer"
+    for candidate in candidates:
+        try:
+            return json.loads(candidate)
+        except json.JSONDecodeError as exc:
+            last_error = f"invalid JSON: {exc}"
+    raise ParseFailure(last_error)
+
+
+def parse_output(completion: Completion, output_type: type[T]) -> T:
+    data = completion.data if completion.data is not None else extract_json(completion.text)
+    try:
+        return output_type.model_validate(data)
+    except ValidationError as exc:
+        raise ParseFailure(f"the JSON does not match the schema: {exc}") from exc
+
+
+def reask(completion: Completion, failure: ParseFailure) -> list[Message]:
+    """The turns that show the model its previous answer and what was wrong with it."""
+    previous = completion.text or (json.dumps(completion.data) if completion.data is not None else "(empty)")
+    hint = (
+        " Your answer was cut off at the output token limit: answer more concisely."
+        if completion.truncated
+        else ""
+    )
+    return [
+        Message.assistant(previous),
+        Message.user(f"That answer could not be used: {failure}.{hint} Reply again with only the corrected JSON."),
+    ]
+
+
+@dataclass(frozen=True)
+class CodeBlock:
+    language: str
+    code: str
+    closed: bool
+
+
+_FENCE = re.compile(r"^[ \t]*(```+|~~~+)[ \t]*([\w+#.-]*)[^\n]*$", re.MULTILINE)
+
+
+def extract_code_blocks(text: str) -> list[CodeBlock]:
+    """Fenced blocks in order. A fence left open at the end (a truncated answer) yields its rest."""
+    blocks: list[CodeBlock] = []
+    pos = 0
+    while (opening := _FENCE.search(text, pos)) is not None:
+        fence, language = opening.group(1), opening.group(2).lower()
+        body_start = opening.end() + 1
+        closing = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.MULTILINE)
+        end = closing.search(text, body_start)
+        if end is None:
+            blocks.append(CodeBlock(language, text[body_start:].rstrip(), closed=False))
+            break
+        blocks.append(CodeBlock(language, text[body_start : end.start()].rstrip("\n"), closed=True))
+        pos = end.end()
+    return blocks
+
+
+_ALIASES = {"python": ("python", "py", "python3"), "bash": ("bash", "sh", "shell")}
+
+
+def extract_code(text: str, language: str = "python") -> str | None:
+    """The main code block of an answer: the longest block tagged with the language, else the
+    longest untagged one, else None. Complete blocks win over one cut off by truncation."""
+    names = _ALIASES.get(language, (language,))
+    blocks = extract_code_blocks(text)
+    for wanted in (lambda b: b.language in names, lambda b: b.language == ""):
+        chosen = [b for b in blocks if wanted(b) and b.code.strip()]
+        if chosen:
+            return max(chosen, key=lambda b: (b.closed, len(b.code))).code
+    return None

@@ -1,0 +1,109 @@
+"""Start-of-run checks: every problem an LLM config can have is reported before work is spent.
+
+Checked: roles name known roles and configured models; models name configured providers and
+have a price; token limits fit the model; the vision role can see; providers that need a key
+have it in the environment; every endpoint in use accepts a TCP connection.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Mapping, MutableMapping
+from urllib.parse import urlsplit
+
+from engine.llm.config import LLMConfig, ProviderConfig, resolve_model
+from engine.llm.errors import LLMConfigError
+from engine.llm.types import ROLES
+
+DEFAULT_ENDPOINTS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
+KEYED_KINDS = ("anthropic", "openai")
+
+
+def _problems(cfg: LLMConfig, env: Mapping[str, str]) -> list[str]:
+    problems: list[str] = []
+    for role, rc in cfg.roles.items():
+        if role not in ROLES:
+            problems.append(f"llm.roles.{role}: unknown role; the roles are {', '.join(ROLES)}")
+        if rc.model not in cfg.models:
+            problems.append(f"llm.roles.{role}: model {rc.model!r} is not defined under llm.models "
+                            f"(defined: {', '.join(sorted(cfg.models)) or 'none'})")
+    for name, spec in cfg.models.items():
+        if spec.provider not in cfg.providers:
+            problems.append(f"llm.models.{name}: provider {spec.provider!r} is not defined under llm.providers")
+            continue
+        model = resolve_model(cfg, name)
+        if model.price is None:
+            problems.append(f"llm.models.{name}: no price known for model id {spec.model!r}; set "
+                            "price: {input: USD/Mtok, output: USD/Mtok} (0 for a free local model)")
+    for role, rc in cfg.roles.items():
+        if rc.model not in cfg.models or cfg.models[rc.model].provider not in cfg.providers:
+            continue
+        caps = resolve_model(cfg, rc.model).capabilities
+        if rc.max_tokens > caps.max_output_tokens:
+            problems.append(f"llm.roles.{role}: max_tokens {rc.max_tokens} exceeds model {rc.model!r}'s "
+                            f"output limit of {caps.max_output_tokens}")
+        if role == "vision" and not caps.vision:
+            problems.append(f"llm.roles.vision: model {rc.model!r} has no vision capability; pick a model "
+                            "with capabilities.vision: true")
+    for name, pcfg in _used_providers(cfg).items():
+        if pcfg.kind in KEYED_KINDS and not pcfg.api_key_env:
+            problems.append(f"llm.providers.{name}: set api_key_env to the NAME of the environment variable "
+                            "holding its API key")
+        elif pcfg.api_key_env and not env.get(pcfg.api_key_env):
+            problems.append(f"llm.providers.{name}: environment variable {pcfg.api_key_env} (its API key) "
+                            "is not set; export it in the shell that starts the run")
+        if pcfg.kind == "openai_compatible" and not pcfg.base_url:
+            problems.append(f"llm.providers.{name}: an openai_compatible provider needs base_url")
+    return problems
+
+
+def _used_providers(cfg: LLMConfig) -> dict[str, ProviderConfig]:
+    used = {cfg.models[rc.model].provider for rc in cfg.roles.values() if rc.model in cfg.models}
+    return {name: cfg.providers[name] for name in sorted(used) if name in cfg.providers}
+
+
+def _unreachable(name: str, pcfg: ProviderConfig, timeout_s: float) -> str | None:
+    url = pcfg.base_url or DEFAULT_ENDPOINTS.get(pcfg.kind)
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if not parts.hostname:
+        return f"llm.providers.{name}: base_url {url!r} has no host"
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=timeout_s):
+            return None
+    except OSError as exc:
+        return (f"llm.providers.{name}: endpoint {url} is unreachable ({exc}); start the server or fix "
+                "base_url")
+
+
+def validate_llm_config(
+    cfg: LLMConfig, env: Mapping[str, str], *, check_endpoints: bool = True, connect_timeout_s: float = 3.0
+) -> None:
+    """Raise `LLMConfigError` listing every problem, or return if the config can run."""
+    problems = _problems(cfg, env)
+    if check_endpoints and not problems:
+        for name, pcfg in _used_providers(cfg).items():
+            if pcfg.kind != "scripted" and (problem := _unreachable(name, pcfg, connect_timeout_s)):
+                problems.append(problem)
+    if problems:
+        raise LLMConfigError("LLM config is not usable:\n  - " + "\n  - ".join(problems))
+
+
+def resolve_keys(cfg: LLMConfig, env: Mapping[str, str]) -> dict[str, str]:
+    """provider name -> API key value, read from the environment variables the config names."""
+    return {name: env[p.api_key_env] for name, p in cfg.providers.items() if p.api_key_env and env.get(p.api_key_env)}
+
+
+def take_api_keys(cfg: LLMConfig, environ: MutableMapping[str, str]) -> dict[str, str]:
+    """Like `resolve_keys`, and remove the variables from `environ`.
+
+    Call it on `os.environ` before `ray.init()`: Ray workers inherit the environment of the
+    process that starts the cluster, so keys removed first never reach a worker or a sandbox.
+    """
+    keys = resolve_keys(cfg, environ)
+    for p in cfg.providers.values():
+        if p.api_key_env:
+            environ.pop(p.api_key_env, None)
+    return keys

@@ -1,0 +1,58 @@
+"""`silva status RUN_DIR`: tree summary, best node per stage, budget use, why the run stopped."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from engine.config import RunConfig
+from engine.journal import Journal
+from engine.summary import fmt, stage_rows
+
+
+def state_line(journal: Journal) -> str:
+    if journal.finished is not None:
+        return f"finished: {journal.finished['reason']}"
+    if journal.stop is not None:
+        budget = f" (budget: {journal.stop['budget']})" if journal.stop.get("budget") else ""
+        return f"stopped: {journal.stop['reason']}{budget}; continue with `silva resume`"
+    return "running, or killed without a clean stop: `silva resume` continues it"
+
+
+def render(run_dir: Path, cfg: RunConfig, journal: Journal) -> Group:
+    spec = journal.primary_metric
+    statuses = Counter(n.status.value for n in journal)
+    kinds = Counter(n.kind for n in journal)
+    head = Text.assemble(
+        (f"{run_dir}\n", "bold"),
+        f"state: {state_line(journal)}\n",
+        f"nodes: {len(journal.nodes)} ({', '.join(f'{v} {k}' for k, v in sorted(statuses.items())) or 'none'}); "
+        f"kinds: {', '.join(f'{v} {k}' for k, v in sorted(kinds.items())) or 'none'}\n",
+        f"primary metric: {spec.name} ({spec.direction})\n" if spec else "",
+    )
+    stages = Table(title="stages", title_justify="left")
+    for col in ("idea", "stage", "done", "good", "buggy", "running", "best node", f"best {spec.name if spec else ''}", "ended because"):
+        stages.add_column(col)
+    for r in stage_rows(journal):
+        stages.add_row(r.idea, r.stage, str(r.done), str(r.good), str(r.buggy), str(r.running),
+                       r.best_node or "-", fmt(r.best_value), r.ended or "-")
+    budgets = Table(title="budgets", title_justify="left")
+    for col in ("budget", "used", "limit"):
+        budgets.add_column(col)
+    b = cfg.budgets
+    budgets.add_row("wall clock (s)", f"{journal.elapsed_s():.0f}", fmt(b.wall_clock_s))
+    budgets.add_row("nodes", str(len(journal.nodes)), str(b.max_nodes) if b.max_nodes else "-")
+    for stage, sc in cfg.stages.items():
+        used = sum(1 for n in journal if n.stage == stage and n.kind not in ("replication", "aggregation"))
+        budgets.add_row(f"{stage} search nodes", str(used), str(sc.max_nodes))
+    budgets.add_row("per-node timeout (s)", "-", fmt(b.node_timeout_s))
+    budgets.add_row("LLM dollars", f"{sum(n.cost_usd for n in journal):.4f}", fmt(b.dollars))
+    return Group(head, stages, budgets)
+
+
+def print_status(run_dir: Path, cfg: RunConfig, journal: Journal, console: Console | None = None) -> None:
+    (console or Console()).print(render(run_dir, cfg, journal))

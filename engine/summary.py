@@ -1,0 +1,51 @@
+"""Per-stage numbers shared by the live progress display and `silva status`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.config import STAGES
+from engine.journal import Journal
+from engine.node import NodeStatus
+
+
+@dataclass
+class StageRow:
+    idea: str
+    stage: str
+    done: int
+    running: int
+    buggy: int
+    good: int
+    best_node: str | None
+    best_value: float | None
+    ended: str | None  # why the stage ended, if it did
+
+
+def stage_rows(journal: Journal) -> list[StageRow]:
+    spec = journal.primary_metric
+    ideas = sorted({n.idea for n in journal} | {k[0] for k in journal.stage_started}) or ["default"]
+    rows = []
+    for idea in ideas:
+        for stage in STAGES:
+            nodes = journal.in_stage(stage, idea=idea)
+            if not nodes and (idea, stage) not in journal.stage_started:
+                continue
+            decision = journal.stage_best.get((idea, stage))
+            best = journal.nodes[decision["node_id"]] if decision and decision["node_id"] else journal.best_node(stage, idea=idea)
+            ended = journal.stage_ended.get((idea, stage))
+            rows.append(StageRow(
+                idea=idea, stage=stage,
+                done=sum(n.is_finished for n in nodes),
+                running=sum(n.status == NodeStatus.RUNNING for n in nodes),
+                buggy=sum(n.status == NodeStatus.BUGGY for n in nodes),
+                good=sum(n.status == NodeStatus.GOOD for n in nodes),
+                best_node=best.id if best else None,
+                best_value=best.metric(spec.name) if best and spec else None,
+                ended=ended["reason"] if ended else None,
+            ))
+    return rows
+
+
+def fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"

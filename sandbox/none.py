@@ -1,0 +1,71 @@
+"""`sandbox: none`: a plain subprocess in a fresh workspace. No isolation; a warning on every run.
+
+Still applies what needs no privileges: cleared environment with an allow-list, rlimits via
+prlimit, a deadline on the whole process group, capped output.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from sandbox.base import ExecResult, Limits, register_provider, resolve_in_workspace
+from sandbox.process import BASE_ENV, prlimit_prefix, run_process
+
+log = logging.getLogger(__name__)
+
+WARNING = (
+    "sandbox: none — experiment code runs WITHOUT isolation (it can reach the network and read "
+    "your files); API keys are still stripped from its environment. Use `sandbox: local` or "
+    "`sandbox: docker` for untrusted code."
+)
+
+
+class UnsandboxedWorkspace:
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace
+        workspace.mkdir(parents=True, exist_ok=True)
+
+    def exec(
+        self,
+        command: Sequence[str],
+        *,
+        limits: Limits,
+        files: Mapping[str, bytes] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecResult:
+        for path, data in (files or {}).items():
+            self.write_file(path, data)
+        full_env = {**BASE_ENV, "HOME": str(self.workspace), "TMPDIR": str(self.workspace), **(env or {})}
+        return run_process(
+            [*prlimit_prefix(limits), *command],
+            cwd=self.workspace,
+            env=full_env,
+            limits=limits,
+            workspace=self.workspace,
+        )
+
+    def read_file(self, path: str) -> bytes:
+        return resolve_in_workspace(self.workspace, path).read_bytes()
+
+    def write_file(self, path: str, data: bytes) -> None:
+        target = resolve_in_workspace(self.workspace, path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+    def close(self) -> None:
+        pass
+
+
+class NoneProvider:
+    name = "none"
+
+    def check(self) -> None:
+        log.warning(WARNING)
+
+    def open(self, workspace: Path, *, gpu_ids: Sequence[int] = ()) -> UnsandboxedWorkspace:
+        return UnsandboxedWorkspace(workspace)
+
+
+register_provider("none", lambda **_: NoneProvider())

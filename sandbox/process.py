@@ -1,0 +1,227 @@
+"""Run one process tree with a hard deadline and capped output, without ever hanging.
+
+Shared by the `none` and `local` providers. Design points (see LESSONS.md):
+- the child starts in its own session, so the whole tree is one process group we own;
+- limits are applied by a `prlimit` command prefix, never by preexec_fn (unsafe in threaded
+  Ray workers);
+- exit is detected with a pidfd, not pipe EOF: a daemon that inherited stdout cannot block us;
+- on deadline: SIGTERM (to the group, or whatever `terminate` targets), a grace period, then
+  SIGKILL to the group; leftovers are always killed;
+- an optional disk watchdog stops the tree when the workspace outgrows `Limits.disk_mb`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO
+
+from sandbox.base import TRUNCATION_MARKER, ExecResult, Limits, list_files
+
+# Environment every sandboxed process gets; anything else must be allow-listed explicitly.
+BASE_ENV = {
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "PYTHONUNBUFFERED": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "MPLBACKEND": "Agg",
+    "OMP_NUM_THREADS": "1",
+}
+
+# Names that look like credentials are refused even when a caller allow-lists them: keys live
+# only in the LLM gateway (DESIGN invariant 5), and Ray's token must never reach experiment code.
+SECRET_NAME = re.compile(
+    r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)|^(AWS|AZURE|GOOGLE|GCP|RAY|OPENAI|ANTHROPIC)_",
+    re.IGNORECASE,
+)
+# Messages an out-of-memory process leaves when an rlimit (not the kernel) refused the memory.
+_OOM_MESSAGES = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "can't allocate memory")
+_DISK_POLL_S = 0.5
+
+
+def sandbox_env(extra: Mapping[str, str] | None, **fixed: str) -> dict[str, str]:
+    """BASE_ENV + provider-fixed values + the caller's allow-listed variables, secrets refused."""
+    env = {**BASE_ENV, **fixed}
+    for name, value in (extra or {}).items():
+        if SECRET_NAME.search(name):
+            raise ValueError(
+                f"environment variable {name!r} looks like a credential and is never passed into a "
+                "sandbox; LLM keys stay in the gateway"
+            )
+        env[name] = value
+    return env
+
+
+def prlimit_prefix(limits: Limits, *, address_space: bool = True) -> list[str]:
+    """`prlimit` arguments for the limits an rlimit can express."""
+    args = ["prlimit"]
+    if limits.cpu_s is not None:
+        args.append(f"--cpu={limits.cpu_s}")
+    if limits.memory_mb is not None and address_space:
+        args.append(f"--as={limits.memory_mb * 1024 * 1024}")
+    if limits.processes is not None:
+        args.append(f"--nproc={limits.processes}")
+    if limits.file_size_mb is not None:
+        args.append(f"--fsize={limits.file_size_mb * 1024 * 1024}")
+    args.append("--core=0")
+    return [*args, "--"]
+
+
+class CappedReader(threading.Thread):
+    """Drains a stream forever (so the child never blocks on a full pipe) but keeps `cap` bytes."""
+
+    def __init__(self, stream: IO[bytes], cap: int) -> None:
+        super().__init__(daemon=True)
+        self._stream = stream
+        self.cap = cap
+        self.data = bytearray()
+        self.truncated = False
+
+    def run(self) -> None:
+        fd = self._stream.fileno()
+        try:
+            while chunk := os.read(fd, 65536):
+                self.feed(chunk)
+        except OSError:
+            pass  # closed under us after the deadline: what we have is the output
+
+    def feed(self, chunk: bytes) -> None:
+        room = self.cap - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
+        if len(chunk) > room:
+            self.truncated = True
+
+    def text(self) -> str:
+        out = self.data.decode("utf-8", errors="replace")
+        return out + TRUNCATION_MARKER.format(limit=self.cap) if self.truncated else out
+
+
+def signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def exit_code_of(status: int) -> int:
+    """Shell convention for every provider: a death by signal N is exit code 128 + N."""
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 else code
+
+
+def looks_oom(code: int, stderr: str, *, killed_by_us: bool) -> bool:
+    """SIGKILL we did not send is the kernel's OOM killer; an rlimit refusal leaves a message."""
+    if code == 128 + signal.SIGKILL and not killed_by_us:
+        return True
+    return code != 0 and any(m in stderr[-4000:] for m in _OOM_MESSAGES)
+
+
+def disk_usage_mb(root: Path) -> float:
+    total = 0
+    stack = [str(root)]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as entries:
+                for e in entries:
+                    if e.is_dir(follow_symlinks=False):
+                        stack.append(e.path)
+                    elif e.is_file(follow_symlinks=False):
+                        total += e.stat(follow_symlinks=False).st_blocks * 512
+        except OSError:
+            continue  # removed while we walked it
+    return total / 2**20
+
+
+def _wait_exit(pidfd: int, deadline: float, disk: tuple[Path, int] | None) -> str | None:
+    """Block until exit (None), the deadline ("deadline") or a disk overrun ("disk")."""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return "deadline"
+        step = min(left, _DISK_POLL_S) if disk else left
+        if select.select([pidfd], [], [], step)[0]:
+            return None
+        if disk and disk_usage_mb(disk[0]) > disk[1]:
+            return "disk"
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    limits: Limits,
+    workspace: Path | None = None,
+    pass_fds: Sequence[int] = (),
+    terminate: Callable[[int], None] | None = None,
+) -> ExecResult:
+    """Run argv to completion or deadline. Never raises for anything the child does.
+
+    `terminate(pid)` delivers the polite SIGTERM on deadline (default: the process group);
+    SIGKILL always goes to the whole group afterwards.
+    """
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        close_fds=True,
+        pass_fds=tuple(pass_fds),
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    pgid = proc.pid
+    readers = [CappedReader(proc.stdout, limits.output_bytes), CappedReader(proc.stderr, limits.output_bytes)]
+    for r in readers:
+        r.start()
+
+    disk = (workspace, limits.disk_mb) if workspace is not None and limits.disk_mb else None
+    pidfd = os.pidfd_open(proc.pid)
+    try:
+        reason = _wait_exit(pidfd, start + limits.wall_s, disk)
+        if reason == "deadline":
+            (terminate or (lambda _pid: signal_group(pgid, signal.SIGTERM)))(proc.pid)
+            if not select.select([pidfd], [], [], limits.kill_grace_s)[0]:
+                signal_group(pgid, signal.SIGKILL)
+        elif reason == "disk":
+            signal_group(pgid, signal.SIGKILL)  # a disk overrun gets no grace: it is still writing
+        _, status, rusage = os.wait4(proc.pid, 0)
+    finally:
+        os.close(pidfd)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    # Children that outlived the leader (daemons, forks) are ours too: kill them all.
+    signal_group(pgid, signal.SIGKILL)
+    for r in readers:
+        r.join(timeout=0.5)
+    proc.stdout.close()
+    proc.stderr.close()
+
+    code = exit_code_of(status)
+    stderr_text = readers[1].text()
+    if reason == "disk":
+        stderr_text += f"\n[silva: workspace exceeded the disk limit of {limits.disk_mb} MB; killed]\n"
+    return ExecResult(
+        exit_code=None if reason == "deadline" else code,
+        stdout=readers[0].text(),
+        stderr=stderr_text,
+        stdout_truncated=readers[0].truncated,
+        stderr_truncated=readers[1].truncated,
+        timed_out=reason == "deadline",
+        oom_killed=looks_oom(code, stderr_text, killed_by_us=reason is not None),
+        disk_exceeded=reason == "disk",
+        wall_s=time.monotonic() - start,
+        cpu_s=rusage.ru_utime + rusage.ru_stime,
+        files=list_files(workspace) if workspace is not None else [],
+    )

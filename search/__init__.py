@@ -1,0 +1,1 @@
+"""What to grow next and how: stage manager, template proposers, operators, policies."""

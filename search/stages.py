@@ -1,0 +1,190 @@
+"""The four-stage manager: search, one best-node decision, seed replication, aggregation, promotion.
+
+All state comes from the journal (stage_started / stage_best / stage_ended events and the nodes),
+so a resumed run picks up exactly where the killed one stopped. The search phase of each stage
+is delegated to a `StageSearch` (template proposers offline; LLM operators and policies online).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from engine.aggregate import AggregationJob
+from engine.config import STAGES, RunConfig
+from engine.executor import Job
+from engine.journal import Journal
+from engine.node import Node, NodeStatus
+
+REPLICATION, AGGREGATION = "replication", "aggregation"
+SUPPORT_KINDS = (REPLICATION, AGGREGATION)
+
+
+class StageSearch(Protocol):
+    """The search phase of a stage: what to try, when it is done, how to run a node."""
+
+    def propose(self, journal: Journal, stage: str, root: Node | None, slots: int) -> list[Node]: ...
+
+    def search_done(self, journal: Journal, stage: str, root: Node | None) -> str | None:
+        """A reason the stage's search ended early (e.g. first good node of stage 1), or None."""
+
+    def job_for(self, node: Node, attempt: int) -> Job:
+        """The job of a search node or of a replicate (a copy of a search node with a new seed)."""
+
+    def label(self, node: Node) -> str: ...
+
+
+class StageManager:
+    """Drives one tree (one idea) through the stages. Implements engine.dispatch.Strategy."""
+
+    def __init__(self, cfg: RunConfig, journal: Journal, search: StageSearch, idea: str = "default") -> None:
+        self.cfg, self.journal, self.search, self.idea = cfg, journal, search, idea
+
+    # -- state derived from the journal ---------------------------------------------------
+    def _key(self, stage: str) -> tuple[str, str]:
+        return (self.idea, stage)
+
+    def current_stage(self) -> str | None:
+        for stage in STAGES:
+            if self._key(stage) not in self.journal.stage_ended:
+                return stage
+        return None
+
+    def root_for(self, stage: str) -> Node | None:
+        """The best node of the latest earlier stage that had one: this stage grows from it."""
+        best: Node | None = None
+        for s in STAGES[: STAGES.index(stage)]:
+            node_id = self.journal.stage_ended.get(self._key(s), {}).get("best_node_id")
+            if node_id:
+                best = self.journal.nodes[node_id]
+        return best
+
+    def search_nodes(self, stage: str) -> list[Node]:
+        return [n for n in self.journal.in_stage(stage, idea=self.idea) if n.kind not in SUPPORT_KINDS]
+
+    def finished(self) -> str | None:
+        first = self.journal.stage_ended.get(self._key(STAGES[0]))
+        if first is not None and first.get("best_node_id") is None:
+            return f"stopped: {first['reason']}"
+        if self.current_stage() is None:
+            return "all four stages complete"
+        return None
+
+    # -- proposing ----------------------------------------------------------------------
+    def propose(self, slots: int) -> list[Node]:
+        proposed: list[Node] = []
+        while slots > len(proposed) and self.finished() is None:
+            stage = self.current_stage()
+            assert stage is not None
+            batch, advanced = self._step(stage, slots - len(proposed))
+            proposed += batch
+            if not advanced:
+                break
+        return proposed
+
+    def _step(self, stage: str, slots: int) -> tuple[list[Node], bool]:
+        """New nodes for this stage, and whether the stage ended (so the next may start)."""
+        j, key = self.journal, self._key(stage)
+        root = self.root_for(stage)
+        if key not in j.stage_started:
+            j.record("stage_started", idea=self.idea, stage=stage, root=root.id if root else None)
+        if key not in j.stage_best:
+            searched = self.search_nodes(stage)
+            budget_left = self.cfg.stages[stage].max_nodes - len(searched)  # type: ignore[index]
+            early = self.search.search_done(j, stage, root)
+            if early is None and budget_left > 0:
+                return self.search.propose(j, stage, root, min(slots, budget_left)), False
+            if any(not n.is_finished for n in searched):
+                return [], False  # decide only once every search node of the stage is in
+            self._decide(stage, searched, early or f"node budget of {len(searched)} used")
+        decision = j.stage_best[key]
+        if decision["node_id"] is None:
+            j.record("stage_ended", idea=self.idea, stage=stage, best_node_id=None, reason=decision["reason"])
+            return [], True
+        best = j.nodes[decision["node_id"]]
+        replicates = [n for n in j.in_stage(stage, REPLICATION, idea=self.idea) if n.parent_id == best.id]
+        if len(replicates) < self.cfg.replicates:
+            need = min(slots, self.cfg.replicates - len(replicates))
+            return [self._replicate(best, len(replicates) + 1 + i) for i in range(need)], False
+        if any(not n.is_finished for n in replicates):
+            return [], False
+        aggregates = j.in_stage(stage, AGGREGATION, idea=self.idea)
+        if not aggregates:
+            return [self._aggregate(stage, best, replicates)], False
+        if not aggregates[0].is_finished:
+            return [], False
+        j.record(
+            "stage_ended", idea=self.idea, stage=stage, best_node_id=best.id,
+            aggregate_node_id=aggregates[0].id, reason=decision["reason"],
+        )
+        return [], True
+
+    def _decide(self, stage: str, searched: list[Node], why_ended: str) -> None:
+        spec = self.journal.primary_metric
+        good = [n for n in searched if n.status == NodeStatus.GOOD]
+        best = self.journal.best_node(stage, kinds=tuple({n.kind for n in searched}), idea=self.idea)
+        if best is None:
+            reason = f"stage {stage} found no good node in {len(searched)} node(s) ({why_ended})"
+        else:
+            reason = f"{why_ended}; best of {len(good)} good node(s) on {spec.name if spec else '?'}"
+        self.journal.record(
+            "stage_best", idea=self.idea, stage=stage, node_id=best.id if best else None,
+            metric=spec.name if spec else None,
+            value=best.metric(spec.name) if best and spec else None, reason=reason,
+        )
+
+    def _replicate(self, best: Node, index: int) -> Node:
+        return Node(
+            parent_id=best.id, stage=best.stage, kind=REPLICATION,
+            idea=self.idea, plan=f"seed replicate {index} of {best.id}", code=best.code,
+            params=best.params, seed=self.cfg.seed + index, extra={"label": self.search.label(best)},
+        )
+
+    def _aggregate(self, stage: str, best: Node, replicates: list[Node]) -> Node:
+        refs = [best.id] + [r.id for r in replicates]
+        return Node(
+            parent_id=best.id, stage=stage, kind=AGGREGATION, idea=self.idea,
+            plan=f"aggregate {len(replicates)} seed replicates of {best.id}", refs=refs,
+        )
+
+    # -- running ------------------------------------------------------------------------
+    def job_for(self, node: Node, attempt: int) -> Job:
+        if node.kind == AGGREGATION:
+            return AggregationJob(
+                node_id=node.id, attempt=attempt, run_dir=self.journal.log.path.parent,
+                title=f"{self.idea} · {node.stage}", metrics=self.journal.metric_specs,
+                groups=self._groups(node),
+            )
+        return self.search.job_for(node, attempt)
+
+    def _values(self, nodes: list[Node]) -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {m.name: [] for m in self.journal.metric_specs}
+        for n in nodes:
+            if n.status == NodeStatus.GOOD:
+                for name in out:
+                    v = n.metric(name)
+                    if v is not None:
+                        out[name].append(v)
+        return out
+
+    def _groups(self, agg: Node) -> dict[str, dict[str, list[float]]]:
+        """Replicates of this stage's best (the subject; the selected run itself is left out
+        to avoid the winner's curse), then earlier stages' replicated bests for comparison,
+        and in the ablation stage every ablation's own result."""
+        j = self.journal
+        best = j.nodes[agg.refs[0]]
+        reps = [j.nodes[r] for r in agg.refs[1:]]
+        subject = self._values(reps) if any(r.status == NodeStatus.GOOD for r in reps) else self._values([best])
+        groups = {f"{self.search.label(best)} (best of {agg.stage})": subject}
+        for s in STAGES[: STAGES.index(agg.stage)][::-1]:
+            ended = j.stage_ended.get(self._key(s))
+            if ended and ended.get("aggregate_node_id"):
+                prev = j.nodes[ended["aggregate_node_id"]]
+                groups[f"{self.search.label(j.nodes[prev.refs[0]])} (best of {s})"] = self._values(
+                    [j.nodes[r] for r in prev.refs[1:]]
+                )
+                break
+        if agg.stage == STAGES[-1]:
+            for n in self.search_nodes(agg.stage):
+                if n.id != best.id and n.status == NodeStatus.GOOD:
+                    groups[self.search.label(n)] = self._values([n])
+        return groups

@@ -1,0 +1,119 @@
+"""Offline search on a template (no LLM): the search phase of each of the four stages.
+
+- preliminary: the baseline (defaults, method off); ends at its first good node.
+- hyperparameter: settings from the proposer (Sobol or RBF surrogate), method off.
+- agenda: the method switched on, first at the best setting so far, then proposer settings.
+- ablation: the agenda's best with one ablation switched on, each ablation once.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from engine.attempt import ExperimentJob
+from engine.config import RunConfig
+from engine.journal import Journal
+from engine.node import Node, NodeStatus
+from sandbox.base import Limits
+from search.proposers import Proposer
+from search.template import Template
+
+KIND_OF_STAGE = {"preliminary": "baseline", "hyperparameter": "hyperparameter", "agenda": "method", "ablation": "ablation"}
+
+
+class TemplateSearch:
+    def __init__(self, cfg: RunConfig, template: Template, journal: Journal) -> None:
+        self.cfg, self.template, self.journal = cfg, template, journal
+        self.spec = template.spec
+        space = self.spec.hyperparameters
+        # Stage 2 tunes the baseline, so the method's own knobs are left out of its search.
+        self.proposers = {
+            "hyperparameter": Proposer({k: p for k, p in space.items() if not p.method_only}, cfg.seed, cfg.proposer),
+            "agenda": Proposer(space, cfg.seed, cfg.proposer),
+        }
+
+    # -- StageSearch ------------------------------------------------------------------------
+    def search_done(self, journal: Journal, stage: str, root: Node | None) -> str | None:
+        nodes = [n for n in journal.in_stage(stage, KIND_OF_STAGE[stage])]
+        if stage == "preliminary" and any(n.status == NodeStatus.GOOD for n in nodes):
+            return "first good baseline"
+        if stage == "ablation" and len(nodes) >= len(self.spec.ablations):
+            return f"all {len(self.spec.ablations)} ablation(s) run"
+        if stage in self.proposers and not self.proposers[stage].names and (nodes or stage == "hyperparameter"):
+            return "no hyperparameters to search"
+        return None
+
+    def propose(self, journal: Journal, stage: str, root: Node | None, slots: int) -> list[Node]:
+        kind = KIND_OF_STAGE[stage]
+        nodes = journal.in_stage(stage, kind)
+        base = dict(root.params) if root else self.spec.defaults()
+        if stage == "preliminary":
+            if any(not n.is_finished for n in nodes):
+                return []  # one baseline at a time: a failure is usually deterministic
+            return [self._node(stage, kind, root, self.spec.defaults(), "baseline with default settings")]
+        if stage == "ablation":
+            done = {n.extra.get("ablation") for n in nodes}
+            todo = [a for a in self.spec.ablations if a.name not in done][:slots]
+            return [
+                self._node(stage, kind, root, {**base, a.param: a.value}, f"ablation {a.name}: {a.description}".strip(": "), ablation=a.name)
+                for a in todo
+            ]
+        method_on = stage == "agenda"
+        base[self.spec.method.param] = method_on
+        out: list[Node] = []
+        if method_on and not nodes:
+            out.append(self._node(stage, kind, root, base, f"method {self.spec.method.name} at the best setting so far"))
+        tried = [n.params for n in nodes] + [o.params for o in out]
+        if root is not None:
+            tried.append(root.params)
+        for setting in self.proposers[stage].propose(slots - len(out), tried, self._scored(nodes, root)):
+            params = {**base, **setting}
+            out.append(self._node(stage, kind, root, params, self._describe(setting)))
+        return out
+
+    def job_for(self, node: Node, attempt: int) -> ExperimentJob:
+        python = "python3" if self.cfg.sandbox.provider == "docker" else sys.executable
+        res = self.cfg.resources_for(node.kind)
+        return ExperimentJob(
+            node_id=node.id,
+            attempt=attempt,
+            run_dir=self.journal.log.path.parent,
+            files=self.template.files,
+            command=[c.replace("{python}", python) for c in self.spec.command],
+            params=node.params,
+            seed=node.seed,
+            stage=node.stage,
+            metrics=self.spec.metrics,
+            limits=Limits(wall_s=self.cfg.budgets.node_timeout_s, memory_mb=res.memory_mb),
+            sandbox=self.cfg.sandbox.provider,
+            sandbox_options=self.cfg.sandbox.options,
+        )
+
+    def label(self, node: Node) -> str:
+        if node.extra.get("ablation"):
+            return f"ablation: {node.extra['ablation']}"
+        return {"baseline": "baseline", "hyperparameter": "tuned baseline", "method": self.spec.method.name}.get(
+            node.kind, node.extra.get("label", node.kind)
+        )
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _node(self, stage: str, kind: str, root: Node | None, params: dict[str, Any], plan: str, **extra: Any) -> Node:
+        return Node(
+            parent_id=root.id if root else None, stage=stage, kind=kind, plan=plan,
+            params=params, seed=self.cfg.seed, extra=extra,
+        )
+
+    def _scored(self, nodes: list[Node], root: Node | None) -> list[tuple[dict[str, Any], float]]:
+        spec = self.spec.primary
+        sign = 1.0 if spec.direction == "maximize" else -1.0
+        out = []
+        for n in [*nodes, *([root] if root else [])]:
+            v = n.metric(spec.name) if n.status == NodeStatus.GOOD else None
+            if v is not None:
+                out.append((n.params, sign * v))
+        return out
+
+    def _describe(self, setting: dict[str, Any]) -> str:
+        return "try " + ", ".join(f"{k}={v}" for k, v in sorted(setting.items()))
+
