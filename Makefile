@@ -5,6 +5,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_CONFIG ?= examples/digits_rff/run.yaml
+# Local Ray clusters started by the demo, tests and benchmarks listen on 127.0.0.1 only.
+export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER := 0
 
 .PHONY: install system-deps demo test bench clean
 

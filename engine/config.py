@@ -9,6 +9,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from engine.errors import ConfigError
+from engine.llm.config import LLMConfig
 
 STAGES: tuple[str, ...] = ("preliminary", "hyperparameter", "agenda", "ablation")
 
@@ -59,10 +60,45 @@ class SandboxConfig(_Strict):
     options: dict[str, Any] = Field(default_factory=dict, description="provider options, e.g. image")
 
 
+class SearchConfig(_Strict):
+    """The LLM tree search (idea mode): policy and its knobs, judgements, held-out selection."""
+
+    policy: Literal["best_first", "greedy", "mcts", "evolutionary"] = "best_first"
+    num_drafts: int = Field(3, ge=1, description="stage 1: independent drafts before refining")
+    debug_prob: float = Field(0.5, ge=0, le=1, description="chance a free slot debugs a buggy leaf")
+    max_debug_depth: int = Field(3, ge=0, description="consecutive debug steps on one line of nodes")
+    mcts_exploration: float = Field(1.0, ge=0, description="UCT exploration constant c")
+    mcts_widening: float = Field(0.5, gt=0, le=1, description="progressive widening: children <= ceil(2 N^a)")
+    islands: int = Field(2, ge=1, description="evolutionary: sub-populations")
+    crossover_rate: float = Field(0.3, ge=0, le=1, description="evolutionary: chance of a two-parent child")
+    migration_prob: float = Field(0.2, ge=0, le=1, description="evolutionary: second parent from another island")
+    tournament: int = Field(2, ge=1, description="evolutionary: tournament size")
+    min_tuning_nodes: int = Field(2, ge=1, description="stage 2 ends on convergence only after this many")
+    tie_tolerance: float = Field(0.0, ge=0, description="primary-metric gap within which the LLM breaks ties")
+    plots_gate: bool = Field(True, description="plots that fail to render or fail critique make a node buggy")
+    max_plots: int = Field(4, ge=0, description="plots shown to the vision critique")
+    heldout: bool = Field(False, description="choose the final best node on a held-out split")
+    heldout_candidates: int = Field(3, ge=1, description="top nodes re-run on the held-out split")
+
+
+class IdeaSource(_Strict):
+    """One idea of a forest, with its own budgets inside the run's."""
+
+    path: Path
+    max_nodes: int | None = Field(None, ge=1, description="nodes of this idea's tree, every kind")
+    dollars: float | None = Field(None, ge=0, description="LLM spend of this idea")
+
+
 class RunConfig(_Strict):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
     template: Path | None = Field(None, description="template directory (offline search)")
     idea: Path | None = Field(None, description="idea file (LLM search)")
+    ideas: list[IdeaSource] = Field(default_factory=list, description="several idea files: a forest")
+    search: SearchConfig = Field(default_factory=SearchConfig)
+    llm: LLMConfig | None = Field(None, description="LLM providers, models and roles (idea mode)")
+    scripted_fn: str | None = Field(
+        None, description="`file.py:function` answering the scripted providers' calls (offline demos)"
+    )
     output_dir: Path = Path("runs")
     seed: int = 0
     replicates: int = Field(3, ge=1, description="seed replications of each stage's best node")
@@ -81,12 +117,20 @@ class RunConfig(_Strict):
         # `sandbox: local` is the common case; the mapping form carries provider options.
         if isinstance(data, dict) and isinstance(data.get("sandbox"), str):
             data = {**data, "sandbox": {"provider": data["sandbox"]}}
+        # `ideas: [a.yaml, b.yaml]`: a bare path is an idea without budgets of its own.
+        if isinstance(data, dict) and isinstance(data.get("ideas"), list):
+            data = {**data, "ideas": [{"path": i} if isinstance(i, str) else i for i in data["ideas"]]}
         return data
 
     @model_validator(mode="after")
     def _one_source(self) -> RunConfig:
-        if (self.template is None) == (self.idea is None):
-            raise ValueError("set exactly one of `template` (offline search) or `idea` (LLM search)")
+        sources = sum((self.template is not None, self.idea is not None, bool(self.ideas)))
+        if sources != 1:
+            raise ValueError(
+                "set exactly one of `template` (offline search), `idea` or `ideas` (LLM search)"
+            )
+        if self.template is None and self.llm is None:
+            raise ValueError("idea mode (LLM search) needs an `llm:` section: providers, models and roles")
         for stage in STAGES:
             self.stages.setdefault(stage, _default_stages()[stage])  # type: ignore[index]
         self.resources.setdefault("default", Resources())
@@ -94,6 +138,10 @@ class RunConfig(_Strict):
 
     def resources_for(self, kind: str) -> Resources:
         return self.resources.get(kind, self.resources["default"])
+
+    def idea_sources(self) -> list[IdeaSource]:
+        """The ideas of an LLM run: `idea` is a forest of one."""
+        return [IdeaSource(path=self.idea)] if self.idea is not None else list(self.ideas)
 
 
 def format_validation_error(source: str, err: ValidationError) -> str:
@@ -141,6 +189,11 @@ def load_config(path: Path) -> RunConfig:
         if value is not None and not value.is_absolute():
             updates[field] = (base / value).resolve()
     updates["output_dir"] = cfg.output_dir.resolve()  # relative to where silva runs
+    if cfg.ideas:
+        updates["ideas"] = [i.model_copy(update={"path": (base / i.path).resolve()}) for i in cfg.ideas]
+    if cfg.scripted_fn is not None and ".py:" in cfg.scripted_fn:
+        file, _, fn = cfg.scripted_fn.rpartition(":")
+        updates["scripted_fn"] = f"{(base / file).resolve()}:{fn}"
     cfg = cfg.model_copy(update=updates)
     if cfg.template is not None and not (cfg.template / "template.yaml").is_file():
         raise ConfigError(
@@ -149,4 +202,7 @@ def load_config(path: Path) -> RunConfig:
         )
     if cfg.idea is not None and not cfg.idea.is_file():
         raise ConfigError(f"{path}: idea = {str(cfg.idea)!r}: file not found")
+    for i, source in enumerate(cfg.ideas):
+        if not source.path.is_file():
+            raise ConfigError(f"{path}: ideas.{i}.path = {str(source.path)!r}: file not found")
     return cfg

@@ -24,8 +24,9 @@ class ResultsFile(BaseModel):
     notes: str = ""
 
 
-def params_payload(params: dict[str, Any], *, seed: int | None, node_id: str, stage: str) -> bytes:
-    return json.dumps({"params": params, "seed": seed, "node_id": node_id, "stage": stage}, indent=2).encode()
+def params_payload(params: dict[str, Any], *, seed: int | None, node_id: str, stage: str, attempt: int) -> bytes:
+    payload = {"params": params, "seed": seed, "node_id": node_id, "stage": stage, "attempt": attempt}
+    return json.dumps(payload, indent=2).encode()
 
 
 def parse_results(raw: bytes | None, specs: list[MetricSpec]) -> tuple[list[MetricValue], ResultsFile | None, str]:

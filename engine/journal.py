@@ -63,6 +63,8 @@ class Journal:
         self.stage_started: dict[tuple[str, str], dict[str, Any]] = {}
         self.stage_best: dict[tuple[str, str], dict[str, Any]] = {}  # the one recorded decision
         self.stage_ended: dict[tuple[str, str], dict[str, Any]] = {}
+        self.heldout: dict[str, dict[str, Any]] = {}  # idea -> the held-out selection, if made
+        self.idea_stopped: dict[str, dict[str, Any]] = {}  # idea -> why its tree stopped early
         self.stop: dict[str, Any] | None = None
         self.finished: dict[str, Any] | None = None
         self.config: dict[str, Any] = {}
@@ -131,6 +133,10 @@ class Journal:
             self.stage_best[(e["idea"], e["stage"])] = e
         elif kind == "stage_ended":
             self.stage_ended[(e["idea"], e["stage"])] = e
+        elif kind == "heldout_selected":
+            self.heldout[e["idea"]] = e
+        elif kind == "idea_stopped":
+            self.idea_stopped[e["idea"]] = e
         elif kind == "run_stopped":
             self.stop = e
         elif kind == "run_finished":
@@ -145,7 +151,11 @@ class Journal:
         node.metrics = r.metrics
         node.execution = r.execution
         node.artifacts = r.artifacts
-        node.extra = {**node.extra, **r.extra}
+        # An LLM operator writes its node's plan and code on the worker: they arrive with the result.
+        extra = dict(r.extra)
+        node.code = extra.pop("code", None) or node.code
+        node.plan = extra.pop("plan", None) or node.plan
+        node.extra = {**node.extra, **extra}
         node.finished_at = r.finished_at
         node.cost_usd += r.cost_usd
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
+
+# Test clusters listen on 127.0.0.1 only (Ray otherwise binds the host's interface address).
+# Read by Ray at import time, so it is set before anything imports ray.
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
 
 @pytest.fixture(scope="session")

@@ -22,6 +22,7 @@ from typing import Any
 
 from engine.llm.budget import Budget
 from engine.llm.cache import ResponseCache, cache_key
+from engine.llm.client import LLM
 from engine.llm.config import LLMConfig, ProviderConfig, resolve_model
 from engine.llm.errors import BudgetExceeded, CacheMiss, LLMCallError, LLMConfigError
 from engine.llm.ledger import LEDGER_FILE, CallRecord, Ledger
@@ -107,23 +108,27 @@ class Gateway:
                                  "set llm.models.<name>.price (input/output USD per million tokens)")
         est_in = estimate_tokens(call.messages, chars_per_token=3.0)
         try:
-            reservation = self.budget.reserve(price.dollars(est_in, call.max_tokens, 0), request.role)
+            reservation = await self.budget.reserve(price.dollars(est_in, call.max_tokens, 0), request.role)
         except BudgetExceeded as exc:
             self._record(request, call, None, key=key, error=f"budget: {exc}")
             raise
         try:
             completion = await self._call_with_retries(call, pcfg, est_in + call.max_tokens)
         except LLMCallError as exc:
-            self.budget.settle(reservation, 0.0)
+            await self.budget.settle(reservation, 0.0)
             self._record(request, call, None, key=key, error=str(exc))
             raise
         dollars = price.dollars(completion.usage.input_tokens, completion.usage.output_tokens,
                                 completion.usage.cached_tokens)
         completion = completion.model_copy(update={"dollars": dollars})
-        self.budget.settle(reservation, dollars)
+        await self.budget.settle(reservation, dollars)
         self.cache.put(key, completion)
         self._record(request, call, completion, key=key)
         return completion
+
+    def client(self) -> LLM:
+        """An `LLM` client bound to this in-process gateway."""
+        return LLM(self, max_reasks=self.cfg.max_reasks)
 
     def spent(self) -> float:
         return self.budget.spent

@@ -57,7 +57,8 @@ def _balanced_objects(text: str) -> list[str]:
 
 def extract_json(text: str) -> Any:
     """The JSON object in an answer: the whole text, a fenced block, or the largest {...} in prose."""
-    candidates = [text.strip()]
+    stripped = text.strip()
+    candidates = [stripped] if stripped.startswith(("{", "[")) else []
     candidates += [b.code for b in extract_code_blocks(text) if b.language in ("json", "")]
     candidates += sorted(_balanced_objects(text), key=len, reverse=True)
     last_error = "no JSON object found in the answer"

@@ -1,0 +1,148 @@
+"""The dispatch loop with the in-process executor and synthetic jobs."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.config import RunConfig
+from engine.dispatch import MAX_LOST, Dispatcher
+from engine.executor import Completion, Handle, InProcessExecutor, Job
+from engine.journal import Journal
+from engine.node import AttemptResult, MetricValue, Node, NodeStatus
+
+
+@dataclass
+class SleepJob:
+    node_id: str
+    attempt: int
+    seconds: float
+    log: list[tuple[str, float, float]]
+
+    def run(self, gpu_ids: Sequence[int]) -> AttemptResult:
+        start = time.monotonic()
+        time.sleep(self.seconds)
+        self.log.append((self.node_id, start, time.monotonic()))
+        return AttemptResult(status="good", metrics=[MetricValue(name="m", value=self.seconds, direction="maximize")])
+
+
+@dataclass
+class FixedStrategy:
+    """Proposes `durations` one node each, in order, as slots free up."""
+
+    durations: list[float]
+    log: list[tuple[str, float, float]] = field(default_factory=list)
+    proposed: int = 0
+
+    def propose(self, slots: int) -> list[Node]:
+        take = self.durations[self.proposed : self.proposed + slots]
+        self.proposed += len(take)
+        return [Node(stage="s", kind="k", params={"seconds": d}) for d in take]
+
+    def job_for(self, node: Node, attempt: int) -> Job:
+        return SleepJob(node.id, attempt, node.params["seconds"], self.log)
+
+    def finished(self) -> str | None:
+        return "all proposed" if self.proposed == len(self.durations) else None
+
+
+def config(**kw: object) -> RunConfig:
+    base = {"name": "t", "template": "/x", "executor": {"kind": "inprocess", "max_in_flight": 3}}
+    return RunConfig.model_validate({**base, **kw})
+
+
+def journal(tmp_path: Path) -> Journal:
+    j = Journal.open(tmp_path)
+    j.record("run_started", config={}, metrics=[])
+    j.record("session_started", resumed=False)
+    return j
+
+
+def test_slot_refilled_as_soon_as_one_finishes(tmp_path: Path) -> None:
+    # One long node and many short ones: short ones keep flowing past the long one.
+    strategy = FixedStrategy([1.5] + [0.1] * 10)
+    j = journal(tmp_path)
+    outcome = Dispatcher(config(), j, strategy, InProcessExecutor(3)).run()
+    assert outcome.status == "finished"
+    spans = {nid: (s, e) for nid, s, e in strategy.log}
+    long_end = spans["n0000"][1]
+    started_before_long_ended = [nid for nid, (s, _) in spans.items() if nid != "n0000" and s < long_end]
+    assert len(started_before_long_ended) == 10  # a batch barrier would allow only 2
+    assert all(n.status == NodeStatus.GOOD for n in j)
+
+
+def test_wall_clock_budget_stops_cleanly_and_names_it(tmp_path: Path) -> None:
+    j = journal(tmp_path)
+    outcome = Dispatcher(config(budgets={"wall_clock_s": 1.0}), j, FixedStrategy([0.4] * 50), InProcessExecutor(3)).run()
+    assert outcome.status == "budget" and outcome.budget == "wall_clock_s"
+    assert j.stop is not None and j.stop["budget"] == "wall_clock_s"
+    assert "wall-clock budget of 1 s used up" in j.stop["reason"]
+    assert not any(n.status == NodeStatus.RUNNING for n in j)  # in-flight ones were cancelled
+    assert 2 <= len(j.good_nodes) <= 12
+
+
+def test_max_nodes_budget(tmp_path: Path) -> None:
+    j = journal(tmp_path)
+    outcome = Dispatcher(config(budgets={"max_nodes": 4}), j, FixedStrategy([0.01] * 10), InProcessExecutor(3)).run()
+    assert (outcome.status, outcome.budget) == ("budget", "max_nodes")
+    assert len(j.nodes) == 4 and len(j.good_nodes) == 4
+
+
+class FlakyExecutor(InProcessExecutor):
+    """Loses the first `lose` attempts of every node, as a dead worker would."""
+
+    def __init__(self, lose: int) -> None:
+        super().__init__(2)
+        self.lose = lose
+        self.attempts: dict[Handle, Job] = {}
+        self._lock = threading.Lock()
+
+    def submit(self, job: Job, resources: object) -> Handle:  # type: ignore[override]
+        handle = super().submit(job, resources)  # type: ignore[arg-type]
+        self.attempts[handle] = job
+        return handle
+
+    def wait(self, handles: Sequence[Handle], timeout: float) -> Completion | None:
+        c = super().wait(handles, timeout)
+        if c is not None and self.attempts[c.handle].attempt <= self.lose:
+            return Completion(c.handle, None, lost="WorkerCrashedError: worker died")
+        return c
+
+
+def test_lost_attempts_retried_then_one_result(tmp_path: Path) -> None:
+    j = journal(tmp_path)
+    Dispatcher(config(), j, FixedStrategy([0.01, 0.01]), FlakyExecutor(lose=2)).run()
+    for node in j:
+        assert node.status == NodeStatus.GOOD and node.attempts == 3 and node.lost_attempts == 2
+    assert sum(e["type"] == "attempt_finished" for e in j.log.events) == 2
+
+
+def test_lost_too_often_becomes_buggy_not_a_crash(tmp_path: Path) -> None:
+    j = journal(tmp_path)
+    outcome = Dispatcher(config(), j, FixedStrategy([0.01]), FlakyExecutor(lose=99)).run()
+    assert outcome.status == "finished"
+    node = j.nodes["n0000"]
+    assert node.status == NodeStatus.BUGGY and node.lost_attempts == MAX_LOST
+    assert node.reason.startswith("infrastructure: attempt lost 3 times")
+
+
+@dataclass
+class RaisingJob:
+    node_id: str
+    attempt: int
+
+    def run(self, gpu_ids: Sequence[int]) -> AttemptResult:
+        raise RuntimeError("boom in operator")
+
+
+def test_job_exception_is_a_buggy_node(tmp_path: Path) -> None:
+    class S(FixedStrategy):
+        def job_for(self, node: Node, attempt: int) -> Job:
+            return RaisingJob(node.id, attempt)
+
+    j = journal(tmp_path)
+    assert Dispatcher(config(), j, S([0.0]), InProcessExecutor(1)).run().status == "finished"
+    assert j.nodes["n0000"].status == NodeStatus.BUGGY and "boom in operator" in j.nodes["n0000"].reason

@@ -1,0 +1,97 @@
+"""Offline template search: the four stages, replication, aggregation, proposers, failures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from engine.cli import main
+from engine.config import STAGES
+from engine.journal import Journal
+from engine.node import NodeStatus
+from search.proposers import Proposer, canonical
+from search.template import Param
+from tests.helpers import make_config, make_template
+
+
+def run(tmp_path: Path, **overrides: object) -> Journal:
+    tpl = make_template(tmp_path / "tpl", fixed=overrides.pop("fixed", None))  # type: ignore[arg-type]
+    assert main(["run", str(make_config(tmp_path, tpl, **overrides))]) in (0, 1)
+    return Journal.open(next((tmp_path / "runs").iterdir()))
+
+
+def test_four_stages_with_replicates_and_aggregates(tmp_path: Path) -> None:
+    j = run(tmp_path)
+    assert j.finished is not None and j.finished["reason"] == "all four stages complete"
+    kinds = lambda stage, kind: j.in_stage(stage, kind)  # noqa: E731
+    assert len(kinds("preliminary", "baseline")) == 1  # ends at its first good node
+    assert len(kinds("hyperparameter", "hyperparameter")) == 3
+    assert len(kinds("agenda", "method")) == 2
+    assert len(kinds("ablation", "ablation")) == 1
+    for stage in STAGES:
+        ended = j.stage_ended[("default", stage)]
+        best = j.nodes[ended["best_node_id"]]
+        reps = j.in_stage(stage, "replication")
+        assert len(reps) == 2 and all(r.parent_id == best.id and r.params == best.params for r in reps)
+        assert sorted(r.seed for r in reps) == [1, 2]  # seeds other than the searched one
+        agg = j.nodes[ended["aggregate_node_id"]]
+        assert agg.refs == [best.id, *[r.id for r in reps]]
+        table = json.loads((j.log.path.parent / agg.artifacts[0]).read_text())
+        subject = next(iter(table["groups"].values()))["score"]
+        values = [r.metric("score") for r in reps]
+        assert subject["n"] == 2 and abs(subject["mean"] - sum(values) / 2) < 1e-12  # type: ignore[operator]
+        assert (j.log.path.parent / agg.artifacts[1]).read_bytes().startswith(b"\x89PNG")
+    # Promotion: each stage's search nodes grow from the previous stage's best.
+    hp_best = j.stage_ended[("default", "hyperparameter")]["best_node_id"]
+    assert all(n.parent_id == hp_best for n in j.in_stage("agenda", "method"))
+    assert all(n.params["method"] for n in j.in_stage("agenda", "method"))
+    assert not any(n.params["method"] for n in j.in_stage("hyperparameter", "hyperparameter"))
+    ablation = j.in_stage("ablation", "ablation")[0]
+    assert ablation.params["ab"] is True and ablation.params["method"] is True
+
+
+def test_broken_baseline_stops_run_with_reason(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    j = run(tmp_path, fixed={"fail": True})
+    assert j.finished is not None
+    assert j.finished["reason"] == "stopped: stage preliminary found no good node in 2 node(s) (node budget of 2 used)"
+    assert all(n.status == NodeStatus.BUGGY and "deliberate failure" in n.reason for n in j)
+    assert "found no good node" in capsys.readouterr().out
+
+
+def test_timeout_is_a_buggy_node(tmp_path: Path) -> None:
+    j = run(tmp_path, fixed={"sleep": 5}, budgets={"node_timeout_s": 0.5}, stages={"preliminary": {"max_nodes": 1}})
+    (node,) = j.nodes.values()
+    assert node.status == NodeStatus.BUGGY and node.reason == "timed out after 0.5 s (per-node timeout)"
+    assert node.execution is not None and node.execution.timed_out and node.execution.wall_s < 4
+
+
+def test_proposers_never_repeat_and_are_deterministic() -> None:
+    space = {
+        "a": Param(type="choice", values=[1, 2, 3], default=1),
+        "b": Param(type="int", low=0, high=2, default=1),
+    }
+    for kind in ("sobol", "model"):
+        p = Proposer(space, seed=7, kind=kind)
+        tried: list[dict] = []
+        scored: list[tuple[dict, float]] = []
+        while batch := p.propose(2, tried, scored):
+            tried += batch
+            scored += [(s, -abs(s["a"] - 2) - s["b"]) for s in batch]
+        keys = [canonical(t) for t in tried]
+        assert len(keys) == len(set(keys)) == 9  # the whole grid, each once, then nothing
+        assert Proposer(space, seed=7, kind=kind).propose(3, [], []) == Proposer(space, seed=7, kind=kind).propose(3, [], [])
+
+
+def test_model_proposer_moves_toward_the_optimum() -> None:
+    space = {"x": Param(type="float", low=0.0, high=1.0, default=0.5), "y": Param(type="float", low=0.0, high=1.0, default=0.5)}
+    f = lambda s: -((s["x"] - 0.8) ** 2 + (s["y"] - 0.2) ** 2)  # noqa: E731
+    p = Proposer(space, seed=0, kind="model")
+    tried = p.propose(6, [], [])
+    scored = [(s, f(s)) for s in tried]
+    for _ in range(6):
+        (s,) = p.propose(1, tried, scored)
+        tried.append(s)
+        scored.append((s, f(s)))
+    best_model = max(v for _, v in scored)
+    best_random = max(f(s) for s in Proposer(space, seed=0, kind="sobol").propose(12, [], []))
+    assert best_model >= best_random
