@@ -111,9 +111,11 @@ class Dispatcher:
             slots -= 1
         left = self._node_budget_left()
         if slots > 0 and (left is None or left > 0):
-            for node in self.strategy.propose(slots if left is None else min(slots, left)):
+            proposed = self.strategy.propose(slots if left is None else min(slots, left))
+            for node in proposed:
                 self._submit(self.journal.add_node(node))
-            self.on_change()
+            if proposed:
+                self.on_change()
 
     def _submit(self, node: Node) -> None:
         attempt = node.attempts + 1

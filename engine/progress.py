@@ -40,8 +40,8 @@ class Progress:
                 self._last_render = now
             return
         line = self.line(journal)
-        if line != self._last_line:
-            self.console.print(line, highlight=False)
+        if line != self._last_line:  # elapsed time alone is no news
+            self.console.print(f"[{journal.elapsed_s(now=time.time()):5.0f}s] {line}", highlight=False)
             self._last_line = line
 
     def table(self, journal: Journal) -> Table:
@@ -59,4 +59,4 @@ class Progress:
             f"{r.stage}: {r.done} done/{r.running} running/{r.buggy} buggy best={fmt(r.best_value)}"
             for r in stage_rows(journal) if not r.ended or r.running
         ]
-        return f"[{journal.elapsed_s(now=time.time()):5.0f}s] " + ("; ".join(parts) or "starting")
+        return "; ".join(parts) or "starting"
