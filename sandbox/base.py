@@ -24,14 +24,14 @@ class Limits(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    wall_s: float = Field(600.0, gt=0, description="deadline; the whole process tree is killed")
-    cpu_s: int | None = Field(None, gt=0, description="CPU seconds (RLIMIT_CPU)")
-    memory_mb: int | None = Field(4096, gt=0, description="address space / cgroup memory")
-    processes: int | None = Field(256, gt=0, description="max processes for the sandbox user")
-    file_size_mb: int | None = Field(1024, gt=0, description="largest single file (RLIMIT_FSIZE)")
-    disk_mb: int | None = Field(None, gt=0, description="workspace disk quota and /tmp size")
-    output_bytes: int = Field(1_000_000, gt=0, description="cap per stream on captured stdout/stderr")
-    kill_grace_s: float = Field(2.0, ge=0, description="SIGTERM to SIGKILL grace period")
+    wall_s: float = Field(default=600.0, gt=0, description="deadline; the whole process tree is killed")
+    cpu_s: int | None = Field(default=None, gt=0, description="CPU seconds (RLIMIT_CPU)")
+    memory_mb: int | None = Field(default=4096, gt=0, description="address space / cgroup memory")
+    processes: int | None = Field(default=256, gt=0, description="max processes for the sandbox user")
+    file_size_mb: int | None = Field(default=1024, gt=0, description="largest single file (RLIMIT_FSIZE)")
+    disk_mb: int | None = Field(default=None, gt=0, description="workspace disk quota and /tmp size")
+    output_bytes: int = Field(default=1_000_000, gt=0, description="cap per stream on captured stdout/stderr")
+    kill_grace_s: float = Field(default=2.0, ge=0, description="SIGTERM to SIGKILL grace period")
 
 
 class ExecResult(BaseModel):

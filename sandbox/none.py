@@ -7,13 +7,17 @@ prlimit, a deadline on the whole process group, capped output.
 from __future__ import annotations
 
 import logging
+import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from sandbox.base import ExecResult, Limits, register_provider, resolve_in_workspace
-from sandbox.process import BASE_ENV, prlimit_prefix, run_process
+from sandbox.process import prlimit_prefix, run_process, sandbox_env
 
 log = logging.getLogger(__name__)
+# `python3` inside means the interpreter running Silva, as in the local sandbox.
+_PATH = f"{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin"
 
 WARNING = (
     "sandbox: none — experiment code runs WITHOUT isolation (it can reach the network and read "
@@ -37,11 +41,10 @@ class UnsandboxedWorkspace:
     ) -> ExecResult:
         for path, data in (files or {}).items():
             self.write_file(path, data)
-        full_env = {**BASE_ENV, "HOME": str(self.workspace), "TMPDIR": str(self.workspace), **(env or {})}
         return run_process(
             [*prlimit_prefix(limits), *command],
             cwd=self.workspace,
-            env=full_env,
+            env=sandbox_env(env, HOME=str(self.workspace), TMPDIR=str(self.workspace), PATH=_PATH),
             limits=limits,
             workspace=self.workspace,
         )
@@ -55,7 +58,7 @@ class UnsandboxedWorkspace:
         target.write_bytes(data)
 
     def close(self) -> None:
-        pass
+        """Nothing to release: run_process already killed the process group."""
 
 
 class NoneProvider:

@@ -75,23 +75,13 @@ def prlimit_prefix(limits: Limits, *, address_space: bool = True) -> list[str]:
     return [*args, "--"]
 
 
-class CappedReader(threading.Thread):
-    """Drains a stream forever (so the child never blocks on a full pipe) but keeps `cap` bytes."""
+class OutputCap:
+    """Keeps the first `cap` bytes of a stream and remembers whether more arrived."""
 
-    def __init__(self, stream: IO[bytes], cap: int) -> None:
-        super().__init__(daemon=True)
-        self._stream = stream
+    def __init__(self, cap: int) -> None:
         self.cap = cap
         self.data = bytearray()
         self.truncated = False
-
-    def run(self) -> None:
-        fd = self._stream.fileno()
-        try:
-            while chunk := os.read(fd, 65536):
-                self.feed(chunk)
-        except OSError:
-            pass  # closed under us after the deadline: what we have is the output
 
     def feed(self, chunk: bytes) -> None:
         room = self.cap - len(self.data)
@@ -103,6 +93,23 @@ class CappedReader(threading.Thread):
     def text(self) -> str:
         out = self.data.decode("utf-8", errors="replace")
         return out + TRUNCATION_MARKER.format(limit=self.cap) if self.truncated else out
+
+
+class _PipeReader(threading.Thread):
+    """Drains a pipe forever (so the child never blocks on a full pipe) into an OutputCap."""
+
+    def __init__(self, stream: IO[bytes], cap: int) -> None:
+        super().__init__(daemon=True)
+        self._stream = stream
+        self.output = OutputCap(cap)
+
+    def run(self) -> None:
+        fd = self._stream.fileno()
+        try:
+            while chunk := os.read(fd, 65536):
+                self.output.feed(chunk)
+        except OSError:
+            pass  # closed under us after the deadline: what we have is the output
 
 
 def signal_group(pgid: int, sig: int) -> None:
@@ -183,7 +190,7 @@ def run_process(
     )
     assert proc.stdout is not None and proc.stderr is not None
     pgid = proc.pid
-    readers = [CappedReader(proc.stdout, limits.output_bytes), CappedReader(proc.stderr, limits.output_bytes)]
+    readers = [_PipeReader(proc.stdout, limits.output_bytes), _PipeReader(proc.stderr, limits.output_bytes)]
     for r in readers:
         r.start()
 
@@ -209,15 +216,16 @@ def run_process(
     proc.stderr.close()
 
     code = exit_code_of(status)
-    stderr_text = readers[1].text()
+    out, err = readers[0].output, readers[1].output
+    stderr_text = err.text()
     if reason == "disk":
         stderr_text += f"\n[silva: workspace exceeded the disk limit of {limits.disk_mb} MB; killed]\n"
     return ExecResult(
         exit_code=None if reason == "deadline" else code,
-        stdout=readers[0].text(),
+        stdout=out.text(),
         stderr=stderr_text,
-        stdout_truncated=readers[0].truncated,
-        stderr_truncated=readers[1].truncated,
+        stdout_truncated=out.truncated,
+        stderr_truncated=err.truncated,
         timed_out=reason == "deadline",
         oom_killed=looks_oom(code, stderr_text, killed_by_us=reason is not None),
         disk_exceeded=reason == "disk",

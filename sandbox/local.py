@@ -1,0 +1,357 @@
+"""`sandbox: local`: bubblewrap namespaces + an unprivileged uid + rlimits + a seccomp filter.
+
+What the sandboxed process sees: its own network namespace (only `lo`), PID, IPC and UTS
+namespaces; a root assembled from read-only binds (/usr, a few /etc files, the Python install
+prefixes), a fresh /proc, a minimal /dev, sized tmpfs /tmp and /dev/shm, and the workspace
+bind-mounted read-write at /workspace. No home, no other workspace, a cleared environment.
+
+As root, bwrap runs privileged without a user namespace and `setpriv` drops to a uid leased
+per sandbox: inside a user namespace the sandbox uid would map to host root, which RLIMIT_NPROC
+exempts, and a leased uid keeps parallel attempts from sharing one process count. As a normal
+user, bwrap creates a user namespace and nested ones are disabled. Limits are a `prlimit`
+prefix (never preexec_fn). The tree dies with the PID namespace, so nothing outlives an exec.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import random
+import signal
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sandbox import seccomp
+from sandbox.base import (
+    ExecResult,
+    Limits,
+    SandboxUnavailable,
+    register_provider,
+    resolve_in_workspace,
+)
+from sandbox.process import prlimit_prefix, run_process, sandbox_env
+
+WORKSPACE = "/workspace"
+# /etc entries programs commonly need (dynamic linker, TLS roots, fonts, TeX); never the rest.
+DEFAULT_ETC = (
+    "alternatives", "ssl", "ca-certificates", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
+    "localtime", "timezone", "nsswitch.conf", "fonts", "mime.types", "texmf", "papersize",
+)  # fmt: skip
+# Merged-/usr systems make these symlinks; older ones have real directories to bind.
+_USR_ALIASES = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+_SANDBOX_NAME = "silva"
+
+
+def _default_ro_paths() -> list[str]:
+    # The running interpreter's prefixes, so experiments can use the venv's packages;
+    # real paths too, since a venv's python is a symlink into the base install.
+    paths = {sys.prefix, sys.base_prefix, os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}
+    paths |= {"/var/lib/texmf"}  # TeX format files live outside /usr
+    return sorted(p for p in paths if not p.startswith("/usr/"))
+
+
+class LocalOptions(BaseModel):
+    """Provider options (`get_provider("local", **options)`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    uid: int | None = Field(default=None, ge=1, description="fixed sandbox uid (as root); None leases one per sandbox")
+    uid_base: int = Field(default=200_000, ge=1000, description="first uid of the lease range")
+    uid_count: int = Field(default=50_000, ge=1)
+    ro_paths: list[str] = Field(default_factory=_default_ro_paths, description="extra read-only binds")
+    etc: list[str] = Field(default_factory=lambda: list(DEFAULT_ETC), description="/etc entries to expose")
+    tmp_mb: int = Field(default=512, gt=0, description="/tmp and /dev/shm size when Limits.disk_mb is unset")
+    address_space_limit: bool = Field(default=True, description="RLIMIT_AS for memory (off for CUDA)")
+    python: str = Field(default=sys.executable, description="interpreter whose bin dir leads PATH inside")
+    bwrap: str = "bwrap"
+    lock_dir: str = Field(default=os.path.join(tempfile.gettempdir(), "silva-uids"), description="uid lease locks")
+
+
+class _UidLease:
+    """An exclusive, crash-safe claim on a uid: an flock that dies with the holding process."""
+
+    def __init__(self, opts: LocalOptions) -> None:
+        if opts.uid is not None:
+            self.uid, self._fd, self._path = opts.uid, -1, ""
+            return
+        os.makedirs(opts.lock_dir, mode=0o700, exist_ok=True)
+        start = random.randrange(opts.uid_count)  # spread holders; any free slot will do
+        for i in range(opts.uid_count):
+            uid = opts.uid_base + (start + i) % opts.uid_count
+            path = os.path.join(opts.lock_dir, str(uid))
+            fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                # The holder unlinks its file on release; a lock on an unlinked file is void.
+                if os.fstat(fd).st_ino != os.stat(path).st_ino:
+                    raise BlockingIOError
+            except (BlockingIOError, FileNotFoundError):
+                os.close(fd)
+                continue
+            self.uid, self._fd, self._path = uid, fd, path
+            return
+        raise SandboxUnavailable(f"all {opts.uid_count} sandbox uids from {opts.uid_base} are in use")
+
+    def release(self) -> None:
+        if self._fd >= 0:
+            os.unlink(self._path)  # before unlocking, so no one can lock a file about to vanish
+            os.close(self._fd)
+            self._fd = -1
+
+
+def _ancestors(path: str) -> Iterator[str]:
+    parts = Path(path).parts[1:-1]
+    for i in range(len(parts)):
+        yield "/" + "/".join(parts[: i + 1])
+
+
+def _root_args(opts: LocalOptions) -> list[str]:
+    """Filesystem arguments shared by every exec: the read-only system view."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in _USR_ALIASES:
+        host = Path("/") / name
+        if host.is_symlink():
+            args += ["--symlink", os.readlink(host), str(host)]
+        elif host.is_dir():
+            args += ["--ro-bind", str(host), str(host)]
+    for name in opts.etc:
+        if (Path("/etc") / name).exists():
+            args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    made: set[str] = set()
+    for path in opts.ro_paths:
+        if not os.path.exists(path):
+            continue
+        # bwrap creates missing parents as 0700, unreadable by the sandbox uid: make them 0755.
+        for parent in _ancestors(path):
+            if parent not in made:
+                made.add(parent)
+                args += ["--perms", "0755", "--dir", parent]
+        args += ["--ro-bind", path, path]
+    return args
+
+
+def _memfd(name: str, data: bytes) -> int:
+    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _cpu_reporter(fd: int) -> list[str]:
+    """A shell around the command that writes its children's CPU times to memfd `fd`.
+
+    bwrap's outer process exits without reaping the namespace's init, so the rusage Silva
+    would get from wait4 is empty; `times` inside sees the whole waited-for tree instead.
+    (dash only redirects to single-digit fds, hence /proc/self/fd.)
+    """
+    # `trap :` (a handler, not SIG_IGN, which exec would pass on) keeps the shell alive through
+    # SIGTERM so the command gets its grace period: when the shell dies, the namespace dies.
+    return ["/bin/sh", "-c", f'trap : TERM; "$@"; rc=$?; times >/proc/self/fd/{fd}; exit $rc', "sh"]
+
+
+def _reported_cpu(fd: int) -> float:
+    # `times` prints "0m0.00s 0m0.00s" for the shell, then the children's user and system time.
+    lines = os.pread(fd, 4096, 0).decode(errors="replace").split("\n")
+    try:
+        fields = lines[1].split()
+        return sum(float(m) * 60 + float(s) for m, s in (f.rstrip("s").split("m") for f in fields[:2]))
+    except (IndexError, ValueError):
+        return 0.0  # killed before it could report
+
+
+def _namespace_terminator(bwrap_pid: int) -> None:
+    """SIGTERM every process in the sandbox's PID namespace except its init.
+
+    Signalling bwrap itself would kill the namespace at once and skip the grace period; a
+    process-group signal would miss children that called setsid(). The namespace holds all.
+    """
+    init = next((p for p in _pids() if _ppid(p) == bwrap_pid), None)
+    if init is None:
+        return
+    try:
+        ns = os.readlink(f"/proc/{init}/ns/pid")
+    except OSError:
+        return
+    for pid in _pids():
+        if pid == init:
+            continue
+        try:
+            if os.readlink(f"/proc/{pid}/ns/pid") == ns:
+                os.kill(pid, signal.SIGTERM)
+        except OSError:
+            continue  # exited meanwhile, or not ours to read
+
+
+def _pids() -> list[int]:
+    return [int(d) for d in os.listdir("/proc") if d.isdigit()]
+
+
+def _ppid(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
+class BwrapSandbox:
+    """One workspace seen through bubblewrap; every exec is a fresh set of namespaces."""
+
+    def __init__(self, workspace: Path, opts: LocalOptions, root_args: list[str], gpu_ids: Sequence[int]) -> None:
+        self.workspace = workspace
+        self._opts = opts
+        self._root_args = root_args
+        self._gpu_ids = tuple(gpu_ids)
+        self._as_root = os.geteuid() == 0
+        self._lease = _UidLease(opts) if self._as_root else None
+        self.uid = self._lease.uid if self._lease else 65534
+        workspace.mkdir(parents=True, exist_ok=True)
+        if self._lease:
+            # The workspace belongs to the sandbox uid and no one else (other attempts included).
+            for dirpath, dirnames, filenames in os.walk(workspace):
+                for name in (dirpath, *(os.path.join(dirpath, n) for n in dirnames + filenames)):
+                    os.lchown(name, self.uid, self.uid)
+            os.chmod(workspace, 0o700)
+
+    def exec(
+        self,
+        command: Sequence[str],
+        *,
+        limits: Limits,
+        files: Mapping[str, bytes] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecResult:
+        for path, data in (files or {}).items():
+            self.write_file(path, data)
+        fds = [seccomp.bpf_fd(), *self._identity_fds(), _memfd("cpu", b"")]
+        try:
+            result = run_process(
+                [*self._bwrap_args(limits, fds), *self._inner_prefix(limits), *_cpu_reporter(fds[-1]), *command],
+                cwd=self.workspace,
+                env=self._env(env),
+                limits=limits,
+                workspace=self.workspace,
+                pass_fds=fds,
+                terminate=_namespace_terminator,
+            )
+            return result.model_copy(update={"cpu_s": _reported_cpu(fds[-1])})
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def _bwrap_args(self, limits: Limits, fds: list[int]) -> list[str]:
+        tmp_bytes = str((limits.disk_mb or self._opts.tmp_mb) * 2**20)
+        args = [self._opts.bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
+        args += ["--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "silva"]
+        if not self._as_root:
+            args += ["--unshare-user", "--disable-userns", "--uid", str(self.uid), "--gid", str(self.uid)]
+        args += self._root_args
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        args += ["--perms", "1777", "--size", tmp_bytes, "--tmpfs", "/tmp"]
+        args += ["--perms", "1777", "--size", tmp_bytes, "--tmpfs", "/dev/shm"]
+        for dev in self._gpu_devices():
+            args += ["--dev-bind", dev, dev]
+        seccomp_fd, passwd_fd, group_fd, hosts_fd, _ = fds
+        args += ["--ro-bind-data", str(passwd_fd), "/etc/passwd", "--ro-bind-data", str(group_fd), "/etc/group"]
+        args += ["--ro-bind-data", str(hosts_fd), "/etc/hosts"]
+        args += ["--bind", str(self.workspace.resolve()), WORKSPACE, "--chdir", WORKSPACE]
+        return [*args, "--seccomp", str(seccomp_fd), "--"]
+
+    def _inner_prefix(self, limits: Limits) -> list[str]:
+        # RLIMIT_AS breaks CUDA's large virtual reservations: GPU attempts go without it.
+        rlimits = prlimit_prefix(limits, address_space=self._opts.address_space_limit and not self._gpu_ids)
+        if not self._as_root:
+            return rlimits
+        uid = str(self.uid)
+        drop = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+        return [*drop, "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", *rlimits]
+
+    def _identity_fds(self) -> list[int]:
+        # A synthetic passwd/group: getpass.getuser() and friends work, host accounts stay hidden.
+        u = self.uid
+        passwd = f"root:x:0:0::/root:/bin/sh\n{_SANDBOX_NAME}:x:{u}:{u}::/tmp:/bin/sh\n"
+        group = f"root:x:0:\n{_SANDBOX_NAME}:x:{u}:\n"
+        hosts = "127.0.0.1 localhost silva\n::1 localhost\n"
+        return [_memfd("passwd", passwd.encode()), _memfd("group", group.encode()), _memfd("hosts", hosts.encode())]
+
+    def _gpu_devices(self) -> list[str]:
+        if not self._gpu_ids:
+            return []
+        names = ["nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset"]
+        names += [f"nvidia{i}" for i in self._gpu_ids]
+        return [f"/dev/{n}" for n in names if os.path.exists(f"/dev/{n}")]
+
+    def _env(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        fixed = {"HOME": "/tmp", "TMPDIR": "/tmp", "USER": _SANDBOX_NAME, "LOGNAME": _SANDBOX_NAME}
+        fixed["PATH"] = f"{os.path.dirname(self._opts.python)}:/usr/local/bin:/usr/bin:/bin"
+        if self._gpu_ids:
+            fixed["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, self._gpu_ids))
+        return sandbox_env(extra, **fixed)
+
+    def read_file(self, path: str) -> bytes:
+        return resolve_in_workspace(self.workspace, path).read_bytes()
+
+    def write_file(self, path: str, data: bytes) -> None:
+        target = resolve_in_workspace(self.workspace, path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        if self._lease:
+            root = self.workspace.resolve()
+            for p in (target, *target.parents):
+                if p == root:
+                    break
+                os.lchown(p, self.uid, self.uid)
+
+    def close(self) -> None:
+        if self._lease:
+            self._lease.release()
+
+
+# Probes passed, by options, per process: the engine asks for a provider per attempt.
+_PROBED: set[str] = set()
+
+
+class LocalProvider:
+    name = "local"
+
+    def __init__(self, **options: object) -> None:
+        self.options = LocalOptions.model_validate(options)
+        self._root_args = _root_args(self.options)
+        self._key = self.options.model_dump_json()
+
+    def check(self) -> None:
+        if self._key in _PROBED:
+            return
+        hint = "install bubblewrap (`make system-deps`), use `sandbox: docker`, or `sandbox: none` to run unisolated"
+        if not seccomp.supported():
+            raise SandboxUnavailable(f"local sandbox: no seccomp syscall table for {os.uname().machine}; {hint}")
+        for tool in (self.options.bwrap, "prlimit", *(("setpriv",) if os.geteuid() == 0 else ())):
+            if not any(os.access(os.path.join(d, tool), os.X_OK) for d in os.get_exec_path()) and not os.access(tool, os.X_OK):
+                raise SandboxUnavailable(f"local sandbox: `{tool}` not found; {hint}")
+        # Probe with the real argument set: a kernel without user namespaces, a container without
+        # CAP_SYS_ADMIN or a seccomp policy that refuses mounts all fail here, not mid-run.
+        with tempfile.TemporaryDirectory(prefix="silva-probe-") as tmp:
+            box = BwrapSandbox(Path(tmp), self.options, self._root_args, ())
+            try:
+                probe = box.exec(["true"], limits=Limits(wall_s=30))
+            finally:
+                box.close()
+        if probe.exit_code != 0:
+            detail = probe.stderr.strip() or f"exit code {probe.exit_code}"
+            raise SandboxUnavailable(
+                f"local sandbox: bubblewrap cannot isolate code on this machine ({detail}). If it "
+                "reports a permission problem, allow unprivileged user namespaces "
+                f"(sysctl kernel.unprivileged_userns_clone=1) or run as root; otherwise {hint}"
+            )
+        _PROBED.add(self._key)
+
+    def open(self, workspace: Path, *, gpu_ids: Sequence[int] = ()) -> BwrapSandbox:
+        self.check()
+        return BwrapSandbox(workspace, self.options, self._root_args, gpu_ids)
+
+
+register_provider("local", LocalProvider)

@@ -1,0 +1,45 @@
+"""Providers for the sandbox tests: local always, docker whenever an engine answers.
+
+The docker fixture builds the registry-free base image once per machine (cluster/images/
+build_base.sh skips the build when the image already exists with the same packages).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from sandbox import SandboxProvider, SandboxUnavailable, get_provider
+from sandbox.docker_provider import DEFAULT_IMAGE, DockerProvider, ensure_image
+
+
+@pytest.fixture(scope="session")
+def local_provider() -> SandboxProvider:
+    provider = get_provider("local")
+    provider.check()  # this machine must be able to isolate: failing here is a real failure
+    return provider
+
+
+@pytest.fixture(scope="session")
+def docker_provider() -> Iterator[DockerProvider]:
+    try:
+        import docker
+
+        docker.from_env(timeout=10).ping()
+    except Exception as e:  # noqa: BLE001 - any failure to reach an engine means "no docker here"
+        pytest.skip(f"no Docker-compatible engine answers: {e}")
+    ensure_image(DEFAULT_IMAGE)  # an engine that answers must pass: a failed build fails the tests
+    provider = get_provider("docker")
+    assert isinstance(provider, DockerProvider)
+    try:
+        provider.check()
+    except SandboxUnavailable as e:
+        pytest.fail(str(e))
+    yield provider
+    provider.sweep(mine=True)
+
+
+@pytest.fixture(params=["local", pytest.param("docker", marks=pytest.mark.docker)])
+def provider(request: pytest.FixtureRequest) -> SandboxProvider:
+    return request.getfixturevalue(f"{request.param}_provider")
