@@ -19,6 +19,7 @@ class Budget:
         self.limit = limit
         self.spent = spent
         self.reserved = 0.0
+        self._in_flight = 0  # counted, because float sums of reservations never quite return to 0
         self._settled: asyncio.Condition | None = None  # made on the gateway's loop, when first needed
 
     def _condition(self) -> asyncio.Condition:
@@ -31,7 +32,7 @@ class Budget:
             return 0.0
         settled = self._condition()
         async with settled:
-            while self.spent < self.limit and self.reserved > 0 and self.spent + self.reserved >= self.limit:
+            while self.spent < self.limit and self._in_flight and self.spent + self.reserved >= self.limit:
                 await settled.wait()
             if self.spent >= self.limit:
                 raise BudgetExceeded(
@@ -41,6 +42,7 @@ class Budget:
                     budget=self.limit,
                 )
             self.reserved += estimate
+            self._in_flight += 1
             return estimate
 
     async def settle(self, reservation: float, actual: float) -> None:
@@ -49,7 +51,8 @@ class Budget:
             return
         settled = self._condition()
         async with settled:
-            self.reserved = max(0.0, self.reserved - reservation)
+            self._in_flight -= 1
+            self.reserved = self.reserved - reservation if self._in_flight else 0.0
             settled.notify_all()
 
     @property

@@ -14,7 +14,6 @@ import asyncio
 import logging
 import random
 import threading
-import time
 from collections.abc import Mapping
 from concurrent.futures import Future
 from pathlib import Path
@@ -76,6 +75,7 @@ class Gateway:
         self._providers: dict[str, Provider] = dict(providers or {})
         self._limiters: dict[str, Limiter] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
         self._loop_lock = threading.Lock()
 
     def __reduce__(self) -> Any:
@@ -112,16 +112,18 @@ class Gateway:
         except BudgetExceeded as exc:
             self._record(request, call, None, key=key, error=f"budget: {exc}")
             raise
+        dollars = 0.0
         try:
             completion = await self._call_with_retries(call, pcfg, est_in + call.max_tokens)
-        except LLMCallError as exc:
-            await self.budget.settle(reservation, 0.0)
-            self._record(request, call, None, key=key, error=str(exc))
+            usage = completion.usage
+            dollars = price.dollars(usage.input_tokens, usage.output_tokens, usage.cached_tokens)
+        except Exception as exc:  # recorded whatever it is, then re-raised unchanged
+            self._record(request, call, None, key=key, error=str(exc) or type(exc).__name__)
             raise
-        dollars = price.dollars(completion.usage.input_tokens, completion.usage.output_tokens,
-                                completion.usage.cached_tokens)
+        finally:
+            # Always: a reservation left behind would hold back every later caller.
+            await self.budget.settle(reservation, dollars)
         completion = completion.model_copy(update={"dollars": dollars})
-        await self.budget.settle(reservation, dollars)
         self.cache.put(key, completion)
         self._record(request, call, completion, key=key)
         return completion
@@ -134,12 +136,14 @@ class Gateway:
         return self.budget.spent
 
     def close(self) -> None:
-        loop = self._loop
-        if loop is None:
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
             return
         asyncio.run_coroutine_threadsafe(self.aclose(), loop).result()
         loop.call_soon_threadsafe(loop.stop)
-        self._loop = None
+        thread.join()
+        loop.close()
+        self._loop = self._thread = None
 
     async def aclose(self) -> None:
         for provider in self._providers.values():
@@ -150,7 +154,8 @@ class Gateway:
         with self._loop_lock:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
-                threading.Thread(target=loop.run_forever, name="silva-llm-gateway", daemon=True).start()
+                self._thread = threading.Thread(target=loop.run_forever, name="silva-llm-gateway", daemon=True)
+                self._thread.start()
                 self._loop = loop
             return self._loop
 

@@ -7,12 +7,10 @@ the on-disk response cache, or the ledger. Bytes serialise as base64 so an image
 from __future__ import annotations
 
 import base64
-import hashlib
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Role = Literal["code", "feedback", "selection", "vision", "writeup", "review"]
 ROLES: tuple[str, ...] = ("code", "feedback", "selection", "vision", "writeup", "review")
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -36,11 +34,6 @@ class ImagePart(_Frozen):
     def b64(self) -> str:
         return base64.b64encode(self.png).decode("ascii")
 
-    def digest(self) -> str:
-        return hashlib.sha256(self.png).hexdigest()
-
-
-Part = TextPart | ImagePart
 
 
 class Message(_Frozen):

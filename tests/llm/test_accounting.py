@@ -1,0 +1,154 @@
+"""Ledger totals, the dollar budget (sequential, concurrent, across resume) and the response cache."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from engine.llm import BudgetExceeded, CacheMiss, LLMConfig, Price, build_gateway, render_summary, summarize
+from engine.llm.ledger import LEDGER_FILE, read_records
+from engine.llm.providers.scripted import ScriptedProvider
+from tests.llm.fake_servers import FakeLLMServer, Reply
+from tests.llm.support import gateway_for, make_cfg
+
+CALL_COST = (1000 * 3 + 200 * 15) / 1e6  # usage (1000 in, 200 out) at $3/$15 per Mtok
+
+
+def test_totals_by_role_node_stage_idea(fake: FakeLLMServer, tmp_path: Path) -> None:
+    fake.default = Reply.ok("ok", usage=(1000, 200, 0))
+    gw = gateway_for(make_cfg("anthropic", fake.url), tmp_path)
+    llm = gw.client()
+    try:
+        llm.complete("a", role="code", node_id="n1", stage="preliminary", idea="i1")
+        llm.complete("b", role="feedback", node_id="n1", stage="preliminary", idea="i1")
+        llm.complete("c", role="code", node_id="n2", stage="ablation", idea="i2")
+    finally:
+        gw.close()
+    s = summarize(tmp_path)
+    assert s["run"]["calls"] == 3 and s["run"]["dollars"] == pytest.approx(3 * CALL_COST)
+    assert s["run"]["input_tokens"] == 3000 and s["run"]["output_tokens"] == 600
+    assert s["by_role"]["code"]["calls"] == 2 and s["by_role"]["feedback"]["calls"] == 1
+    assert s["by_node"]["n1"]["dollars"] == pytest.approx(2 * CALL_COST)
+    assert s["by_stage"]["ablation"]["calls"] == 1 and s["by_idea"]["i2"]["calls"] == 1
+    assert "3 calls" in render_summary(s) and "code" in render_summary(s)
+
+
+def test_ledger_tolerates_a_torn_last_line(fake: FakeLLMServer, tmp_path: Path) -> None:
+    gw = gateway_for(make_cfg("openai", fake.url), tmp_path)
+    try:
+        gw.client().complete("a", role="code")
+    finally:
+        gw.close()
+    with open(tmp_path / LEDGER_FILE, "a") as fh:
+        fh.write('{"role": "code", "provider": "p", "mod')  # a crash mid-write
+    assert len(read_records(tmp_path / LEDGER_FILE)) == 1
+    assert summarize(tmp_path)["run"]["calls"] == 1
+
+
+def test_budget_stops_the_run_and_survives_resume(fake: FakeLLMServer, tmp_path: Path) -> None:
+    fake.default = Reply.ok("ok", usage=(1000, 200, 0))
+    cfg = make_cfg("anthropic", fake.url)
+    budget = 0.02  # 3 calls leave $0.018 < budget, the 4th is admitted, the 5th refused
+    gw = gateway_for(cfg, tmp_path, dollars=budget)
+    llm = gw.client()
+    paid = 0
+    try:
+        with pytest.raises(BudgetExceeded, match=r"budget of \$0.02 is spent.*budgets.dollars"):
+            for i in range(10):
+                llm.complete(f"q{i}", role="code")
+                paid += 1
+    finally:
+        gw.close()
+    assert paid == 4 and len(fake.requests) == 4
+    spent = summarize(tmp_path)["run"]["dollars"]
+    assert budget <= spent <= budget + CALL_COST
+    assert summarize(tmp_path)["run"]["budget_stops"] == 1
+
+    resumed = gateway_for(cfg, tmp_path, dollars=budget)  # a new session knows what was paid
+    try:
+        with pytest.raises(BudgetExceeded):
+            resumed.client().complete("new question", role="code")
+    finally:
+        resumed.close()
+    assert len(fake.requests) == 4
+
+
+def test_budget_holds_under_concurrency(tmp_path: Path) -> None:
+    cfg = LLMConfig.model_validate({
+        "providers": {"s": {"kind": "scripted"}},
+        "models": {"m": {"provider": "s", "model": "toy", "price": {"input": 0, "output": 100}}},
+        "roles": {"code": {"model": "m", "max_tokens": 256}},
+    })
+    answer = "x" * 400  # 100 synthetic tokens: $0.01 a call
+    provider = ScriptedProvider("s", fn=lambda call: answer, delay_s=0.05)
+    gw = build_gateway(cfg, tmp_path, 0.1, {}, providers={"s": provider})
+    llm, refused = gw.client(), threading.Event()
+
+    def worker(i: int) -> None:
+        for j in range(20):
+            try:
+                llm.complete(f"w{i} q{j}", role="code")
+            except BudgetExceeded:
+                refused.set()
+                return
+
+    try:
+        with ThreadPoolExecutor(20) as pool:
+            list(pool.map(worker, range(20)))
+    finally:
+        gw.close()
+    assert refused.is_set()
+    spent = summarize(tmp_path)["run"]["dollars"]
+    assert 0.1 - 1e-9 <= spent <= 0.1 + 0.01 + 1e-9  # spent, yet never more than one call over
+
+
+def test_cache_hits_on_resume_make_no_http_calls(fake: FakeLLMServer, tmp_path: Path) -> None:
+    cfg = make_cfg("openai", fake.url)
+    first = gateway_for(cfg, tmp_path)
+    try:
+        a = first.client().complete("question A", role="code", node_id="n1")
+    finally:
+        first.close()
+    assert len(fake.requests) == 1 and not a.cache_hit
+
+    second = gateway_for(cfg, tmp_path)  # the resumed run
+    try:
+        again = second.client().complete("question A", role="code", node_id="n1")
+        assert len(fake.requests) == 1  # answered from disk
+        assert again.cache_hit and again.dollars == 0 and again.text == a.text
+        second.client().complete("question A", role="code", node_id="n1", attempt=1)
+        assert len(fake.requests) == 2  # a new attempt is a new sample, paid once
+    finally:
+        second.close()
+    run = summarize(tmp_path)["run"]
+    assert run["cache_hits"] == 1 and run["dollars"] == pytest.approx(2 * a.dollars)
+
+
+def test_replay_mode_answers_only_from_cache(fake: FakeLLMServer, tmp_path: Path) -> None:
+    cfg = make_cfg("anthropic", fake.url)
+    gw = gateway_for(cfg, tmp_path)
+    try:
+        original = gw.client().complete("recorded", role="code")
+    finally:
+        gw.close()
+    replay_cfg = cfg.model_copy(update={"cache": cfg.cache.model_copy(update={"mode": "replay"})})
+    replay = gateway_for(replay_cfg, tmp_path)
+    try:
+        assert replay.client().complete("recorded", role="code").text == original.text
+        with pytest.raises(CacheMiss, match="replay"):
+            replay.client().complete("never asked", role="code")
+    finally:
+        replay.close()
+    assert len(fake.requests) == 1
+
+
+def test_price_override_and_zero_priced_local_model(fake: FakeLLMServer, tmp_path: Path) -> None:
+    fake.default = Reply.ok("ok", usage=(1000, 200, 0))
+    gw = gateway_for(make_cfg("openai_compatible", fake.url, price=Price(input=0, output=0)), tmp_path)
+    try:
+        assert gw.client().complete("a", role="code").dollars == 0.0
+    finally:
+        gw.close()
