@@ -183,7 +183,7 @@ def load_config(path: Path) -> RunConfig:
     except ValidationError as e:
         raise ConfigError(format_validation_error(str(path), e)) from None
     base = path.parent
-    updates: dict[str, Path] = {}
+    updates: dict[str, Any] = {}
     for field in ("template", "idea"):
         value = getattr(cfg, field)
         if value is not None and not value.is_absolute():

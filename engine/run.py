@@ -7,8 +7,9 @@ strategies (search/) and executors (actors/), imported lazily so `import engine`
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -18,6 +19,10 @@ from engine.errors import ConfigError
 from engine.executor import Executor, InProcessExecutor
 from engine.journal import EVENTS_FILE, Journal
 from sandbox.base import SandboxUnavailable, get_provider
+
+if TYPE_CHECKING:
+    from engine.llm.providers.base import Provider
+    from engine.llm_session import LLMSession
 
 CONFIG_SNAPSHOT = "config.yaml"
 
@@ -34,13 +39,17 @@ def check_sandbox(cfg: RunConfig) -> None:
         ) from None
 
 
-def build_strategy(cfg: RunConfig, journal: Journal) -> Strategy:
+def build_strategy(cfg: RunConfig, journal: Journal, llm: LLMSession | None = None) -> Strategy:
     from search.stages import StageManager
     from search.template import Template
     from search.template_search import TemplateSearch
 
     if cfg.template is None:
-        raise ConfigError("this build runs templates only: set `template:` in the run config")
+        from search.forest import build_forest
+
+        if llm is None:
+            raise ConfigError("idea mode needs the LLM gateway: set `llm:` in the run config")
+        return build_forest(cfg, journal, llm.client, llm.ledger.spent_by)
     template = Template.load(cfg.template)
     return StageManager(cfg, journal, TemplateSearch(cfg, template, journal))
 
@@ -60,6 +69,12 @@ def create_run(cfg: RunConfig) -> tuple[Path, Journal]:
         from search.template import Template
 
         metrics = [m.model_dump() for m in Template.load(cfg.template).spec.metrics]
+    else:
+        from engine.llm_session import check_llm
+        from search.idea import load_ideas, run_metrics
+
+        metrics = [m.model_dump() for m in run_metrics(load_ideas(cfg.idea_sources()))]
+        check_llm(cfg)
     check_sandbox(cfg)
     run_dir = cfg.output_dir / f"{cfg.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     suffix = 1
@@ -85,15 +100,31 @@ def execute(
     journal: Journal,
     on_change: Callable[[Journal], None] = lambda j: None,
     executor: Executor | None = None,
+    providers: Mapping[str, Provider] | None = None,
 ) -> Outcome:
-    """Run (or continue) the dispatch loop until the search ends or a budget stops it."""
+    """Run (or continue) the dispatch loop until the search ends or a budget stops it.
+
+    `providers` replaces configured LLM providers by name (tests, benchmarks)."""
     journal.record("session_started", resumed=len(journal.sessions) > 0)
-    strategy = build_strategy(cfg, journal)
-    executor = executor or build_executor(cfg)
+    llm: LLMSession | None = None
+    if cfg.template is None:
+        from engine.llm_session import open_llm
+
+        # Before the executor: on Ray, keys must leave the environment before ray.init.
+        llm = open_llm(cfg, journal.log.path.parent, providers)
     try:
-        return Dispatcher(cfg, journal, strategy, executor, on_change=lambda: on_change(journal)).run()
+        strategy = build_strategy(cfg, journal, llm)
+        executor = executor or build_executor(cfg)
+        try:
+            return Dispatcher(
+                cfg, journal, strategy, executor, on_change=lambda: on_change(journal),
+                spent_usd=llm.ledger.spent if llm else lambda: 0.0,
+            ).run()
+        finally:
+            executor.shutdown()
     finally:
-        executor.shutdown()
+        if llm is not None:
+            llm.close()
 
 
 def resume(run_dir: Path, on_change: Callable[[Journal], None] = lambda j: None) -> Outcome:
@@ -101,4 +132,8 @@ def resume(run_dir: Path, on_change: Callable[[Journal], None] = lambda j: None)
     if journal.finished is not None:
         return Outcome("finished", f"already finished: {journal.finished['reason']}")
     check_sandbox(cfg)
+    if cfg.template is None:
+        from engine.llm_session import check_llm
+
+        check_llm(cfg)
     return execute(cfg, journal, on_change)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console, Group
 from rich.table import Table
@@ -11,6 +12,7 @@ from rich.text import Text
 
 from engine.config import RunConfig
 from engine.journal import Journal
+from engine.llm.ledger import LEDGER_FILE, render_summary, summarize
 from engine.summary import fmt, stage_rows
 
 
@@ -50,8 +52,26 @@ def render(run_dir: Path, cfg: RunConfig, journal: Journal) -> Group:
         used = sum(1 for n in journal if n.stage == stage and n.kind not in ("replication", "aggregation"))
         budgets.add_row(f"{stage} search nodes", str(used), str(sc.max_nodes))
     budgets.add_row("per-node timeout (s)", "-", fmt(b.node_timeout_s))
-    budgets.add_row("LLM dollars", f"{sum(n.cost_usd for n in journal):.4f}", fmt(b.dollars))
-    return Group(head, stages, budgets)
+    llm = summarize(run_dir) if (run_dir / LEDGER_FILE).is_file() else None
+    dollars = llm["run"]["dollars"] if llm else sum(n.cost_usd for n in journal)
+    budgets.add_row("LLM dollars", f"{dollars:.4f}", fmt(b.dollars))
+    return Group(head, stages, budgets, llm_lines(run_dir, journal, llm))
+
+
+def llm_lines(run_dir: Path, journal: Journal, llm: dict[str, Any] | None) -> Text:
+    """LLM mode: the ledger's totals, ideas stopped by their own budget, held-out choices."""
+    lines = [render_summary(llm)] if llm else []
+    for idea, e in sorted(journal.idea_stopped.items()):
+        lines.append(f"idea {idea} stopped: {e['reason']}")
+    for idea, h in sorted(journal.heldout.items()):
+        lines.append(
+            f"held-out choice for {idea}: {h['node_id'] or '-'} ({h['metric']} held-out {fmt(h['heldout_value'])}, "
+            f"search {fmt(h['search_value'])}); the search's best {h['search_best_id']} scored "
+            f"{fmt(h['search_best_heldout_value'])} held-out"
+        )
+    if (run_dir / "notes").is_dir():
+        lines.append(f"experimental journal: {run_dir / 'notes'}")
+    return Text("\n".join(lines))
 
 
 def print_status(run_dir: Path, cfg: RunConfig, journal: Journal, console: Console | None = None) -> None:

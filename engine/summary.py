@@ -41,7 +41,9 @@ def stage_rows(journal: Journal) -> list[StageRow]:
                 buggy=sum(n.status == NodeStatus.BUGGY for n in nodes),
                 good=sum(n.status == NodeStatus.GOOD for n in nodes),
                 best_node=best.id if best else None,
-                best_value=best.metric(spec.name) if best and spec else None,
+                # A forest's trees may decide on different metrics: show the decision's own value.
+                best_value=decision["value"] if decision and decision.get("node_id")
+                else (best.metric(spec.name) if best and spec else None),
                 ended=ended["reason"] if ended else None,
             ))
     return rows

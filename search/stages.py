@@ -7,13 +7,13 @@ is delegated to a `StageSearch` (template proposers offline; LLM operators and p
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from engine.aggregate import AggregationJob
 from engine.config import STAGES, RunConfig
 from engine.executor import Job
 from engine.journal import Journal
-from engine.node import Node, NodeStatus
+from engine.node import MetricSpec, Node, NodeStatus
 
 REPLICATION, AGGREGATION = "replication", "aggregation"
 SUPPORT_KINDS = (REPLICATION, AGGREGATION)
@@ -33,27 +33,33 @@ class StageSearch(Protocol):
     def label(self, node: Node) -> str: ...
 
 
+class BestChooser(Protocol):
+    """Second opinion on a stage's best node (LLM mode): tie-break and sanity check."""
+
+    def choose(self, stage: str, ranked: list[Node], spec: MetricSpec) -> tuple[Node, dict[str, Any]]:
+        """The chosen node among `ranked` (good nodes, best first) and a record of why."""
+
+
 class StageManager:
     """Drives one tree (one idea) through the stages. Implements engine.dispatch.Strategy."""
 
-    def __init__(self, cfg: RunConfig, journal: Journal, search: StageSearch, idea: str = "default") -> None:
+    def __init__(
+        self, cfg: RunConfig, journal: Journal, search: StageSearch, idea: str = "default",
+        *, spec: MetricSpec | None = None, chooser: BestChooser | None = None,
+    ) -> None:
         self.cfg, self.journal, self.search, self.idea = cfg, journal, search, idea
+        # A forest's trees may each declare their own primary metric; templates use the run's.
+        self.spec, self.chooser = spec, chooser
 
     # -- state derived from the journal ---------------------------------------------------
     def _key(self, stage: str) -> tuple[str, str]:
         return (self.idea, stage)
 
-    def current_stage(self) -> str | None:
-        for stage in STAGES:
-            if self._key(stage) not in self.journal.stage_ended:
-                return stage
-        return None
-
     def root_for(self, stage: str) -> Node | None:
         """The best node of the latest earlier stage that had one: this stage grows from it."""
         best: Node | None = None
         for s in STAGES[: STAGES.index(stage)]:
-            node_id = self.journal.stage_ended.get(self._key(s), {}).get("best_node_id")
+            node_id = self.journal.stage_best.get(self._key(s), {}).get("node_id")
             if node_id:
                 best = self.journal.nodes[node_id]
         return best
@@ -65,24 +71,28 @@ class StageManager:
         first = self.journal.stage_ended.get(self._key(STAGES[0]))
         if first is not None and first.get("best_node_id") is None:
             return f"stopped: {first['reason']}"
-        if self.current_stage() is None:
+        if all(self._key(s) in self.journal.stage_ended for s in STAGES):
             return "all four stages complete"
         return None
 
     # -- proposing ----------------------------------------------------------------------
     def propose(self, slots: int) -> list[Node]:
+        """Stages overlap: once a stage's best node is decided, the next stage's search grows
+        from it while the decided stage's replicates and aggregation still run."""
         proposed: list[Node] = []
-        while slots > len(proposed) and self.finished() is None:
-            stage = self.current_stage()
-            assert stage is not None
-            batch, advanced = self._step(stage, slots - len(proposed))
-            proposed += batch
-            if not advanced:
+        for stage in STAGES:
+            if slots <= len(proposed) or self.finished() is not None:
                 break
+            if self._key(stage) in self.journal.stage_ended:
+                continue
+            batch, searching = self._step(stage, slots - len(proposed))
+            proposed += batch
+            if searching:
+                break  # later stages wait for this stage's best-node decision
         return proposed
 
     def _step(self, stage: str, slots: int) -> tuple[list[Node], bool]:
-        """New nodes for this stage, and whether the stage ended (so the next may start)."""
+        """New nodes for this stage, and whether it is still searching (no decision yet)."""
         j, key = self.journal, self._key(stage)
         root = self.root_for(stage)
         if key not in j.stage_started:
@@ -92,21 +102,22 @@ class StageManager:
             budget_left = self.cfg.stages[stage].max_nodes - len(searched)  # type: ignore[index]
             early = self.search.search_done(j, stage, root)
             if early is None and budget_left > 0:
-                return self.search.propose(j, stage, root, min(slots, budget_left)), False
+                return self.search.propose(j, stage, root, min(slots, budget_left)), True
             if any(not n.is_finished for n in searched):
-                return [], False  # decide only once every search node of the stage is in
+                return [], True  # decide only once every search node of the stage is in
             self._decide(stage, searched, early or f"node budget of {len(searched)} used")
         decision = j.stage_best[key]
         if decision["node_id"] is None:
             j.record("stage_ended", idea=self.idea, stage=stage, best_node_id=None, reason=decision["reason"])
-            return [], True
+            return [], False
         best = j.nodes[decision["node_id"]]
         replicates = [n for n in j.in_stage(stage, REPLICATION, idea=self.idea) if n.parent_id == best.id]
         if len(replicates) < self.cfg.replicates:
             need = min(slots, self.cfg.replicates - len(replicates))
             return [self._replicate(best, len(replicates) + 1 + i) for i in range(need)], False
-        if any(not n.is_finished for n in replicates):
-            return [], False
+        earlier_open = any(self._key(s) not in j.stage_ended for s in STAGES[: STAGES.index(stage)])
+        if any(not n.is_finished for n in replicates) or earlier_open:
+            return [], False  # the aggregate compares with the previous stage's, so it waits for it
         aggregates = j.in_stage(stage, AGGREGATION, idea=self.idea)
         if not aggregates:
             return [self._aggregate(stage, best, replicates)], False
@@ -116,21 +127,37 @@ class StageManager:
             "stage_ended", idea=self.idea, stage=stage, best_node_id=best.id,
             aggregate_node_id=aggregates[0].id, reason=decision["reason"],
         )
-        return [], True
+        return [], False
 
     def _decide(self, stage: str, searched: list[Node], why_ended: str) -> None:
-        spec = self.journal.primary_metric
+        spec = self.spec or self.journal.primary_metric
         good = [n for n in searched if n.status == NodeStatus.GOOD]
-        best = self.journal.best_node(stage, kinds=tuple({n.kind for n in searched}), idea=self.idea)
+        ranked = self._ranked(good, spec)
+        best = ranked[0] if ranked else None
+        selection: dict[str, Any] = {}
+        if self.chooser is not None and spec is not None and len(ranked) > 1:
+            best, selection = self.chooser.choose(stage, ranked, spec)
         if best is None:
             reason = f"stage {stage} found no good node in {len(searched)} node(s) ({why_ended})"
         else:
             reason = f"{why_ended}; best of {len(good)} good node(s) on {spec.name if spec else '?'}"
+            if selection:
+                reason += f" ({selection['by']})"
         self.journal.record(
             "stage_best", idea=self.idea, stage=stage, node_id=best.id if best else None,
             metric=spec.name if spec else None,
             value=best.metric(spec.name) if best and spec else None, reason=reason,
+            **({"selection": selection} if selection else {}),
         )
+
+    @staticmethod
+    def _ranked(good: list[Node], spec: MetricSpec | None) -> list[Node]:
+        """Good nodes with a value of the primary metric, best first; ties keep creation order."""
+        if spec is None:
+            return []
+        valued = [n for n in good if n.metric(spec.name) is not None]
+        sign = -1.0 if spec.direction == "maximize" else 1.0
+        return sorted(valued, key=lambda n: sign * n.metric(spec.name))  # type: ignore[operator]
 
     def _replicate(self, best: Node, index: int) -> Node:
         return Node(

@@ -1,0 +1,126 @@
+"""The LLM side of one driver session: the gateway (in-process, or the Ray actor for Ray runs)
+and the spend read back from the ledger for the dispatcher's budget checks and per-idea budgets.
+
+Imported only in idea mode, from the composition root (engine/run.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.config import RunConfig
+from engine.errors import ConfigError
+from engine.llm import LEDGER_FILE, LLM, CallRecord, build_gateway, resolve_keys, take_api_keys, validate_llm_config
+from engine.llm.providers.base import Provider
+from engine.llm.providers.scripted import ScriptedProvider, ScriptFn
+
+
+class LedgerTail:
+    """Dollars paid so far, in total and per idea, read incrementally from the gateway's ledger."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = run_dir / LEDGER_FILE
+        self._offset = 0
+        self._total = 0.0
+        self._by_idea: dict[str, float] = defaultdict(float)
+
+    def _update(self) -> None:
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self._offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            return
+        complete = chunk[: chunk.rfind(b"\n") + 1]  # a line being written is read next time
+        self._offset += len(complete)
+        for line in complete.splitlines():
+            try:
+                rec = CallRecord.model_validate_json(line)
+            except ValueError:
+                continue
+            if not rec.cache_hit:
+                self._total += rec.dollars
+                self._by_idea[rec.idea or ""] += rec.dollars
+
+    def spent(self) -> float:
+        self._update()
+        return self._total
+
+    def spent_by(self, idea: str) -> float:
+        self._update()
+        return self._by_idea.get(idea, 0.0)
+
+
+@dataclass
+class LLMSession:
+    client: LLM
+    ledger: LedgerTail
+    close: Callable[[], None]
+
+
+def load_function(ref: str) -> ScriptFn:
+    """`path/to/file.py:name` or `package.module:name`. A file is loaded without registering a
+    module name, so a Ray gateway actor receives the function by value."""
+    where, _, attr = ref.rpartition(":")
+    if not where or not attr:
+        raise ConfigError(f"scripted_fn = {ref!r}: expected `file.py:function` or `module:function`")
+    try:
+        if where.endswith(".py"):
+            spec = importlib.util.spec_from_file_location(f"silva_scripted_{abs(hash(where))}", where)
+            if spec is None or spec.loader is None or not Path(where).is_file():
+                raise ConfigError(f"scripted_fn = {ref!r}: file {where} not found")
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(where)
+    except (ImportError, SyntaxError) as e:
+        raise ConfigError(f"scripted_fn = {ref!r}: cannot load: {e}") from None
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise ConfigError(f"scripted_fn = {ref!r}: {attr} is not a function in {where}")
+    return fn  # type: ignore[no-any-return]
+
+
+def check_llm(cfg: RunConfig) -> None:
+    """Every problem of the LLM config, before any work (LLMConfigError is a ConfigError)."""
+    assert cfg.llm is not None
+    validate_llm_config(cfg.llm, os.environ)
+    if cfg.scripted_fn is not None:
+        load_function(cfg.scripted_fn)
+
+
+def scripted_providers(cfg: RunConfig) -> dict[str, Provider]:
+    """Scripted providers answered by `scripted_fn` (rules from the config still come first)."""
+    assert cfg.llm is not None
+    if cfg.scripted_fn is None:
+        return {}
+    fn = load_function(cfg.scripted_fn)
+    return {
+        name: ScriptedProvider(name, rules=p.rules, fn=fn, default=p.default_response)
+        for name, p in cfg.llm.providers.items() if p.kind == "scripted"
+    }
+
+
+def open_llm(cfg: RunConfig, run_dir: Path, providers: Mapping[str, Provider] | None = None) -> LLMSession:
+    """Start the gateway. Call before the executor: on Ray the keys leave this process's
+    environment before `ray.init`, so no worker or sandbox inherits them."""
+    assert cfg.llm is not None
+    chosen = {**scripted_providers(cfg), **(providers or {})}
+    ledger = LedgerTail(run_dir)
+    if cfg.executor.kind == "inprocess":
+        gateway = build_gateway(cfg.llm, run_dir, cfg.budgets.dollars, resolve_keys(cfg.llm, os.environ),
+                                providers=chosen)
+        return LLMSession(gateway.client(), ledger, gateway.close)
+    keys = take_api_keys(cfg.llm, os.environ)
+    from actors.ray_executor import connect
+    from actors.gateway import start_gateway_actor
+
+    connect(cfg.executor)
+    client = start_gateway_actor(cfg.llm, run_dir, cfg.budgets.dollars, keys=keys, providers=chosen or None)
+    return LLMSession(client, ledger, lambda: None)

@@ -1,0 +1,322 @@
+"""An offline stand-in for the LLM: answers every role of Silva's agentic search with realistic
+experiments (noisy-label classification in numpy or scikit-learn), so the LLM mode runs with
+no network and no key. Wire it with `scripted_fn: scripted_scientist.py:respond` in a run config.
+
+It reads the `[silva] ...` header line of each prompt and answers like a diligent engineer:
+drafts a baseline, fixes bugs from the error output, tunes untried settings (as diffs of the
+CONFIG line), improves with small-loss filtering, ablates one component at a time, judges runs
+from their metrics, and rejects blank figures (a PNG too small to hold a plot).
+Faults for tests and benchmarks are opt-in (`Responder(bugs=..., blank_plots=..., sleep=...)`).
+"""
+
+import ast
+import hashlib
+import json
+import math
+import random
+import re
+
+BASE_CONFIG = {"lr": 0.5, "epochs": 150, "l2": 0.0001, "standardize": True, "filter_rounds": 0,
+               "keep_ratio": 0.7, "random_filter": False, "noise": 0.3, "noise_type": "symmetric", "sleep": 0.0}
+HYPERPARAMETERS = [{"lr": 0.1}, {"lr": 1.0}, {"l2": 0.001}, {"epochs": 300}, {"lr": 0.3, "epochs": 250},
+                   {"l2": 1e-05}, {"lr": 2.0}, {"epochs": 80}, {"l2": 0.01}, {"lr": 0.05, "epochs": 400}]
+IMPROVEMENTS = [({"filter_rounds": 1, "keep_ratio": 0.7}, "drop the 30% highest-loss samples once and retrain"),
+                ({"filter_rounds": 2, "keep_ratio": 0.75}, "two rounds of small-loss filtering keeping 75%"),
+                ({"filter_rounds": 1, "keep_ratio": 0.65}, "filter more aggressively, keeping 65%"),
+                ({"filter_rounds": 3, "keep_ratio": 0.8}, "three gentle filtering rounds keeping 80%")]
+ABLATIONS = [("no_standardize", {"standardize": False}, "remove feature standardization"),
+             ("random_filter", {"random_filter": True}, "replace loss-ranked filtering by a random drop"),
+             ("no_filtering", {"filter_rounds": 0}, "remove the filtering step entirely")]
+BLANK_PNG_BYTES = 6000  # a matplotlib figure with axes, lines and text is several times larger
+
+NUMPY_MODEL = '''
+def softmax(z):
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def train(X, y):
+    """Multinomial logistic regression by full-batch gradient descent."""
+    Xb = np.hstack([X, np.ones((len(X), 1))])
+    W = np.zeros((Xb.shape[1], 3))
+    Y = np.eye(3)[y]
+    losses = []
+    for _ in range(CONFIG["epochs"]):
+        P = softmax(Xb @ W)
+        W -= CONFIG["lr"] * (Xb.T @ (P - Y) / len(X) + CONFIG["l2"] * W)
+        losses.append(float(-np.mean(np.log(P[np.arange(len(y)), y] + 1e-12))))
+    return W, losses
+
+
+def proba(model, X):
+    return softmax(np.hstack([X, np.ones((len(X), 1))]) @ model)
+'''
+
+SKLEARN_MODEL = '''
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import log_loss
+
+
+def train(X, y):
+    """scikit-learn logistic regression; C from the L2 strength, iterations from epochs."""
+    model = LogisticRegression(C=1.0 / (CONFIG["l2"] * len(X) + 1e-12), max_iter=CONFIG["epochs"])
+    model.fit(X, y)
+    return model, [float(log_loss(y, model.predict_proba(X), labels=[0, 1, 2]))]
+
+
+def proba(model, X):
+    return model.predict_proba(X)
+'''
+
+EXPERIMENT = '''"""{title}
+
+{plan}
+Silva file contract: read silva_params.json, write results.json.
+"""
+import json
+import time
+
+import numpy as np
+
+CONFIG = {config}
+
+params = json.load(open("silva_params.json"))
+seed = params["seed"] or 0
+rng = np.random.default_rng(seed)
+MEANS = np.random.default_rng(1234).normal(0.0, 0.7, size=(3, 10))  # the task is fixed across nodes
+
+
+def make_data(n, gen):
+    y = gen.integers(0, 3, n)
+    return MEANS[y] + gen.normal(0.0, 1.0, size=(n, 10)), y
+
+
+def corrupt(y, rate, gen):
+    flip = gen.random(len(y)) < rate
+    if CONFIG["noise_type"] == "asymmetric":
+        new = (y + 1) % 3
+    else:
+        new = (y + gen.integers(1, 3, len(y))) % 3
+    return np.where(flip, new, y)
+
+{model}
+
+X_train, y_train = make_data(600, np.random.default_rng(seed))
+X_val, y_val = make_data(300, np.random.default_rng(10_000 + seed))
+if params.get("split") == "heldout":
+    X_val, y_val = make_data(1000, np.random.default_rng(99_999))  # never touched during the search
+y_noisy = corrupt(y_train, CONFIG["noise"], rng)
+time.sleep(CONFIG["sleep"])
+
+if CONFIG["standardize"]:
+    mu, sd = X_train.mean(axis=0), X_train.std(axis=0) + 1e-8
+    X_train, X_val = (X_train - mu) / sd, (X_val - mu) / sd
+
+start = time.perf_counter()
+model, losses = train(X_train, y_noisy)
+keep = np.arange(len(y_noisy))
+for _ in range(CONFIG["filter_rounds"]):
+    n_keep = int(CONFIG["keep_ratio"] * len(y_noisy))
+    if CONFIG["random_filter"]:
+        keep = rng.permutation(len(y_noisy))[:n_keep]
+    else:
+        p = proba(model, X_train)
+        sample_loss = -np.log(p[np.arange(len(y_noisy)), y_noisy] + 1e-12)
+        keep = np.argsort(sample_loss)[:n_keep]
+    model, more = train(X_train[keep], y_noisy[keep])
+    losses += more
+val_accuracy = float(np.mean(proba(model, X_val).argmax(axis=1) == {val_labels}))
+clean_kept = float(np.mean(y_noisy[keep] == y_train[keep]))
+
+json.dump({{"loss": losses}}, open("history.json", "w"))
+results = {{
+    "metrics": {{"val_accuracy": val_accuracy, "clean_fraction_kept": clean_kept,
+                "train_time_s": time.perf_counter() - start}},
+    "artifacts": ["history.json"],
+    "notes": f"{{len(keep)}} of {{len(y_noisy)}} samples used, {{len(losses)}} loss values",
+}}
+json.dump(results, open("results.json", "w"), indent=2)
+print(json.dumps(results["metrics"]))
+'''
+
+PLOT = '''import json
+
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+history = json.load(open("history.json"))
+metrics = json.load(open("results.json"))["metrics"]
+fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.2))
+left.plot(history["loss"], color="#4c72b0")
+left.set_xlabel("gradient step")
+left.set_ylabel("training loss (noisy labels)")
+left.set_title("training curve")
+names = [n for n in metrics if n != "train_time_s"]
+right.bar(names, [metrics[n] for n in names], color="#55a868")
+right.set_ylim(0, 1)
+right.set_ylabel("value")
+right.set_title("validation metrics")
+fig.tight_layout()
+fig.savefig("training.png", dpi=80)
+'''
+
+BLANK_PLOT = '''import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+fig = plt.figure(figsize=(3, 2))
+fig.savefig("training.png", dpi=40)
+'''
+
+HEADER = re.compile(r"^\[silva\] (.*)$", re.MULTILINE)
+FENCE = re.compile(r"```python\n(.*?)\n```", re.DOTALL)
+
+
+def _header(text):
+    m = HEADER.search(text)
+    return dict(kv.split("=", 1) for kv in m.group(1).split()) if m else {}
+
+
+def _unit(key):
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2**64
+
+
+def _config_of(code):
+    m = re.search(r"^CONFIG = (\{.*\})$", code or "", re.MULTILINE)
+    return {**BASE_CONFIG, **(ast.literal_eval(m.group(1)) if m else {})}
+
+
+def _config_diff(code, config):
+    """A unified diff that rewrites the CONFIG line of `code`."""
+    lines = code.splitlines()
+    i = next(k for k, line in enumerate(lines) if line.startswith("CONFIG = "))
+    return (f"--- a/experiment.py\n+++ b/experiment.py\n@@ -{i + 1},1 +{i + 1},1 @@\n"
+            f"-{lines[i]}\n+CONFIG = {config!r}\n")
+
+
+class Responder:
+    """Callable scripted-provider function. `bugs`: node id -> 'name_error' | 'timeout' for
+    drafts; `blank_plots(operator, stage, node_id)`: whether that node's plot.py draws nothing;
+    `sleep`: (median seconds, sigma) of a lognormal experiment duration; `plots`: write plot.py."""
+
+    def __init__(self, bugs=None, blank_plots=None, sleep=None, plots=True):
+        self.bugs = dict(bugs or {})
+        self.blank_plots = blank_plots
+        self.sleep = sleep
+        self.plots = plots
+
+    def __call__(self, call):
+        users = [m for m in call.messages if m.role == "user"]
+        prompt = users[0].text
+        h = _header(prompt)
+        if call.role == "code":
+            rejected = {k for m in users[1:] for k in re.findall(r"the (?:setting|ablation) (.+?) was already tried", m.text)}
+            return json.dumps(self.code(h, prompt, rejected))
+        if call.role == "feedback" and "judge" in h:
+            return json.dumps(self.judge(prompt))
+        if call.role == "vision":
+            return json.dumps(self.critique(users[0]))
+        if "select" in h:
+            return json.dumps({"node_id": h["candidates"].split(",")[0], "reason": "highest primary metric; the "
+                               "numbers are plausible for 30% label noise", "metric_best_is_sane": True})
+        return json.dumps({"error": "unexpected call"})
+
+    # -- code ---------------------------------------------------------------------------------------
+    def tweak(self, config, node):
+        """The node's own experiment duration, when durations are simulated (benchmarks)."""
+        config = dict(config)
+        if self.sleep is not None:
+            median, sigma = self.sleep
+            config["sleep"] = round(median * math.exp(sigma * _normal(node)), 3)
+        return config
+
+    def experiment(self, prompt, config, plan, node, bug=None):
+        config = self.tweak(config, node)
+        title = next((ln[7:] for ln in prompt.splitlines() if ln.startswith("Title: ")), "experiment")
+        idea = _line(prompt, "Hypothesis")  # the idea names its library and its noise
+        model = SKLEARN_MODEL if "scikit-learn" in idea else NUMPY_MODEL
+        if "asymmetric" in idea.lower():
+            config["noise_type"] = "asymmetric"
+        if bug == "timeout":
+            config["sleep"] = 3600.0
+        return EXPERIMENT.format(title=title, plan=plan, config=repr(config), model=model,
+                                 val_labels="y_valid" if bug == "name_error" else "y_val")
+
+    def code(self, h, prompt, rejected):
+        op, node, stage = h["operator"], h["node"], h["stage"]
+        blocks = FENCE.findall(prompt)
+        parent = blocks[0] if blocks and op != "draft" else ""
+        config = _config_of(parent)
+        plot = BLANK_PLOT if self.blank_plots and self.blank_plots(op, stage, node) else PLOT
+        out = {"plot_code": plot if self.plots else None}
+        if op == "draft":
+            plan = "Baseline: multinomial logistic regression trained on the noisy labels."
+            code = self.experiment(prompt, BASE_CONFIG, plan, node, self.bugs.get(node))
+            return {**out, "plan": plan, "code": code}
+        if op == "debug":
+            config["sleep"] = 0.0
+            plan = "Fix the failure shown in the output: correct the variable names, drop the stray sleep, redraw the figure."
+            return {**out, "plan": plan, "code": self.experiment(prompt, config, plan, node)}
+        if op == "hyperparameter":
+            tried = set(re.findall(r"\{[^{}]*\}", _line(prompt, "Already tried settings")))
+            untried = [s for s in HYPERPARAMETERS if json.dumps(s, sort_keys=True) not in tried | rejected]
+            # Like a sampled model, parallel nodes spread over the first few untried settings.
+            choice = untried[int(_unit(node + str(len(rejected))) * min(3, len(untried)))] if untried \
+                else {"lr": round(0.05 + _unit(node), 3)}
+            plan = "Tune " + ", ".join(f"{k}={v}" for k, v in choice.items()) + " on the working baseline."
+            new = self.tweak({**config, **choice}, node)
+            return {**out, "plan": plan, "hyperparameters": choice, "diff": _config_diff(parent, new)}
+        if op == "ablation":
+            tried = set(_line(prompt, "Already tried ablations").split("; "))
+            name, change, what = next((a for a in ABLATIONS if a[0] not in tried | rejected), ABLATIONS[0])
+            plan = f"Ablation: {what}."
+            # A stale diff with the whole file beside it: Silva applies the file when the diff fails.
+            stale = "--- a/experiment.py\n+++ b/experiment.py\n@@ -1,1 +1,1 @@\n-CONFIG = {}\n+CONFIG = {}\n"
+            return {**out, "plan": plan, "ablation": name, "diff": stale,
+                    "code": self.experiment(prompt, {**config, **change}, plan, node)}
+        if op == "crossover":
+            other = _config_of(FENCE.findall(prompt[prompt.index("Parent B ("):])[0]) if "Parent B (" in prompt else config
+            merged = {**config, **{k: other[k] for k in ("filter_rounds", "keep_ratio")}}
+            plan = "Crossover: parent A's optimisation settings with parent B's filtering schedule."
+            return {**out, "plan": plan, "code": self.experiment(prompt, merged, plan, node)}
+        change, what = IMPROVEMENTS[int(_unit(node) * len(IMPROVEMENTS))]
+        plan = f"Small-loss filtering: {what}."
+        return {**out, "plan": plan, "code": self.experiment(prompt, {**config, **change}, plan, node)}
+
+    # -- judgements ---------------------------------------------------------------------------------
+    def judge(self, prompt):
+        metrics = dict(re.findall(r"(\w+)=([-\d.e+]+)", _line(prompt, "Metrics read from results.json")))
+        failed = _line(prompt, "Silva's checks already mark this run as failed")
+        plan = _line(prompt, "Plan")
+        verdict = {"is_buggy": False, "reason": "ran cleanly and wrote every metric",
+                   "summary": f"{plan[:160]} -> val_accuracy {metrics.get('val_accuracy', '?')}"}
+        if failed:
+            verdict.update(is_buggy=True, reason=failed, summary=f"{plan[:160]} failed: {failed[:160]}")
+        elif float(metrics.get("val_accuracy", 0.0)) < 0.4:
+            verdict.update(is_buggy=True, reason="validation accuracy is at chance level for three classes")
+        tried = prompt.count("\n- n") if "Hyperparameter settings tried" in prompt else 0
+        if "Hyperparameter settings tried" in prompt:
+            verdict["converged"] = tried >= 3
+        return verdict
+
+    def critique(self, message):
+        if any(len(img.png) < BLANK_PNG_BYTES for img in message.images):
+            return {"acceptable": False, "reason": "the figure is blank: no axes, data or labels",
+                    "suggestions": ["plot the training loss curve with labelled axes"]}
+        return {"acceptable": True, "reason": "loss curve and metric bars are labelled and match the metrics"}
+
+
+def _line(text, prefix):
+    for line in text.splitlines():
+        if line.startswith(prefix):
+            return line.split(":", 1)[1].strip() if ":" in line else ""
+    return ""
+
+
+def _normal(key):
+    return random.Random(key).gauss(0.0, 1.0)
+
+
+respond = Responder()

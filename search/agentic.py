@@ -1,0 +1,134 @@
+"""The LLM search phase of each stage for one idea: a `StageSearch` driven by a policy.
+
+- preliminary: drafts, debugging and improvements; ends at the first good node.
+- hyperparameter: new settings on the working code (tried ones never repeated); ends when the
+  LLM's judgement of a tuning run says tuning has converged (after `min_tuning_nodes`).
+- agenda: improvements towards the idea's planned experiments (crossover under evolution).
+- ablation: one component removed or replaced at a time, each at most once.
+Budgets (StageManager) end stages 2-4 otherwise. Every node's work is an `OperatorJob`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from engine.config import RunConfig
+from engine.journal import Journal
+from engine.llm import LLM
+from engine.llm.config import resolve_model
+from engine.node import MetricSpec, Node, NodeStatus
+from sandbox.base import Limits
+from search.idea import Idea
+from search.operators.claims import ClaimBook
+from search.operators.job import LLM_OPERATORS, OperatorJob
+from search.operators.prompts import CodeRequest, code_prompt, contract, fmt_metrics
+from search.policies import get_policy
+from search.tree import SUPPORT_KINDS, StageView
+
+HISTORY = 12  # other nodes of the stage shown in a prompt: the most recent ones
+PLOT_TIMEOUT_S = 120.0
+
+
+class AgenticSearch:
+    def __init__(self, cfg: RunConfig, journal: Journal, idea: Idea, llm: LLM, *, vision: bool) -> None:
+        self.cfg, self.journal, self.idea, self.llm, self.vision = cfg, journal, idea, llm, vision
+        self.policy = get_policy(cfg.search.policy)
+        self.run_dir = journal.log.path.parent
+
+    @property
+    def spec(self) -> MetricSpec:
+        return self.idea.primary
+
+    def nodes(self, stage: str) -> list[Node]:
+        return [n for n in self.journal.in_stage(stage, idea=self.idea.name) if n.kind not in SUPPORT_KINDS]
+
+    # -- StageSearch ----------------------------------------------------------------------------
+    def propose(self, journal: Journal, stage: str, root: Node | None, slots: int) -> list[Node]:
+        view = StageView(journal, self.idea.name, stage, root, self.spec, self.cfg.search, self.cfg.seed)
+        out = []
+        for e in self.policy.propose(view, slots):
+            extra: dict[str, object] = {"policy": self.policy.name}
+            if e.island is not None:
+                extra["island"] = e.island
+            target = f" of {e.parent.id}" if e.parent is not None else ""
+            out.append(Node(
+                parent_id=e.parent.id if e.parent else None, stage=stage, kind=e.operator, idea=self.idea.name,
+                plan=f"{e.operator}{target}" + (f" with {e.second.id}" if e.second else ""),
+                seed=self.cfg.seed, refs=[e.second.id] if e.second else [], extra=extra,
+            ))
+        return out
+
+    def search_done(self, journal: Journal, stage: str, root: Node | None) -> str | None:
+        nodes = self.nodes(stage)
+        if stage == "preliminary":
+            good = next((n for n in nodes if n.status == NodeStatus.GOOD), None)
+            return f"first good node {good.id}" if good else None
+        if stage == "hyperparameter":
+            done = [n for n in nodes if n.is_finished and n.kind == "hyperparameter"]
+            if len(done) < self.cfg.search.min_tuning_nodes:
+                return None
+            for n in done:
+                j = n.extra.get("judgement", {})
+                if n.status == NodeStatus.GOOD and j.get("converged"):
+                    return f"LLM judged tuning converged at {n.id}: {j.get('reason', '')[:200]}"
+        return None
+
+    def job_for(self, node: Node, attempt: int) -> OperatorJob:
+        res = self.cfg.resources_for(node.kind)
+        timeout = self.cfg.budgets.node_timeout_s
+        job = OperatorJob(
+            node_id=node.id, attempt=attempt, run_dir=self.run_dir, idea=self.idea.name, stage=node.stage,
+            operator=node.kind, metrics=self.idea.metrics,
+            limits=Limits(wall_s=timeout, memory_mb=res.memory_mb),
+            plot_limits=Limits(wall_s=min(timeout, PLOT_TIMEOUT_S), memory_mb=res.memory_mb),
+            sandbox=self.cfg.sandbox.provider, sandbox_options=self.cfg.sandbox.options,
+            python="python3" if self.cfg.sandbox.provider == "docker" else sys.executable,
+            seed=node.seed, data={f"data/{p.name}": p for p in self.idea.datasets},
+            vision=self.vision, plots_gate=self.cfg.search.plots_gate, max_plots=self.cfg.search.max_plots,
+        )
+        if node.kind not in LLM_OPERATORS:  # replication / heldout: re-run known code
+            job.parent_code, job.plan = node.code, node.plan
+            if node.kind == "heldout":
+                job.split = "heldout"
+                job.data.update({f"data/heldout/{p.name}": p for p in self.idea.heldout_data})
+            return job
+        parent = self.journal.nodes[node.parent_id] if node.parent_id else None
+        second = self.journal.nodes[node.refs[0]] if node.refs else None
+        claims = ClaimBook(self.run_dir, self.idea.name, node.stage, node.kind) if node.kind in ("hyperparameter", "ablation") else None
+        job.llm, job.claims = self.llm, claims
+        job.parent_code = parent.code if parent else ""
+        job.parent_plot_code = parent.extra.get("plot_code", "") if parent else ""
+        job.prompt = code_prompt(CodeRequest(
+            idea=self.idea, stage=node.stage, operator=node.kind, node_id=node.id,
+            contract=contract(self.idea.metrics, timeout, res.memory_mb, [p.name for p in self.idea.datasets]),
+            parent=parent, second=second,
+            history=[n for n in self.nodes(node.stage) if n.is_finished and n.id not in (node.parent_id, *node.refs)][-HISTORY:],
+            # Its own claim (from an attempt cut short) is not "tried": the node may pick it again.
+            tried=[key for owner, key in claims.tried() if owner != node.id] if claims else [],
+        ))
+        if node.stage == "hyperparameter":
+            job.tuning_history = self._tuning_history(node)
+        return job
+
+    def label(self, node: Node) -> str:
+        if node.extra.get("ablation"):
+            return f"ablation: {node.extra['ablation']}"
+        if node.extra.get("hyperparameters"):
+            return "tuned: " + ", ".join(f"{k}={v}" for k, v in node.extra["hyperparameters"].items())
+        return f"{node.kind} {node.id}"
+
+    # -- helpers --------------------------------------------------------------------------------
+    def _tuning_history(self, node: Node) -> str:
+        rows = [
+            f"- {n.id}: {n.extra.get('hyperparameters', {})} -> {fmt_metrics(n.metrics)} ({n.status.value})"
+            for n in self.nodes("hyperparameter") if n.is_finished and n.id != node.id
+        ]
+        return "\n".join(rows) or "none finished yet"
+
+
+def has_vision(cfg: RunConfig) -> bool:
+    """Whether plots can be critiqued: a `vision` role mapped to a model that can see."""
+    if cfg.llm is None or "vision" not in cfg.llm.roles:
+        return False
+    return resolve_model(cfg.llm, cfg.llm.roles["vision"].model).capabilities.vision
+

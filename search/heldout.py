@@ -1,0 +1,86 @@
+"""Held-out selection: after the four stages, re-run the top candidates on a split the search
+never saw and record the final choice beside the search metric.
+
+The held-out data (the idea's `heldout_data`) is copied only into these attempts, and
+silva_params.json says `split: heldout`; search nodes never get either. Candidates are the
+agenda stage's best node plus the best good nodes of stages 2 and 3 by the search metric.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.config import RunConfig
+from engine.journal import Journal
+from engine.node import Node, NodeStatus
+from search.idea import Idea
+from search.tree import SUPPORT_KINDS
+
+HELDOUT = "heldout"
+CANDIDATE_STAGES = ("hyperparameter", "agenda")
+
+
+class HeldoutPhase:
+    def __init__(self, cfg: RunConfig, journal: Journal, idea: Idea) -> None:
+        self.cfg, self.journal, self.idea = cfg, journal, idea
+
+    def _score(self, n: Node, value: float | None = None) -> float | None:
+        v = n.metric(self.idea.primary.name) if value is None else value
+        return None if v is None else (v if self.idea.primary.direction == "maximize" else -v)
+
+    def candidates(self) -> list[Node]:
+        j, name = self.journal, self.idea.name
+        pool = [
+            n for s in CANDIDATE_STAGES for n in j.in_stage(s, idea=name)
+            if n.kind not in SUPPORT_KINDS and n.status == NodeStatus.GOOD and self._score(n) is not None
+        ]
+        pool.sort(key=lambda n: -self._score(n))  # type: ignore[operator]
+        final = j.stage_ended.get((name, "agenda"), {}).get("best_node_id")
+        ordered = ([j.nodes[final]] if final else []) + [n for n in pool if n.id != final]
+        return ordered[: self.cfg.search.heldout_candidates]
+
+    def done(self) -> bool:
+        return self.idea.name in self.journal.heldout
+
+    def propose(self, slots: int) -> list[Node]:
+        """Held-out runs still to start; once all are in, the recorded selection (and no nodes)."""
+        runs = {n.parent_id: n for n in self.journal.in_stage(HELDOUT, HELDOUT, idea=self.idea.name)}
+        candidates = self.candidates()
+        missing = [c for c in candidates if c.id not in runs]
+        if missing:
+            return [
+                Node(parent_id=c.id, stage=HELDOUT, kind=HELDOUT, idea=self.idea.name, code=c.code,
+                     plan=f"held-out evaluation of {c.id}", seed=self.cfg.seed)
+                for c in missing[:slots]
+            ]
+        if all(runs[c.id].is_finished for c in candidates) and not self.done():
+            self._select(candidates, runs)
+        return []
+
+    def _select(self, candidates: list[Node], runs: dict[str | None, Node]) -> None:
+        metric = self.idea.primary.name
+        rows: list[dict[str, Any]] = [
+            {"node_id": c.id, "heldout_node_id": runs[c.id].id, "search_value": c.metric(metric),
+             "heldout_value": runs[c.id].metric(metric) if runs[c.id].status == NodeStatus.GOOD else None,
+             "heldout_status": runs[c.id].status.value}
+            for c in candidates
+        ]
+        valid = [r for r in rows if r["heldout_value"] is not None]
+        search_best = rows[0] if rows else None
+        if not valid:
+            chosen, reason = None, "no candidate produced the primary metric on the held-out split"
+        else:
+            chosen = max(valid, key=lambda r: self._score(self.journal.nodes[r["node_id"]], r["heldout_value"]))  # type: ignore[arg-type, return-value]
+            same = search_best is not None and chosen["node_id"] == search_best["node_id"]
+            reason = (f"best {metric} on the held-out split among {len(rows)} candidate(s)"
+                      + ("; agrees with the search's choice" if same else f"; the search chose {search_best['node_id'] if search_best else '-'}"))
+        self.journal.record(
+            "heldout_selected", idea=self.idea.name, metric=metric,
+            node_id=chosen["node_id"] if chosen else None,
+            heldout_node_id=chosen["heldout_node_id"] if chosen else None,
+            heldout_value=chosen["heldout_value"] if chosen else None,
+            search_value=chosen["search_value"] if chosen else None,
+            search_best_id=search_best["node_id"] if search_best else None,
+            search_best_heldout_value=search_best["heldout_value"] if search_best else None,
+            candidates=rows, reason=reason,
+        )

@@ -1,0 +1,1 @@
+"""LLM operators: each is one LLM -> sandbox -> evaluate cycle recorded as one node."""

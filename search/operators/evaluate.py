@@ -1,0 +1,120 @@
+"""Evaluating one attempt: metrics through a sandboxed parser, plots, the LLM judgement, the
+vision critique, and the documented rules that make a node buggy or good (docs/search.md)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from engine.contract import ResultsFile, parse_results
+from engine.llm import LLM, BudgetExceeded, LLMError, Message
+from engine.llm.types import PNG_MAGIC
+from engine.node import MetricSpec, MetricValue
+from sandbox.base import ExecResult, Limits, Sandbox
+from search.operators.prompts import critique_prompt, fmt_metrics, judge_prompt
+from search.operators.schemas import Judgement, PlotCritique
+
+PARSER_FILE = "silva_parse_results.py"
+PARSED_FILE = "silva_metrics.json"
+PARSER_SOURCE = (Path(__file__).parent / PARSER_FILE).read_bytes()
+PARSER_LIMITS = Limits(wall_s=30, memory_mb=512)
+MAX_PNG_BYTES = 5 * 1024 * 1024
+
+
+@dataclass
+class Evaluation:
+    """What is known about an attempt, gathered step by step; `decide` turns it into a status."""
+
+    proposal_error: str = ""
+    run_problem: str = ""  # the process failed, or results.json is missing or invalid
+    metrics: list[MetricValue] = field(default_factory=list)
+    results: ResultsFile | None = None
+    plots: list[str] = field(default_factory=list)
+    plot_problem: str = ""
+    judgement: dict[str, Any] = field(default_factory=dict)
+    critique: dict[str, Any] = field(default_factory=dict)
+
+    def decide(self, plots_gate: bool) -> tuple[Literal["good", "buggy"], str, str]:
+        """(status, reason, rule): the first rule that fails makes the node buggy."""
+        if self.proposal_error:
+            return "buggy", f"proposal failed: {self.proposal_error}", "proposal"
+        if self.run_problem:
+            return "buggy", self.run_problem, "execution"
+        if self.judgement.get("is_buggy"):
+            return "buggy", f"judged buggy: {self.judgement.get('reason', '')}", "judgement"
+        if plots_gate and self.plot_problem:
+            return "buggy", self.plot_problem, "plots"
+        if plots_gate and self.critique.get("acceptable") is False:
+            return "buggy", f"plots rejected by the critique: {self.critique.get('reason', '')}", "plots"
+        note = self.judgement.get("summary") or (self.results.notes if self.results else "")
+        return "good", note, "ok"
+
+
+def read_metrics(box: Sandbox, python: str, specs: list[MetricSpec]) -> tuple[list[MetricValue], ResultsFile | None, str]:
+    """Run the parser in the sandbox; validate its small output on the host."""
+    res = box.exec([python, PARSER_FILE], limits=PARSER_LIMITS, files={PARSER_FILE: PARSER_SOURCE})
+    if not res.ok or PARSED_FILE not in res.files:
+        return [], None, f"the results parser failed (exit {res.exit_code}): {res.stderr[-300:]}"
+    raw = box.read_file(PARSED_FILE)
+    try:
+        error = json.loads(raw).get("error")
+    except (ValueError, AttributeError):
+        error = f"{PARSED_FILE} is not a JSON object (the parser was tampered with?)"
+    if error:
+        return [], None, str(error)[:500]
+    return parse_results(raw, specs)
+
+
+def new_pngs(before: list[str], after: ExecResult, limit: int) -> list[str]:
+    seen = set(before)
+    return [f for f in after.files if f.lower().endswith(".png") and f not in seen][:limit]
+
+
+def png_bytes(box: Sandbox, paths: list[str]) -> list[bytes]:
+    out = []
+    for p in paths:
+        data = box.read_file(p)
+        if data.startswith(PNG_MAGIC) and len(data) <= MAX_PNG_BYTES:
+            out.append(data)
+    return out
+
+
+def judge(llm: LLM, ev: Evaluation, *, node_id: str, stage: str, idea: str, attempt: int, plan: str,
+          code: str, res: ExecResult | None, tuning_history: str) -> None:
+    """One structured judgement; a failed call is recorded, never fatal (rules still apply).
+    BudgetExceeded propagates: the attempt is then given back, not judged."""
+    exit_line = "not run" if res is None else (
+        f"exit code {res.exit_code}, {res.wall_s:.1f} s" + (", TIMED OUT" if res.timed_out else "")
+        + (", OUT OF MEMORY" if res.oom_killed else ""))
+    prompt = judge_prompt(
+        node_id=node_id, stage=stage, plan=plan, code=code, exit_line=exit_line,
+        stdout=res.stdout if res else "", stderr=res.stderr if res else "",
+        metrics=fmt_metrics(ev.metrics), results_notes=ev.results.notes if ev.results else "",
+        rule_problem=ev.run_problem,
+        plots=", ".join(ev.plots) or (ev.plot_problem or "none"), tuning_history=tuning_history,
+    )
+    try:
+        verdict = llm.complete(prompt, role="feedback", output_type=Judgement, node_id=node_id,
+                               stage=stage, idea=idea, attempt=attempt)
+    except BudgetExceeded:
+        raise
+    except LLMError as e:
+        ev.judgement = {"error": str(e)[:500]}
+        return
+    ev.judgement = verdict.model_dump(exclude_none=True)
+
+
+def critique(llm: LLM, ev: Evaluation, images: list[bytes], *, node_id: str, stage: str, idea: str,
+             attempt: int, plan: str) -> None:
+    prompt = critique_prompt(node_id=node_id, plan=plan, metrics=fmt_metrics(ev.metrics), names=ev.plots)
+    try:
+        verdict = llm.complete([Message.user(prompt, images=images)], role="vision", output_type=PlotCritique,
+                               node_id=node_id, stage=stage, idea=idea, attempt=attempt)
+    except BudgetExceeded:
+        raise
+    except LLMError as e:
+        ev.critique = {"error": str(e)[:500]}
+        return
+    ev.critique = verdict.model_dump()

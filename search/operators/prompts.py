@@ -1,0 +1,185 @@
+"""Prompts of the operators. Built from the journal on the driver (code proposals) or from the
+attempt's own outputs on the worker (judgement, plot critique).
+
+Every user turn starts with a `[silva] key=value ...` line naming the call; models ignore it,
+and scripted providers use it to answer offline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from engine.node import MetricSpec, MetricValue, Node, NodeStatus
+from search.idea import Idea
+
+CODE_CHARS = 12_000  # code shown back to the model, per file
+OUTPUT_CHARS = 2_500  # stdout/stderr tail shown for debugging and judging
+
+STAGE_GOALS = {
+    "preliminary": "Stage 1, preliminary implementation: get a simple, correct, working implementation "
+    "of the idea's core experiment on a small setting. Correctness first; no tuning yet.",
+    "hyperparameter": "Stage 2, hyperparameter tuning: tune the hyperparameters of the working "
+    "implementation (learning rate, regularization, epochs, sizes) without changing its method.",
+    "agenda": "Stage 3, research agenda: carry out the idea's planned experiments; implement and improve "
+    "the proposed method and compare it with the tuned baseline.",
+    "ablation": "Stage 4, ablations: show which components of the final method matter by removing or "
+    "replacing one component at a time.",
+}
+
+OPERATOR_TASKS = {
+    "draft": "Write a first complete implementation: a plan and the whole experiment.py in `code`, and a plot.py in `plot_code`.",
+    "debug": "The shown experiment is buggy. Find the cause from its error and output and fix it; change nothing else. "
+    "Return a `diff` against experiment.py or the whole file in `code` (and `plot_code` if the plots were the problem).",
+    "improve": "Improve the shown experiment with one focused, well-motivated change towards the stage goal. "
+    "Return a `diff` against experiment.py or the whole file in `code`.",
+    "hyperparameter": "Try one new hyperparameter setting on the shown experiment. Set `hyperparameters` to exactly the "
+    "values you change, choose a setting not yet tried (list below), and return a `diff` or the whole file.",
+    "ablation": "Remove or replace exactly one component of the shown experiment to measure its contribution. "
+    "Set `ablation` to a short name of what you removed; choose one not yet ablated (list below).",
+    "crossover": "Combine the strengths of the two shown experiments (parent A and parent B) into one. "
+    "Return the whole file in `code`.",
+}
+
+SYSTEM = (
+    "You are a careful machine-learning research engineer. You write small, self-contained, correct Python "
+    "experiments, read their outputs critically, and report results honestly."
+)
+
+
+def contract(metrics: Sequence[MetricSpec], timeout_s: float, memory_mb: int, data: Sequence[str]) -> str:
+    declared = ", ".join(f"{m.name} ({m.direction}{', primary' if m.primary else ''})" for m in metrics)
+    lines = [
+        "How the experiment runs:",
+        "- `python experiment.py` in an empty working directory, no network, numpy / scipy / scikit-learn / matplotlib available.",
+        "- It reads silva_params.json: {\"seed\": int, \"split\": \"search\" or \"heldout\", \"node_id\": str, \"stage\": str, \"params\": {}}. "
+        "Seed every random generator with `seed`.",
+        f"- It writes results.json: {{\"metrics\": {{name: number}}, \"artifacts\": [files to keep], \"notes\": str}} with metrics {declared}. "
+        "Metrics are read only from this file, never from printed output.",
+        "- When split is \"heldout\", compute the metrics on the held-out data instead of the validation data; "
+        "during the search the held-out data must never be used.",
+        f"- Hard limits: {timeout_s:g} s wall clock, {memory_mb} MB memory. Keep it small and fast.",
+        "- plot.py runs afterwards in the same directory; it reads files the experiment saved and writes PNG figures.",
+    ]
+    if data:
+        lines.append("- Data files: " + ", ".join(f"data/{d}" for d in data) + " (held-out files appear under data/heldout/ only when split is \"heldout\").")
+    return "\n".join(lines)
+
+
+def fmt_metrics(metrics: Sequence[MetricValue]) -> str:
+    return ", ".join(f"{m.name}={m.value:.4g}" for m in metrics) or "none"
+
+
+def node_line(n: Node) -> str:
+    note = n.extra.get("judgement", {}).get("summary") or n.reason
+    what = n.extra.get("hyperparameters") or n.extra.get("ablation") or ""
+    return f"- {n.id} ({n.kind}{', ' + str(what) if what else ''}, {n.status.value}): {fmt_metrics(n.metrics)}; {note[:200]}"
+
+
+def fence(text: str, lang: str = "python") -> str:
+    if len(text) > CODE_CHARS:
+        text = text[:CODE_CHARS] + "\n# ... (cut)"
+    return f"```{lang}\n{text}\n```"
+
+
+def show_node(n: Node, title: str, with_output: bool) -> str:
+    parts = [f"{title} ({n.id}, {n.kind}, {n.status.value}). Plan: {n.plan}", "experiment.py:", fence(n.code)]
+    plot = n.extra.get("plot_code")
+    if plot:
+        parts += ["plot.py:", fence(plot)]
+    parts.append(f"Metrics: {fmt_metrics(n.metrics)}")
+    if n.status == NodeStatus.BUGGY:
+        parts.append(f"Why it is buggy: {n.reason}")
+    critique = n.extra.get("plot_critique", {})
+    if critique.get("acceptable") is False:
+        parts.append(f"Plot critique: {critique.get('reason', '')} {'; '.join(critique.get('suggestions', []))}")
+    if with_output and n.execution is not None:
+        parts.append("stdout (end):\n" + fence(n.execution.stdout_tail[-OUTPUT_CHARS:], "text"))
+        parts.append("stderr (end):\n" + fence(n.execution.stderr_tail[-OUTPUT_CHARS:], "text"))
+    return "\n".join(parts)
+
+
+@dataclass
+class CodeRequest:
+    """Everything a code proposal prompt shows; assembled by the search from the journal."""
+
+    idea: Idea
+    stage: str
+    operator: str
+    node_id: str
+    contract: str
+    parent: Node | None = None
+    second: Node | None = None
+    history: list[Node] = field(default_factory=list)
+    tried: list[str] = field(default_factory=list)
+
+
+def header(**fields: object) -> str:
+    return "[silva] " + " ".join(f"{k}={v}" for k, v in fields.items())
+
+
+def code_prompt(r: CodeRequest) -> str:
+    parts = [
+        header(operator=r.operator, node=r.node_id, stage=r.stage, idea=r.idea.name),
+        "Research idea:\n" + r.idea.describe(),
+        STAGE_GOALS[r.stage],
+        r.contract,
+    ]
+    if r.parent is not None:
+        title = "Parent A" if r.second is not None else "Current experiment"
+        parts.append(show_node(r.parent, title, with_output=r.operator == "debug"))
+    if r.second is not None:
+        parts.append(show_node(r.second, "Parent B", with_output=False))
+    if r.history:
+        parts.append("Other nodes of this stage so far:\n" + "\n".join(node_line(n) for n in r.history))
+    if r.operator in ("hyperparameter", "ablation"):
+        what = "settings" if r.operator == "hyperparameter" else "ablations"
+        parts.append(f"Already tried {what} (do not repeat): " + ("; ".join(r.tried) if r.tried else "none yet"))
+    parts.append("Your task: " + OPERATOR_TASKS[r.operator])
+    return "\n\n".join(parts)
+
+
+def judge_prompt(
+    *, node_id: str, stage: str, plan: str, code: str, exit_line: str, stdout: str, stderr: str,
+    metrics: str, results_notes: str, rule_problem: str, plots: str, tuning_history: str,
+) -> str:
+    parts = [
+        header(judge="run", node=node_id, stage=stage),
+        f"Plan: {plan}",
+        "experiment.py:\n" + fence(code),
+        f"Process: {exit_line}",
+        "stdout (end):\n" + fence(stdout[-OUTPUT_CHARS:], "text"),
+        "stderr (end):\n" + fence(stderr[-OUTPUT_CHARS:], "text"),
+        f"Metrics read from results.json: {metrics}",
+        f"Notes in results.json: {results_notes or 'none'}",
+        f"Plots: {plots}",
+    ]
+    if rule_problem:
+        parts.append(f"Silva's checks already mark this run as failed: {rule_problem}")
+    if tuning_history:
+        parts.append("Hyperparameter settings tried in this stage:\n" + tuning_history
+                     + "\nAlso set `converged`: true if further tuning is unlikely to improve the primary metric.")
+    parts.append("Is this run buggy (crashed, wrong, leaking evaluation data, implausible metrics), and what did it show?")
+    return "\n\n".join(parts)
+
+
+def critique_prompt(*, node_id: str, plan: str, metrics: str, names: Sequence[str]) -> str:
+    return "\n\n".join([
+        header(critique="plots", node=node_id),
+        f"Plan of the experiment: {plan}",
+        f"Its metrics: {metrics}",
+        f"Figures attached, in order: {', '.join(names)}.",
+        "Are they readable, labelled (axes, legend, title), non-empty, and consistent with the metrics?",
+    ])
+
+
+def selection_prompt(*, idea: Idea, stage: str, metric: MetricSpec, candidates: Sequence[Node]) -> str:
+    lines = [node_line(n) + f" | plan: {n.plan[:200]}" for n in candidates]
+    return "\n\n".join([
+        header(select="best", stage=stage, idea=idea.name, candidates=",".join(n.id for n in candidates)),
+        "Research idea:\n" + idea.describe(),
+        f"Candidates for the best node of stage {stage}, ranked by the primary metric {metric.name} ({metric.direction}):",
+        "\n".join(lines),
+        "Keep the first candidate unless its result looks invalid (a leak, a bug, an implausible number) or the top "
+        "candidates are tied on the metric and another is clearly the better experiment. Answer with the chosen node_id.",
+    ])

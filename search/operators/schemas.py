@@ -1,0 +1,118 @@
+"""Structured LLM outputs of the operators (pydantic: they cross the LLM boundary).
+
+A proposal is validated against the job's situation (a diff must apply to the parent's code,
+a hyperparameter setting or ablation must be untried). A failed check raises inside pydantic
+validation, so the LLM client re-asks with the reason, a bounded number of times.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from search.operators.claims import ClaimBook, canonical_ablation, canonical_setting
+from search.operators.diff import DiffError, apply_unified_diff
+
+
+class Proposal(BaseModel):
+    """Your plan and the experiment code that carries it out."""
+
+    plan: str = Field(min_length=1, description="what you will do and why, in a few sentences")
+    code: str | None = Field(None, description="the whole new experiment.py")
+    diff: str | None = Field(None, description="instead of `code`: a unified diff against the shown experiment.py")
+    plot_code: str | None = Field(None, description="the whole plot.py; omit to keep the shown one")
+    hyperparameters: dict[str, Any] | None = Field(None, description="hyperparameter step: the setting tried")
+    ablation: str | None = Field(None, description="ablation step: short name of the component removed or replaced")
+
+
+class Judgement(BaseModel):
+    """Your verdict on one experiment run."""
+
+    is_buggy: bool = Field(description="true if the run failed, or its results cannot be trusted")
+    reason: str = Field(min_length=1, description="why, citing the output")
+    summary: str = Field(min_length=1, description="1-3 sentences for the experimental journal: what was done, what came out")
+    converged: bool | None = Field(None, description="hyperparameter stage only: is further tuning unlikely to help?")
+
+
+class PlotCritique(BaseModel):
+    """Your critique of the figures of one experiment."""
+
+    acceptable: bool = Field(description="false if a figure is empty, unreadable, mislabelled or contradicts the metrics")
+    reason: str = Field(min_length=1)
+    suggestions: list[str] = Field(default_factory=list)
+
+
+class BestChoice(BaseModel):
+    """Which candidate is the stage's best node."""
+
+    node_id: str
+    reason: str = Field(min_length=1)
+    metric_best_is_sane: bool = Field(description="false if the top node's metric looks invalid (a leak, a bug)")
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """A proposal turned into files: the code to run and how it was obtained."""
+
+    code: str
+    plot_code: str
+    change: str  # whole_file | diff | diff_failed_whole_file | plot_only
+    diff_error: str = ""
+
+
+def proposal_type(
+    operator: str,
+    parent_code: str,
+    node_id: str,
+    claims: ClaimBook | None,
+) -> type[Proposal]:
+    """A Proposal subclass whose validation knows this job: parent code, operator, claims."""
+
+    class CheckedProposal(Proposal):
+        __doc__ = Proposal.__doc__
+        model_config = ConfigDict(title="Proposal")
+
+        @model_validator(mode="after")
+        def _fits(self) -> CheckedProposal:
+            accept(self, parent_code)  # raises ValueError with what to fix
+            if operator == "hyperparameter":
+                if not self.hyperparameters:
+                    raise ValueError("set `hyperparameters` to the setting this step tries, e.g. {\"lr\": 0.01}")
+                _claim(claims, canonical_setting(self.hyperparameters), node_id, "setting")
+            if operator == "ablation":
+                if not self.ablation or not canonical_ablation(self.ablation):
+                    raise ValueError("set `ablation` to a short name of the component removed or replaced")
+                _claim(claims, canonical_ablation(self.ablation), node_id, "ablation")
+            return self
+
+    CheckedProposal.__name__ = "Proposal"
+    return CheckedProposal
+
+
+def _claim(claims: ClaimBook | None, key: str, node_id: str, what: str) -> None:
+    if claims is None:
+        return
+    owner = claims.claim(key, node_id)
+    if owner is not None:
+        raise ValueError(f"the {what} {key} was already tried by node {owner}; propose one not tried yet")
+
+
+def accept(p: Proposal, parent_code: str) -> Accepted:
+    """The code a proposal stands for. A diff that does not apply falls back to `code`; with no
+    `code` either, the error asks for the whole file."""
+    if p.diff and parent_code:
+        try:
+            return Accepted(apply_unified_diff(parent_code, p.diff), p.plot_code or "", "diff")
+        except DiffError as e:
+            if p.code:
+                return Accepted(p.code, p.plot_code or "", "diff_failed_whole_file", str(e))
+            raise ValueError(f"the diff does not apply ({e}); send the whole experiment.py in `code` instead") from None
+    if p.code and p.code.strip():
+        return Accepted(p.code, p.plot_code or "", "whole_file")
+    if p.plot_code and parent_code:
+        return Accepted(parent_code, p.plot_code, "plot_only")  # a fix of the figures alone
+    if p.diff:
+        raise ValueError("there is no earlier experiment.py to diff against; send the whole file in `code`")
+    raise ValueError("send the experiment as the whole file in `code` (or as `diff` against the shown file)")

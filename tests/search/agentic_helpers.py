@@ -1,0 +1,99 @@
+"""Idea files, LLM-mode configs and the offline scripted scientist for the agentic search tests."""
+
+from __future__ import annotations
+
+import importlib.util
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import yaml
+
+from engine import run
+from engine.config import RunConfig, load_config
+from engine.dispatch import Outcome
+from engine.journal import Journal
+from engine.llm.providers.scripted import ScriptedProvider
+
+ROOT = Path(__file__).resolve().parents[2]
+SCIENTIST = ROOT / "examples" / "ideas" / "scripted_scientist.py"
+
+IDEA: dict[str, Any] = {
+    "name": "noise",
+    "title": "Small-loss filtering under label noise",
+    "hypothesis": "Dropping the highest-loss samples and retraining a numpy logistic regression helps under 30% noise.",
+    "experiments": ["baseline", "filtering", "ablations"],
+    "risks": ["hard clean samples look noisy"],
+    "metrics": [{"name": "val_accuracy", "direction": "maximize", "primary": True},
+                {"name": "clean_fraction_kept", "direction": "maximize"}],
+}
+
+LLM: dict[str, Any] = {
+    "providers": {"offline": {"kind": "scripted"}},
+    "models": {"sci": {"provider": "offline", "model": "scripted-scientist", "capabilities": {"vision": True}}},
+    "roles": {r: {"model": "sci", "max_tokens": 4096} for r in ("code", "feedback", "vision", "selection")},
+}
+
+
+@cache
+def scientist() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("scripted_scientist_tests", SCIENTIST)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def responder(**kw: Any) -> Any:
+    return scientist().Responder(**kw)
+
+
+def idea_file(tmp: Path, name: str = "noise", **overrides: Any) -> Path:
+    tmp.mkdir(parents=True, exist_ok=True)
+    path = tmp / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({**IDEA, "name": name, **overrides}))
+    return path
+
+
+def agentic_config(tmp: Path, ideas: list[Path | dict[str, Any]] | None = None, **overrides: Any) -> RunConfig:
+    """A small, fast LLM-mode config: in-process executor, no sandbox isolation, numpy experiments."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    cfg: dict[str, Any] = {
+        "name": "a",
+        "output_dir": str(tmp / "runs"),
+        "replicates": 2,
+        "stages": {"preliminary": {"max_nodes": 4}, "hyperparameter": {"max_nodes": 3},
+                   "agenda": {"max_nodes": 3}, "ablation": {"max_nodes": 2}},
+        "search": {"num_drafts": 2, "debug_prob": 0.5},
+        "budgets": {"wall_clock_s": 300, "node_timeout_s": 30},
+        "executor": {"kind": "inprocess", "max_in_flight": 3},
+        "sandbox": "none",
+        "llm": LLM,
+    }
+    if ideas is None:
+        cfg["idea"] = str(overrides.pop("idea", None) or idea_file(tmp))
+    else:
+        cfg["ideas"] = [str(i) if isinstance(i, Path) else {**i, "path": str(i["path"])} for i in ideas]
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(cfg.get(key), dict):
+            cfg[key] = {**cfg[key], **value}
+        else:
+            cfg[key] = value
+    path = tmp / "run.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return load_config(path)
+
+
+def providers(fn: Any) -> dict[str, ScriptedProvider]:
+    return {"offline": ScriptedProvider("offline", fn=fn)}
+
+
+def start(cfg: RunConfig, fn: Any, **kw: Any) -> tuple[Outcome, Journal]:
+    run_dir, journal = run.create_run(cfg)
+    outcome = run.execute(cfg, journal, providers=providers(fn), **kw)
+    return outcome, Journal.open(run_dir)
+
+
+def llm_nodes(j: Journal) -> list[Any]:
+    return [n for n in j if n.kind not in ("replication", "aggregation", "heldout")]

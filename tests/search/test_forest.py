@@ -1,0 +1,57 @@
+"""A forest of ideas on shared workers and gateway; per-idea budgets; held-out selection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.config import STAGES
+from engine.llm.ledger import summarize
+from engine.node import NodeStatus
+from tests.search.agentic_helpers import agentic_config, idea_file, llm_nodes, responder, start
+
+
+def test_two_ideas_grow_concurrently_within_their_budgets(tmp_path: Path) -> None:
+    a = idea_file(tmp_path, "sym")
+    b = idea_file(tmp_path, "asym", hypothesis="Under asymmetric noise a numpy logistic regression learns the flips.")
+    cfg = agentic_config(tmp_path, ideas=[a, {"path": b, "max_nodes": 6}], replicates=1,
+                         executor={"kind": "inprocess", "max_in_flight": 4})
+    outcome, j = start(cfg, responder(plots=False))
+    assert outcome.status == "finished"
+    assert outcome.message == "sym: all four stages complete; asym: idea asym: node budget of 6 used up"
+    sym = [n for n in j if n.idea == "sym"]
+    asym = [n for n in j if n.idea == "asym"]
+    assert len(asym) == 6 and j.idea_stopped["asym"]["reason"] == "idea asym: node budget of 6 used up"
+    assert all(("sym", s) in j.stage_ended for s in STAGES)
+    # Both trees were in flight at once on the shared workers.
+    assert any(x.started_at < y.finished_at and y.started_at < x.finished_at for x in sym for y in asym)  # type: ignore[operator]
+    # One gateway and ledger for the forest, accounted per idea; each tree keeps to its own idea.
+    ledger = summarize(j.log.path.parent)
+    assert set(ledger["by_idea"]) >= {"sym", "asym"}
+    assert all(j.nodes[n.parent_id].idea == n.idea for n in j if n.parent_id)
+    assert all("noise_type': 'asymmetric'" in n.code for n in llm_nodes(j) if n.idea == "asym" and n.code)
+    assert (j.log.path.parent / "notes" / "asym" / "journal.md").read_text().count("Stopped early") == 1
+
+
+def test_heldout_selection_uses_data_the_search_never_saw(tmp_path: Path) -> None:
+    (tmp_path / "train.csv").write_text("x,y\n1,0\n")
+    (tmp_path / "test.csv").write_text("x,y\n2,1\n")
+    idea = idea_file(tmp_path, datasets=["train.csv"], heldout_data=["test.csv"])
+    cfg = agentic_config(tmp_path, idea=str(idea), replicates=1, search={"heldout": True, "heldout_candidates": 2})
+    outcome, j = start(cfg, responder(plots=False))
+    assert outcome.status == "finished" and "held-out choice" in outcome.message
+    run_dir = j.log.path.parent
+    for n in j:
+        if n.kind in ("aggregation",) or not n.execution:
+            continue
+        ws = run_dir / "nodes" / n.id / f"attempt-{n.attempts}"
+        assert (ws / "data" / "train.csv").is_file()
+        assert (ws / "data" / "heldout" / "test.csv").is_file() == (n.kind == "heldout"), n.id
+        assert (n.extra["split"] == "heldout") == (n.kind == "heldout")
+    runs = j.in_stage("heldout", "heldout")
+    h = j.heldout["noise"]
+    assert len(runs) == len(h["candidates"]) == 2 and all(r.status == NodeStatus.GOOD for r in runs)
+    assert h["search_best_id"] == j.stage_ended[("noise", "agenda")]["best_node_id"]
+    best_run = max(runs, key=lambda r: r.metric("val_accuracy"))  # type: ignore[arg-type, return-value]
+    assert (h["node_id"], h["heldout_value"]) == (best_run.parent_id, best_run.metric("val_accuracy"))
+    assert h["search_value"] == j.nodes[h["node_id"]].metric("val_accuracy")
+    assert "held-out selection" in (run_dir / "notes" / "noise" / "journal.md").read_text()

@@ -1,0 +1,153 @@
+"""One operator attempt at a time: diffs, claims, the sandboxed parser, the status rules."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.llm import LLMConfig, build_gateway
+from engine.llm.providers.base import ProviderCall
+from engine.llm.providers.scripted import ScriptedProvider
+from engine.node import AttemptResult, MetricSpec
+from sandbox.base import Limits
+from search.operators.claims import ClaimBook
+from search.operators.diff import DiffError, apply_unified_diff
+from search.operators.job import OperatorJob
+from search.operators.schemas import Proposal, accept
+from tests.search.agentic_helpers import LLM
+
+PARENT = "import json\nx = 1\n\nprint(x)\njson.dump({'metrics': {'acc': x / 2}}, open('results.json', 'w'))\n"
+GOOD = "import json\njson.dump({'metrics': {'acc': 0.75}}, open('results.json', 'w'))\n"
+OK_JUDGEMENT = {"is_buggy": False, "reason": "fine", "summary": "acc 0.75"}
+
+
+def test_diff_applies_despite_wrong_numbers_and_lost_blank_context() -> None:
+    diff = "--- a/experiment.py\n+++ b/experiment.py\n@@ -9,4 +9,4 @@\n import json\n-x = 1\n+x = 2\n\n print(x)\n"
+    assert apply_unified_diff(PARENT, diff) == PARENT.replace("x = 1", "x = 2")
+    with pytest.raises(DiffError, match="hunk 1 does not match"):
+        apply_unified_diff(PARENT, "@@ -1,1 +1,1 @@\n-y = 3\n+y = 4\n")
+    with pytest.raises(DiffError, match="no hunks"):
+        apply_unified_diff(PARENT, "just prose")
+
+
+def test_a_diff_that_fails_falls_back_to_the_whole_file() -> None:
+    bad = "@@ -1,1 +1,1 @@\n-nothing like this\n+x\n"
+    got = accept(Proposal(plan="p", diff=bad, code=GOOD), PARENT)
+    assert got.code == GOOD and got.change == "diff_failed_whole_file" and "does not match" in got.diff_error
+    with pytest.raises(ValueError, match="send the whole experiment.py"):
+        accept(Proposal(plan="p", diff=bad), PARENT)
+    assert accept(Proposal(plan="p", plot_code="plot"), PARENT).change == "plot_only"
+
+
+def test_claims_let_one_node_win_a_setting(tmp_path: Path) -> None:
+    book = ClaimBook(tmp_path, "idea", "hyperparameter", "hyperparameter")
+    assert book.claim('{"lr": 0.1}', "n0001") is None
+    assert book.claim('{"lr": 0.1}', "n0002") == "n0001"
+    assert book.claim('{"lr": 0.1}', "n0001") is None  # a later attempt of the owner keeps it
+    assert book.tried() == [("n0001", '{"lr": 0.1}')]
+
+
+def run_job(tmp: Path, answer: Callable[[ProviderCall], str], *, dollars: float | None = None,
+            price: float = 0.0, **kw: Any) -> tuple[AttemptResult, ScriptedProvider]:
+    llm = json.loads(json.dumps(LLM))
+    llm["models"]["sci"]["price"] = {"input": price, "output": price}
+    provider = ScriptedProvider("offline", fn=answer)
+    gateway = build_gateway(LLMConfig.model_validate(llm), tmp, dollars, {}, providers={"offline": provider})
+    fields: dict[str, Any] = dict(
+        node_id="n0001", attempt=1, run_dir=tmp, idea="idea", stage="preliminary", operator="improve",
+        metrics=[MetricSpec(name="acc", primary=True)], limits=Limits(wall_s=20), plot_limits=Limits(wall_s=20),
+        sandbox="none", python=sys.executable, seed=0, llm=gateway.client(), prompt="[silva] operator=improve",
+        parent_code=PARENT,
+    )
+    try:
+        return OperatorJob(**{**fields, **kw}).run([]), provider
+    finally:
+        gateway.close()
+
+
+def scripted(code: dict[str, Any], judgement: dict[str, Any] = OK_JUDGEMENT) -> Callable[[ProviderCall], str]:
+    return lambda call: json.dumps(code if call.role == "code" else judgement)
+
+
+def test_metrics_come_from_results_json_never_from_printed_output(tmp_path: Path) -> None:
+    printed = "print('acc: 0.99')\nprint('{\"metrics\": {\"acc\": 0.99}}')\n"
+    r, _ = run_job(tmp_path, scripted({"plan": "p", "code": printed}))
+    assert r.status == "buggy" and r.reason == "no results.json written" and r.metrics == []
+    assert r.extra["status_rule"] == "execution" and r.extra["judgement"]["reason"] == "fine"
+
+    nan = "import json\njson.dump({'metrics': {'acc': float('nan')}}, open('results.json', 'w'))\n"
+    r, _ = run_job(tmp_path / "nan", scripted({"plan": "p", "code": nan}))
+    assert r.status == "buggy" and "not finite" in r.reason
+
+
+def test_the_llm_judgement_can_mark_a_clean_run_buggy(tmp_path: Path) -> None:
+    verdict = {"is_buggy": True, "reason": "evaluates on the training data", "summary": "leaky"}
+    r, _ = run_job(tmp_path, scripted({"plan": "p", "code": GOOD}, verdict))
+    assert r.status == "buggy" and r.reason == "judged buggy: evaluates on the training data"
+    assert r.extra["status_rule"] == "judgement" and r.metrics[0].value == 0.75  # recorded anyway
+    assert r.extra["code"] == GOOD and r.extra["plan"] == "p" and r.extra["llm_calls"] == 2
+
+
+def test_a_diff_that_cannot_apply_is_reasked_for_the_whole_file(tmp_path: Path) -> None:
+    def answer(call: ProviderCall) -> str:
+        if call.role != "code":
+            return json.dumps(OK_JUDGEMENT)
+        if any("send the whole experiment.py" in m.text for m in call.messages):
+            return json.dumps({"plan": "p", "code": GOOD})
+        return json.dumps({"plan": "p", "diff": "@@ -1,1 +1,1 @@\n-absent\n+x\n"})
+
+    r, provider = run_job(tmp_path, answer)
+    assert r.status == "good" and r.extra["code_change"] == "whole_file" and r.extra["llm_calls"] == 3
+    assert [c.role for c in provider.calls] == ["code", "code", "feedback"]
+
+
+def test_unusable_answers_make_a_buggy_node_not_a_loop(tmp_path: Path) -> None:
+    r, provider = run_job(tmp_path, lambda call: "I would rather not.")
+    assert r.status == "buggy" and r.reason.startswith("proposal failed") and r.extra["status_rule"] == "proposal"
+    assert len(provider.calls) == 3  # the answer plus two bounded re-asks
+
+
+def test_spent_dollars_give_the_attempt_back(tmp_path: Path) -> None:
+    r, provider = run_job(tmp_path, scripted({"plan": "p", "code": GOOD}), dollars=0.0, price=1.0)
+    assert r.extra["budget_stop"]["budget"] == "dollars" and "budget" in r.extra["budget_stop"]["message"]
+    assert provider.calls == []  # refused before the call was made
+
+
+def test_a_claimed_setting_is_reasked_until_untried(tmp_path: Path) -> None:
+    book = ClaimBook(tmp_path, "idea", "hyperparameter", "hyperparameter")
+    book.claim('{"lr": 0.1}', "n0000")
+
+    def answer(call: ProviderCall) -> str:
+        if call.role != "code":
+            return json.dumps(OK_JUDGEMENT)
+        lr = 0.2 if any("already tried by node n0000" in m.text for m in call.messages) else 0.1
+        return json.dumps({"plan": "p", "code": GOOD, "hyperparameters": {"lr": lr}})
+
+    r, _ = run_job(tmp_path, answer, operator="hyperparameter", stage="hyperparameter", claims=book)
+    assert r.status == "good" and r.extra["hyperparameters"] == {"lr": 0.2}
+    assert [k for _, k in book.tried()] == ['{"lr": 0.1}', '{"lr": 0.2}']
+
+
+def test_heldout_reruns_see_the_heldout_split_and_data(tmp_path: Path) -> None:
+    data = tmp_path / "test.csv"
+    data.write_text("1,2\n")
+    code = ("import json, os\np = json.load(open('silva_params.json'))\n"
+            "json.dump({'metrics': {'acc': float(p['split'] == 'heldout' and os.path.exists('data/heldout/test.csv'))}},"
+            " open('results.json', 'w'))\n")
+    r, provider = run_job(tmp_path, scripted({}), operator="heldout", llm=None, parent_code=code, split="heldout",
+                          data={"data/heldout/test.csv": data})
+    assert r.status == "good" and r.metrics[0].value == 1.0 and provider.calls == []
+
+
+def test_declared_artifacts_outside_the_workspace_are_not_kept(tmp_path: Path) -> None:
+    (tmp_path / "secret.txt").write_text("x")
+    code = ("import json\nopen('curve.csv', 'w').write('1')\njson.dump({'metrics': {'acc': 1.0}, "
+            "'artifacts': ['curve.csv', '../../../secret.txt', '/etc/passwd']}, open('results.json', 'w'))\n")
+    r, _ = run_job(tmp_path, scripted({"plan": "p", "code": code}))
+    assert r.status == "good"
+    assert sorted(Path(a).name for a in r.artifacts) == ["curve.csv", "experiment.py", "results.json"]

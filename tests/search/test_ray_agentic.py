@@ -1,0 +1,37 @@
+"""The agentic search through Ray: tasks on workers, the LLM gateway as an actor."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from engine import run
+from engine.journal import Journal
+from engine.llm.ledger import summarize
+from tests.search.agentic_helpers import SCIENTIST, agentic_config, llm_nodes
+
+pytestmark = pytest.mark.usefixtures("ray_cluster")
+
+
+@pytest.mark.timeout(240)
+def test_agentic_run_on_ray_with_the_gateway_actor(tmp_path: Path) -> None:
+    cfg = agentic_config(
+        tmp_path, replicates=1, executor={"kind": "ray", "max_in_flight": 3},
+        stages={"preliminary": {"max_nodes": 2}, "hyperparameter": {"max_nodes": 2},
+                "agenda": {"max_nodes": 2}, "ablation": {"max_nodes": 1}},
+        scripted_fn=f"{SCIENTIST}:respond",  # loaded by file, sent to the actor by value
+    )
+    run_dir, journal = run.create_run(cfg)
+    outcome = run.execute(cfg, journal)
+    assert outcome.status == "finished" and outcome.message == "all four stages complete"
+    j = Journal.open(run_dir)
+    assert all(n.is_finished for n in j)
+    markers = list((run_dir / "nodes").glob("*/attempt-*.worker.json"))
+    pids = {json.loads(m.read_text())["pid"] for m in markers}
+    assert len(markers) == len(j.nodes) and os.getpid() not in pids  # every attempt ran in a Ray worker
+    ledger = summarize(run_dir)["run"]
+    assert ledger["calls"] >= 3 * len([n for n in llm_nodes(j) if n.status.value == "good"]) - 1
+    assert all(n.extra["plot_critique"].get("acceptable") for n in llm_nodes(j) if n.status.value == "good")
