@@ -249,10 +249,11 @@ class BwrapSandbox:
         args += ["--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "silva"]
         if not self._as_root:
             args += ["--unshare-user", "--disable-userns", "--uid", str(self.uid), "--gid", str(self.uid)]
-        args += self._root_args
         args += ["--proc", "/proc", "--dev", "/dev"]
         args += ["--perms", "1777", "--size", tmp_bytes, "--tmpfs", "/tmp"]
         args += ["--perms", "1777", "--size", tmp_bytes, "--tmpfs", "/dev/shm"]
+        # After the private /tmp: an interpreter installed under /tmp (a CI checkout) stays visible.
+        args += self._root_args
         for dev in self._gpu_devices():
             args += ["--dev-bind", dev, dev]
         seccomp_fd, passwd_fd, group_fd, hosts_fd, _ = fds

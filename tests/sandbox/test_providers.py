@@ -115,6 +115,20 @@ def test_local_environment_is_exactly_the_allow_list(local_provider: LocalProvid
     box.close()
 
 
+def test_local_read_only_path_under_tmp_stays_visible(tmp_path: Path) -> None:
+    # A checkout (and its .venv) under /tmp must survive the sandbox's private /tmp.
+    tool = tmp_path / "checkout" / ".venv"
+    tool.mkdir(parents=True)
+    (tool / "marker").write_text("venv here")
+    provider = get_provider("local", ro_paths=[str(tool)])
+    box = provider.open(tmp_path / "ws")
+    r = box.exec(["cat", str(tool / "marker")], limits=Limits(wall_s=30))
+    w = box.exec(["sh", "-c", f"echo x > {tool}/other"], limits=Limits(wall_s=30))
+    box.close()
+    assert (r.exit_code, r.stdout) == (0, "venv here")
+    assert w.exit_code != 0 and not (tool / "other").exists()
+
+
 def test_local_limits_reach_the_process(local_provider: LocalProvider, tmp_path: Path) -> None:
     box = local_provider.open(tmp_path / "ws")
     r = box.exec(["cat", "/proc/self/limits"], limits=Limits(wall_s=30, memory_mb=512, processes=77, file_size_mb=9, cpu_s=5))
