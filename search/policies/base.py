@@ -31,6 +31,13 @@ class SlotPolicy:
         return chosen
 
     def choose(self, view: StageView, pending: list[Expansion], rng: random.Random) -> Expansion | None:
+        """Drafts until the stage has enough, then a debug with probability debug_prob, else `extend`."""
+        if view.needs_draft(pending):
+            return view.grow(None)
+        return maybe_debug(view, pending, rng) or self.extend(view, pending, rng)
+
+    def extend(self, view: StageView, pending: list[Expansion], rng: random.Random) -> Expansion | None:
+        """The policy's own choice of a node to grow."""
         raise NotImplementedError
 
 

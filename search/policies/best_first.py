@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 
-from search.policies.base import SlotPolicy, maybe_debug
+from search.policies.base import SlotPolicy
 from search.tree import Expansion, StageView
 
 FRONTIER = 3  # how far down the ranking in-flight work may push an expansion
@@ -16,12 +16,7 @@ FRONTIER = 3  # how far down the ranking in-flight work may push an expansion
 class BestFirst(SlotPolicy):
     name = "best_first"
 
-    def choose(self, view: StageView, pending: list[Expansion], rng: random.Random) -> Expansion | None:
-        if view.needs_draft(pending):
-            return view.grow(None)
-        debug = maybe_debug(view, pending, rng)
-        if debug is not None:
-            return debug
+    def extend(self, view: StageView, pending: list[Expansion], rng: random.Random) -> Expansion | None:
         parents = view.parents()[:FRONTIER]
         if not parents:
             return view.fallback()

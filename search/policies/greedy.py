@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import random
 
-from search.policies.base import SlotPolicy, maybe_debug
+from search.policies.base import SlotPolicy
 from search.tree import Expansion, StageView
 
 
 class Greedy(SlotPolicy):
     name = "greedy"
 
-    def choose(self, view: StageView, pending: list[Expansion], rng: random.Random) -> Expansion | None:
-        if view.needs_draft(pending):
-            return view.grow(None)
-        debug = maybe_debug(view, pending, rng)
-        if debug is not None:
-            return debug
+    def extend(self, view: StageView, pending: list[Expansion], rng: random.Random) -> Expansion | None:
         parents = view.parents()
         return view.grow(parents[0]) if parents else view.fallback()

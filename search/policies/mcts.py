@@ -13,7 +13,7 @@ import math
 import random
 
 from engine.node import Node, NodeStatus
-from search.policies.base import SlotPolicy, maybe_debug
+from search.policies.base import SlotPolicy
 from search.tree import Expansion, StageView
 
 TOP = "<top>"
@@ -62,12 +62,7 @@ class _Stats:
 class MCTS(SlotPolicy):
     name = "mcts"
 
-    def choose(self, view: StageView, pending: list[Expansion], rng: random.Random) -> Expansion | None:
-        if view.needs_draft(pending):
-            return view.grow(None)
-        debug = maybe_debug(view, pending, rng)
-        if debug is not None:
-            return debug
+    def extend(self, view: StageView, pending: list[Expansion], rng: random.Random) -> Expansion | None:
         stats = _Stats(view, pending)
         debuggable = {n.id for n in view.debuggable(pending)}
         node_id = TOP
