@@ -37,11 +37,14 @@ def render(run_dir: Path, cfg: RunConfig, journal: Journal) -> Group:
         f"primary metric: {spec.name} ({spec.direction})\n" if spec else "",
     )
     stages = Table(title="stages", title_justify="left")
-    for col in ("idea", "stage", "done", "good", "buggy", "running", "best node", f"best {spec.name if spec else ''}", "ended because"):
+    for col in ("idea", "stage", "done", "good", "buggy", "running", "best node", f"best {spec.name if spec else ''}"):
         stages.add_column(col)
-    for r in stage_rows(journal):
+    rows = stage_rows(journal)
+    for r in rows:
         stages.add_row(r.idea, r.stage, str(r.done), str(r.good), str(r.buggy), str(r.running),
-                       r.best_node or "-", fmt(r.best_value), r.ended or "-")
+                       r.best_node or "-", fmt(r.best_value))
+    # Reasons are sentences: listed under the table rather than squeezed into a column.
+    ended = Text("\n".join(f"{r.idea}/{r.stage} ended: {r.ended}" for r in rows if r.ended))
     budgets = Table(title="budgets", title_justify="left")
     for col in ("budget", "used", "limit"):
         budgets.add_column(col)
@@ -55,7 +58,7 @@ def render(run_dir: Path, cfg: RunConfig, journal: Journal) -> Group:
     llm = summarize(run_dir) if (run_dir / LEDGER_FILE).is_file() else None
     dollars = llm["run"]["dollars"] if llm else sum(n.cost_usd for n in journal)
     budgets.add_row("LLM dollars", f"{dollars:.4f}", fmt(b.dollars))
-    return Group(head, stages, budgets, llm_lines(run_dir, journal, llm))
+    return Group(head, stages, ended, budgets, llm_lines(run_dir, journal, llm))
 
 
 def llm_lines(run_dir: Path, journal: Journal, llm: dict[str, Any] | None) -> Text:
@@ -75,4 +78,9 @@ def llm_lines(run_dir: Path, journal: Journal, llm: dict[str, Any] | None) -> Te
 
 
 def print_status(run_dir: Path, cfg: RunConfig, journal: Journal, console: Console | None = None) -> None:
-    (console or Console()).print(render(run_dir, cfg, journal))
+    console = console or Console()
+    if not console.is_terminal:
+        # Piped output has no terminal width; rich's default 80 columns would truncate
+        # idea and stage names, so give it room.
+        console = Console(file=console.file, width=max(console.width, 120))
+    console.print(render(run_dir, cfg, journal))
