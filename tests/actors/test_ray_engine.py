@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from engine import run
 from engine.config import STAGES, load_config

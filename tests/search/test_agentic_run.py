@@ -104,7 +104,7 @@ def test_four_stages_with_bug_timeout_and_rejected_plots(tmp_path) -> None:  # t
     # The experimental journal carries the numbers of the results artifacts.
     notes = json.loads((j.log.path.parent / "notes" / "noise" / "notes.json").read_text())
     assert list(notes["stages"]) == list(STAGES)
-    for stage, s in notes["stages"].items():
+    for s in notes["stages"].values():
         assert s["best_value"] == j.nodes[s["best_node"]].metric("val_accuracy")
         assert s["aggregate"] and s["tried"]
     assert "## ablation" in (j.log.path.parent / "notes" / "noise" / "journal.md").read_text()
