@@ -61,6 +61,11 @@ def make_config(tmp: Path, template: Path, **overrides: Any) -> Path:
         "executor": {"kind": "inprocess", "max_in_flight": 3},
         "sandbox": "none",
     }
+    return write_config(tmp, cfg, overrides)
+
+
+def write_config(tmp: Path, cfg: dict[str, Any], overrides: dict[str, Any]) -> Path:
+    """`cfg` with `overrides` merged one level deep (a dict updates a dict), as tmp/run.yaml."""
     for key, value in overrides.items():
         if isinstance(value, dict) and isinstance(cfg.get(key), dict):
             cfg[key] = {**cfg[key], **value}

@@ -15,6 +15,7 @@ from engine.config import RunConfig, load_config
 from engine.dispatch import Outcome
 from engine.journal import Journal
 from engine.llm.providers.scripted import ScriptedProvider
+from tests.helpers import write_config
 
 ROOT = Path(__file__).resolve().parents[2]
 SCIENTIST = ROOT / "examples" / "ideas" / "scripted_scientist.py"
@@ -75,14 +76,7 @@ def agentic_config(tmp: Path, ideas: list[Path | dict[str, Any]] | None = None, 
         cfg["idea"] = str(overrides.pop("idea", None) or idea_file(tmp))
     else:
         cfg["ideas"] = [str(i) if isinstance(i, Path) else {**i, "path": str(i["path"])} for i in ideas]
-    for key, value in overrides.items():
-        if isinstance(value, dict) and isinstance(cfg.get(key), dict):
-            cfg[key] = {**cfg[key], **value}
-        else:
-            cfg[key] = value
-    path = tmp / "run.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    return load_config(path)
+    return load_config(write_config(tmp, cfg, overrides))
 
 
 def providers(fn: Any) -> dict[str, ScriptedProvider]:
