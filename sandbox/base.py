@@ -6,6 +6,7 @@ Every piece of untrusted code in Silva (experiments, plot scripts, LaTeX) runs t
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -122,6 +123,41 @@ def resolve_in_workspace(workspace: Path, path: str) -> Path:
     if target != root and root not in target.parents:
         raise ValueError(f"path {path!r} escapes the workspace {workspace}")
     return target
+
+
+class HostWorkspace:
+    """Files in and out of a workspace directory on the host, shared by every provider (Docker
+    bind-mounts the same directory). A provider whose code runs as another user overrides
+    `_hand_over` to give that user each path Silva creates."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace
+        workspace.mkdir(parents=True, exist_ok=True)
+
+    def _hand_over(self, path: str) -> None:
+        """Make a path inside the workspace usable by the sandboxed user (nothing by default)."""
+
+    def _hand_over_tree(self) -> None:
+        for dirpath, dirnames, filenames in os.walk(self.workspace):
+            for name in (dirpath, *(os.path.join(dirpath, n) for n in dirnames + filenames)):
+                self._hand_over(name)
+
+    def _stage(self, files: Mapping[str, bytes] | None) -> None:
+        for path, data in (files or {}).items():
+            self.write_file(path, data)
+
+    def read_file(self, path: str) -> bytes:
+        return resolve_in_workspace(self.workspace, path).read_bytes()
+
+    def write_file(self, path: str, data: bytes) -> None:
+        target = resolve_in_workspace(self.workspace, path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        root = self.workspace.resolve()
+        for p in (target, *target.parents):  # the file and any directory created for it
+            if p == root:
+                break
+            self._hand_over(str(p))
 
 
 def list_files(workspace: Path) -> list[str]:

@@ -32,7 +32,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from sandbox import seccomp
-from sandbox.base import ExecResult, Limits, SandboxUnavailable, list_files, register_provider, resolve_in_workspace
+from sandbox.base import ExecResult, HostWorkspace, Limits, SandboxUnavailable, list_files, register_provider
 from sandbox.process import OutputCap, looks_oom, sandbox_env
 
 WORKSPACE = "/workspace"
@@ -69,17 +69,14 @@ class DockerOptions(BaseModel):
     api_timeout_s: float = Field(default=120.0, gt=0, description="timeout of ordinary engine API calls")
 
 
-class DockerSandbox:
+class DockerSandbox(HostWorkspace):
     """One workspace; every exec is a new container that is removed before exec returns."""
 
     def __init__(self, provider: DockerProvider, workspace: Path, gpu_ids: Sequence[int]) -> None:
-        self.workspace = workspace
+        super().__init__(workspace)
         self._provider = provider
         self._gpu_ids = tuple(gpu_ids)
-        workspace.mkdir(parents=True, exist_ok=True)
-        for dirpath, dirnames, filenames in os.walk(workspace):
-            for name in (dirpath, *(os.path.join(dirpath, n) for n in dirnames + filenames)):
-                _give_to_sandbox(name)
+        self._hand_over_tree()
         if os.geteuid() == 0:
             os.chmod(workspace, 0o700)  # the sandbox uid and root only
 
@@ -91,8 +88,7 @@ class DockerSandbox:
         files: Mapping[str, bytes] | None = None,
         env: Mapping[str, str] | None = None,
     ) -> ExecResult:
-        for path, data in (files or {}).items():
-            self.write_file(path, data)
+        self._stage(files)
         fixed = {"HOME": "/tmp", "TMPDIR": "/tmp", "USER": "nobody", "MPLCONFIGDIR": "/tmp/matplotlib"}
         if self._gpu_ids:
             fixed["NVIDIA_VISIBLE_DEVICES"] = ",".join(map(str, self._gpu_ids))
@@ -143,18 +139,8 @@ class DockerSandbox:
             config["device_requests"] = [docker.types.DeviceRequest(device_ids=ids, capabilities=[["gpu"]])]
         return config
 
-    def read_file(self, path: str) -> bytes:
-        return resolve_in_workspace(self.workspace, path).read_bytes()
-
-    def write_file(self, path: str, data: bytes) -> None:
-        target = resolve_in_workspace(self.workspace, path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        root = self.workspace.resolve()
-        for p in (target, *target.parents):
-            if p == root:
-                break
-            _give_to_sandbox(str(p))
+    def _hand_over(self, path: str) -> None:
+        _give_to_sandbox(path)
 
     def close(self) -> None:
         """Nothing to release: each exec removes its own container before returning."""

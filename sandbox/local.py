@@ -28,10 +28,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from sandbox import seccomp
 from sandbox.base import (
     ExecResult,
+    HostWorkspace,
     Limits,
     SandboxUnavailable,
     register_provider,
-    resolve_in_workspace,
 )
 from sandbox.process import prlimit_prefix, run_process, sandbox_env
 
@@ -198,23 +198,20 @@ def _ppid(pid: int) -> int:
         return -1
 
 
-class BwrapSandbox:
+class BwrapSandbox(HostWorkspace):
     """One workspace seen through bubblewrap; every exec is a fresh set of namespaces."""
 
     def __init__(self, workspace: Path, opts: LocalOptions, root_args: list[str], gpu_ids: Sequence[int]) -> None:
-        self.workspace = workspace
+        super().__init__(workspace)
         self._opts = opts
         self._root_args = root_args
         self._gpu_ids = tuple(gpu_ids)
         self._as_root = os.geteuid() == 0
         self._lease = _UidLease(opts) if self._as_root else None
         self.uid = self._lease.uid if self._lease else 65534
-        workspace.mkdir(parents=True, exist_ok=True)
         if self._lease:
             # The workspace belongs to the sandbox uid and no one else (other attempts included).
-            for dirpath, dirnames, filenames in os.walk(workspace):
-                for name in (dirpath, *(os.path.join(dirpath, n) for n in dirnames + filenames)):
-                    os.lchown(name, self.uid, self.uid)
+            self._hand_over_tree()
             os.chmod(workspace, 0o700)
 
     def exec(
@@ -225,8 +222,7 @@ class BwrapSandbox:
         files: Mapping[str, bytes] | None = None,
         env: Mapping[str, str] | None = None,
     ) -> ExecResult:
-        for path, data in (files or {}).items():
-            self.write_file(path, data)
+        self._stage(files)
         fds = [seccomp.bpf_fd(), *self._identity_fds(), _memfd("cpu", b"")]
         try:
             result = run_process(
@@ -293,19 +289,9 @@ class BwrapSandbox:
             fixed["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, self._gpu_ids))
         return sandbox_env(extra, **fixed)
 
-    def read_file(self, path: str) -> bytes:
-        return resolve_in_workspace(self.workspace, path).read_bytes()
-
-    def write_file(self, path: str, data: bytes) -> None:
-        target = resolve_in_workspace(self.workspace, path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+    def _hand_over(self, path: str) -> None:
         if self._lease:
-            root = self.workspace.resolve()
-            for p in (target, *target.parents):
-                if p == root:
-                    break
-                os.lchown(p, self.uid, self.uid)
+            os.lchown(path, self.uid, self.uid)
 
     def close(self) -> None:
         if self._lease:

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from sandbox.base import ExecResult, Limits, register_provider, resolve_in_workspace
+from sandbox.base import ExecResult, HostWorkspace, Limits, register_provider
 from sandbox.process import prlimit_prefix, run_process, sandbox_env
 
 log = logging.getLogger(__name__)
@@ -26,11 +26,7 @@ WARNING = (
 )
 
 
-class UnsandboxedWorkspace:
-    def __init__(self, workspace: Path) -> None:
-        self.workspace = workspace
-        workspace.mkdir(parents=True, exist_ok=True)
-
+class UnsandboxedWorkspace(HostWorkspace):
     def exec(
         self,
         command: Sequence[str],
@@ -39,8 +35,7 @@ class UnsandboxedWorkspace:
         files: Mapping[str, bytes] | None = None,
         env: Mapping[str, str] | None = None,
     ) -> ExecResult:
-        for path, data in (files or {}).items():
-            self.write_file(path, data)
+        self._stage(files)
         return run_process(
             [*prlimit_prefix(limits), *command],
             cwd=self.workspace,
@@ -48,14 +43,6 @@ class UnsandboxedWorkspace:
             limits=limits,
             workspace=self.workspace,
         )
-
-    def read_file(self, path: str) -> bytes:
-        return resolve_in_workspace(self.workspace, path).read_bytes()
-
-    def write_file(self, path: str, data: bytes) -> None:
-        target = resolve_in_workspace(self.workspace, path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
 
     def close(self) -> None:
         """Nothing to release: run_process already killed the process group."""
