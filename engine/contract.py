@@ -24,8 +24,11 @@ class ResultsFile(BaseModel):
     notes: str = ""
 
 
-def params_payload(params: dict[str, Any], *, seed: int | None, node_id: str, stage: str, attempt: int) -> bytes:
-    payload = {"params": params, "seed": seed, "node_id": node_id, "stage": stage, "attempt": attempt}
+def params_payload(
+    params: dict[str, Any], *, seed: int | None, node_id: str, stage: str, attempt: int, **extra: Any
+) -> bytes:
+    """`extra`: operator-specific keys (e.g. `split` for held-out evaluation)."""
+    payload = {"params": params, "seed": seed, "node_id": node_id, "stage": stage, "attempt": attempt, **extra}
     return json.dumps(payload, indent=2).encode()
 
 

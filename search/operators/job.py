@@ -8,7 +8,6 @@ replication and heldout re-run known code with another seed or split and use the
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -158,8 +157,9 @@ class OperatorJob:
         return summarize(res)
 
     def _params(self) -> bytes:
-        payload = json.loads(params_payload({}, seed=self.seed, node_id=self.node_id, stage=self.stage, attempt=self.attempt))
-        return json.dumps({**payload, "split": self.split}, indent=2).encode()  # the held-out switch
+        return params_payload(  # `split` is the held-out switch
+            {}, seed=self.seed, node_id=self.node_id, stage=self.stage, attempt=self.attempt, split=self.split
+        )
 
     def _data_files(self) -> dict[str, bytes]:
         return {name: path.read_bytes() for name, path in self.data.items()}

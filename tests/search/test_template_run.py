@@ -46,6 +46,13 @@ def test_four_stages_with_replicates_and_aggregates(tmp_path: Path) -> None:
     assert all(n.parent_id == hp_best for n in j.in_stage("agenda", "method"))
     assert all(n.params["method"] for n in j.in_stage("agenda", "method"))
     assert not any(n.params["method"] for n in j.in_stage("hyperparameter", "hyperparameter"))
+    # Stages overlap: the next stage's search starts before the decided stage's wrap-up ends.
+    seq = {e["node"]["id"]: e["seq"] for e in j.log.events if e["type"] == "node_created"}
+    for earlier, later in zip(STAGES, STAGES[1:]):
+        ended = j.stage_ended[("default", earlier)]["seq"]
+        decided = j.stage_best[("default", earlier)]["seq"]
+        first_next = min(seq[n.id] for n in j.in_stage(later))
+        assert decided < first_next < ended
     ablation = j.in_stage("ablation", "ablation")[0]
     assert ablation.params["ab"] is True and ablation.params["method"] is True
 
