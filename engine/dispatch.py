@@ -70,7 +70,7 @@ class Dispatcher:
                     if reason is not None:
                         self.journal.record("run_finished", reason=reason)
                         return Outcome("finished", reason)
-                    self._check_node_budget(final=True)
+                    self._check_node_budget()
                     self.journal.record("run_stopped", reason="the search proposed no further work", budget=None)
                     return Outcome("stuck", "the search proposed no further work")
                 completion = self.executor.wait(list(self.inflight), timeout=POLL_S)
@@ -98,9 +98,10 @@ class Dispatcher:
         limit = self.cfg.budgets.max_nodes
         return None if limit is None else limit - len(self.journal.nodes)
 
-    def _check_node_budget(self, final: bool) -> None:
+    def _check_node_budget(self) -> None:
+        """Called once nothing is in flight: out of nodes is then a stop, not a pause."""
         left = self._node_budget_left()
-        if final and left is not None and left <= 0:
+        if left is not None and left <= 0:
             raise BudgetStop("max_nodes", f"node budget of {self.cfg.budgets.max_nodes} node(s) used up")
 
     # -- submitting ---------------------------------------------------------------------
