@@ -24,7 +24,8 @@ import ray  # noqa: E402
 
 from actors.ray_executor import RayExecutor  # noqa: E402
 from engine.attempt import ExperimentJob  # noqa: E402
-from engine.config import ExecutorConfig, Resources, RunConfig  # noqa: E402
+from engine.config import ExecutorConfig, Resources  # noqa: E402
+from silva.config import RunConfig  # noqa: E402
 from engine.dispatch import Dispatcher  # noqa: E402
 from engine.executor import Job  # noqa: E402
 from engine.journal import Journal  # noqa: E402

@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import yaml  # noqa: E402
 
-from engine import run  # noqa: E402
-from engine.config import load_config  # noqa: E402
+from silva import lifecycle as run  # noqa: E402
+from silva.config import load_config  # noqa: E402
 from engine.journal import Journal  # noqa: E402
 from engine.llm.ledger import summarize  # noqa: E402
 from engine.llm.providers.scripted import ScriptedProvider  # noqa: E402

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from engine.config import RunConfig
+from engine.config import EngineSettings
 from engine.executor import Completion, Executor, Handle, Job
 from engine.journal import Journal
 from engine.node import AttemptResult, Node, NodeStatus
@@ -34,6 +34,15 @@ class Outcome:
     status: str  # finished | budget | interrupted | stuck
     message: str
     budget: str | None = None
+    signal: str | None = None  # SIGINT / SIGTERM when interrupted
+
+
+class StopRequested(BaseException):
+    """Raised in the driver by a signal handler (SIGINT, SIGTERM): stop cleanly, journal it."""
+
+    def __init__(self, signal_name: str) -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
 
 
 class BudgetStop(Exception):
@@ -47,7 +56,7 @@ class BudgetStop(Exception):
 class Dispatcher:
     def __init__(
         self,
-        cfg: RunConfig,
+        cfg: EngineSettings,
         journal: Journal,
         strategy: Strategy,
         executor: Executor,
@@ -82,9 +91,14 @@ class Dispatcher:
             self.journal.record("run_stopped", reason=stop.message, budget=stop.budget)
             return Outcome("budget", stop.message, stop.budget)
         except KeyboardInterrupt:
-            self._cancel_inflight()
-            self.journal.record("run_stopped", reason="interrupted by the user", budget=None)
-            return Outcome("interrupted", "interrupted by the user")
+            return self._interrupted("interrupted by the user", "SIGINT")
+        except StopRequested as stop:
+            return self._interrupted(f"stopped by {stop.signal_name}", stop.signal_name)
+
+    def _interrupted(self, reason: str, signal_name: str) -> Outcome:
+        self._cancel_inflight()
+        self.journal.record("run_stopped", reason=reason, budget=None, signal=signal_name)
+        return Outcome("interrupted", reason, signal=signal_name)
 
     # -- budgets ------------------------------------------------------------------------
     def _check_budgets(self) -> None:

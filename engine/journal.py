@@ -7,49 +7,15 @@ derived, never stored. A torn last line (a crash mid-write) is dropped when the 
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from engine.eventlog import EVENTS_FILE, EventLog
 from engine.node import AttemptResult, MetricSpec, Node, NodeStatus
 
-EVENTS_FILE = "events.jsonl"
-
-
-class EventLog:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.events: list[dict[str, Any]] = []
-        good_bytes = 0
-        if path.exists():
-            with path.open("rb") as f:
-                for raw in f:
-                    try:
-                        if not raw.endswith(b"\n"):
-                            raise ValueError("torn line")
-                        self.events.append(json.loads(raw))
-                    except ValueError:
-                        break  # a torn tail: everything before it is intact (fsync per event)
-                    good_bytes += len(raw)
-            if good_bytes != path.stat().st_size:
-                with path.open("r+b") as f:
-                    f.truncate(good_bytes)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = path.open("ab")
-
-    def append(self, type_: str, **data: Any) -> dict[str, Any]:
-        event = {"seq": len(self.events), "ts": time.time(), "type": type_, **data}
-        self._file.write(json.dumps(event, default=str).encode() + b"\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self.events.append(event)
-        return event
-
-    def close(self) -> None:
-        self._file.close()
+__all__ = ["EVENTS_FILE", "EventLog", "Journal"]
 
 
 class Journal:
@@ -68,6 +34,7 @@ class Journal:
         self.stop: dict[str, Any] | None = None
         self.finished: dict[str, Any] | None = None
         self.config: dict[str, Any] = {}
+        self.plan_stages: list[str] = []  # the search mode's stage names, in order (opaque here)
         self.sessions: list[tuple[float, float]] = []  # (start ts, last ts) per driver session
         for event in log.events:
             self._apply(event)
@@ -112,6 +79,7 @@ class Journal:
         if kind == "run_started":
             self.config = e["config"]
             self.metric_specs = [MetricSpec.model_validate(m) for m in e.get("metrics", [])]
+            self.plan_stages = list(e.get("stages") or e["config"].get("stages") or [])
         elif kind == "node_created":
             node = Node.model_validate(e["node"])
             self.nodes[node.id] = node
@@ -196,6 +164,16 @@ class Journal:
             depth += 1
             node = self.nodes[node.parent_id]
         return depth
+
+    @property
+    def stage_names(self) -> list[str]:
+        """Stages in the plan's order, then any others nodes were grown in (e.g. held-out)."""
+        seen = dict.fromkeys(self.plan_stages)
+        for idea, stage in self.stage_started:
+            seen.setdefault(stage)
+        for n in self.nodes.values():
+            seen.setdefault(n.stage)
+        return list(seen)
 
     @property
     def primary_metric(self) -> MetricSpec | None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.config import STAGES
 from engine.journal import Journal
 from engine.node import NodeStatus
 
@@ -27,7 +26,7 @@ def stage_rows(journal: Journal) -> list[StageRow]:
     ideas = sorted({n.idea for n in journal} | {k[0] for k in journal.stage_started}) or ["default"]
     rows = []
     for idea in ideas:
-        for stage in STAGES:
+        for stage in journal.stage_names:
             nodes = journal.in_stage(stage, idea=idea)
             if not nodes and (idea, stage) not in journal.stage_started:
                 continue

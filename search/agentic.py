@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from engine.config import RunConfig
+from search.config import SearchSettings
 from engine.journal import Journal
 from engine.llm import LLM
 from engine.llm.config import resolve_model
@@ -30,7 +30,7 @@ PLOT_TIMEOUT_S = 120.0
 
 
 class AgenticSearch:
-    def __init__(self, cfg: RunConfig, journal: Journal, idea: Idea, llm: LLM, *, vision: bool) -> None:
+    def __init__(self, cfg: SearchSettings, journal: Journal, idea: Idea, llm: LLM, *, vision: bool) -> None:
         self.cfg, self.journal, self.idea, self.llm, self.vision = cfg, journal, idea, llm, vision
         self.policy = get_policy(cfg.search.policy)
         self.run_dir = journal.log.path.parent
@@ -126,7 +126,7 @@ class AgenticSearch:
         return "\n".join(rows) or "none finished yet"
 
 
-def has_vision(cfg: RunConfig) -> bool:
+def has_vision(cfg: SearchSettings) -> bool:
     """Whether plots can be critiqued: a `vision` role mapped to a model that can see."""
     if cfg.llm is None or "vision" not in cfg.llm.roles:
         return False

@@ -11,12 +11,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from engine.config import IdeaSource, RunConfig
+from search.config import IdeaSource, SearchSettings
 from engine.executor import Job
 from engine.journal import Journal
 from engine.llm import LLM
 from engine.node import Node
 from search.agentic import AgenticSearch, has_vision
+from search.agentic_plan import PLAN
 from search.heldout import HeldoutPhase
 from search.idea import Idea, load_ideas
 from search.notes import ExperimentNotes
@@ -28,7 +29,7 @@ ALL_STAGES_DONE = "all four stages complete"
 
 class IdeaTree:
     def __init__(
-        self, cfg: RunConfig, journal: Journal, idea: Idea, source: IdeaSource, llm: LLM,
+        self, cfg: SearchSettings, journal: Journal, idea: Idea, source: IdeaSource, llm: LLM,
         spent: Callable[[str], float],
     ) -> None:
         self.cfg, self.journal, self.idea, self.source, self.spent = cfg, journal, idea, source, spent
@@ -36,7 +37,7 @@ class IdeaTree:
         assert cfg.llm is not None
         role = "selection" if "selection" in cfg.llm.roles else "feedback"
         chooser = LLMChooser(llm, idea, cfg.search.tie_tolerance, role)
-        self.stages = StageManager(cfg, journal, self.search, idea.name, spec=idea.primary, chooser=chooser)
+        self.stages = StageManager(cfg, journal, self.search, PLAN, idea.name, spec=idea.primary, chooser=chooser)
         self.heldout = HeldoutPhase(cfg, journal, idea) if cfg.search.heldout else None
         self.notes = ExperimentNotes(journal.log.path.parent, journal, idea, self.search.label)
 
@@ -133,7 +134,7 @@ class Forest:
         return "; ".join(f"{t.name}: {r}" for t, r in zip(self.trees, reasons))
 
 
-def build_forest(cfg: RunConfig, journal: Journal, llm: LLM, spent: Callable[[str], float]) -> Forest:
+def build_forest(cfg: SearchSettings, journal: Journal, llm: LLM, spent: Callable[[str], float]) -> Forest:
     sources = cfg.idea_sources()
     ideas = load_ideas(sources)
     trees = [IdeaTree(cfg, journal, idea, src, llm, spent) for idea, src in zip(ideas, sources)]

@@ -10,18 +10,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.config import RunConfig
+from search.config import SearchSettings
 from engine.journal import Journal
 from engine.node import Node, NodeStatus
+from search.agentic_plan import PLAN
 from search.idea import Idea
 from search.tree import SUPPORT_KINDS
 
 HELDOUT = "heldout"
-CANDIDATE_STAGES = ("hyperparameter", "agenda")
+CANDIDATE_STAGES = tuple(s.name for s in PLAN.stages if s.final_candidate)
 
 
 class HeldoutPhase:
-    def __init__(self, cfg: RunConfig, journal: Journal, idea: Idea) -> None:
+    def __init__(self, cfg: SearchSettings, journal: Journal, idea: Idea) -> None:
         self.cfg, self.journal, self.idea = cfg, journal, idea
 
     def _score(self, n: Node, value: float | None = None) -> float | None:

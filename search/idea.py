@@ -14,7 +14,8 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from engine.config import IdeaSource, format_validation_error, load_yaml
+from engine.config import format_validation_error, load_yaml
+from search.config import IdeaSource
 from engine.errors import ConfigError
 from engine.node import MetricSpec
 

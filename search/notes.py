@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine.config import STAGES
 from engine.journal import Journal
 from engine.node import Node, NodeStatus
 from search.idea import Idea
@@ -36,7 +35,7 @@ class ExperimentNotes:
     def refresh(self) -> None:
         name = self.idea.name
         key = (
-            sum((name, s) in self.journal.stage_ended for s in STAGES),
+            sum((name, s) in self.journal.stage_ended for s in self.journal.plan_stages),
             name in self.journal.heldout,
             name in self.journal.idea_stopped,
         )
@@ -47,7 +46,7 @@ class ExperimentNotes:
     def build(self) -> dict[str, Any]:
         j, name, metric = self.journal, self.idea.name, self.idea.primary.name
         stages: dict[str, Any] = {}
-        for stage in STAGES:
+        for stage in self.journal.plan_stages:
             ended = j.stage_ended.get((name, stage))
             if ended is None:
                 continue

@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from engine.aggregate import AggregationJob
-from engine.config import STAGES, RunConfig
+from search.config import SearchSettings
 from engine.executor import Job
 from engine.journal import Journal
 from engine.node import MetricSpec, Node, NodeStatus
+from search.plan import StagePlan
 
 REPLICATION, AGGREGATION = "replication", "aggregation"
 SUPPORT_KINDS = (REPLICATION, AGGREGATION)
@@ -44,10 +45,10 @@ class StageManager:
     """Drives one tree (one idea) through the stages. Implements engine.dispatch.Strategy."""
 
     def __init__(
-        self, cfg: RunConfig, journal: Journal, search: StageSearch, idea: str = "default",
+        self, cfg: SearchSettings, journal: Journal, search: StageSearch, plan: StagePlan, idea: str = "default",
         *, spec: MetricSpec | None = None, chooser: BestChooser | None = None,
     ) -> None:
-        self.cfg, self.journal, self.search, self.idea = cfg, journal, search, idea
+        self.cfg, self.journal, self.search, self.plan, self.idea = cfg, journal, search, plan, idea
         # A forest's trees may each declare their own primary metric; templates use the run's.
         self.spec, self.chooser = spec, chooser
 
@@ -58,7 +59,7 @@ class StageManager:
     def root_for(self, stage: str) -> Node | None:
         """The best node of the latest earlier stage that had one: this stage grows from it."""
         best: Node | None = None
-        for s in STAGES[: STAGES.index(stage)]:
+        for s in self.plan.before(stage):
             node_id = self.journal.stage_best.get(self._key(s), {}).get("node_id")
             if node_id:
                 best = self.journal.nodes[node_id]
@@ -68,10 +69,10 @@ class StageManager:
         return [n for n in self.journal.in_stage(stage, idea=self.idea) if n.kind not in SUPPORT_KINDS]
 
     def finished(self) -> str | None:
-        first = self.journal.stage_ended.get(self._key(STAGES[0]))
+        first = self.journal.stage_ended.get(self._key(self.plan.first))
         if first is not None and first.get("best_node_id") is None:
             return f"stopped: {first['reason']}"
-        if all(self._key(s) in self.journal.stage_ended for s in STAGES):
+        if all(self._key(s) in self.journal.stage_ended for s in self.plan.names):
             return "all four stages complete"
         return None
 
@@ -80,7 +81,7 @@ class StageManager:
         """Stages overlap: once a stage's best node is decided, the next stage's search grows
         from it while the decided stage's replicates and aggregation still run."""
         proposed: list[Node] = []
-        for stage in STAGES:
+        for stage in self.plan.names:
             if slots <= len(proposed) or self.finished() is not None:
                 break
             if self._key(stage) in self.journal.stage_ended:
@@ -99,7 +100,7 @@ class StageManager:
             j.record("stage_started", idea=self.idea, stage=stage, root=root.id if root else None)
         if key not in j.stage_best:
             searched = self.search_nodes(stage)
-            budget_left = self.cfg.stages[stage].max_nodes - len(searched)  # type: ignore[index]
+            budget_left = self.cfg.stages[stage].max_nodes - len(searched)
             early = self.search.search_done(j, stage, root)
             if early is None and budget_left > 0:
                 return self.search.propose(j, stage, root, min(slots, budget_left)), True
@@ -115,7 +116,7 @@ class StageManager:
         if len(replicates) < self.cfg.replicates:
             need = min(slots, self.cfg.replicates - len(replicates))
             return [self._replicate(best, len(replicates) + 1 + i) for i in range(need)], False
-        earlier_open = any(self._key(s) not in j.stage_ended for s in STAGES[: STAGES.index(stage)])
+        earlier_open = any(self._key(s) not in j.stage_ended for s in self.plan.before(stage))
         if any(not n.is_finished for n in replicates) or earlier_open:
             return [], False  # the aggregate compares with the previous stage's, so it waits for it
         aggregates = j.in_stage(stage, AGGREGATION, idea=self.idea)
@@ -202,7 +203,7 @@ class StageManager:
         reps = [j.nodes[r] for r in agg.refs[1:]]
         subject = self._values(reps) if any(r.status == NodeStatus.GOOD for r in reps) else self._values([best])
         groups = {f"{self.search.label(best)} (best of {agg.stage})": subject}
-        for s in STAGES[: STAGES.index(agg.stage)][::-1]:
+        for s in self.plan.before(agg.stage)[::-1]:
             ended = j.stage_ended.get(self._key(s))
             if ended and ended.get("aggregate_node_id"):
                 prev = j.nodes[ended["aggregate_node_id"]]
@@ -210,7 +211,7 @@ class StageManager:
                     [j.nodes[r] for r in prev.refs[1:]]
                 )
                 break
-        if agg.stage == STAGES[-1]:
+        if self.plan[agg.stage].from_root_only:
             for n in self.search_nodes(agg.stage):
                 if n.id != best.id and n.status == NodeStatus.GOOD:
                     groups[self.search.label(n)] = self._values([n])

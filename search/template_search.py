@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from engine.attempt import ExperimentJob
-from engine.config import RunConfig
+from search.config import SearchSettings
 from engine.journal import Journal
 from engine.node import Node, NodeStatus
 from sandbox.base import Limits
@@ -23,7 +23,7 @@ KIND_OF_STAGE = {"preliminary": "baseline", "hyperparameter": "hyperparameter", 
 
 
 class TemplateSearch:
-    def __init__(self, cfg: RunConfig, template: Template, journal: Journal) -> None:
+    def __init__(self, cfg: SearchSettings, template: Template, journal: Journal) -> None:
         self.cfg, self.template, self.journal = cfg, template, journal
         self.spec = template.spec
         space = self.spec.hyperparameters

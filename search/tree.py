@@ -11,7 +11,7 @@ import hashlib
 import random
 from dataclasses import dataclass, field
 
-from engine.config import SearchConfig
+from search.config import SearchConfig
 from engine.journal import Journal
 from engine.node import MetricSpec, Node, NodeStatus
 

@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from engine import run
-from engine.config import STAGES, load_config
+from silva import lifecycle as run
+from search.template_plan import PLAN
+from silva.config import load_config
+
+STAGES = PLAN.names
 from engine.journal import EVENTS_FILE, Journal
 from engine.node import NodeStatus
 from tests.helpers import make_config, make_template
@@ -86,7 +89,7 @@ def test_driver_sigkill_then_resume_loses_nothing(tmp_path: Path) -> None:
     tpl = make_template(tmp_path / "tpl", fixed={"sleep": 0.4})
     path = make_config(tmp_path, tpl, executor={"kind": "ray", "address": "auto", "max_in_flight": 3}, sandbox="local")
     env = {**os.environ, "RAY_AUTH_MODE": "token", "PYTHONPATH": str(ROOT)}
-    driver = subprocess.Popen([sys.executable, "-m", "engine.cli", "run", str(path)], env=env, cwd=tmp_path,
+    driver = subprocess.Popen([sys.executable, "-m", "silva.cli.main", "run", str(path)], env=env, cwd=tmp_path,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     runs = tmp_path / "runs"
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.cli import main
-from engine.config import load_config
+from silva.cli.main import main
+from silva.config import load_config
 from engine.errors import ConfigError
 from tests.helpers import make_config, make_template
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.config import RunConfig
+from silva.config import RunConfig
 from engine.dispatch import MAX_LOST, Dispatcher
 from engine.executor import Completion, Handle, InProcessExecutor, Job
 from engine.journal import Journal

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from engine.cli import main
+from silva.cli.main import main
 from engine.journal import Journal
 from tests.helpers import make_config, make_template
 

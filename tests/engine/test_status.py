@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.cli import main
-from engine.config import STAGES
+from silva.cli.main import main
+from search.template_plan import PLAN
+
+STAGES = PLAN.names
 from engine.journal import Journal
 from tests.helpers import make_config, make_template
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import yaml
 
-from engine import run
-from engine.config import RunConfig, load_config
+from silva import lifecycle as run
+from silva.config import RunConfig, load_config
 from engine.dispatch import Outcome
 from engine.journal import Journal
 from engine.llm.providers.scripted import ScriptedProvider

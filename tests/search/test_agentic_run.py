@@ -8,7 +8,9 @@ import threading
 
 import pytest
 
-from engine.config import STAGES
+from search.template_plan import PLAN
+
+STAGES = PLAN.names
 from engine.journal import Journal
 from engine.llm.ledger import summarize
 from engine.node import NodeStatus
@@ -156,7 +158,7 @@ def test_node_and_dollar_budgets_hold(tmp_path) -> None:  # type: ignore[no-unty
 
 
 def test_resume_mid_stage_continues_the_same_tree(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from engine import run
+    from silva import lifecycle as run
 
     cfg = agentic_config(tmp_path, replicates=1, search={"policy": "mcts"})
     fn = responder(plots=False)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.config import STAGES
+from search.template_plan import PLAN
+
+STAGES = PLAN.names
 from engine.llm.ledger import summarize
 from engine.node import NodeStatus
 from tests.search.agentic_helpers import agentic_config, idea_file, llm_nodes, responder, start

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine import run
-from engine.config import load_config
+from silva import lifecycle as run
+from silva.config import load_config
 from engine.errors import ConfigError
 from search.idea import load_idea
 from tests.search.agentic_helpers import IDEA, LLM, agentic_config, idea_file

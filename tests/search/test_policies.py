@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.config import SearchConfig
+from search.config import SearchConfig
 from engine.journal import Journal
 from engine.node import AttemptResult, MetricSpec, MetricValue, Node
 from search.policies import get_policy

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import run
+from silva import lifecycle as run
 from engine.journal import Journal
 from engine.llm.ledger import summarize
 from tests.search.agentic_helpers import SCIENTIST, agentic_config, llm_nodes

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine.cli import main
-from engine.config import STAGES
+from silva.cli.main import main
+from search.template_plan import PLAN
+
+STAGES = PLAN.names
 from engine.journal import Journal
 from engine.node import NodeStatus
 from search.proposers import Proposer, canonical

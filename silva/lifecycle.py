@@ -1,7 +1,7 @@
 """The run lifecycle: create a run directory, (re)start the dispatch loop, stop cleanly.
 
-This module is the composition root: it is the one place in engine/ that picks concrete
-strategies (search/) and executors (actors/), imported lazily so `import engine` stays light.
+This is the composition root: the one place that picks concrete strategies (search/) and
+executors (actors/), imported lazily so that `silva status` never loads Ray.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from engine.config import RunConfig, load_config
+from silva.config import RunConfig, load_config
 from engine.dispatch import Dispatcher, Outcome, Strategy
 from engine.errors import ConfigError
 from engine.executor import Executor, InProcessExecutor
@@ -22,7 +22,7 @@ from sandbox.base import SandboxUnavailable, get_provider
 
 if TYPE_CHECKING:
     from engine.llm.providers.base import Provider
-    from engine.llm_session import LLMSession
+    from silva.llm_session import LLMSession
 
 CONFIG_SNAPSHOT = "config.yaml"
 
@@ -51,7 +51,7 @@ def build_strategy(cfg: RunConfig, journal: Journal, llm: LLMSession | None = No
             raise ConfigError("idea mode needs the LLM gateway: set `llm:` in the run config")
         return build_forest(cfg, journal, llm.client, llm.ledger.spent_by)
     template = Template.load(cfg.template)
-    return StageManager(cfg, journal, TemplateSearch(cfg, template, journal))
+    return StageManager(cfg, journal, TemplateSearch(cfg, template, journal), cfg.plan)
 
 
 def build_executor(cfg: RunConfig) -> Executor:
@@ -70,7 +70,7 @@ def create_run(cfg: RunConfig) -> tuple[Path, Journal]:
 
         metrics = [m.model_dump() for m in Template.load(cfg.template).spec.metrics]
     else:
-        from engine.llm_session import check_llm
+        from silva.llm_session import check_llm
         from search.idea import load_ideas, run_metrics
 
         metrics = [m.model_dump() for m in run_metrics(load_ideas(cfg.idea_sources()))]
@@ -84,7 +84,7 @@ def create_run(cfg: RunConfig) -> tuple[Path, Journal]:
     run_dir.mkdir(parents=True)
     (run_dir / CONFIG_SNAPSHOT).write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
     journal = Journal.open(run_dir)
-    journal.record("run_started", config=cfg.model_dump(mode="json"), metrics=metrics)
+    journal.record("run_started", config=cfg.model_dump(mode="json"), metrics=metrics, stages=list(cfg.plan.names))
     return run_dir, journal
 
 
@@ -108,7 +108,7 @@ def execute(
     journal.record("session_started", resumed=len(journal.sessions) > 0)
     llm: LLMSession | None = None
     if cfg.template is None:
-        from engine.llm_session import open_llm
+        from silva.llm_session import open_llm
 
         # Before the executor: on Ray, keys must leave the environment before ray.init.
         llm = open_llm(cfg, journal.log.path.parent, providers)
@@ -133,7 +133,7 @@ def resume(run_dir: Path, on_change: Callable[[Journal], None] = lambda j: None)
         return Outcome("finished", f"already finished: {journal.finished['reason']}")
     check_sandbox(cfg)
     if cfg.template is None:
-        from engine.llm_session import check_llm
+        from silva.llm_session import check_llm
 
         check_llm(cfg)
     return execute(cfg, journal, on_change)

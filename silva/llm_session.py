@@ -1,7 +1,7 @@
 """The LLM side of one driver session: the gateway (in-process, or the Ray actor for Ray runs)
 and the spend read back from the ledger for the dispatcher's budget checks and per-idea budgets.
 
-Imported only in idea mode, from the composition root (engine/run.py).
+Imported only in idea mode, from the composition root (silva/lifecycle.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.config import RunConfig
+from silva.config import RunConfig
 from engine.errors import ConfigError
 from engine.llm import LEDGER_FILE, LLM, CallRecord, build_gateway, resolve_keys, take_api_keys, validate_llm_config
 from engine.llm.providers.base import Provider

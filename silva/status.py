@@ -10,7 +10,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from engine.config import RunConfig
+from silva.config import RunConfig
 from engine.journal import Journal
 from engine.llm.ledger import LEDGER_FILE, render_summary, summarize
 from engine.summary import fmt, stage_rows

@@ -1,0 +1,66 @@
+"""The search's config sections (search settings, stage limits, idea sources) and the
+`SearchSettings` protocol through which search code reads the assembled run config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import Field
+
+from engine.config import Budgets, ExecutorConfig, Resources, Strict
+from engine.llm.config import LLMConfig
+from sandbox.config import SandboxConfig
+
+
+class StageConfig(Strict):
+    max_nodes: int = Field(4, ge=1, description="search nodes in this stage (replicates excluded)")
+
+
+class SearchConfig(Strict):
+    """The LLM tree search (idea mode): policy and its knobs, judgements, held-out selection."""
+
+    policy: Literal["best_first", "greedy", "mcts", "evolutionary"] = "best_first"
+    num_drafts: int = Field(3, ge=1, description="stage 1: independent drafts before refining")
+    debug_prob: float = Field(0.5, ge=0, le=1, description="chance a free slot debugs a buggy leaf")
+    max_debug_depth: int = Field(3, ge=0, description="consecutive debug steps on one line of nodes")
+    mcts_exploration: float = Field(1.0, ge=0, description="UCT exploration constant c")
+    mcts_widening: float = Field(0.5, gt=0, le=1, description="progressive widening: children <= ceil(2 N^a)")
+    islands: int = Field(2, ge=1, description="evolutionary: sub-populations")
+    crossover_rate: float = Field(0.3, ge=0, le=1, description="evolutionary: chance of a two-parent child")
+    migration_prob: float = Field(0.2, ge=0, le=1, description="evolutionary: second parent from another island")
+    tournament: int = Field(2, ge=1, description="evolutionary: tournament size")
+    min_tuning_nodes: int = Field(2, ge=1, description="tuning stage ends on convergence only after this many")
+    tie_tolerance: float = Field(0.0, ge=0, description="primary-metric gap within which the LLM breaks ties")
+    plots_gate: bool = Field(True, description="plots that fail to render or fail critique make a node buggy")
+    max_plots: int = Field(4, ge=0, description="plots shown to the vision critique")
+    heldout: bool = Field(False, description="choose the final best node on a held-out split")
+    heldout_candidates: int = Field(3, ge=1, description="top nodes re-run on the held-out split")
+
+
+class IdeaSource(Strict):
+    """One idea of a forest, with its own budgets inside the run's."""
+
+    path: Path
+    max_nodes: int | None = Field(None, ge=1, description="nodes of this idea's tree, every kind")
+    dollars: float | None = Field(None, ge=0, description="LLM spend of this idea")
+
+
+class SearchSettings(Protocol):
+    """What search modes read of the run config (silva.config.RunConfig implements it)."""
+
+    search: SearchConfig
+    llm: LLMConfig | None
+    seed: int
+    replicates: int
+    proposer: Literal["sobol", "model"]
+    stages: dict[str, StageConfig]
+    budgets: Budgets
+    executor: ExecutorConfig
+    sandbox: SandboxConfig
+
+    def resources_for(self, kind: str) -> Resources: ...
+
+    def idea_sources(self) -> list[IdeaSource]: ...
+
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]: ...
