@@ -40,6 +40,7 @@ WORKSPACE = "/workspace"
 DEFAULT_ETC = (
     "alternatives", "ssl", "ca-certificates", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
     "localtime", "timezone", "nsswitch.conf", "fonts", "mime.types", "texmf", "papersize",
+    "perl",  # latexmk is Perl, and Debian's perl searches /etc/perl first
 )  # fmt: skip
 # Merged-/usr systems make these symlinks; older ones have real directories to bind.
 _USR_ALIASES = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
@@ -118,6 +119,8 @@ def _root_args(opts: LocalOptions) -> list[str]:
             args += ["--symlink", os.readlink(host), str(host)]
         elif host.is_dir():
             args += ["--ro-bind", str(host), str(host)]
+    # bwrap would create /etc as 0700 for the first bind below: unsearchable by the sandbox uid.
+    args += ["--perms", "0755", "--dir", "/etc"]
     for name in opts.etc:
         if (Path("/etc") / name).exists():
             args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
