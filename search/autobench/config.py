@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import BaseModel, Field, computed_field, model_validator
 
 from engine.config import Budgets, ExecutorConfig, Resources, Strict, default_resources
 from engine.llm.config import LLMConfig
@@ -52,6 +52,12 @@ class AutoBenchConfig(Strict):
     budgets: Budgets = Field(default_factory=lambda: Budgets(wall_clock_s=3600.0))
     executor: ExecutorConfig = Field(default_factory=lambda: ExecutorConfig(kind="inprocess", max_in_flight=4))
     resources: dict[str, Resources] = Field(default_factory=default_resources)
+
+    @model_validator(mode="after")
+    def _llm_for_llm_agent(self) -> AutoBenchConfig:
+        if "llm" in self.agents and self.llm is None:
+            raise ValueError("agent 'llm' needs an `llm:` section (providers, models, roles) in the bench config")
+        return self
 
     def resources_for(self, kind: str) -> Resources:
         return self.resources.get(kind, self.resources.get("default", Resources()))

@@ -69,8 +69,7 @@ def _gateways(cfg: AutoBenchConfig, run_dir: Path) -> tuple[dict[str, LLM], list
         wanted["scripted"] = (LLMConfig.model_validate(SCRIPTED_LLM), run_dir / "scripted",
                               {"offline": ScriptedProvider("offline", fn=fn)})
     if "llm" in cfg.agents:
-        if cfg.llm is None:
-            raise ConfigError("agent 'llm' needs an `llm:` section (providers, models, roles) in the bench config")
+        assert cfg.llm is not None  # the config refuses agent 'llm' without it
         validate_llm_config(cfg.llm, os.environ)
         wanted["llm"] = (cfg.llm, run_dir, {})
     clients: dict[str, LLM] = {}
