@@ -88,11 +88,12 @@ def create_run(cfg: RunConfig) -> tuple[Path, Journal]:
     return run_dir, journal
 
 
-def open_run(run_dir: Path) -> tuple[RunConfig, Journal]:
+def open_run(run_dir: Path, *, read_only: bool = False) -> tuple[RunConfig, Journal]:
+    """`read_only`: for views (status, export): no lock taken, nothing in run_dir written."""
     if not (run_dir / EVENTS_FILE).is_file():
         raise ConfigError(f"{run_dir}: not a Silva run directory (no {EVENTS_FILE}); pass the directory `silva run` printed")
     cfg = load_config(run_dir / CONFIG_SNAPSHOT)
-    return cfg, Journal.open(run_dir)
+    return cfg, Journal.open(run_dir, read_only=read_only)
 
 
 def execute(

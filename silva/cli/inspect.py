@@ -18,7 +18,7 @@ def status(run_dir: Path = typer.Argument(..., help="run directory")) -> int:
     from silva import lifecycle
     from silva.status import print_status
 
-    cfg, journal = lifecycle.open_run(run_dir)
+    cfg, journal = lifecycle.open_run(run_dir, read_only=True)
     print_status(run_dir, cfg, journal, Console())
     return 0
 
@@ -33,7 +33,7 @@ def export(
     from silva import lifecycle
 
     console = Console()
-    _, journal = lifecycle.open_run(run_dir)
+    _, journal = lifecycle.open_run(run_dir, read_only=True)
     for path in export_parquet(journal, out or run_dir / "export"):
         console.print(f"wrote {path}", highlight=False)
     return 0
