@@ -1,0 +1,39 @@
+"""Integrity checks that need no LLM: every one reads the paper (PDF, LaTeX source and log) and,
+when the paper belongs to a run, the run's artifacts. A check that cannot run says why."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+
+from review.config import ReviewConfig
+from review.integrity.claims import unsupported_claims
+from review.integrity.figures import duplicate_figures, figure_size, unreferenced_figures
+from review.integrity.latex import overfull_boxes, page_limit, undefined_references
+from review.integrity.numbers import unmatched_numbers
+from review.integrity.report import CheckResult, Finding, IntegrityReport
+from review.paper import Paper
+
+
+def run_checks(paper: Paper, cfg: ReviewConfig) -> IntegrityReport:
+    checks: list[tuple[str, Callable[[], CheckResult]]] = [
+        ("numbers", lambda: unmatched_numbers(paper)),
+        ("duplicate_figures", lambda: duplicate_figures(paper)),
+        ("unreferenced_figures", lambda: unreferenced_figures(paper)),
+        ("undefined_references", lambda: undefined_references(paper)),
+        ("overfull_boxes", lambda: overfull_boxes(paper)),
+        ("page_limit", lambda: page_limit(paper, cfg.page_limit)),
+        ("unsupported_claims", lambda: unsupported_claims(paper)),
+        ("figure_size", lambda: figure_size(paper, cfg.text_width_in, cfg.min_figure_font_pt)),
+    ]
+    results = []
+    for name, check in checks:
+        try:
+            results.append(check())
+        except (subprocess.SubprocessError, OSError, ValueError) as exc:
+            # A damaged figure or an odd PDF stops that check, never the review.
+            results.append(CheckResult.skipped(name, f"could not run: {exc}"))
+    return IntegrityReport(checks=results)
+
+
+__all__ = ["run_checks", "IntegrityReport", "CheckResult", "Finding"]
