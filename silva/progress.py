@@ -1,25 +1,51 @@
-"""Live progress of a run: a rich table on a terminal, one line per change otherwise (CI, logs)."""
+"""Live progress of a run: a rich table on a terminal; on anything else (CI, Slurm, `| tee`) one
+plain line per change, written as is (never wrapped or cut at 80 columns) and at most one line
+every `interval_s` seconds: a change inside the interval is held and printed when the interval
+has passed (or when the run ends), so a log shows the latest state without flooding.
+"""
 
 from __future__ import annotations
 
+import os
 import time
 from types import TracebackType
+from typing import TextIO
 
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from engine.errors import ConfigError
 from engine.journal import Journal
+from engine.node import NodeStatus
 from engine.summary import fmt, stage_rows
 
-MIN_INTERVAL_S = 0.2
+MIN_INTERVAL_S = 0.2  # terminal redraws
+INTERVAL_ENV = "SILVA_PROGRESS_INTERVAL"
+DEFAULT_INTERVAL_S = 5.0  # log lines
+
+
+def interval_from_env() -> float:
+    raw = os.environ.get(INTERVAL_ENV)
+    if raw is None or not raw.strip():
+        return DEFAULT_INTERVAL_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if value < 0:
+        raise ConfigError(f"{INTERVAL_ENV}={raw!r}: expected a number of seconds >= 0 (0 prints every change)")
+    return value
 
 
 class Progress:
-    def __init__(self, console: Console | None = None) -> None:
+    def __init__(self, console: Console | None = None, interval_s: float | None = None) -> None:
         self.console = console or Console(stderr=True)
+        self.interval_s = interval_from_env() if interval_s is None else interval_s
         self.live: Live | None = None
         self._last_line = ""
+        self._last_print = float("-inf")
+        self._held: str | None = None  # a changed line waiting for the interval to pass
         self._last_render = 0.0
 
     def __enter__(self) -> Progress:
@@ -31,6 +57,8 @@ class Progress:
     def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
         if self.live is not None:
             self.live.__exit__(t, e, tb)
+        elif self._held is not None:
+            self._write(self._held)  # the final state always reaches the log
 
     def update(self, journal: Journal) -> None:
         now = time.monotonic()
@@ -40,9 +68,22 @@ class Progress:
                 self._last_render = now
             return
         line = self.line(journal)
-        if line != self._last_line:  # elapsed time alone is no news
-            self.console.print(f"[{journal.elapsed_s(now=time.time()):5.0f}s] {line}", highlight=False)
-            self._last_line = line
+        if line == self._last_line:  # elapsed time alone is no news
+            return
+        self._last_line = line
+        stamped = f"[{journal.elapsed_s(now=time.time()):6.0f}s] {line}"
+        if now - self._last_print >= self.interval_s:
+            self._write(stamped)
+            self._last_print = now
+        else:
+            self._held = stamped
+
+    def _write(self, line: str) -> None:
+        # Straight to the stream: rich would wrap (or crop) at its guessed width of 80 columns.
+        out: TextIO = self.console.file
+        out.write(line + "\n")
+        out.flush()
+        self._held = None
 
     def table(self, journal: Journal) -> Table:
         spec = journal.primary_metric
@@ -55,8 +96,19 @@ class Progress:
         return t
 
     def line(self, journal: Journal) -> str:
+        """Run totals, then each active stage (prefixed by its idea in a forest)."""
+        counts = {s: 0 for s in NodeStatus}
+        for n in journal:
+            counts[n.status] += 1
+        rows = stage_rows(journal)
+        forest = len({r.idea for r in rows}) > 1
         parts = [
-            f"{r.stage}: {r.done} done/{r.running} running/{r.buggy} buggy best={fmt(r.best_value)}"
-            for r in stage_rows(journal) if not r.ended or r.running
+            f"{len(journal.nodes)} nodes: {counts[NodeStatus.GOOD]} good, {counts[NodeStatus.BUGGY]} buggy, "
+            f"{counts[NodeStatus.RUNNING]} running"
         ]
-        return "; ".join(parts) or "starting"
+        parts += [
+            f"{r.idea + '/' if forest else ''}{r.stage} {r.done} done {r.running} running {r.buggy} buggy "
+            f"best={fmt(r.best_value)}"
+            for r in rows if not r.ended or r.running
+        ]
+        return " | ".join(parts) if journal.nodes else "starting"

@@ -12,7 +12,8 @@ from rich.text import Text
 
 from silva.config import RunConfig
 from engine.journal import Journal
-from engine.llm.ledger import LEDGER_FILE, render_summary, summarize
+from engine.llm.ledger import LEDGER_FILE, read_records, render_summary, summarize
+from silva.cost import throughput, throughput_lines
 from engine.summary import fmt, stage_rows
 
 
@@ -58,7 +59,9 @@ def render(run_dir: Path, cfg: RunConfig, journal: Journal) -> Group:
     llm = summarize(run_dir) if (run_dir / LEDGER_FILE).is_file() else None
     dollars = llm["run"]["dollars"] if llm else sum(n.cost_usd for n in journal)
     budgets.add_row("LLM dollars", f"{dollars:.4f}", fmt(b.dollars))
-    return Group(head, stages, ended, budgets, llm_lines(run_dir, journal, llm))
+    # Nodes per hour, utilization, calls and dollars per node, projected spend (silva/cost.py).
+    rates = Text("\n".join(throughput_lines(throughput(cfg, journal, read_records(run_dir / LEDGER_FILE)))))
+    return Group(head, stages, ended, budgets, llm_lines(run_dir, journal, llm), rates)
 
 
 def llm_lines(run_dir: Path, journal: Journal, llm: dict[str, Any] | None) -> Text:

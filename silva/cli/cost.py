@@ -1,0 +1,53 @@
+"""`silva cost RUN_DIR`: LLM spend by role, model, stage and idea, with cache savings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+
+def cost(
+    run_dir: Path = typer.Argument(..., help="run directory"),
+    json_out: bool = typer.Option(False, "--json", help="print the breakdown as JSON"),
+) -> int:
+    """Where the LLM money went: by role, model, stage and idea, and what the cache saved."""
+    from silva.cost import GROUPS, open_read_only, spend, throughput, throughput_lines
+
+    cfg, journal, records = open_read_only(run_dir)
+    breakdown = spend(records)
+    console = Console()
+    if json_out:
+        t = throughput(cfg, journal, records)
+        print(f'{{"spend": {breakdown.model_dump_json()}, "throughput": {t.model_dump_json()}}}')
+        return 0
+    if not console.is_terminal:
+        console = Console(file=console.file, width=max(console.width, 120))  # never cut in a pipe
+    total = breakdown.total
+    console.print(
+        f"{run_dir}\nLLM spend: ${total.dollars:.4f} over {total.calls} calls ({total.cache_hits} cache hits "
+        f"saved ${total.saved:.4f}; {total.errors} failed), {total.input_tokens} in / {total.output_tokens} out tokens",
+        highlight=False,
+    )
+    if breakdown.saved_estimated:
+        console.print(f"({breakdown.saved_estimated} cache hits priced at their model's mean rate: "
+                      "their first payment was in another run)", highlight=False)
+    for group in GROUPS:
+        table = Table(title=f"by {group}", title_justify="left")
+        for col in (group, "calls", "cache hits", "failed", "in tokens", "out tokens", "dollars", "share", "saved"):
+            table.add_column(col, justify="left" if col == group else "right")
+        for r in breakdown.groups[group]:
+            share = f"{100 * r.dollars / total.dollars:.0f}%" if total.dollars else "-"
+            table.add_row(r.key, str(r.calls), str(r.cache_hits), str(r.errors), str(r.input_tokens),
+                          str(r.output_tokens), f"${r.dollars:.4f}", share, f"${r.saved:.4f}")
+        if not breakdown.groups[group]:
+            table.add_row("(no LLM calls)", *[""] * 8)
+        console.print(table)
+    console.print("\n".join(throughput_lines(throughput(cfg, journal, records))), highlight=False)
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    app.command("cost")(cost)

@@ -1,0 +1,234 @@
+"""Where a run's money and time went, read from its event log and `llm_ledger.jsonl`.
+
+- `spend`: LLM dollars, calls and tokens by role, model, stage and idea, with what the response
+  cache saved (a cache hit is free; it saved what the same request cost when first paid).
+- `throughput`: nodes per hour, worker utilization, LLM calls and dollars per node, and the
+  spend projected to finish the configured node budgets.
+
+Read-only: nothing here writes to the run directory. Shared by `silva status`, `silva cost` and
+the HTML view.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from engine.errors import ConfigError
+from engine.eventlog import EVENTS_FILE, EventLog
+from engine.journal import Journal
+from engine.llm.ledger import LEDGER_FILE, CallRecord, read_records
+from silva.config import RunConfig, load_config
+
+GROUPS = ("role", "model", "stage", "idea")
+CONFIG_SNAPSHOT = "config.yaml"
+
+
+def open_read_only(run_dir: Path) -> tuple[RunConfig, Journal, list[CallRecord]]:
+    """A run's config, journal and ledger without taking the writer's lock: works while the
+    run is going on, and never writes."""
+    if not (run_dir / EVENTS_FILE).is_file():
+        raise ConfigError(f"{run_dir}: not a Silva run directory (no {EVENTS_FILE}); pass the directory `silva run` printed")
+    cfg = load_config(run_dir / CONFIG_SNAPSHOT)
+    journal = Journal(EventLog(run_dir / EVENTS_FILE, read_only=True))
+    return cfg, journal, read_records(run_dir / LEDGER_FILE)
+
+
+class SpendRow(BaseModel):
+    key: str
+    calls: int = 0
+    cache_hits: int = 0
+    errors: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    dollars: float = 0.0
+    saved: float = 0.0  # what the cache hits would have cost
+
+
+class Spend(BaseModel):
+    total: SpendRow
+    groups: dict[str, list[SpendRow]]  # group name (GROUPS) -> rows, most expensive first
+    saved_estimated: int = 0  # cache hits whose first payment is not in this ledger: priced by the model's mean
+
+
+def _key(rec: CallRecord, group: str) -> str | None:
+    if group == "model":
+        return f"{rec.provider}/{rec.model}"
+    value = getattr(rec, group)
+    return None if value is None else str(value)
+
+
+def _savings(records: Sequence[CallRecord]) -> tuple[list[float], int]:
+    """What each record saved: for a cache hit, the dollars its key cost when it was paid.
+
+    A hit whose paid call is not in this ledger (a cache shared with another run) is priced at
+    the model's mean dollars per token over this ledger's paid calls."""
+    paid: dict[str, float] = {}
+    per_token: dict[str, tuple[float, int]] = defaultdict(lambda: (0.0, 0))
+    for r in records:
+        if not r.cache_hit and r.error is None:
+            if r.key is not None:
+                paid.setdefault(r.key, r.dollars)
+            d, t = per_token[_key(r, "model") or ""]
+            per_token[_key(r, "model") or ""] = (d + r.dollars, t + r.input_tokens + r.output_tokens)
+    out, estimated = [], 0
+    for r in records:
+        if not r.cache_hit:
+            out.append(0.0)
+        elif r.key is not None and r.key in paid:
+            out.append(paid[r.key])
+        else:
+            d, t = per_token[_key(r, "model") or ""]
+            out.append(d / t * (r.input_tokens + r.output_tokens) if t else 0.0)
+            estimated += 1
+    return out, estimated
+
+
+def _add(row: SpendRow, rec: CallRecord, saved: float) -> None:
+    row.calls += 1
+    row.errors += rec.error is not None
+    row.saved += saved
+    if rec.cache_hit:
+        row.cache_hits += 1
+        return  # a hit costs nothing; its tokens were counted when they were paid
+    row.input_tokens += rec.input_tokens
+    row.output_tokens += rec.output_tokens
+    row.dollars += rec.dollars
+
+
+def spend(records: Sequence[CallRecord]) -> Spend:
+    saved, estimated = _savings(records)
+    total = SpendRow(key="run")
+    groups: dict[str, dict[str, SpendRow]] = {g: {} for g in GROUPS}
+    for rec, s in zip(records, saved):
+        _add(total, rec, s)
+        for g in GROUPS:
+            key = _key(rec, g)
+            if key is not None:
+                _add(groups[g].setdefault(key, SpendRow(key=key)), rec, s)
+    ordered = {g: sorted(rows.values(), key=lambda r: (-r.dollars, -r.calls, r.key)) for g, rows in groups.items()}
+    return Spend(total=total, groups=ordered, saved_estimated=estimated)
+
+
+class Span(BaseModel):
+    """One attempt's time on a worker, from the event log."""
+
+    node_id: str
+    attempt: int
+    start: float
+    end: float | None = None  # None while it runs
+    ended: str = ""  # finished | lost | cancelled
+    worker: str = ""
+    status: str = ""  # good | buggy, for a finished attempt
+    wall_s: float | None = None  # the experiment's own wall time
+
+
+def attempt_spans(events: Iterable[dict[str, Any]]) -> list[Span]:
+    spans: dict[tuple[str, int], Span] = {}
+    for e in events:
+        kind = e["type"]
+        if kind == "attempt_started":
+            spans[(e["node_id"], e["attempt"])] = Span(node_id=e["node_id"], attempt=e["attempt"], start=e["ts"])
+        elif kind in ("attempt_finished", "attempt_lost", "attempt_cancelled"):
+            span = spans.get((e["node_id"], e["attempt"]))
+            if span is None:
+                continue
+            span.end, span.ended = e["ts"], kind.removeprefix("attempt_")
+            if kind == "attempt_finished":
+                result = e.get("result") or {}
+                span.worker = str(result.get("worker") or "")
+                span.status = str(result.get("status") or "")
+                span.wall_s = (result.get("execution") or {}).get("wall_s")
+    return list(spans.values())
+
+
+class Throughput(BaseModel):
+    elapsed_s: float
+    finished_nodes: int
+    nodes_per_hour: float | None
+    slots: int
+    busy_s: float
+    utilization: float | None  # attempt time over slot time
+    llm_calls: int
+    calls_per_node: float | None
+    dollars: float
+    dollars_per_node: float | None
+    remaining_nodes: int  # at most, within the stages' node budgets (and the run's)
+    projected_dollars: float | None  # spent + dollars per node x remaining nodes, capped by the budget
+    dollar_budget: float | None
+    projected_remaining_s: float | None
+
+
+def remaining_nodes(cfg: RunConfig, journal: Journal) -> int:
+    """Nodes still to make before every stage of every tree reaches its node budget.
+
+    An upper bound: a stage counts its search budget, its seed replicates and one aggregation,
+    and a stage that already ended counts nothing more."""
+    if journal.finished is not None:
+        return 0
+    ideas = sorted({n.idea for n in journal} | {k[0] for k in journal.stage_started})
+    trees = max(len(ideas), 1 if cfg.template is not None else len(cfg.idea_sources()))
+    ideas += [f"(not started {i})" for i in range(trees - len(ideas))]
+    created: dict[tuple[str, str], int] = defaultdict(int)
+    for n in journal:
+        created[(n.idea, n.stage)] += 1
+    left = 0
+    for idea in ideas:
+        for stage, sc in cfg.stages.items():
+            if (idea, stage) not in journal.stage_ended:
+                left += max(0, sc.max_nodes + cfg.replicates + 1 - created[(idea, stage)])
+    if cfg.budgets.max_nodes is not None:
+        left = min(left, max(0, cfg.budgets.max_nodes - len(journal.nodes)))
+    return left
+
+
+def throughput(cfg: RunConfig, journal: Journal, records: Sequence[CallRecord], now: float | None = None) -> Throughput:
+    live = journal.finished is None and journal.stop is None
+    elapsed = journal.elapsed_s(now=(now or time.time()) if live else None)
+    finished = sum(n.is_finished for n in journal)
+    end = now or time.time()
+    busy = sum((s.end if s.end is not None else end) - s.start for s in attempt_spans(journal.log.events))
+    slots = cfg.executor.max_in_flight
+    paid = [r for r in records if not r.cache_hit]
+    dollars = sum(r.dollars for r in paid)
+    per_node = dollars / finished if finished else None
+    hours = elapsed / 3600
+    rate = finished / hours if hours > 0 else None
+    left = remaining_nodes(cfg, journal)
+    projected = None
+    if per_node is not None:
+        projected = dollars + per_node * left
+        if cfg.budgets.dollars is not None:
+            projected = min(projected, cfg.budgets.dollars)
+    return Throughput(
+        elapsed_s=elapsed, finished_nodes=finished, nodes_per_hour=rate, slots=slots, busy_s=busy,
+        utilization=busy / (elapsed * slots) if elapsed > 0 and slots else None,
+        llm_calls=len(records), calls_per_node=len(records) / finished if finished else None,
+        dollars=dollars, dollars_per_node=per_node, remaining_nodes=left, projected_dollars=projected,
+        dollar_budget=cfg.budgets.dollars,
+        projected_remaining_s=left / rate * 3600 if rate else None,
+    )
+
+
+def throughput_lines(t: Throughput) -> list[str]:
+    """Two lines for `silva status` and the progress log."""
+    def num(v: float | None, f: str) -> str:
+        return "-" if v is None else format(v, f)
+
+    first = (
+        f"throughput: {t.finished_nodes} nodes in {t.elapsed_s / 60:.1f} min = {num(t.nodes_per_hour, '.0f')} nodes/h; "
+        f"utilization {num(None if t.utilization is None else 100 * t.utilization, '.0f')}% of {t.slots} slots"
+    )
+    if t.projected_remaining_s is not None and t.remaining_nodes:
+        first += f"; at most {t.remaining_nodes} nodes left (~{t.projected_remaining_s / 60:.0f} min)"
+    budget = f" of the ${t.dollar_budget:.2f} budget" if t.dollar_budget is not None else ""
+    second = (
+        f"cost: {num(t.calls_per_node, '.1f')} LLM calls and ${num(t.dollars_per_node, '.4f')} per node; "
+        f"spent ${t.dollars:.4f}; projected ${num(t.projected_dollars, '.4f')}{budget} to finish the node budgets"
+    )
+    return [first, second]

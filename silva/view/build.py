@@ -1,0 +1,135 @@
+"""Write RUN_DIR/view/: index.html (one self-contained page: styles, script and the forest table
+inline, nothing fetched from the network), nodes/<id>.js (one node's details, loaded by the page
+on click; a script file rather than JSON because a page opened from disk may load scripts next
+to it but not fetch files), and forest.json + version.json for the live refresh of `--serve`.
+
+A rebuild rewrites only the details of nodes that changed since the last build, so a live
+view of a large run costs little per refresh.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.journal import Journal
+from engine.llm.ledger import CallRecord
+from silva.config import RunConfig
+from silva.cost import Span, attempt_spans, open_read_only
+from silva.view.data import formatter, forest_data, node_details, node_revisions
+
+VIEW_DIR = "view"
+NODES_DIR = "nodes"
+MANIFEST = "manifest.json"  # node id -> revision of its written details
+BUILD_FORMAT = "1"  # bump when the details' shape changes: every node is rewritten
+ASSETS = Path(__file__).parent / "assets"
+
+
+@dataclass
+class BuildResult:
+    index: Path
+    nodes: int
+    written: int  # details files (re)written by this build
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no NaN or infinity: a metric that diverged shows as missing."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _json_for_script(value: Any) -> str:
+    # Inside <script>, "</" would close the element early; "<\\/" is the same JSON string.
+    return json.dumps(_finite(value), separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Readers (the browser, the live server) never see half a file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def page(data_json: str) -> str:
+    template = (ASSETS / "index.html").read_text(encoding="utf-8")
+    css = (ASSETS / "view.css").read_text(encoding="utf-8") + formatter().get_style_defs(".hl")
+    js = (ASSETS / "view.js").read_text(encoding="utf-8")
+    # Split at the placeholders, in template order: inserted text (a node's plan may say
+    # anything) is never searched for the next placeholder.
+    head, rest = template.split("/*SILVA_CSS*/", 1)
+    middle, rest = rest.split("/*SILVA_DATA*/", 1)
+    before_js, tail = rest.split("/*SILVA_JS*/", 1)
+    return head + css + middle + data_json + before_js + js + tail
+
+
+def write_view(run_dir: Path, cfg: RunConfig, journal: Journal, records: list[CallRecord]) -> BuildResult:
+    out = run_dir / VIEW_DIR
+    nodes_dir = out / NODES_DIR
+    nodes_dir.mkdir(parents=True, exist_ok=True)
+    revisions = node_revisions(journal, records)
+    data = forest_data(run_dir, cfg, journal, records, revisions)
+    written = _write_details(journal, records, revisions, data.model_dump(mode="json")["decisions"], nodes_dir)
+    data_json = _json_for_script(data.model_dump(mode="json"))
+    _atomic_write(out / "forest.json", data_json)
+    _atomic_write(out / "index.html", page(data_json))
+    _atomic_write(out / "version.json", json.dumps({"version": data.version}))
+    return BuildResult(index=out / "index.html", nodes=len(journal.nodes), written=written)
+
+
+def _write_details(journal: Journal, records: list[CallRecord], revisions: dict[str, str],
+                   decisions: list[dict[str, Any]], nodes_dir: Path) -> int:
+    manifest_path = nodes_dir / MANIFEST
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (FileNotFoundError, ValueError):
+        manifest = {}
+    if manifest.get("format") != BUILD_FORMAT:
+        manifest = {"format": BUILD_FORMAT, "nodes": {}}
+    done: dict[str, str] = manifest["nodes"]
+    # A node's details show its children and the decisions naming it: those change its page too.
+    children: dict[str, list[str]] = defaultdict(list)
+    for n in journal:
+        if n.parent_id:
+            children[n.parent_id].append(n.id)
+    named: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for d in decisions:
+        for key in ("node", "aggregate", "root"):
+            if d.get(key):
+                named[d[key]].append(d)
+    stale = {
+        nid: f"{rev}/{len(children[nid])}/{len(named[nid])}"
+        for nid, rev in revisions.items()
+        if done.get(nid) != f"{rev}/{len(children[nid])}/{len(named[nid])}"
+        or not (nodes_dir / f"{nid}.js").is_file()
+    }
+    if not stale:
+        return 0
+    spans: dict[str, list[Span]] = defaultdict(list)
+    for s in attempt_spans(journal.log.events):
+        spans[s.node_id].append(s)
+    calls: dict[str, list[CallRecord]] = defaultdict(list)
+    for r in records:
+        if r.node_id in stale:
+            calls[r.node_id].append(r)
+    for nid, token in stale.items():
+        details = node_details(journal, journal.nodes[nid], spans[nid], calls[nid], named[nid])
+        _atomic_write(nodes_dir / f"{nid}.js", f"silvaNode({_json_for_script(nid)},{_json_for_script(details)});\n")
+        done[nid] = token
+    _atomic_write(manifest_path, json.dumps(manifest))
+    return len(stale)
+
+
+def build_view(run_dir: Path) -> BuildResult:
+    """Read the run (read-only: works while it runs) and write its view."""
+    cfg, journal, records = open_read_only(run_dir)
+    return write_view(run_dir, cfg, journal, records)

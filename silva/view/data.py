@@ -1,0 +1,277 @@
+"""The page's data, computed from a run directory: a compact forest table for the whole run and
+one details record per node (loaded by the page only when that node is clicked).
+
+The forest table is column-oriented (one array per field, nodes by index), so 10,000 nodes are a
+few hundred kilobytes and the page lays them out in one pass.
+"""
+
+from __future__ import annotations
+
+import difflib
+import time
+from collections import defaultdict
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import DiffLexer, PythonLexer
+
+from engine.journal import Journal
+from engine.llm.ledger import CallRecord
+from engine.node import Node, NodeStatus
+from silva.config import RunConfig
+from silva.cost import Span, Spend, attempt_spans, remaining_nodes, spend, throughput, throughput_lines
+from silva.status import state_line
+from search.stages import SUPPORT_KINDS
+from silva.view.adapter import facts, summary
+
+STATUSES = [s.value for s in NodeStatus]
+# Flags of a node in the forest table (bits).
+BEST, SPECULATIVE, HELDOUT_CHOICE, LOST, ROOT = 1, 2, 4, 8, 16
+MAX_CODE_CHARS = 200_000  # a runaway file is cut in the page, never in the run
+# Node shapes: search operators take round shapes, the stage's own work (replicates,
+# aggregation, best-node selection) angular ones, so the two read apart at a glance.
+OPERATOR_SHAPES = ("circle", "star", "down", "cross", "hexagon")
+SUPPORT_SHAPES = ("square", "diamond", "triangle")
+
+
+class Decision(BaseModel):
+    idea: str
+    stage: str
+    node: str | None
+    metric: str | None = None
+    value: float | None = None
+    reason: str = ""
+    selection: dict[str, Any] = Field(default_factory=dict)
+    ended: str | None = None  # why the stage ended, once it did
+    aggregate: str | None = None
+    root: str | None = None  # the node the stage grew from
+
+
+class BudgetRow(BaseModel):
+    name: str
+    used: float
+    limit: float | None
+    unit: str = ""
+
+
+class ForestData(BaseModel):
+    """Everything the page draws without a click."""
+
+    version: str
+    run: dict[str, Any]
+    ideas: list[str]
+    stages: list[str]
+    kinds: list[str]
+    shapes: list[str]  # one per kind
+    statuses: list[str] = Field(default_factory=lambda: list(STATUSES))
+    nodes: dict[str, list[Any]]  # column -> values, one per node
+    decisions: list[Decision]
+    heldout: list[dict[str, Any]]
+    idea_stopped: dict[str, str]
+    budgets: list[BudgetRow]
+    spend: dict[str, Any]
+    throughput: dict[str, Any]
+    throughput_text: list[str]
+
+
+def _idea_metrics(journal: Journal) -> dict[str, str]:
+    """The metric each tree decides on: its decisions' metric, else the run's primary."""
+    out = {idea: e["metric"] for (idea, _), e in journal.stage_best.items() if e.get("metric")}
+    primary = journal.primary_metric
+    if primary is not None:
+        for n in journal:
+            out.setdefault(n.idea, primary.name)
+    return out
+
+
+def _speculative(journal: Journal, node: Node, stage_index: dict[str, int]) -> bool:
+    """Grown while an earlier stage of its tree was still open (replicates or aggregation running)."""
+    k = stage_index.get(node.stage, 0)
+    for stage in journal.stage_names[:k]:
+        ended = journal.stage_ended.get((node.idea, stage))
+        if (node.idea, stage) in journal.stage_started and (ended is None or ended["ts"] > node.created_at):
+            return True
+    return False
+
+
+def node_revisions(journal: Journal, records: list[CallRecord]) -> dict[str, str]:
+    """A token per node that changes whenever anything shown in its details changes."""
+    events: dict[str, int] = defaultdict(int)
+    for e in journal.log.events:
+        node_id = e.get("node_id") or (e.get("node") or {}).get("id")
+        if node_id:
+            events[node_id] += 1
+    calls: dict[str, int] = defaultdict(int)
+    for r in records:
+        if r.node_id:
+            calls[r.node_id] += 1
+    return {nid: f"{events[nid]}.{calls[nid]}" for nid in journal.nodes}
+
+
+def forest_data(run_dir: Path, cfg: RunConfig, journal: Journal, records: list[CallRecord],
+                revisions: dict[str, str]) -> ForestData:
+    ids = list(journal.nodes)
+    index = {nid: i for i, nid in enumerate(ids)}
+    ideas = sorted({n.idea for n in journal} | {k[0] for k in journal.stage_started})
+    stages = journal.stage_names
+    stage_index = {s: i for i, s in enumerate(stages)}
+    present = {n.kind for n in journal}
+    kinds = sorted(present - set(SUPPORT_KINDS)) + [k for k in SUPPORT_KINDS if k in present]
+    shapes = [OPERATOR_SHAPES[i % len(OPERATOR_SHAPES)] for i, k in enumerate(kinds) if k not in SUPPORT_KINDS]
+    shapes += [SUPPORT_SHAPES[i % len(SUPPORT_SHAPES)] for i, k in enumerate(k for k in kinds if k in SUPPORT_KINDS)]
+    metric = _idea_metrics(journal)
+    best = {e["node_id"] for e in journal.stage_best.values() if e.get("node_id")}
+    chosen = {e["node_id"] for e in journal.heldout.values() if e.get("node_id")}
+    lost = {s.node_id for s in attempt_spans(journal.log.events) if s.ended in ("lost", "cancelled")}
+    roots = {e.get("root") for e in journal.stage_started.values() if e.get("root")}
+    cols: dict[str, list[Any]] = {c: [] for c in ("id", "p", "i", "s", "k", "st", "v", "f", "r", "t")}
+    for nid in ids:
+        n = journal.nodes[nid]
+        flags = (BEST * (nid in best) | SPECULATIVE * _speculative(journal, n, stage_index)
+                 | HELDOUT_CHOICE * (nid in chosen) | LOST * (nid in lost) | ROOT * (nid in roots))
+        cols["id"].append(nid)
+        cols["p"].append(index.get(n.parent_id, -1) if n.parent_id else -1)
+        cols["i"].append(ideas.index(n.idea) if n.idea in ideas else 0)
+        cols["s"].append(stage_index[n.stage])
+        cols["k"].append(kinds.index(n.kind))
+        cols["st"].append(STATUSES.index(n.status.value))
+        cols["v"].append(n.metric(metric[n.idea]) if n.idea in metric else None)
+        cols["f"].append(flags)
+        cols["r"].append(revisions[nid])
+        cols["t"].append(facts(n).variant[:80])
+    decisions = []
+    for (idea, stage), e in journal.stage_best.items():
+        ended = journal.stage_ended.get((idea, stage))
+        started = journal.stage_started.get((idea, stage), {})
+        decisions.append(Decision(
+            idea=idea, stage=stage, node=e.get("node_id"), metric=e.get("metric"), value=e.get("value"),
+            reason=e.get("reason", ""), selection=e.get("selection") or {},
+            ended=ended["reason"] if ended else None, aggregate=ended.get("aggregate_node_id") if ended else None,
+            root=started.get("root"),
+        ))
+    spent = spend(records)
+    rate = throughput(cfg, journal, records)
+    live = journal.finished is None and journal.stop is None
+    spec = journal.primary_metric
+    return ForestData(
+        version=f"{len(journal.log.events)}.{len(records)}",
+        run={
+            "name": run_dir.name, "state": state_line(journal), "live": live, "mode": cfg.mode,
+            "elapsed_s": journal.elapsed_s(now=time.time() if live else None),
+            "metric": spec.model_dump(mode="json") if spec else None, "idea_metrics": metric,
+            "generated_at": time.time(),
+            "plan": list(cfg.plan.names),
+        },
+        ideas=ideas or ["default"], stages=stages, kinds=kinds, shapes=shapes, nodes=cols, decisions=decisions,
+        heldout=[{"idea": idea, **{k: v for k, v in e.items() if k not in ("seq", "type")}}
+                 for idea, e in sorted(journal.heldout.items())],
+        idea_stopped={idea: e["reason"] for idea, e in journal.idea_stopped.items()},
+        budgets=budget_rows(cfg, journal, spent),
+        spend=spent.model_dump(mode="json"),
+        throughput=rate.model_dump(mode="json"), throughput_text=throughput_lines(rate),
+    )
+
+
+def budget_rows(cfg: RunConfig, journal: Journal, spent: Spend) -> list[BudgetRow]:
+    b, dollars = cfg.budgets, spent.total.dollars
+    rows = [
+        BudgetRow(name="wall clock", used=journal.elapsed_s(), limit=b.wall_clock_s, unit="s"),
+        BudgetRow(name="nodes", used=len(journal.nodes), limit=b.max_nodes),
+        BudgetRow(name="LLM dollars", used=dollars, limit=b.dollars, unit="$"),
+    ]
+    ideas = sorted({n.idea for n in journal})
+    support = {n.kind for n in journal if n.kind in ("replication", "aggregation", "selection")}
+    for idea in ideas:
+        for stage, sc in cfg.stages.items():
+            used = sum(1 for n in journal.in_stage(stage, idea=idea) if n.kind not in support)
+            name = f"{idea} · {stage} search nodes" if len(ideas) > 1 else f"{stage} search nodes"
+            rows.append(BudgetRow(name=name, used=used, limit=sc.max_nodes))
+    if cfg.template is None:
+        from search.idea import load_ideas
+
+        sources = cfg.idea_sources()
+        for idea, source in zip(load_ideas(sources), sources):  # the forest pairs them in this order
+            if source.max_nodes is not None:
+                rows.append(BudgetRow(name=f"{idea.name} nodes", used=sum(n.idea == idea.name for n in journal),
+                                      limit=source.max_nodes))
+            if source.dollars is not None:
+                used = next((r.dollars for r in spent.groups["idea"] if r.key == idea.name), 0.0)
+                rows.append(BudgetRow(name=f"{idea.name} LLM dollars", used=used, limit=source.dollars, unit="$"))
+    rows.append(BudgetRow(name="nodes left within the stage budgets (at most)",
+                          used=remaining_nodes(cfg, journal), limit=None))
+    return rows
+
+
+# -- details of one node -----------------------------------------------------------------------
+@lru_cache(maxsize=1)
+def formatter() -> HtmlFormatter:  # type: ignore[type-arg]
+    return HtmlFormatter(nowrap=True)
+
+
+def highlight_code(code: str) -> str:
+    return highlight(code[:MAX_CODE_CHARS], PythonLexer(), formatter())
+
+
+def code_diff(parent: str, code: str, parent_id: str, node_id: str) -> tuple[str, int, int]:
+    """Highlighted unified diff and its added/removed line counts."""
+    lines = list(difflib.unified_diff(
+        parent[:MAX_CODE_CHARS].splitlines(keepends=True), code[:MAX_CODE_CHARS].splitlines(keepends=True),
+        fromfile=f"{parent_id}/experiment.py", tofile=f"{node_id}/experiment.py", n=3,
+    ))
+    added = sum(1 for ln in lines if ln.startswith("+") and not ln.startswith("+++"))
+    removed = sum(1 for ln in lines if ln.startswith("-") and not ln.startswith("---"))
+    text = "".join(ln if ln.endswith("\n") else ln + "\n" for ln in lines)
+    return (highlight(text, DiffLexer(), formatter()) if text else ""), added, removed
+
+
+def node_details(journal: Journal, node: Node, spans: list[Span], calls: list[CallRecord],
+                 decisions: list[dict[str, Any]]) -> dict[str, Any]:
+    f = facts(node)
+    parent = journal.nodes.get(node.parent_id) if node.parent_id else None
+    diff = None
+    if parent is not None and (parent.code or node.code):
+        html, added, removed = code_diff(parent.code, node.code, parent.id, node.id)
+        diff = {"html": html, "added": added, "removed": removed, "parent": parent.id}
+    by_role: dict[str, dict[str, float]] = defaultdict(lambda: {"calls": 0, "dollars": 0.0})
+    for r in calls:
+        by_role[r.role]["calls"] += 1
+        by_role[r.role]["dollars"] += 0.0 if r.cache_hit else r.dollars
+    ex = node.execution.model_dump(mode="json") if node.execution else None
+    first_start = min((s.start for s in spans), default=node.started_at)
+    return {
+        "id": node.id, "idea": node.idea, "stage": node.stage, "kind": node.kind, "operator": f.operator,
+        "variant": f.variant, "origin": f.origin, "status": node.status.value, "reason": node.reason,
+        "summary": summary(node), "parent": node.parent_id, "refs": node.refs, "seed": node.seed,
+        "params": node.params,
+        "children": [c.id for c in journal.children(node.id)],
+        "plan": f.plan, "code_html": highlight_code(f.code) if f.code else "",
+        "code_lines": f.code.count("\n") + 1 if f.code else 0,
+        "plot_code_html": highlight_code(f.plot_code) if f.plot_code else "",
+        "diff": diff,
+        "metrics": [m.model_dump(mode="json") for m in node.metrics],
+        "plots": [f"../{p}" for p in f.plots],
+        "judgement": f.judgement, "critique": f.critique,
+        "outcome_family": f.outcome_family, "outcome": f.outcome,
+        "cost": {
+            "usd": node.cost_usd, "calls": len(calls), "cache_hits": sum(r.cache_hit for r in calls),
+            "input_tokens": sum(r.input_tokens for r in calls if not r.cache_hit),
+            "output_tokens": sum(r.output_tokens for r in calls if not r.cache_hit),
+            "by_role": dict(by_role),
+        },
+        "timings": {
+            "created": node.created_at, "started": first_start, "finished": node.finished_at,
+            "queued_s": (first_start - node.created_at) if first_start else None,
+            "total_s": (node.finished_at - node.created_at) if node.finished_at else None,
+            "experiment_s": node.execution.wall_s if node.execution else None,
+        },
+        "workers": sorted({s.worker for s in spans if s.worker}),
+        "attempts": [s.model_dump(mode="json") for s in spans],
+        "lost_attempts": node.lost_attempts,
+        "execution": ex,
+        "artifacts": [{"path": a, "href": f"../{a}"} for a in node.artifacts],
+        "decisions": decisions,
+    }
