@@ -6,13 +6,16 @@ Every piece of untrusted code in Silva (experiments, plot scripts, LaTeX) runs t
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+READ_CAP = 64 * 2**20  # default cap of `read_file`: Silva never reads more of a workspace file
 TRUNCATION_MARKER = "\n[... silva: output truncated after {limit} bytes ...]\n"
 
 
@@ -70,7 +73,7 @@ class Sandbox(Protocol):
         env: Mapping[str, str] | None = None,
     ) -> ExecResult: ...
 
-    def read_file(self, path: str) -> bytes: ...
+    def read_file(self, path: str, *, max_bytes: int = ...) -> bytes: ...
 
     def write_file(self, path: str, data: bytes) -> None: ...
 
@@ -116,13 +119,56 @@ def _load_builtin() -> None:
     from sandbox import docker_provider, local, none  # noqa: F401
 
 
+class FileTooLarge(OSError):
+    """`read_file` of a file over its `max_bytes` cap (nothing is read into memory)."""
+
+    def __init__(self, path: str, size: int, limit: int) -> None:
+        super().__init__(errno.EFBIG, f"{size} bytes, over the {limit}-byte read cap", path)
+        self.size, self.limit = size, limit
+
+
 def resolve_in_workspace(workspace: Path, path: str) -> Path:
-    """Map a workspace-relative path to the host, refusing escapes (.., absolute, symlinks out)."""
+    """Map a workspace-relative path to the host, refusing escapes (.., absolute, symlinks out).
+
+    The one confinement check for every path an experiment names (artifacts, plots, figures),
+    in every search mode: symlinks are resolved first, so a link to a host file is refused."""
     root = workspace.resolve()
     target = (root / path).resolve()
     if target != root and root not in target.parents:
         raise ValueError(f"path {path!r} escapes the workspace {workspace}")
     return target
+
+
+def workspace_file(workspace: Path, path: str) -> str | None:
+    """`path` as a normalized workspace-relative name when it is a regular file inside the
+    workspace (after resolving symlinks), else None: what may be kept as an artifact."""
+    try:
+        target = resolve_in_workspace(workspace, path)
+    except (ValueError, OSError):
+        return None
+    if not stat.S_ISREG(_lstat_mode(target)):
+        return None
+    return str(target.relative_to(workspace.resolve()))
+
+
+def _lstat_mode(path: Path) -> int:
+    try:
+        return path.lstat().st_mode
+    except OSError:
+        return 0
+
+
+def _allows(st: os.stat_result, user: tuple[int, int], want: int) -> bool:
+    """Whether `user` (uid, gid; no supplementary groups, as the sandbox clears them) has the
+    `want` bits (os.R_OK | os.W_OK | os.X_OK) on a file with these owner and mode bits."""
+    uid, gid = user
+    if st.st_uid == uid:
+        bits = st.st_mode >> 6
+    elif st.st_gid == gid:
+        bits = st.st_mode >> 3
+    else:
+        bits = st.st_mode
+    return bits & want == want
 
 
 class HostWorkspace:
@@ -137,6 +183,12 @@ class HostWorkspace:
     def _hand_over(self, path: str) -> None:
         """Make a path inside the workspace usable by the sandboxed user (nothing by default)."""
 
+    def _sandbox_user(self) -> tuple[int, int] | None:
+        """(uid, gid) the sandboxed code runs as, when Silva's host process is another user (root):
+        file access is then checked against that user's permissions. None: the same user, whose
+        permissions the host's own open() already applies."""
+        return None
+
     def _hand_over_tree(self) -> None:
         for dirpath, dirnames, filenames in os.walk(self.workspace):
             for name in (dirpath, *(os.path.join(dirpath, n) for n in dirnames + filenames)):
@@ -146,11 +198,36 @@ class HostWorkspace:
         for path, data in (files or {}).items():
             self.write_file(path, data)
 
-    def read_file(self, path: str) -> bytes:
-        return resolve_in_workspace(self.workspace, path).read_bytes()
+    def read_file(self, path: str, *, max_bytes: int = READ_CAP) -> bytes:
+        """The file's bytes. FileNotFoundError, IsADirectoryError, PermissionError (the sandboxed
+        user could not read it, or it is not a regular file: a FIFO would block the host),
+        FileTooLarge over `max_bytes`, ValueError for a path outside the workspace."""
+        target = resolve_in_workspace(self.workspace, path)
+        self._check_access(target, path, os.R_OK)
+        try:
+            fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            raise FileNotFoundError(errno.ENOENT, "no such file in the workspace", path) from None
+        with os.fdopen(fd, "rb") as f:
+            mode, size = os.fstat(fd).st_mode, os.fstat(fd).st_size
+            if stat.S_ISDIR(mode):
+                raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+            if not stat.S_ISREG(mode):
+                raise PermissionError(errno.EACCES, "not a regular file (FIFO, socket or device)", path)
+            if size > max_bytes:
+                raise FileTooLarge(path, size, max_bytes)
+            data = f.read(max_bytes + 1)
+        if len(data) > max_bytes:  # grew after the stat
+            raise FileTooLarge(path, len(data), max_bytes)
+        return data
 
     def write_file(self, path: str, data: bytes) -> None:
+        """Create or replace a file (parents made as needed). IsADirectoryError, PermissionError
+        where the sandboxed user could not write it, ValueError outside the workspace."""
         target = resolve_in_workspace(self.workspace, path)
+        if target.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+        self._check_access(target, path, os.W_OK)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
         root = self.workspace.resolve()
@@ -158,6 +235,28 @@ class HostWorkspace:
             if p == root:
                 break
             self._hand_over(str(p))
+
+    def _check_access(self, target: Path, path: str, want: int) -> None:
+        """Apply the sandboxed user's permissions to a host-side access by another (root) user:
+        search on each directory from the workspace down, then `want` on the file, or write on
+        the deepest existing directory when the file is yet to be created."""
+        user = self._sandbox_user()
+        if user is None:
+            return
+        root = self.workspace.resolve()
+        node = root
+        for part in target.relative_to(root).parts:
+            st = node.stat()
+            if not _allows(st, user, os.X_OK):
+                raise PermissionError(errno.EACCES, "the sandboxed user cannot enter a directory on this path", path)
+            if not (node / part).exists():
+                if want == os.W_OK and not _allows(st, user, os.W_OK):
+                    raise PermissionError(errno.EACCES, "the sandboxed user cannot create files here", path)
+                return
+            node = node / part
+        if not _allows(node.stat(), user, want):
+            verb = "read" if want == os.R_OK else "write"
+            raise PermissionError(errno.EACCES, f"the sandboxed user may not {verb} this file", path)
 
 
 def list_files(workspace: Path) -> list[str]:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox.base import TRUNCATION_MARKER, Limits, Sandbox, get_provider
+from sandbox.base import TRUNCATION_MARKER, FileTooLarge, Limits, Sandbox, get_provider, workspace_file
 
 PY = "python3"  # resolves to the host venv's python (local) or the image's (docker)
 SECRETS = {
@@ -366,6 +366,61 @@ def case_ptrace_and_mount_are_denied(box: Sandbox, ctx: Context) -> None:
     """
     seen = _json_of(box, probe)
     assert seen == {"attach": errno.EPERM, "traceme": errno.EPERM, "mount": errno.EPERM, "unshare_user": errno.EPERM}, seen
+
+
+def _raises(kind: type[BaseException], fn: Callable[[], object]) -> None:
+    try:
+        fn()
+    except kind:
+        return
+    except Exception as e:  # noqa: BLE001 - the assertion names what came instead
+        raise AssertionError(f"expected {kind.__name__}, got {type(e).__name__}: {e}") from None
+    raise AssertionError(f"expected {kind.__name__}, nothing was raised")
+
+
+@case
+def case_file_api_errors(box: Sandbox, ctx: Context) -> None:
+    """The documented exceptions of read_file/write_file (docs/sandbox.md, "File contract")."""
+    r = box.exec([PY, "-c", "import os; os.mkdir('d'); os.mkfifo('pipe'); open('big', 'wb').write(b'x' * 4096)"],
+                 limits=Limits(wall_s=60))
+    assert r.exit_code == 0, r
+    _raises(FileNotFoundError, lambda: box.read_file("missing.txt"))
+    _raises(IsADirectoryError, lambda: box.read_file("d"))
+    _raises(IsADirectoryError, lambda: box.write_file("d", b"x"))
+    _raises(PermissionError, lambda: box.read_file("pipe"))  # would block the host forever
+    _raises(FileTooLarge, lambda: box.read_file("big", max_bytes=4095))
+    assert box.read_file("big", max_bytes=4096) == b"x" * 4096
+
+
+@case
+def case_file_api_applies_the_sandboxed_users_permissions(box: Sandbox, ctx: Context) -> None:
+    code = "import os; open('locked', 'w').write('s'); os.chmod('locked', 0); os.mkdir('ro'); os.chmod('ro', 0o555)"
+    r = box.exec([PY, "-c", code], limits=Limits(wall_s=60))
+    assert r.exit_code == 0, r
+    _raises(PermissionError, lambda: box.read_file("locked"))
+    _raises(PermissionError, lambda: box.write_file("locked", b"x"))
+    _raises(PermissionError, lambda: box.write_file("ro/new.txt", b"x"))
+    box.write_file("fine/new.txt", b"ok")  # a new directory of Silva's own is handed over
+    r = box.exec([PY, "-c", "print(open('fine/new.txt').read())"], limits=Limits(wall_s=60))
+    assert r.stdout == "ok\n", r
+
+
+@case
+def case_file_api_stays_in_the_workspace(box: Sandbox, ctx: Context) -> None:
+    host = ctx.scratch / f"host-{ctx.token}.txt"
+    host.parent.mkdir(parents=True, exist_ok=True)
+    host.write_text("host file")
+    # Links made inside the sandbox point at the host path as the host sees it.
+    code = f"import os; os.symlink({str(host)!r}, 'link'); os.symlink('/etc', 'etc'); open('a.txt', 'w').write('a')"
+    r = box.exec([PY, "-c", code], limits=Limits(wall_s=60))
+    assert r.exit_code == 0, r
+    for path in ("../x", f"../{host.name}", str(host), "/etc/passwd", "link", "etc/passwd"):
+        _raises(ValueError, lambda p=path: box.read_file(p))  # type: ignore[misc]
+        _raises(ValueError, lambda p=path: box.write_file(p, b"x"))  # type: ignore[misc]
+        assert workspace_file(box.workspace, path) is None, path
+    assert host.read_text() == "host file"
+    assert workspace_file(box.workspace, "etc/../a.txt") is None  # `etc` resolves outside first
+    assert workspace_file(box.workspace, "./x/../a.txt") == "a.txt"
 
 
 def run_all(provider: str, workdir: Path, **options: object) -> dict[str, str]:

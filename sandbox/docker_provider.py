@@ -142,6 +142,12 @@ class DockerSandbox(HostWorkspace):
     def _hand_over(self, path: str) -> None:
         _give_to_sandbox(path)
 
+    def _sandbox_user(self) -> tuple[int, int] | None:
+        uid, _, gid = self._provider.options.user.partition(":")
+        if os.geteuid() != 0 or not uid.isdigit():
+            return None  # a named user or a rootless engine: Silva cannot map it to host ids
+        return int(uid), int(gid) if gid.isdigit() else int(uid)
+
     def close(self) -> None:
         """Nothing to release: each exec removes its own container before returning."""
 

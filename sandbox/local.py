@@ -296,6 +296,10 @@ class BwrapSandbox(HostWorkspace):
         if self._lease:
             os.lchown(path, self.uid, self.uid)
 
+    def _sandbox_user(self) -> tuple[int, int] | None:
+        # Without a lease the sandbox maps its uid to Silva's own user: the host's checks apply.
+        return (self.uid, self.uid) if self._lease else None
+
     def close(self) -> None:
         if self._lease:
             self._lease.release()
