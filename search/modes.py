@@ -14,6 +14,7 @@ from search.plan import StagePlan
 PLANS = {
     "template": "search.template_plan:PLAN",
     "agentic": "search.agentic_plan:PLAN",
+    "discovery": "search.discovery_plan:PLAN",
 }
 
 

@@ -1,0 +1,129 @@
+"""The dataset of a discovery run: read once, split once into train and held-out with a recorded
+seed, and described for prompts from the train part only."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from engine.errors import ConfigError
+from engine.journal import Journal
+
+SPLIT_DIR = "discovery"
+TRAIN, HELDOUT = "train", "heldout"
+MAX_PROMPT_COLUMNS = 60
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    if not path.is_file():
+        raise ConfigError(f"discovery.data = {str(path)!r}: file not found")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".csv":
+            df = pd.read_csv(path)
+        elif suffix in (".parquet", ".pq"):
+            df = pd.read_parquet(path)
+        else:
+            raise ConfigError(f"discovery.data = {str(path)!r}: expected a .csv or .parquet file")
+    except (ValueError, OSError) as e:
+        raise ConfigError(f"discovery.data = {str(path)!r}: cannot read the table: {e}") from None
+    if len(df) < 20 or df.shape[1] < 2:
+        raise ConfigError(f"discovery.data = {str(path)!r}: {len(df)} rows x {df.shape[1]} columns; "
+                          "discovery needs 20+ rows and 2+ columns")
+    df.columns = [str(c) for c in df.columns]
+    return df
+
+
+@dataclass(frozen=True)
+class Split:
+    """Where the two parts live in the run directory (host paths)."""
+
+    root: Path
+
+    def table(self, part: str) -> Path:
+        return self.root / SPLIT_DIR / f"{part}.parquet"
+
+    def images(self, part: str) -> Path:
+        return self.root / SPLIT_DIR / f"{part}_images"
+
+
+def make_split(run_dir: Path, journal: Journal, data: Path, *, fraction: float, seed: int,
+               image_column: str | None) -> Split:
+    """Split once: a recorded `discovery_split` event makes later calls (resumes) reuse the files."""
+    split = Split(run_dir)
+    if any(e["type"] == "discovery_split" for e in journal.log.events):
+        return split
+    df = read_table(data)
+    if image_column is not None and image_column not in df.columns:
+        raise ConfigError(f"discovery.image_column = {image_column!r}: no such column in {data}")
+    order = np.random.default_rng(seed).permutation(len(df))
+    n_held = max(1, int(round(fraction * len(df))))
+    parts = {HELDOUT: df.iloc[np.sort(order[:n_held])], TRAIN: df.iloc[np.sort(order[n_held:])]}
+    (run_dir / SPLIT_DIR).mkdir(parents=True, exist_ok=True)
+    for part, rows in parts.items():
+        rows.reset_index(drop=True).to_parquet(split.table(part), index=False)
+        if image_column is not None:
+            _copy_images(rows[image_column], data.parent, split.images(part))
+    journal.record(
+        "discovery_split", data=str(data), sha256=hashlib.sha256(data.read_bytes()).hexdigest(), seed=seed,
+        heldout_fraction=fraction, rows={p: len(r) for p, r in parts.items()}, columns=list(df.columns),
+        image_column=image_column,
+    )
+    return split
+
+
+def _copy_images(paths: pd.Series, base: Path, dest: Path) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    for rel in paths.dropna().astype(str):
+        src = (base / rel).resolve()
+        if not src.is_file() or base.resolve() not in src.parents:
+            raise ConfigError(f"image {rel!r}: not a file under {base}")
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, target)
+
+
+def describe(df: pd.DataFrame, image_column: str | None = None) -> str:
+    """Column names, types and a short summary of the train part, for the proposal prompt."""
+    lines = [f"{len(df)} rows (the training part; a held-out part is kept aside and never shown)"]
+    for col in list(df.columns)[:MAX_PROMPT_COLUMNS]:
+        s = df[col]
+        missing = f", {int(s.isna().sum())} missing" if s.isna().any() else ""
+        if col == image_column:
+            lines.append(f"- {col}: image file paths under data/images/{missing}")
+        elif pd.api.types.is_bool_dtype(s) or (pd.api.types.is_numeric_dtype(s) and s.nunique() <= 2):
+            counts = s.value_counts().to_dict()
+            lines.append(f"- {col}: binary {counts}{missing}")
+        elif pd.api.types.is_numeric_dtype(s):
+            lines.append(f"- {col}: numeric, mean {s.mean():.3g}, sd {s.std():.3g}, "
+                         f"range [{s.min():.3g}, {s.max():.3g}]{missing}")
+        else:
+            top = s.astype(str).value_counts().head(6).to_dict()
+            lines.append(f"- {col}: categorical, {s.nunique()} levels, most common {top}{missing}")
+    if df.shape[1] > MAX_PROMPT_COLUMNS:
+        lines.append(f"... and {df.shape[1] - MAX_PROMPT_COLUMNS} more columns")
+    return "\n".join(lines)
+
+
+def load_prior(path: Path | None) -> str:
+    """The prior information as text for prompts: none, known facts, or a focus question."""
+    if path is None:
+        return ""
+    if not path.is_file():
+        raise ConfigError(f"discovery.prior = {str(path)!r}: file not found")
+    text = path.read_text()
+    if path.suffix.lower() in (".yaml", ".yml"):
+        import yaml
+
+        data = yaml.safe_load(text) or {}
+        if not isinstance(data, dict) or not set(data) <= {"question", "facts"}:
+            raise ConfigError(f"discovery.prior = {str(path)!r}: expected `question:` and/or `facts: [...]`")
+        parts = [f"Focus question: {data['question']}"] if data.get("question") else []
+        parts += [f"Known fact: {f}" for f in data.get("facts") or []]
+        return "\n".join(parts)
+    return text.strip()

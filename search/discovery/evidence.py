@@ -1,0 +1,65 @@
+"""What a hypothesis is and what its test returned: the typed records shared by the job, the
+gates and the claim store (validated on the host: the sandbox's file is untrusted)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+MAX_RESULT_BYTES = 200_000
+
+ClaimStatus = Literal["proposed", "accepted", "rejected", "supported", "weakened", "refuted", "inconclusive"]
+STATUSES: tuple[ClaimStatus, ...] = (
+    "proposed", "accepted", "rejected", "supported", "weakened", "refuted", "inconclusive",
+)
+
+
+class Hypothesis(BaseModel):
+    """A hypothesis as the LLM writes it: a statement and the analysis code that tests it."""
+
+    statement: str = Field(min_length=3, max_length=2000, description="the claim in one sentence")
+    h0: str = Field(min_length=3, max_length=1000, description="null hypothesis")
+    h1: str = Field(min_length=3, max_length=1000, description="alternative hypothesis")
+    variables: list[str] = Field(min_length=1, max_length=20, description="columns the test uses")
+    expected_sign: Literal[-1, 0, 1] = Field(0, description="+1 / -1 when H1 predicts a direction, 0 two-sided")
+    rationale: str = Field("", max_length=2000)
+    refines: str = Field("", max_length=40, description="id of an earlier hypothesis this one refines or re-analyses")
+    code: str = Field(min_length=10, max_length=20_000, description="Python using silva_stats; ends with st.record(...)")
+
+
+class Check(BaseModel):
+    ok: bool
+    detail: str = Field("", max_length=500)
+
+
+class TestOutcome(BaseModel):
+    """The hypothesis code's `silva_test.json`, written by `silva_stats.record`."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    test: str = Field(max_length=80)
+    effect: float
+    effect_name: str = Field(max_length=80)
+    p: float = Field(ge=0, le=1)
+    log_p: float = Field(le=0)
+    n: int = Field(ge=0)
+    assumptions: dict[str, Check] = Field(default_factory=dict, max_length=50)
+    estimates: dict[str, Any] = Field(default_factory=dict)
+    expected_sign: Literal[-1, 0, 1] = 0
+    figures: list[str] = Field(default_factory=list, max_length=8)
+
+    @field_validator("effect", "log_p")
+    @classmethod
+    def _finite(cls, v: float) -> float:
+        if not math.isfinite(v):
+            raise ValueError("must be a finite number")
+        return v
+
+    @property
+    def sign(self) -> int:
+        return (self.effect > 0) - (self.effect < 0)
+
+    def brief(self) -> str:
+        return f"{self.test}: {self.effect_name}={self.effect:+.3f}, log p={self.log_p:.2f}, n={self.n}"

@@ -1,0 +1,170 @@
+"""Acceptance gates: pure functions from evidence to a decision that carries every number it used.
+
+- `two_split_train` / `two_split_heldout` (DiscoPER): |effect| >= min_effect and p <= alpha on
+  train; then, once, the same on held-out with the same sign and
+  |effect_heldout| >= ratio x |effect_train|.
+- `bonferroni_chain` (ExperiGen): within a refinement chain of T steps each test needs
+  p < alpha / T; the global count of tests so far is recorded beside it.
+- `benjamini_hochberg` over the whole bank, on log p (p-values below 1e-308 stay ordered).
+- `confirm_heldout`: the held-out verdict of a claim accepted by a one-split gate.
+
+A hypothesis that predicts a direction (`expected_sign`) fails any gate when the data show the
+opposite sign: the claim as stated is wrong even if the association is real.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from search.discovery.evidence import ClaimStatus, TestOutcome
+
+
+class GateDecision(BaseModel):
+    gate: str
+    passed: bool
+    status: ClaimStatus
+    reason: str
+    numbers: dict[str, Any] = Field(default_factory=dict)
+
+
+def _sign_ok(ev: TestOutcome, expected_sign: int) -> bool:
+    return expected_sign == 0 or ev.sign == expected_sign
+
+
+def two_split_train(ev: TestOutcome, expected_sign: int, *, alpha: float, min_effect: float) -> GateDecision:
+    log_alpha = math.log(alpha)
+    numbers = {"effect": ev.effect, "log_p": ev.log_p, "n": ev.n, "alpha": alpha, "min_effect": min_effect,
+               "expected_sign": expected_sign}
+    fails = []
+    if abs(ev.effect) < min_effect:
+        fails.append(f"|effect| {abs(ev.effect):.3f} < {min_effect}")
+    if ev.log_p > log_alpha:
+        fails.append(f"p {ev.p:.3g} > {alpha}")
+    if not _sign_ok(ev, expected_sign):
+        fails.append(f"effect sign {ev.sign:+d} opposite to the predicted {expected_sign:+d}")
+    if fails:
+        return GateDecision(gate="two_split", passed=False, status="rejected", numbers=numbers,
+                            reason="train: " + "; ".join(fails))
+    return GateDecision(gate="two_split", passed=True, status="proposed", numbers=numbers,
+                        reason="train passed; held-out evaluation pending")
+
+
+def _heldout_verdict(train: TestOutcome, held: TestOutcome, expected_sign: int, *, alpha: float, min_effect: float,
+                     ratio: float) -> tuple[str, list[str], dict[str, Any]]:
+    """'pass', 'weak' or 'opposite', the failed conditions, and the numbers."""
+    numbers = {"effect_train": train.effect, "effect_heldout": held.effect, "log_p_heldout": held.log_p,
+               "n_heldout": held.n, "alpha": alpha, "min_effect": min_effect, "replication_ratio": ratio,
+               "expected_sign": expected_sign}
+    if held.sign != train.sign and held.log_p <= math.log(alpha):
+        return "opposite", [f"held-out effect {held.effect:+.3f} significant with the opposite sign"], numbers
+    fails = []
+    if held.sign != train.sign:
+        fails.append(f"held-out sign {held.sign:+d} differs from train {train.sign:+d}")
+    if abs(held.effect) < min_effect:
+        fails.append(f"held-out |effect| {abs(held.effect):.3f} < {min_effect}")
+    if held.log_p > math.log(alpha):
+        fails.append(f"held-out p {held.p:.3g} > {alpha}")
+    if abs(held.effect) < ratio * abs(train.effect):
+        fails.append(f"held-out |effect| {abs(held.effect):.3f} < {ratio} x train {abs(train.effect):.3f}")
+    if not _sign_ok(held, expected_sign):
+        fails.append("held-out sign opposite to the predicted one")
+    return ("weak" if fails else "pass"), fails, numbers
+
+
+def two_split_heldout(train: TestOutcome, held: TestOutcome, expected_sign: int, *, alpha: float,
+                      min_effect: float, ratio: float) -> GateDecision:
+    verdict, fails, numbers = _heldout_verdict(train, held, expected_sign, alpha=alpha, min_effect=min_effect,
+                                               ratio=ratio)
+    status: ClaimStatus = {"pass": "accepted", "weak": "weakened", "opposite": "refuted"}[verdict]  # type: ignore[assignment]
+    reason = "train and held-out passed" if verdict == "pass" else "held-out: " + "; ".join(fails)
+    return GateDecision(gate="two_split", passed=verdict == "pass", status=status, reason=reason, numbers=numbers)
+
+
+def confirm_heldout(train: TestOutcome, held: TestOutcome, expected_sign: int, *, alpha: float,
+                    min_effect: float, ratio: float) -> GateDecision:
+    """The held-out confirmation of a claim a one-split gate accepted."""
+    verdict, fails, numbers = _heldout_verdict(train, held, expected_sign, alpha=alpha, min_effect=min_effect,
+                                               ratio=ratio)
+    status: ClaimStatus = {"pass": "supported", "weak": "weakened", "opposite": "refuted"}[verdict]  # type: ignore[assignment]
+    reason = "held-out replicated the effect" if verdict == "pass" else "held-out: " + "; ".join(fails)
+    return GateDecision(gate="heldout_confirmation", passed=verdict == "pass", status=status, reason=reason,
+                        numbers=numbers)
+
+
+def bonferroni_chain(steps: list[tuple[str, TestOutcome | None, int]], *, alpha: float, min_effect: float,
+                     chain_length: int, global_tests: int) -> tuple[str | None, dict[str, GateDecision]]:
+    """Decide every step of a finished chain: (best accepted step id or None, decision per step).
+
+    `steps`: (id, evidence or None when the code failed, expected sign). The threshold is
+    alpha / T with T the chain's declared length, so stopping a chain early never loosens it.
+    The best accepted step has the smallest log p."""
+    threshold = alpha / chain_length
+    log_threshold = math.log(threshold)
+    decisions: dict[str, GateDecision] = {}
+    best: tuple[float, str] | None = None
+    for sid, ev, expected_sign in steps:
+        numbers: dict[str, Any] = {"alpha": alpha, "chain_length": chain_length, "threshold": threshold,
+                                   "global_tests": global_tests, "min_effect": min_effect}
+        if ev is None:
+            decisions[sid] = GateDecision(gate="bonferroni", passed=False, status="inconclusive", numbers=numbers,
+                                          reason="the analysis produced no test result")
+            continue
+        numbers.update(effect=ev.effect, log_p=ev.log_p, n=ev.n, expected_sign=expected_sign)
+        fails = []
+        if ev.log_p >= log_threshold:
+            fails.append(f"p {ev.p:.3g} >= alpha/T = {threshold:.3g}")
+        if abs(ev.effect) < min_effect:
+            fails.append(f"|effect| {abs(ev.effect):.3f} < {min_effect}")
+        if not _sign_ok(ev, expected_sign):
+            fails.append(f"effect sign {ev.sign:+d} opposite to the predicted {expected_sign:+d}")
+        passed = not fails
+        decisions[sid] = GateDecision(
+            gate="bonferroni", passed=passed, status="accepted" if passed else "rejected", numbers=numbers,
+            reason=f"p < alpha/T = {threshold:.3g} (global tests so far: {global_tests})" if passed else "; ".join(fails),
+        )
+        if passed and (best is None or ev.log_p < best[0]):
+            best = (ev.log_p, sid)
+    return (best[1] if best else None), decisions
+
+
+def benjamini_hochberg(log_ps: dict[str, float], *, alpha: float) -> tuple[set[str], float | None]:
+    """Ids rejected as null at false-discovery rate alpha, and the log-p cutoff used (None: none).
+
+    Step-up: the largest rank k with log p_(k) <= log(alpha k / m); all ranks up to k pass."""
+    m = len(log_ps)
+    ranked = sorted(log_ps.items(), key=lambda kv: kv[1])
+    cutoff_rank = 0
+    for k, (_, lp) in enumerate(ranked, start=1):
+        if lp <= math.log(alpha * k / m):
+            cutoff_rank = k
+    if cutoff_rank == 0:
+        return set(), None
+    return {i for i, _ in ranked[:cutoff_rank]}, ranked[cutoff_rank - 1][1]
+
+
+def bh_decisions(evidence: dict[str, tuple[TestOutcome | None, int]], *, alpha: float,
+                 min_effect: float) -> dict[str, GateDecision]:
+    """The BH gate over the whole bank: discovery by BH, then effect size and predicted sign."""
+    tested = {i: ev.log_p for i, (ev, _) in evidence.items() if ev is not None}
+    discovered, cutoff = benjamini_hochberg(tested, alpha=alpha)
+    out: dict[str, GateDecision] = {}
+    for i, (ev, expected_sign) in evidence.items():
+        numbers: dict[str, Any] = {"alpha": alpha, "m": len(tested), "log_p_cutoff": cutoff, "min_effect": min_effect}
+        if ev is None:
+            out[i] = GateDecision(gate="bh", passed=False, status="inconclusive", numbers=numbers,
+                                  reason="the analysis produced no test result")
+            continue
+        numbers.update(effect=ev.effect, log_p=ev.log_p, n=ev.n, expected_sign=expected_sign)
+        fails = []
+        if i not in discovered:
+            fails.append(f"not a BH discovery at FDR {alpha} among {len(tested)} tests")
+        if abs(ev.effect) < min_effect:
+            fails.append(f"|effect| {abs(ev.effect):.3f} < {min_effect}")
+        if not _sign_ok(ev, expected_sign):
+            fails.append(f"effect sign {ev.sign:+d} opposite to the predicted {expected_sign:+d}")
+        out[i] = GateDecision(gate="bh", passed=not fails, status="rejected" if fails else "accepted", numbers=numbers,
+                              reason="; ".join(fails) or f"BH discovery at FDR {alpha} among {len(tested)} tests")
+    return out

@@ -1,0 +1,283 @@
+"""Discovery as an engine `Strategy`: each hypothesis is a node whose code is the analysis, run
+as a `DiscoveryJob` by whatever Executor the run uses, journaled, resumable and within budgets.
+
+The strategy absorbs finished nodes (journals what they mean: `discovery_evaluated`, gate
+decisions, chain ends, bank updates), evaluates each hypothesis that needs it on the held-out
+split exactly once, asks its policy (DiscoPER or ExperiGen, search/discovery/policies.py) for new
+nodes, and keeps the claim store in step with the journal.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Protocol
+
+import pandas as pd
+
+from engine.dispatch import Finish
+from engine.errors import ConfigError
+from engine.journal import Journal
+from engine.llm import LLM
+from engine.node import Node
+from sandbox.base import Limits
+from search.config import SearchSettings
+from search.discovery import gates
+from search.discovery.claims import Claim, ClaimStore, counts
+from search.discovery.config import DiscoveryConfig
+from search.discovery.data import HELDOUT, TRAIN, Split, describe, load_prior, make_split, read_table
+from search.discovery.job import PROPOSING_KINDS, DiscoveryJob, DiscoveryOutcome
+from search.discovery.prompts import Context, Tested, reflect_prompt
+from search.discovery.state import DISCOVERY_KINDS, DiscoveryState, Record
+from search.discovery_plan import IDEA, PLAN
+
+MAX_REFLECT_HISTORY = 60
+
+
+class DiscoveryStrategy:
+    def __init__(self, cfg: SearchSettings, dcfg: DiscoveryConfig, journal: Journal, llm: LLM, *,
+                 vision: bool = False) -> None:
+        from search.discovery.policies import make_policy
+
+        self.cfg, self.dcfg, self.journal, self.llm, self.vision = cfg, dcfg, journal, llm, vision
+        self.run_dir = journal.log.path.parent
+        seed = dcfg.split_seed if dcfg.split_seed is not None else cfg.seed
+        self.split: Split = make_split(self.run_dir, journal, dcfg.data, fraction=dcfg.heldout_fraction, seed=seed,
+                                       image_column=dcfg.image_column)
+        self.dataset = describe(pd.read_parquet(self.split.table(TRAIN)), dcfg.image_column)
+        self.prior = load_prior(dcfg.prior)
+        self.state = DiscoveryState(journal)
+        self.store = ClaimStore(self.run_dir)
+        self.policy = make_policy(self)
+        self._dirty = True
+
+    # -- Strategy -------------------------------------------------------------------------------
+    def propose(self, slots: int) -> list[Node]:
+        self.absorb()
+        out = self._heldout_nodes(slots)
+        if len(out) < slots and self.state.finished is None:
+            out += self.policy.propose(slots - len(out))
+        if not out and self._dirty:
+            self.write_store()
+        return out
+
+    def job_for(self, node: Node, attempt: int) -> DiscoveryJob:
+        self.state.sync()  # the node was journaled after propose returned
+        res = self.cfg.resources_for(node.kind)
+        part = HELDOUT if node.kind == "heldout" else TRAIN
+        job = DiscoveryJob(
+            node_id=node.id, attempt=attempt, run_dir=self.run_dir, kind=node.kind, stage=node.stage, idea=node.idea,
+            limits=Limits(wall_s=self.cfg.budgets.node_timeout_s, memory_mb=res.memory_mb),
+            sandbox=self.cfg.sandbox.provider, sandbox_options=self.cfg.sandbox.options,
+            python="python3" if self.cfg.sandbox.provider == "docker" else sys.executable,
+            data_file=self.split.table(part),
+            images_dir=self.split.images(part) if self.dcfg.image_column else None,
+            llm=None if node.kind == "heldout" else self.llm, vision=self.vision,
+            novelty_weight=self.dcfg.novelty_weight,
+        )
+        seq = int(node.params.get("context_seq", self.state.last_seq()))
+        if node.kind == "heldout":
+            job.hypothesis = self.state.records[self.state.heldout_of[node.id]].hypothesis
+        elif node.kind == "reflect":
+            job.prompt = reflect_prompt(self.context(seq, int(node.params.get("iteration", 0)), MAX_REFLECT_HISTORY),
+                                        int(node.params.get("index", 1)))
+        else:
+            self.policy.prepare(job, node, seq)
+        return job
+
+    def finished(self) -> Finish | None:
+        self.absorb()
+        if self.state.finished is not None:
+            return Finish("complete", self.state.finished["reason"])
+        if self._open() or self._pending_heldout() or not self.policy.done():
+            return None
+        if self.dcfg.chosen_gate == "bh" and not self.state.bh_done:
+            return None  # the BH pass is made by propose, then its confirmations run
+        reason = self.policy.finish_reason()
+        claims = self.claims()
+        self.journal.record("discovery_finished", reason=reason, counts=counts(claims))
+        self.state.sync()
+        self.write_store()
+        return Finish("complete", reason)
+
+    # -- absorbing finished nodes ---------------------------------------------------------------
+    def _open(self) -> list[Node]:
+        return [n for n in self.journal.nodes.values()
+                if n.kind in DISCOVERY_KINDS and n.id not in self.state.evaluated and not n.is_finished]
+
+    def absorb(self) -> None:
+        """Journal what each newly finished discovery node means, in creation order."""
+        self.state.sync()
+        done = [n for n in self.journal.nodes.values()
+                if n.kind in DISCOVERY_KINDS and n.is_finished and n.id not in self.state.evaluated]
+        for node in done:
+            out = node.outcome_as(DiscoveryOutcome)
+            self.record("discovery_evaluated", node_id=node.id, kind=node.kind,
+                        reason=(out.error if out else "") or node.reason)
+            if node.kind == "heldout":
+                self._heldout_decision(self.state.records[self.state.heldout_of[node.id]])
+            elif node.kind in PROPOSING_KINDS:
+                self.policy.evaluated(self.state.records[node.id])
+        if self.dcfg.chosen_gate == "bh" and not self.state.bh_done and self.policy.done() and not self._open():
+            self._bh_pass()
+
+    def record(self, type_: str, **data: Any) -> None:
+        self.journal.record(type_, **data)
+        self.state.sync()
+        self._dirty = True
+
+    def decide(self, rec: Record, stage: str, decision: gates.GateDecision) -> None:
+        self.record("gate_decision", node_id=rec.id, stage=stage, decision=decision.model_dump(mode="json"))
+
+    def train_gate(self, rec: Record, *, bonferroni_tests: int) -> None:
+        """A one-hypothesis train decision (DiscoPER): two-split's first half or Bonferroni."""
+        d = self.dcfg
+        if rec.evidence is None:
+            self.decide(rec, "train", gates.GateDecision(gate=d.chosen_gate, passed=False, status="inconclusive",
+                                                         reason=f"no test result: {rec.error or 'unknown'}"))
+            return
+        sign = rec.hypothesis.expected_sign if rec.hypothesis else 0
+        if d.chosen_gate == "two_split":
+            self.decide(rec, "train", gates.two_split_train(rec.evidence, sign, alpha=d.alpha, min_effect=d.min_effect))
+        elif d.chosen_gate == "bonferroni":
+            _, decisions = gates.bonferroni_chain([(rec.id, rec.evidence, sign)], alpha=d.alpha, min_effect=d.min_effect,
+                                                  chain_length=bonferroni_tests, global_tests=self.state.tests_done())
+            self.decide(rec, "train", decisions[rec.id])
+
+    def _bh_pass(self) -> None:
+        evidence = {r.id: (r.evidence, r.hypothesis.expected_sign if r.hypothesis else 0)
+                    for r in self.state.proposals() if r.evaluated}
+        for rid, decision in gates.bh_decisions(evidence, alpha=self.dcfg.alpha, min_effect=self.dcfg.min_effect).items():
+            self.decide(self.state.records[rid], "bh", decision)
+
+    # -- held-out: once per hypothesis ----------------------------------------------------------
+    def needs_heldout(self, rec: Record) -> bool:
+        d = rec.last()
+        if d is None or not d.passed or rec.heldout_node is not None:
+            return False
+        if self.dcfg.chosen_gate == "two_split":
+            return d.gate == "two_split" and d.status == "proposed"
+        return self.dcfg.confirm_heldout and d.status == "accepted" and self.policy.confirms(rec)
+
+    def _pending_heldout(self) -> list[Record]:
+        return [r for r in self.state.proposals() if self.needs_heldout(r)]
+
+    def _heldout_nodes(self, slots: int) -> list[Node]:
+        out = []
+        for rec in self._pending_heldout()[:slots]:
+            out.append(Node(parent_id=rec.id, stage=PLAN.first, kind="heldout", idea=IDEA, seed=self.cfg.seed,
+                            plan=f"held-out evaluation of {rec.id}"))
+            # Registered now so that a second proposal in this batch cannot add another one.
+            rec.heldout_node = "pending"
+        return out
+
+    def _heldout_decision(self, rec: Record) -> None:
+        d = self.dcfg
+        sign = rec.hypothesis.expected_sign if rec.hypothesis else 0
+        two_split = d.chosen_gate == "two_split"
+        if rec.evidence is None or rec.heldout is None:
+            decision = gates.GateDecision(gate="two_split" if two_split else "heldout_confirmation", passed=False,
+                                          status="inconclusive", reason="the held-out analysis produced no test result")
+        elif two_split:
+            decision = gates.two_split_heldout(rec.evidence, rec.heldout, sign, alpha=d.alpha, min_effect=d.min_effect,
+                                               ratio=d.replication_ratio)
+        else:
+            decision = gates.confirm_heldout(rec.evidence, rec.heldout, sign, alpha=d.alpha, min_effect=d.min_effect,
+                                             ratio=d.replication_ratio)
+        self.decide(rec, "heldout" if two_split else "confirm", decision)
+
+    # -- prompts --------------------------------------------------------------------------------
+    def tested(self, rec: Record, before_seq: int) -> Tested:
+        assert rec.hypothesis is not None
+        return Tested(rec.id, rec.hypothesis, rec.evidence, rec.train_verdict(before_seq))
+
+    def context(self, before_seq: int, iteration: int, history: int) -> Context:
+        """What a prompt made at `before_seq` may know: only what was journaled before it."""
+        seen = [r for r in self.state.proposals()
+                if r.eval_seq is not None and r.eval_seq < before_seq and r.hypothesis is not None]
+        inflight = sum(1 for r in self.state.proposals()
+                       if r.created_seq < before_seq and (r.eval_seq is None or r.eval_seq >= before_seq))
+        return Context(dataset=self.dataset, prior=self.prior, iteration=iteration,
+                       history=[self.tested(r, before_seq) for r in seen[-history:]] if history else [],
+                       guidance=self.state.guidance(before_seq), inflight=inflight)
+
+    def node(self, kind: str, *, parent: str | None = None, plan: str, **params: Any) -> Node:
+        return Node(parent_id=parent, stage=PLAN.first, kind=kind, idea=IDEA, seed=self.cfg.seed, plan=plan,
+                    params={"context_seq": self.state.last_seq(), **params})
+
+    # -- the claim store ------------------------------------------------------------------------
+    def claims(self) -> list[Claim]:
+        bank = set(self.state.bank())
+        out = []
+        for r in self.state.proposals():
+            h, ev, held = r.hypothesis, r.evidence, r.heldout
+            last = r.last()
+            held_node = self.journal.nodes.get(r.heldout_node or "")
+            out.append(Claim(
+                id=r.id, kind=r.kind, statement=h.statement if h else "", h0=h.h0 if h else "", h1=h.h1 if h else "",
+                variables=h.variables if h else [], code=h.code if h else "",
+                test=ev.test if ev else "", effect_name=ev.effect_name if ev else "",
+                effect_train=ev.effect if ev else None, sign=ev.sign if ev else None,
+                expected_sign=h.expected_sign if h else 0, log_p_train=ev.log_p if ev else None,
+                n_train=ev.n if ev else None, effect_heldout=held.effect if held else None,
+                log_p_heldout=held.log_p if held else None, n_heldout=held.n if held else None,
+                status=r.status if r.evaluated else "proposed", reason=last.reason if last else r.error,
+                gate=last.gate if last else "", parent=r.parent or (h.refines if h and h.refines else None),
+                chain=r.chain, step=r.step, heldout_uses=held_node.attempts if held_node else 0, in_bank=r.id in bank,
+                assumptions_failed=[k for k, c in ev.assumptions.items() if not c.ok] if ev else [],
+                figure_reading=r.figure_reading,
+            ))
+        return out
+
+    def write_store(self) -> None:
+        claims = self.claims()
+        refl = [{"node_id": r.node_id, "index": r.index, **(r.reflection.model_dump() if r.reflection else {})}
+                for r in self.state.reflections]
+        self.store.write(claims, {
+            "mode": self.dcfg.mode, "gate": self.dcfg.chosen_gate, "alpha": self.dcfg.alpha,
+            "min_effect": self.dcfg.min_effect, "split": {k: v for k, v in (self.state.split or {}).items()
+                                                          if k not in ("type", "seq", "ts")},
+            "tests": self.state.tests_done(), "counts": counts(claims), "reflections": refl,
+            "bank": self.state.bank(), "finished": (self.state.finished or {}).get("reason"),
+        })
+        self._dirty = False
+
+
+class DiscoverySettings(SearchSettings, Protocol):
+    """The run config as discovery reads it: the search settings plus the `discovery:` section."""
+
+    discovery: DiscoveryConfig | None
+
+
+def build_discovery_strategy(cfg: DiscoverySettings, journal: Journal, llm: LLM) -> DiscoveryStrategy:
+    """The composition root's entry point (silva/lifecycle.py `build_strategy`)."""
+    from search.agentic import has_vision
+
+    if cfg.discovery is None:
+        raise ConfigError("discovery mode needs a `discovery:` section (data, mode, gate...)")
+    return DiscoveryStrategy(cfg, cfg.discovery, journal, llm, vision=has_vision(cfg))
+
+
+def resolve_paths(dcfg: DiscoveryConfig, base: Path) -> DiscoveryConfig:
+    """`data`, `prior` relative to the config file's directory."""
+    updates: dict[str, Path] = {}
+    for name in ("data", "prior"):
+        value = getattr(dcfg, name)
+        if value is not None and not value.is_absolute():
+            updates[name] = (base / value).resolve()
+    return dcfg.model_copy(update=updates)
+
+
+METRICS = [  # what each hypothesis node reports (its train or held-out test)
+    {"name": "log_p", "direction": "minimize", "primary": True},
+    {"name": "abs_effect", "direction": "maximize", "primary": False},
+    {"name": "n", "direction": "maximize", "primary": False},
+]
+
+
+def check_discovery(dcfg: DiscoveryConfig) -> list[dict[str, object]]:
+    """Everything about the `discovery:` section that can fail, before a run directory exists;
+    returns the metrics every hypothesis node reports."""
+    read_table(dcfg.data)
+    load_prior(dcfg.prior)
+    return METRICS
