@@ -1,0 +1,1 @@
+"""StatefulDiscovery: discovery whose investigation state lives outside the LLM, in the journal."""
