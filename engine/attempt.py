@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.contract import PARAMS_FILE, RESULTS_FILE, params_payload, parse_results
+from engine.contract import PARAMS_FILE, params_payload, parse_results, read_results
 from engine.node import AttemptResult, ExecSummary, MetricSpec
-from sandbox.base import ExecResult, Limits, get_provider
+from sandbox.base import ExecResult, Limits, get_provider, kept_artifacts
 
 TAIL_CHARS = 4000
 
@@ -85,13 +85,14 @@ class ExperimentJob:
                 self.params, seed=self.seed, node_id=self.node_id, stage=self.stage, attempt=self.attempt
             )}
             res = box.exec(self.command, limits=self.limits, files=files)
-            raw = box.read_file(RESULTS_FILE) if RESULTS_FILE in res.files else None
+            raw, unreadable = read_results(box, res.files)
         finally:
             box.close()
         values, parsed, problem = parse_results(raw, self.metrics)
-        reason = failure_reason(res, self.limits) or problem
+        reason = failure_reason(res, self.limits) or unreadable or problem
         rel = ws.relative_to(self.run_dir)
-        artifacts = [str(rel / a) for a in (parsed.artifacts if parsed else []) if (ws / a).is_file()]
+        # Confined like every mode's: `../`, absolute paths and symlinks out are never kept.
+        artifacts = kept_artifacts(ws, rel, parsed.artifacts if parsed else [])
         return AttemptResult(
             status="buggy" if reason else "good",
             reason=reason,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -149,6 +149,13 @@ def workspace_file(workspace: Path, path: str) -> str | None:
     if not stat.S_ISREG(_lstat_mode(target)):
         return None
     return str(target.relative_to(workspace.resolve()))
+
+
+def kept_artifacts(workspace: Path, rel: Path, names: Iterable[str]) -> list[str]:
+    """The named files to keep from an attempt, as `rel/<normalized name>`, sorted and unique:
+    names outside the workspace (`../`, absolute, symlinks out) and non-files are dropped."""
+    kept = {workspace_file(workspace, name) for name in names}
+    return sorted(str(rel / k) for k in kept if k is not None)
 
 
 def _lstat_mode(path: Path) -> int:

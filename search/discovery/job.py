@@ -26,7 +26,7 @@ from engine.contract import read_capped
 from engine.llm import LLM, BudgetExceeded, LLMError, Message
 from engine.node import AttemptResult, BudgetRefusal, ExecSummary, MetricValue
 from engine.outcome import Outcome
-from sandbox.base import Limits, get_provider, workspace_file
+from sandbox.base import Limits, get_provider, kept_artifacts, workspace_file
 from search.discovery.bank import TfidfEmbedder, novelty
 from search.discovery.evidence import MAX_RESULT_BYTES, Hypothesis, TestOutcome
 from search.discovery.prompts import SYSTEM, Reflection, ScoredHypothesis, SeedCandidates, vision_prompt
@@ -101,7 +101,7 @@ class DiscoveryJob:
         ]
         return AttemptResult(
             status="good" if ok else "buggy", reason=out.error, metrics=metrics, execution=execution,
-            artifacts=sorted({str(rel / a) for a in keep if _kept(ws, a)}), workspace=str(rel),
+            artifacts=kept_artifacts(ws, rel, keep), workspace=str(rel),
             started_at=started, finished_at=time.time(), outcome=out,
             code=out.hypothesis.code if out.hypothesis else None, plan=out.hypothesis.statement if out.hypothesis else None,
         )
