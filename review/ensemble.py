@@ -130,7 +130,7 @@ class _Session:
 
     def _submit(self, state: _PaperState, job: ReviewJob | MetaReviewJob) -> None:
         self.pending[self.executor.submit(job, REVIEW_RESOURCES)] = (state, job)
-        self._event("review_started", node_id=job.node_id, idea=state.paper.idea, paper=state.paper.name,
+        self._event("review_started", job=job.node_id, idea=state.paper.idea, paper=state.paper.name,
                     attempt=job.attempt)
 
     def start(self, state: _PaperState) -> None:
@@ -197,7 +197,7 @@ class _Session:
         self._done(state, job, _finished(False, failure, job.out, time.time()))
 
     def _done(self, state: _PaperState, job: ReviewJob | MetaReviewJob, result: AttemptResult) -> None:
-        self._event("review_finished", node_id=job.node_id, idea=state.paper.idea, paper=state.paper.name,
+        self._event("review_finished", job=job.node_id, idea=state.paper.idea, paper=state.paper.name,
                     attempt=job.attempt, status=result.status, reason=result.reason[:500],
                     started_at=result.started_at, finished_at=result.finished_at, worker=result.worker)
         if isinstance(job, ReviewJob):

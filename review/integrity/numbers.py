@@ -64,7 +64,7 @@ def artifact_values(paper: Paper) -> tuple[list[float], list[str]]:
         files = [*paper.run_dir.glob("nodes/*/attempt-*/results.json"), *paper.run_dir.glob("nodes/*/attempt-*/aggregate.json")]
         for f in files:
             values += _json_numbers(f)
-        journal = Journal.open(paper.run_dir)
+        journal = Journal.open(paper.run_dir, read_only=True)
         try:
             for node in journal:
                 values += [m.value for m in node.metrics if math.isfinite(m.value)]

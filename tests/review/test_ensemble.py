@@ -1,0 +1,101 @@
+"""The reviewer ensemble and the area chair end to end on compiled papers, with a scripted model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from engine.executor import InProcessExecutor
+from engine.journal import Journal
+from engine.llm import summarize
+from engine.llm.providers.base import ProviderCall
+from engine.llm.providers.scripted import last_user_text
+from review import REVIEW_JSON, ReviewConfig, load_result, review_all, review_paper
+from review.guidelines import GUIDELINES
+from tests.review.conftest import LLMFactory
+from tests.review.papers import scripted_reviewer
+
+
+def test_ensemble_and_meta_review_end_to_end(run_dir: Path, make_llm: LLMFactory) -> None:
+    llm, provider = make_llm(ledger_dir=run_dir)
+    cfg = ReviewConfig(reviews=3, personas=["balanced", "skeptic"], reflection_rounds=1, page_limit=2)
+    pdf = run_dir / "paper" / "good" / "paper.pdf"
+    result = review_paper(pdf, llm, cfg, InProcessExecutor(4))
+
+    assert [r.status for r in result.reviews] == ["ok", "ok", "ok"]
+    assert [r.persona for r in result.reviews] == ["balanced", "skeptic", "balanced"]
+    assert all(r.reflections == 1 and r.form and r.form.summary.startswith("Revised") for r in result.reviews)
+    meta = result.meta_review
+    assert meta is not None and meta.form is not None
+    assert (meta.reviews_used, meta.reviews_failed, meta.accept_votes) == (3, 0, 2)
+    assert abs(meta.aggregate["overall"].mean - 16 / 3) < 1e-9
+    assert result.decision == "reject" and result.overall == 5.0
+    # Three reviewers x (review + reflection) + one area chair, all accounted as the review role.
+    assert len(provider.calls) == 7
+    assert summarize(run_dir)["by_role"]["review"]["calls"] == 7
+    assert GUIDELINES in provider.calls[0].messages[0].text
+    assert "Filtering Noisy Labels" in provider.calls[0].messages[1].text  # the PDF's text is shown
+    meta_prompt = last_user_text(provider.calls[-1].messages)
+    assert "3 review(s)" in meta_prompt and "Integrity check findings:\n- none" in meta_prompt
+
+    written = json.loads((pdf.parent / REVIEW_JSON).read_text())
+    assert set(written) >= {"reviews", "meta_review", "integrity", "decision"}
+    assert load_result(pdf.parent / REVIEW_JSON) == result
+    assert {c["name"] for c in written["integrity"]["checks"]} >= {"numbers", "duplicate_figures", "page_limit"}
+    md = (pdf.parent / "review.md").read_text()
+    assert "## Meta-review (area chair)" in md and "Based on 3 review(s); 0 failed" in md
+
+
+def test_malformed_review_is_reasked_then_recorded_failed(run_dir: Path, make_llm: LLMFactory) -> None:
+    def fn(call: ProviderCall) -> str:
+        if "skeptical reviewer" in call.messages[0].text:
+            return "I would rather not fill in a form."  # never valid JSON
+        return scripted_reviewer(call)
+
+    llm, provider = make_llm(fn)
+    cfg = ReviewConfig(reviews=3, personas=["balanced", "skeptic", "methodologist"], page_limit=2)
+    result = review_paper(run_dir / "paper" / "good", llm, cfg, InProcessExecutor(3))
+
+    skeptic_calls = [c for c in provider.calls if "skeptical reviewer" in c.messages[0].text]
+    assert len(skeptic_calls) == 3  # the answer, then max_reasks=2 re-asks quoting the error
+    assert "could not be used" in skeptic_calls[-1].messages[-1].text
+    failed = result.reviews[1]
+    assert failed.status == "failed" and failed.form is None and "did not validate" in failed.error
+    assert [r.status for r in result.reviews] == ["ok", "failed", "ok"]
+    meta = result.meta_review
+    assert meta is not None and (meta.reviews_used, meta.reviews_failed) == (2, 1)
+    assert "1 more review(s) failed" in last_user_text(provider.calls[-1].messages)
+    assert result.decision == "reject"
+
+
+def test_budget_spent_records_failed_reviews_and_no_meta_review(run_dir: Path, make_llm: LLMFactory) -> None:
+    llm, provider = make_llm(dollars=0.0, price=1.0)
+    result = review_paper(run_dir / "paper" / "good" / "paper.pdf", llm, ReviewConfig(reviews=2), InProcessExecutor(2))
+    assert provider.calls == []  # refused before any call is made
+    assert all(r.status == "failed" and "budget" in r.error for r in result.reviews)
+    assert result.meta_review is None and result.decision is None
+    assert (run_dir / "paper" / "good" / REVIEW_JSON).is_file()
+
+
+def test_forest_papers_are_reviewed_concurrently(run_dir: Path, make_llm: LLMFactory) -> None:
+    llm, _ = make_llm(ledger_dir=run_dir, delay_s=0.3)
+    journal = Journal.open(run_dir)
+    results = review_all(run_dir, llm, ReviewConfig(reviews=2, page_limit=2), InProcessExecutor(8), journal=journal)
+    journal.log.close()
+
+    assert {r.idea for r in results} == {"good", "bad"}
+    assert all((run_dir / "paper" / idea / REVIEW_JSON).is_file() for idea in ("good", "bad"))
+    events = [e for e in Journal.open(run_dir, read_only=True).log.events if e["type"] == "review_finished"]
+    assert len(events) == 6  # 2 reviews + 1 meta-review per paper
+    spans = {idea: [(e["started_at"], e["finished_at"]) for e in events if e["idea"] == idea and "-review-" in e["job"]]
+             for idea in ("good", "bad")}
+    # Every review of one paper overlaps every review of the other: they ran at the same time.
+    for a in spans["good"]:
+        for b in spans["bad"]:
+            assert max(a[0], b[0]) < min(a[1], b[1])
+    bad = next(r for r in results if r.idea == "bad")
+    assert bad.integrity.findings > 0 and "duplicate_figures" in last_meta_prompt_checks(bad)
+
+
+def last_meta_prompt_checks(result: object) -> str:
+    return json.dumps(getattr(result, "integrity").model_dump())
