@@ -1,9 +1,12 @@
 """Content-addressed on-disk cache of completed responses.
 
-The key hashes everything that determines an answer: provider, model id, messages (images
-included), sampling parameters, requested schema and the caller's attempt number. A resumed run
-therefore never pays twice for a completed call, and `mode="replay"` reproduces a run exactly
-from the cache alone (a miss is an error, never a silent new call).
+The key is the call's identity: the node that asks, the step (the role: proposal, judgement,
+critique...) and everything that determines the answer (provider, model id, messages with
+images, sampling parameters, requested schema). It deliberately leaves out the attempt counter:
+a resume re-runs an interrupted node as a new attempt, and that attempt must find the answers
+already paid for. A deliberate retry of a failed step is a new node (a debug child), so it has a
+new identity and gets a fresh answer. `mode="replay"` reproduces a run from the cache alone (a
+miss is an error, never a silent new call).
 Entries are written to a temp file and renamed, so a crash never leaves a half entry.
 """
 
@@ -20,12 +23,14 @@ from pydantic import ValidationError
 from engine.llm.providers.base import ProviderCall
 from engine.llm.types import Completion
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 1 keyed on the attempt counter: its entries are never matched again
 
 
-def cache_key(call: ProviderCall, attempt: int) -> str:
+def cache_key(call: ProviderCall, node_id: str | None) -> str:
     material: dict[str, Any] = {
         "v": CACHE_VERSION,
+        "node": node_id,
+        "step": call.role,
         "provider": call.model.provider,
         "model": call.model.model,
         "messages": [m.model_dump(mode="json") for m in call.messages],
@@ -33,7 +38,6 @@ def cache_key(call: ProviderCall, attempt: int) -> str:
         "max_tokens": call.max_tokens,
         "reasoning_effort": call.reasoning_effort,
         "schema": call.output_schema.model_dump(mode="json", by_alias=True) if call.output_schema else None,
-        "attempt": attempt,
     }
     blob = json.dumps(material, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()

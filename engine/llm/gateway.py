@@ -92,7 +92,7 @@ class Gateway:
 
     async def acomplete(self, request: LLMRequest) -> Completion:
         call, pcfg = self._resolve(request)
-        key = cache_key(call, request.attempt)
+        key = cache_key(call, request.node_id)  # never the attempt: a resume must not pay twice
         cached = self.cache.get(key)
         if cached is not None:
             hit = cached.model_copy(update={"cache_hit": True, "dollars": 0.0, "latency_s": 0.0, "retries": 0})

@@ -114,5 +114,6 @@ class LLMRequest(_Frozen):
     node_id: str | None = None
     stage: str | None = None
     idea: str | None = None
-    # Distinct attempts at the same prompt are distinct cache entries (a retried node samples anew).
+    # For the ledger only: the cache identity is node + step + content, so a resumed attempt
+    # finds what an earlier attempt of the same node paid for (engine/llm/cache.py).
     attempt: int = 0

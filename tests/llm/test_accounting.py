@@ -119,12 +119,17 @@ def test_cache_hits_on_resume_make_no_http_calls(fake: FakeLLMServer, tmp_path: 
         again = second.client().complete("question A", role="code", node_id="n1")
         assert len(fake.requests) == 1  # answered from disk
         assert again.cache_hit and again.dollars == 0 and again.text == a.text
-        second.client().complete("question A", role="code", node_id="n1", attempt=1)
-        assert len(fake.requests) == 2  # a new attempt is a new sample, paid once
+        # The attempt counter a resume increments is not part of the identity: still no HTTP call.
+        assert second.client().complete("question A", role="code", node_id="n1", attempt=2).cache_hit
+        assert len(fake.requests) == 1
+        # A deliberate retry is another node (a debug child) or another step: a fresh answer.
+        assert not second.client().complete("question A", role="code", node_id="n2").cache_hit
+        assert not second.client().complete("question A", role="feedback", node_id="n1").cache_hit
+        assert len(fake.requests) == 3
     finally:
         second.close()
     run = summarize(tmp_path)["run"]
-    assert run["cache_hits"] == 1 and run["dollars"] == pytest.approx(2 * a.dollars)
+    assert run["cache_hits"] == 2 and run["dollars"] == pytest.approx(3 * a.dollars)
 
 
 def test_replay_mode_answers_only_from_cache(fake: FakeLLMServer, tmp_path: Path) -> None:
