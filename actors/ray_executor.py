@@ -8,9 +8,12 @@ is visible in the journal and a node can never receive two results.
 from __future__ import annotations
 
 import itertools
+import logging
 from collections.abc import Sequence
+from typing import Literal
 
 import ray
+from pydantic import BaseModel
 from ray.exceptions import (
     NodeDiedError,
     ObjectLostError,
@@ -33,26 +36,88 @@ def _attempt(job: Job) -> AttemptResult:
     return run_job(job, [int(g) for g in gpu_ids])
 
 
-def connect(cfg: ExecutorConfig) -> None:
-    """Join the configured cluster, or start a local one, unless this process is already in one."""
-    if not ray.is_initialized():
-        ray.init(
-            address=cfg.address,
-            num_cpus=cfg.num_cpus if cfg.address is None else None,
-            include_dashboard=False,
-            log_to_driver=False,
-            configure_logging=False,
-        )
+class ClusterInfo(BaseModel):
+    """Which Ray cluster this driver is in: printed at start and journaled (`cluster_joined`)."""
+
+    kind: Literal["private", "joined", "existing"]  # started here | `address` joined | already connected
+    address: str  # the GCS address, host:port
+    dashboard: str | None  # http://host:port when the cluster runs Ray's dashboard
+    nodes: int
+    cpus: float
+    gpus: float
+    ray_version: str
+
+    def describe(self) -> str:
+        where = {
+            "private": "started a private local Ray cluster",
+            "joined": "joined the Ray cluster",
+            "existing": "using the Ray cluster this process is connected to",
+        }[self.kind]
+        text = f"{where} at {self.address}: {self.nodes} node(s), {self.cpus:g} CPU, {self.gpus:g} GPU"
+        return text + (f"; dashboard {self.dashboard}" if self.dashboard else "")
+
+
+def connect(cfg: ExecutorConfig) -> ClusterInfo:
+    """Join the configured cluster, or start a private local one, unless this process is already in one.
+
+    `address: null` passes Ray's "local", so a cluster that `ray start` left on this machine (or
+    RAY_ADDRESS) is never joined by accident; `auto` is Ray's resolution order (RAY_ADDRESS, then
+    the latest `ray start` cluster here); host:port or ray://host:port name one.
+    """
+    if ray.is_initialized():
+        return _cluster_info("existing", _dashboard_url())
+    if not cfg.ray_output:
+        # Ray's startup warnings (token auth, /dev/shm size...) go to its log files, not the terminal.
+        logging.getLogger("ray").setLevel(logging.ERROR)
+    private = cfg.address is None
+    extra: dict[str, object] = {"num_cpus": cfg.num_cpus, "include_dashboard": cfg.dashboard} if private else {}
+    context = ray.init(
+        address="local" if private else cfg.address,
+        log_to_driver=cfg.ray_output,
+        configure_logging=False,
+        **extra,
+    )
+    return _cluster_info("private" if private else "joined", context.dashboard_url)
+
+
+def _dashboard_url() -> str | None:
+    # The address the dashboard registered in the cluster's KV store (None when it runs none).
+    from ray._private.worker import get_dashboard_url
+
+    return get_dashboard_url() or None
+
+
+def _cluster_info(kind: Literal["private", "joined", "existing"], dashboard: str | None) -> ClusterInfo:
+    total = ray.cluster_resources()
+    return ClusterInfo(
+        kind=kind,
+        address=ray.get_runtime_context().gcs_address,
+        dashboard=f"http://{dashboard}" if dashboard and "://" not in dashboard else dashboard,
+        nodes=sum(1 for n in ray.nodes() if n["Alive"]),
+        cpus=total.get("CPU", 0.0),
+        gpus=total.get("GPU", 0.0),
+        ray_version=ray.__version__,
+    )
+
+
+def task_options(resources: Resources) -> dict[str, float | int]:
+    """What Ray reserves for one attempt: the node kind's CPUs, GPUs (fractions share a device)
+    and memory. A CPU-only kind asks for 0 GPUs, so Ray gives its task no GPU id at all."""
+    return {
+        "num_cpus": resources.num_cpus,
+        "num_gpus": resources.num_gpus,
+        "memory": resources.memory_mb * 2**20,
+    }
 
 
 class RayExecutor:
     def __init__(self, cfg: ExecutorConfig) -> None:
-        connect(cfg)
+        self.cluster = connect(cfg)
         self._refs: dict[Handle, ray.ObjectRef] = {}
         self._ids = itertools.count()
 
     def submit(self, job: Job, resources: Resources) -> Handle:
-        ref = _attempt.options(num_cpus=resources.num_cpus, num_gpus=resources.num_gpus).remote(job)
+        ref = _attempt.options(**task_options(resources)).remote(job)
         handle = next(self._ids)
         self._refs[handle] = ref
         return handle

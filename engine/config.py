@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from engine.errors import ConfigError
 
@@ -31,6 +31,14 @@ class Resources(Strict):
     num_gpus: float = Field(0.0, ge=0)
     memory_mb: int = Field(2048, ge=64, description="memory of the attempt: Ray's reservation and the sandbox limit")
 
+    # Cluster scale (issue 10): a fraction shares one GPU; Ray accepts only whole numbers above 1.
+    @field_validator("num_gpus")
+    @classmethod
+    def _whole_above_one(cls, v: float) -> float:
+        if v > 1 and not float(v).is_integer():
+            raise ValueError(f"a fraction of a GPU is for sharing one device; above 1 ask for a whole number (got {v:g})")
+        return v
+
 
 def default_resources() -> dict[str, Resources]:
     return {"default": Resources(), "aggregation": Resources(num_cpus=0.5, memory_mb=1024)}
@@ -41,6 +49,9 @@ class ExecutorConfig(Strict):
     address: str | None = Field(None, description="Ray address; None starts a private local cluster")
     max_in_flight: int = Field(4, ge=1, description="attempts running at once")
     num_cpus: int | None = Field(None, ge=1, description="CPUs of a local Ray cluster")
+    # Cluster scale (issue 10): see docs/cluster.md.
+    dashboard: bool = Field(False, description="start Ray's dashboard with a private local cluster; its address is printed")
+    ray_output: bool = Field(False, description="show Ray's own startup messages and worker logs in the terminal")
 
 
 class EngineSettings(Protocol):

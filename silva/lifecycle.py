@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from silva.config import RunConfig, load_config
+from silva.signals import stop_on_signals
 from engine.dispatch import Dispatcher, Outcome, Strategy
 from engine.errors import ConfigError
 from engine.executor import Executor, InProcessExecutor
@@ -44,6 +45,10 @@ def build_strategy(cfg: RunConfig, journal: Journal, llm: LLMSession | None = No
     from search.template import Template
     from search.template_search import TemplateSearch
 
+    if cfg.discovery is not None and llm is not None:
+        from search.discovery.strategy import build_discovery_strategy
+
+        return build_discovery_strategy(cfg, journal, llm.client)
     if cfg.template is None:
         from search.forest import build_forest
 
@@ -69,6 +74,12 @@ def create_run(cfg: RunConfig) -> tuple[Path, Journal]:
         from search.template import Template
 
         metrics = [m.model_dump() for m in Template.load(cfg.template).spec.metrics]
+    elif cfg.discovery is not None:
+        from silva.llm_session import check_llm
+        from search.discovery.strategy import check_discovery
+
+        metrics = check_discovery(cfg.discovery)
+        check_llm(cfg)
     else:
         from silva.llm_session import check_llm
         from search.idea import load_ideas, run_metrics
@@ -116,11 +127,17 @@ def execute(
     try:
         strategy = build_strategy(cfg, journal, llm)
         executor = executor or build_executor(cfg)
+        # -- cluster scale (issue 10): say which cluster; signals after ray.init, which sets its own.
+        cluster = getattr(executor, "cluster", None)  # a RayExecutor's ClusterInfo
+        if cluster is not None:
+            print(cluster.describe(), flush=True)
+            journal.record("cluster_joined", **cluster.model_dump())
         try:
-            return Dispatcher(
-                cfg, journal, strategy, executor, on_change=lambda: on_change(journal),
-                spent_usd=llm.ledger.spent if llm else lambda: 0.0,
-            ).run()
+            with stop_on_signals() as stop:
+                return Dispatcher(
+                    cfg, journal, strategy, stop.guard(executor), on_change=lambda: on_change(journal),
+                    spent_usd=llm.ledger.spent if llm else lambda: 0.0,
+                ).run()
         finally:
             executor.shutdown()
     finally:

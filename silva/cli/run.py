@@ -8,6 +8,7 @@ import typer
 from rich.console import Console
 
 from engine.dispatch import Outcome
+from silva.signals import EXIT_CODES as SIGNAL_EXIT_CODES
 
 EXIT_CODES = {"finished": 0, "budget": 0, "stuck": 1, "interrupted": 130}
 
@@ -15,10 +16,12 @@ EXIT_CODES = {"finished": 0, "budget": 0, "stuck": 1, "interrupted": 130}
 def report(console: Console, run_dir: Path, outcome: Outcome) -> int:
     console.print(f"[bold]{outcome.status}[/bold]: {outcome.message}")
     if outcome.status in ("interrupted", "budget", "stuck"):
-        console.print(f"results: {run_dir}\ncontinue with: silva resume {run_dir}", highlight=False)
+        # soft_wrap: a long run directory stays on one line (copyable) in logs and narrow terminals.
+        console.print(f"results: {run_dir}\ncontinue with: silva resume {run_dir}", highlight=False, soft_wrap=True)
     else:
         console.print(f"results: {run_dir}   (inspect: silva status {run_dir})", highlight=False)
-    return EXIT_CODES[outcome.status]
+    # 130 after SIGINT, 143 after SIGTERM: what shells and schedulers expect of a stopped job.
+    return SIGNAL_EXIT_CODES.get(outcome.signal or "", EXIT_CODES[outcome.status])
 
 
 def run(config: Path = typer.Argument(..., help="run config (YAML)")) -> int:

@@ -1,0 +1,108 @@
+"""The driver on a real local Ray: which cluster `address` picks, and signals that stop a run cleanly."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.journal import EVENTS_FILE, Journal
+from tests.cluster.support import driver_env, ray_start_cluster, stop_group, wait_for
+from tests.helpers import make_config, make_template
+
+CONNECT = """
+import json, sys
+import ray
+from actors.ray_executor import connect
+from engine.config import ExecutorConfig
+if sys.argv[1] == "ray":  # Ray's own resolution, what Silva did before
+    ray.init(log_to_driver=False)
+    print(json.dumps({"address": ray.get_runtime_context().gcs_address}))
+else:
+    address = None if sys.argv[1] == "null" else sys.argv[1]
+    print(connect(ExecutorConfig(address=address, num_cpus=1)).model_dump_json())
+"""
+
+
+def connect_in_subprocess(env: dict[str, str], address: str) -> dict[str, object]:
+    out = subprocess.run([sys.executable, "-c", CONNECT, address], env=env, capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.timeout(600)
+def test_address_null_starts_a_private_cluster_even_with_a_ray_start_cluster_present() -> None:
+    with ray_start_cluster() as (env, started):
+        # The trap: plain ray.init() joins the `ray start` cluster (Ray's documented order).
+        assert connect_in_subprocess(env, "ray")["address"] == started
+        private = connect_in_subprocess(env, "null")
+        assert private["kind"] == "private" and private["address"] != started and private["nodes"] == 1
+        joined = connect_in_subprocess(env, "auto")
+        assert joined["kind"] == "joined" and joined["address"] == started
+
+
+def start_driver(tmp: Path, *, ignore_sigint: bool) -> tuple[subprocess.Popen[str], Path]:
+    """`silva run` on a private local Ray, as a scheduler or a background shell job starts it."""
+    tpl = make_template(tmp / "tpl", fixed={"sleep": 2})
+    cfg = make_config(
+        tmp, tpl, executor={"kind": "ray", "num_cpus": 2, "max_in_flight": 2},
+        stages={"preliminary": {"max_nodes": 40}}, sandbox="none",
+    )
+
+    def background_job() -> None:
+        # A non-interactive shell starts `cmd &` with SIGINT ignored; exec keeps that disposition.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "silva.cli.main", "run", str(cfg)], env=driver_env(), cwd=tmp,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=background_job if ignore_sigint else None,
+    )
+    return proc, tmp / "runs"
+
+
+def journal_path(runs: Path) -> Path | None:
+    found = list(runs.glob("*/" + EVENTS_FILE)) if runs.exists() else []
+    return found[0] if found else None
+
+
+def running(runs: Path) -> bool:
+    path = journal_path(runs)
+    return path is not None and '"attempt_finished"' in path.read_text()
+
+
+@pytest.mark.timeout(600)
+def test_sigterm_and_kill_sigint_stop_the_run_cleanly(tmp_path: Path) -> None:
+    # Two drivers at once (each with its own private Ray) keep the test's wall time to one start-up.
+    drivers = {
+        "SIGTERM": start_driver(tmp_path / "term", ignore_sigint=False),
+        "SIGINT": start_driver(tmp_path / "int", ignore_sigint=True),
+    }
+    try:
+        for name, (proc, runs) in drivers.items():
+            wait_for(lambda: running(runs) or proc.poll() is not None, timeout=300, what=f"{name} driver's first result")
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            proc.send_signal(getattr(signal, name))
+        results = {name: (proc.wait(timeout=120), *proc.communicate()) for name, (proc, _) in drivers.items()}
+    finally:
+        for proc, _ in drivers.values():
+            stop_group(proc)
+    for name, (code, stdout, stderr) in results.items():
+        runs = drivers[name][1]
+        run_dir = next(runs.iterdir())
+        assert code == {"SIGTERM": 143, "SIGINT": 130}[name], (name, code, stderr[-3000:])
+        assert f"continue with: silva resume {run_dir}" in stdout
+        assert "started a private local Ray cluster" in stdout
+        assert "Traceback" not in stderr and "Stack trace" not in stderr and "*** " not in stderr, stderr[-3000:]
+        assert "Token authentication" not in stderr  # Ray's start-up noise stays out of the terminal
+        journal = Journal.open(run_dir, read_only=True)
+        assert journal.stop is not None and journal.stop["signal"] == name
+        joined = [e for e in journal.log.events if e["type"] == "cluster_joined"]
+        assert len(joined) == 1 and joined[0]["kind"] == "private" and joined[0]["nodes"] == 1
+        # Nothing left running: every node either has its result or was cancelled, to re-run on resume.
+        cancelled = {e["node_id"] for e in journal.log.events if e["type"] == "attempt_cancelled"}
+        assert all(n.is_finished or n.id in cancelled for n in journal)
