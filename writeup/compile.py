@@ -95,7 +95,10 @@ class TexBox:
 
     def chktex(self, main: str = "paper.tex") -> list[TexIssue]:
         # -q: no banner; -I0: do not follow \input (results.tex is generated); format file:line:message.
-        res = self.exec(["chktex", "-q", "-I0", "-f", "%f:%l: %m\n", main])
+        # Off: style nits a writer cannot act on usefully (space after commands, dash lengths,
+        # interword/intersentence spacing, spaces before parentheses or labels).
+        quiet = [f"-n{n}" for n in (1, 8, 12, 13, 24, 36)]
+        res = self.exec(["chktex", "-q", "-I0", *quiet, "-f", "%f:%l: %m\n", main])
         issues = []
         for line in res.stdout.splitlines():
             m = re.match(r"^([^:]+):(\d+): (.+)$", line)

@@ -176,10 +176,21 @@ def write_paper(
         paper.log("figures", origin=origin, files=[f.name for f in paper.figures])
         version = paper.try_version(report(paper.run, paper.idea, paper.macros, paper.figures, cfg.template), "", "offline")
     else:
+        from engine.llm import LLMError
         from writeup.llm_writer import LLMWriter
+        from writeup.offline import report
 
         assert llm is not None
-        version = LLMWriter(paper, llm, literature).write()
+        try:
+            version = LLMWriter(paper, llm, literature).write()
+        except LLMError as e:  # budget spent, provider down: keep the best version, else write the report
+            paper.log("llm_failed", error=str(e)[:500])
+            if paper.best is None:
+                paper.figures, _ = make_figures(paper.idea, paper.dir, paper.provider)
+                version = paper.try_version(report(paper.run, paper.idea, paper.macros, paper.figures, cfg.template),
+                                            "", "offline-fallback")
+            else:
+                version = paper.best
     if paper.best is None:
         errors = "; ".join(str(e) for e in version.compiled.errors[:5])
         paper.log("failed", errors=errors)

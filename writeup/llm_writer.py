@@ -1,0 +1,300 @@
+"""The LLM writer: figures script, literature search with justified picks, the paper section by
+section, a bounded compile-fix loop, then reflection rounds fed by chktex, the LaTeX log, the
+page count, the number checker, citation checks and the vision model's review of figures and
+rendered pages.
+
+Every prompt starts with a `[silva-writeup] step=...` line (scripted providers key on it) and is
+a pure function of the run and the previous answers: a resumed writeup sends the same requests,
+so the gateway's cache answers every call already paid for.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
+
+from engine.llm import LEDGER_FILE, LLM, CallRecord, LLMError, Message, extract_code
+from writeup.figures import make_figures
+from writeup.latex import Section, cite_keys, latex_block, render_paper
+from writeup.literature import Literature, LiteratureError, Paper, bibtex, cite_key
+from writeup.offline import figure_env
+
+if TYPE_CHECKING:
+    from writeup.paper import Paper as PaperJob
+    from writeup.paper import Version
+
+ROLE = "writeup"
+SECTIONS = ("Introduction", "Method", "Experiments", "Results", "Related Work", "Limitations", "Conclusion")
+SYSTEM = ("You are a careful ML researcher writing a paper about experiments that were actually run. "
+          "Write LaTeX. Never type a number: every number comes from the \\macros listed (results.tex). "
+          "Cite only with \\cite{key} using the keys given; never invent a key.")
+
+
+class Queries(BaseModel):
+    queries: list[str] = Field(max_length=3, description="literature search queries, empty when done")
+
+
+class Pick(BaseModel):
+    paper_id: str
+    justification: str = Field(description="one line: why the paper is cited")
+
+
+class Picks(BaseModel):
+    picks: list[Pick]
+
+
+class Title(BaseModel):
+    title: str
+
+
+class Captions(BaseModel):
+    captions: dict[str, str] = Field(description="figure file name -> caption (no typed numbers)")
+
+
+class FigureReview(BaseModel):
+    acceptable: bool
+    feedback: str = ""
+
+
+class PageReview(BaseModel):
+    issues: list[str] = Field(default_factory=list)
+
+
+class LedgerReader:
+    """This paper's calls as the gateway recorded them (dollars, cache hits), read as they arrive."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = path.stat().st_size if path.is_file() else 0
+
+    def new_calls(self, idea: str) -> list[CallRecord]:
+        if not self.path.is_file():
+            return []
+        with self.path.open("rb") as f:
+            f.seek(self.offset)
+            chunk = f.read()
+        complete = chunk[: chunk.rfind(b"\n") + 1]
+        self.offset += len(complete)
+        records = []
+        for line in complete.splitlines():
+            try:
+                rec = CallRecord.model_validate_json(line)
+            except ValueError:
+                continue
+            if rec.idea == idea and rec.stage == "writeup":
+                records.append(rec)
+        return records
+
+
+def _header(step: str, **kv: object) -> str:
+    return "[silva-writeup] step=" + step + "".join(f" {k}={v}" for k, v in kv.items()) + "\n"
+
+
+def _numbered(tex: str) -> str:
+    return "\n".join(f"{i:4d}| {line}" for i, line in enumerate(tex.splitlines(), start=1))
+
+
+class LLMWriter:
+    def __init__(self, paper: PaperJob, llm: LLM, literature: Literature | None) -> None:
+        self.p = paper
+        self.llm = llm
+        self.literature = literature
+        self.bib: dict[str, Paper] = {}  # verified entries by cite key
+        self.ledger = LedgerReader(paper.run.run_dir / LEDGER_FILE)
+
+    # -- one call ------------------------------------------------------------------------------
+    def ask(self, step: str, prompt: str, output_type: type[BaseModel] | None = None, images: list[bytes] | None = None,
+            role: str = ROLE, **kv: object) -> object:
+        messages = [Message.system(SYSTEM), Message.user(_header(step, **kv) + prompt, images=images or [])]
+        out = self.llm.complete(messages, role=role, output_type=output_type, idea=self.p.idea.name, stage="writeup")
+        calls = self.ledger.new_calls(self.p.idea.name)
+        self.p.log("llm_call", call=step, role=role, **kv, calls=len(calls), dollars=sum(c.dollars for c in calls),
+                   cache_hits=sum(c.cache_hit for c in calls))
+        return out if output_type is not None else out.text  # type: ignore[union-attr]
+
+    @property
+    def context(self) -> str:
+        i = self.p.idea
+        notes = i.notes_md[:6000]
+        return (f"Title of the idea: {i.title}\nHypothesis: {i.hypothesis}\nMethod: {i.method}. {i.method_description}\n"
+                f"Primary metric: {i.primary.name} ({i.primary.direction})\n\nExperimental journal:\n{notes}\n\n"
+                f"Macros of results.tex (the only numbers you may print):\n{self.p.macros.describe()}\n")
+
+    # -- the whole paper -----------------------------------------------------------------------
+    def write(self) -> Version:
+        self.figures()
+        self.cite()
+        tex = self.draft()
+        version = self.compile_fixed(tex, "draft")
+        for r in range(1, self.p.cfg.reflection_rounds + 1):
+            issues = self.issues(version)
+            self.p.log("reflection", round=r, issues=issues)
+            if not issues:
+                break
+            answer = str(self.ask("revise", f"{self.context}\nIssues to fix:\n" + "\n".join(f"- {x}" for x in issues)
+                                  + f"\n\nThe current paper.tex:\n```latex\n{version.tex}\n```\n"
+                                  "Answer with the whole revised paper.tex in one ```latex block.", round=r))
+            revised = self.accept(latex_block(answer), version.tex)
+            if revised == version.tex:
+                break
+            version = self.compile_fixed(revised, f"reflection-{r}")
+        best = self.p.best or version
+        return self.p.finalize(best, set(self.bib))
+
+    def figures(self) -> None:
+        data = json.dumps({k: v for k, v in self._figure_schema().items()})
+        answer = str(self.ask("figures", "Write a Python script (matplotlib, Agg backend) that reads figure_data.json "
+                              f"(structure: {data}) and saves two or three compound PNG figures into figures/ that "
+                              "together show the stages' results with error bars and the seeds. Nothing else is readable.\n"
+                              + self.context))
+        self.p.figures, origin = make_figures(self.p.idea, self.p.dir, self.p.provider, script=extract_code(answer) or None)
+        self.p.log("figures", origin=origin, files=[f.name for f in self.p.figures])
+
+    def _figure_schema(self) -> dict[str, str]:
+        return {"primary": "metric name", "metrics": "[metric names]", "directions": "{metric: maximize|minimize}",
+                "main_stage": "stage of the headline comparison",
+                "stages": "[{stage, groups: {label: {metric: {mean, std, n, values: [per seed]}}}}]"}
+
+    def cite(self) -> None:
+        if self.literature is None:
+            return
+        chosen: list[str] = []
+        for r in range(1, self.p.cfg.citation_rounds + 1):
+            if len(self.bib) >= self.p.cfg.max_citations:
+                break
+            q = self.ask("queries", f"{self.context}\nAlready chosen: {', '.join(chosen) or 'nothing'}\n"
+                         "Propose up to three literature search queries for related work, or none when the "
+                         "paper is covered.", Queries, round=r)
+            assert isinstance(q, Queries)
+            if not q.queries:
+                break
+            found: dict[str, Paper] = {}
+            for query in q.queries:
+                try:
+                    results = self.literature.search(query, self.p.cfg.papers_per_query)
+                except LiteratureError as e:
+                    self.p.log("literature_error", query=query, error=str(e))
+                    continue
+                self.p.log("literature_search", query=query, results=len(results))
+                found.update({paper.id: paper for paper in results})
+            if not found:
+                continue
+            listing = "\n".join(p.summary() + (f"\n    {p.abstract[:300]}" if p.abstract else "") for p in found.values())
+            picks = self.ask("picks", f"{self.context}\nSearch results:\n{listing}\n\nPick the papers this paper should "
+                             "cite (by id, as shown in brackets), each with a one-line justification.", Picks, round=r)
+            assert isinstance(picks, Picks)
+            for pick in picks.picks:
+                paper = found.get(pick.paper_id)
+                if paper is None:
+                    self.p.log("citation_rejected", paper_id=pick.paper_id, why="not among the search results")
+                    continue
+                key = cite_key(paper)
+                while key in self.bib and self.bib[key].id != paper.id:
+                    key += "b"
+                self.bib[key] = paper
+                chosen.append(paper.title)
+                self.p.log("citation", key=key, paper_id=paper.id, title=paper.title, justification=pick.justification)
+
+    def bibtex(self) -> str:
+        return "".join(bibtex(paper, key) for key, paper in self.bib.items())
+
+    def draft(self) -> str:
+        figs = self.p.figures
+        captions = self.ask("captions", self.context + "\nWrite one caption per figure (no typed numbers): "
+                            + ", ".join(f.name for f in figs), Captions)
+        assert isinstance(captions, Captions)
+        keys = "\n".join(f"{k}: {p.summary()}" for k, p in self.bib.items()) or "(none: write without citations)"
+        figure_list = "\n".join(f"\\ref{{{f.label}}}: {captions.captions.get(f.name, '')}" for f in figs)
+        title = self.ask("title", self.context + "\nGive the paper a title.", Title)
+        assert isinstance(title, Title)
+        sections: list[Section] = []
+        written = ""
+        for name in ("Abstract", *SECTIONS):
+            answer = str(self.ask("section", f"{self.context}\nCitable keys:\n{keys}\n\nFigures (each must be referenced "
+                                  f"once in Results with \\ref):\n{figure_list}\n\nWritten so far:\n{written[-4000:]}\n\n"
+                                  f"Write the body of the section '{name}' (no \\section command) in one ```latex block.",
+                                  name=name.replace(" ", "_")))
+            body = latex_block(answer) or answer
+            if name == "Results":
+                body = "".join(figure_env(f, captions.captions.get(f.name, "")) for f in figs) + body
+            if name == "Abstract":
+                abstract = body
+            else:
+                sections.append(Section(name, body))
+            written += f"\n% {name}\n{body}"
+        return render_paper(template=self.p.cfg.template, title=title.title, author="Silva", abstract=abstract,
+                            sections=sections, cite=bool(self.bib))
+
+    def accept(self, tex: str | None, previous: str) -> str:
+        """A revision must keep the skeleton: the style, results.tex and the document."""
+        needed = (f"\\usepackage{{silva-{self.p.cfg.template}}}", "\\input{results.tex}", "\\begin{document}", "\\end{document}")
+        if tex is None or any(n not in tex for n in needed):
+            self.p.log("revision_rejected", why="the answer lost the preamble, results.tex or the document")
+            return previous
+        return tex
+
+    def compile_fixed(self, tex: str, round_: str) -> Version:
+        version = self.p.try_version(tex, self.bibtex(), round_)
+        for k in range(1, self.p.cfg.max_fix_rounds + 1):
+            if version.compiled.ok:
+                break
+            errors = "\n".join(str(e) for e in version.compiled.errors[:8])
+            answer = str(self.ask("fix", f"paper.tex does not compile. LaTeX errors (file:line):\n{errors}\n\n"
+                                  f"paper.tex with line numbers:\n{_numbered(version.tex)}\n\nAnswer with the whole "
+                                  "corrected paper.tex in one ```latex block.", round=k))
+            fixed = self.accept(latex_block(answer), version.tex)
+            if fixed == version.tex:
+                continue
+            version = self.p.try_version(fixed, self.bibtex(), f"{round_}-fix-{k}")
+        return version
+
+    def issues(self, v: Version) -> list[str]:
+        out: list[str] = []
+        if not v.compiled.ok:
+            out += [f"LaTeX error: {e}" for e in v.compiled.errors[:8]]
+        out += [f"LaTeX warning: {w}" for w in v.compiled.warnings[:8]]
+        out += [str(c) for c in v.chktex[:10]]
+        if v.compiled.body_pages > self.p.cfg.page_limit:
+            out.append(f"the body runs {v.compiled.body_pages} pages; the {self.p.cfg.template} limit is "
+                       f"{self.p.cfg.page_limit} (references excluded): shorten it")
+        out += v.numbers.issues()
+        bad = sorted({k for k in cite_keys(v.tex) if k not in self.bib})
+        if bad:
+            out.append(f"unresolved citation keys {', '.join(bad)}: use only {', '.join(self.bib) or 'no citations'}")
+        for f in self.p.figures:
+            n = v.tex.count(f"\\ref{{{f.label}}}")
+            if n == 0:
+                out.append(f"figure {f.label} is never referenced in the text")
+        out += self.vision(v)
+        return out
+
+    def vision(self, v: Version) -> list[str]:
+        """The vision model's review of each figure with its caption and of the rendered pages."""
+        out: list[str] = []
+        try:
+            for f in self.p.figures:
+                review = self.ask("review_figure", f"Review this figure of the paper with its caption: does it show what "
+                                  f"the caption says, legibly?\nCaption: {_caption(v.tex, f.label)}", FigureReview,
+                                  images=[f.path.read_bytes()], role="vision", figure=f.name)
+                assert isinstance(review, FigureReview)
+                if not review.acceptable:
+                    out.append(f"figure {f.label}: {review.feedback}")
+            if v.compiled.ok and self.p.best is not None:
+                pages = self.p.texbox().render("paper.pdf", dpi=50)
+                review = self.ask("review_pages", "Review the layout of these rendered pages (overflowing tables or "
+                                  "figures, empty space, unreadable text).", PageReview,
+                                  images=[pg.read_bytes() for pg in pages[:8]], role="vision")
+                assert isinstance(review, PageReview)
+                out += [f"layout: {x}" for x in review.issues]
+        except LLMError as e:  # no vision role, or a model without vision: the review is skipped, said so
+            self.p.log("vision_skipped", why=str(e)[:300])
+        return out
+
+
+def _caption(tex: str, label: str) -> str:
+    at = tex.find(f"\\label{{{label}}}")
+    start = tex.rfind("\\caption{", 0, at)
+    return tex[start + 9: at].rstrip("}") if at >= 0 and start >= 0 else ""
