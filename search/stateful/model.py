@@ -26,7 +26,8 @@ class Condition(BaseModel):
     value: float | str
 
     def text(self) -> str:
-        return f"{self.column} {self.op} {self.value}"
+        value = f"{self.value:g}" if isinstance(self.value, float) else self.value
+        return f"{self.column} {self.op} {value}"
 
 
 def population_key(conds: list[Condition]) -> frozenset[str]:

@@ -55,8 +55,9 @@ class StatefulScientist:
                                          "population": primary["population"]},
                             "justification": f"does it survive adjusting for {covs}?"}
             return {"action": "retire", "investigation": focus["id"], "justification": "this line is done"}
-        claimed = {frozenset(i["claim"].get("variables", [])[:2]) for i in view["investigations"]}
-        todo = [p for p in view["patterns"] if frozenset(p["variables"]) not in claimed]
+        # Read from the statements: without structured claims they are all there is.
+        statements = [i["claim"]["statement"].split(",")[0].split() for i in view["investigations"]]
+        todo = [p for p in view["patterns"] if not any(set(p["variables"]) <= set(words) for words in statements)]
         if todo and ("create", "") in allowed:
             return self._create(todo[0], view["patterns"], rng)
         return {"action": "stop", "justification": "every pattern has been investigated"}
