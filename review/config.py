@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from engine.llm.config import LLMConfig
 from review.guidelines import PERSONAS
 
 
@@ -50,3 +51,12 @@ class ReviewConfig(BaseModel):
 
     def persona(self, index: int) -> str:
         return self.personas[index % len(self.personas)]
+
+
+def llm_for_review(llm: LLMConfig, cfg: ReviewConfig) -> LLMConfig:
+    """The LLM config with the review section's temperature on the `review` role (the gateway
+    samples at the role's temperature). Unchanged when the section leaves it unset."""
+    if cfg.temperature is None or "review" not in llm.roles:
+        return llm
+    role = llm.roles["review"].model_copy(update={"temperature": cfg.temperature})
+    return llm.model_copy(update={"roles": {**llm.roles, "review": role}})

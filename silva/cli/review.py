@@ -1,0 +1,196 @@
+"""`silva review PAPER.pdf|PAPER_DIR|RUN_DIR [--reviews N]` and `silva review calibrate DATASET`.
+
+The LLM comes from a config file with an `llm:` section mapping the `review` role to a model
+(`--config`; a run directory's own config snapshot by default), plus an optional `review:`
+section, `budgets.dollars` and `scripted_fn` (offline). Reviews run on a thread pool in this
+process; the ledger and cache go to the run directory, or beside the paper.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+import typer
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from rich.console import Console
+from typer.core import TyperGroup
+
+from engine.config import format_validation_error, load_yaml
+from engine.errors import ConfigError
+from engine.journal import Journal
+from engine.llm import LLM, LLMConfig, build_gateway, resolve_keys, validate_llm_config
+from engine.llm.providers.base import Provider
+from engine.llm.providers.scripted import ScriptedProvider
+from review.config import ReviewConfig, llm_for_review
+from review.paper import Paper
+
+CONFIG_SNAPSHOT = "config.yaml"  # what `silva run` writes into a run directory
+
+
+class _Budgets(BaseModel):
+    dollars: float | None = Field(None, ge=0)
+
+
+class ReviewSettings(BaseModel):
+    """The sections of a config file `silva review` reads; any others (a whole run config) are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    llm: LLMConfig
+    review: ReviewConfig = Field(default_factory=ReviewConfig)
+    budgets: _Budgets = Field(default_factory=_Budgets)
+    scripted_fn: str | None = None
+
+
+class _DefaultPaper(TyperGroup):
+    """`silva review X` means `silva review paper X` unless X names a subcommand."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = ["paper", *args]
+        return super().parse_args(ctx, args)
+
+
+review_app = typer.Typer(cls=_DefaultPaper, no_args_is_help=True,
+                         help="Review papers with an LLM ensemble and integrity checks (`silva review PATH` is "
+                              "`silva review paper PATH`); calibrate the reviewer on labelled papers.")
+
+
+def load_settings(config: Path | None, papers: Sequence[Paper], reviews: int | None) -> ReviewSettings:
+    if config is None:
+        run_dirs = {p.run_dir for p in papers}
+        run_dir = next(iter(run_dirs)) if len(run_dirs) == 1 else None
+        if run_dir is None:
+            raise ConfigError("no LLM configured for reviewing: pass --config FILE with an `llm:` section whose "
+                              "roles include `review` (a run directory uses its own config.yaml)")
+        config = run_dir / CONFIG_SNAPSHOT
+    data = load_yaml(config)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{config}: expected a mapping of settings at the top level")
+    try:
+        settings = ReviewSettings.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(format_validation_error(str(config), e)) from None
+    if "review" not in settings.llm.roles:
+        raise ConfigError(f"{config}: llm.roles.review is not set; map the `review` role to a model "
+                          f"(roles configured: {', '.join(sorted(settings.llm.roles)) or 'none'})")
+    validate_llm_config(settings.llm, os.environ)
+    if settings.scripted_fn is not None and ".py:" in settings.scripted_fn:
+        file, _, fn = settings.scripted_fn.rpartition(":")
+        settings.scripted_fn = f"{(config.parent / file).resolve()}:{fn}"
+    if reviews is not None:
+        settings.review = settings.review.model_copy(update={"reviews": reviews})
+    return settings
+
+
+def _providers(settings: ReviewSettings) -> dict[str, Provider]:
+    if settings.scripted_fn is None:
+        return {}
+    from silva.llm_session import load_function
+
+    fn = load_function(settings.scripted_fn)
+    return {name: ScriptedProvider(name, rules=p.rules, fn=fn, default=p.default_response)
+            for name, p in settings.llm.providers.items() if p.kind == "scripted"}
+
+
+@contextmanager
+def open_llm(settings: ReviewSettings, ledger_dir: Path) -> Iterator[LLM]:
+    llm_cfg = llm_for_review(settings.llm, settings.review)
+    gateway = build_gateway(llm_cfg, ledger_dir, settings.budgets.dollars, resolve_keys(llm_cfg, os.environ),
+                            providers=_providers(settings))
+    try:
+        yield gateway.client()
+    finally:
+        gateway.close()
+
+
+def _review(papers: Sequence[Paper], settings: ReviewSettings) -> list[Any]:
+    from review.ensemble import review_papers
+
+    run_dirs = {p.run_dir for p in papers}
+    run_dir = next(iter(run_dirs)) if len(run_dirs) == 1 else None
+    ledger_dir = run_dir or papers[0].out_dir
+    journal = Journal.open(run_dir) if run_dir is not None else None  # refused while a run is live
+    try:
+        with open_llm(settings, ledger_dir) as llm:
+            return review_papers(papers, llm, settings.review, journal=journal)
+    finally:
+        if journal is not None:
+            journal.log.close()
+
+
+@review_app.command("paper")
+def paper(
+    target: Path = typer.Argument(..., help="a PDF, a LaTeX directory, or a run directory (all its papers)"),
+    reviews: int | None = typer.Option(None, "--reviews", min=1, max=20, help="reviews per paper (default 5)"),
+    config: Path | None = typer.Option(None, "--config", help="YAML with `llm:` (and optional `review:`)"),
+) -> int:
+    """Review papers: N reviews and an area-chair meta-review each, plus integrity checks.
+    Writes review.json and review.md beside each paper."""
+    from review.paper import resolve
+
+    console = Console()
+    papers = resolve(target)
+    results = _review(papers, load_settings(config, papers, reviews))
+    for p, r in zip(papers, results):
+        overall = f"{r.overall:.2f}" if r.overall is not None else "n/a"
+        console.print(f"[bold]{r.decision or 'no decision'}[/bold]  overall {overall}  "
+                      f"{r.reviews_used}/{len(r.reviews)} reviews  {r.integrity.findings} integrity finding(s)  "
+                      f"{p.out_dir / 'review.json'}", highlight=False)
+        for line in r.integrity.lines(limit=10):
+            console.print(f"  - {line}", highlight=False, markup=False)
+        if r.meta_review is None or r.meta_review.form is None:
+            why = r.meta_review.error if r.meta_review else (r.reviews[0].error if r.reviews else "")
+            console.print(f"  no meta-review: {why}", highlight=False, markup=False)
+    return 0 if all(r.decision is not None for r in results) else 1
+
+
+@review_app.command("calibrate")
+def calibrate(
+    dataset: Path = typer.Argument(..., help="CSV or JSONL: paper (path), decision (accept/reject), optional score"),
+    config: Path | None = typer.Option(None, "--config", help="YAML with `llm:` to review papers without a score"),
+    reviews: int | None = typer.Option(None, "--reviews", min=1, max=20, help="reviews per paper"),
+    out: Path | None = typer.Option(None, "--out", help="output directory (default: DATASET-calibration/)"),
+    fraction: float = typer.Option(0.5, "--calibration-fraction", min=0.1, max=0.9,
+                                   help="share of papers used to choose the threshold"),
+    seed: int = typer.Option(0, "--seed"),
+    resamples: int = typer.Option(2000, "--resamples", min=100, help="bootstrap resamples"),
+) -> int:
+    """Measure the reviewer against real decisions: metrics with bootstrap intervals, baselines,
+    a threshold chosen on a calibration split, a table, JSON and a reliability plot."""
+    from review import calibrate as cal
+    from review.paper import resolve
+
+    console = Console()
+    items = cal.load_dataset(dataset)
+
+    def score(paths: list[Path]) -> dict[Path, float | None]:
+        if config is None:
+            raise ConfigError(f"{dataset}: {len(paths)} paper(s) have no score; pass --config with an `llm:` "
+                              "section to review them, or add a `score` column")
+        papers = []
+        for path in paths:
+            found = resolve(path)
+            if len(found) != 1:
+                raise ConfigError(f"{dataset}: {path} holds {len(found)} papers; list each paper on its own row")
+            papers += found
+        results = _review(papers, load_settings(config, papers, reviews))
+        return {path: r.overall for path, r in zip(paths, results)}
+
+    items = cal.fill_scores(items, score)
+    report, arrays = cal.calibrate(items, dataset=str(dataset), calibration_fraction=fraction, seed=seed,
+                                   n_resamples=resamples)
+    paths = cal.write_outputs(report, arrays, out or dataset.parent / f"{dataset.stem}-calibration")
+    console.print(cal.render_table(report), highlight=False, markup=False)
+    for kind, path in paths.items():
+        console.print(f"{kind}: {path}", highlight=False)
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(review_app, name="review")
