@@ -11,12 +11,14 @@ export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER := 0
 .PHONY: install system-deps demo test bench clean
 
 # Debian packages Silva's sandboxes need: bubblewrap (local provider), debootstrap (offline
-# Docker base image). Installed only when missing; needs root (or sudo).
+# Docker base image); the reviewer's poppler-utils (page images, embedded figures) and LaTeX. Installed only when missing; needs root (or sudo).
 system-deps:
 	@missing=""; \
 	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
 	command -v debootstrap >/dev/null || missing="$$missing debootstrap"; \
 	command -v prlimit >/dev/null || missing="$$missing util-linux"; \
+	command -v pdfimages >/dev/null || missing="$$missing poppler-utils"; \
+	command -v latexmk >/dev/null || missing="$$missing latexmk texlive-latex-base texlive-latex-recommended texlive-fonts-recommended"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO="sudo"; \
