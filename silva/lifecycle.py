@@ -45,6 +45,10 @@ def build_strategy(cfg: RunConfig, journal: Journal, llm: LLMSession | None = No
     from search.template import Template
     from search.template_search import TemplateSearch
 
+    if cfg.discovery is not None and llm is not None and cfg.discovery.mode == "stateful":
+        from search.stateful.strategy import build_stateful
+
+        return build_stateful(cfg.discovery, cfg.discovery.stateful, cfg.seed, journal, llm.client)
     if cfg.discovery is not None and llm is not None:
         from search.discovery.strategy import build_discovery_strategy
 

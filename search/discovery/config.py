@@ -8,8 +8,9 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from engine.config import Strict
+from search.stateful.config import StatefulConfig
 
-Mode = Literal["discoper", "experigen"]
+Mode = Literal["discoper", "experigen", "stateful"]
 GateKind = Literal["two_split", "bonferroni", "bh"]
 
 
@@ -18,7 +19,8 @@ class DiscoveryConfig(Strict):
     prior: Path | None = Field(
         None, description="optional prior information: a text file (a focus question or known facts) "
         "or YAML with `question:` and/or `facts: [...]`")
-    mode: Mode = Field("discoper", description="discoper (Propose-Evaluate-Reflect) | experigen (generator/experimenter)")
+    mode: Mode = Field("discoper", description="discoper (Propose-Evaluate-Reflect) | experigen (generator/experimenter) "
+                      "| stateful (investigation state and frontier, docs/autobench.md)")
     gate: GateKind | None = Field(
         None, description="two_split | bonferroni | bh; default: two_split for discoper, bonferroni for experigen")
     image_column: str | None = Field(None, description="column of image paths relative to the data file")
@@ -37,6 +39,7 @@ class DiscoveryConfig(Strict):
     confirm_heldout: bool = Field(
         True, description="bonferroni/bh gates: confirm each accepted claim once on held-out "
         "(supported / weakened / refuted); the two-split gate always uses it")
+    stateful: StatefulConfig = Field(default_factory=StatefulConfig, description="stateful mode: steps and ablations")
     history: int = Field(20, ge=0, description="earlier hypotheses (train evidence only) shown in a prompt")
 
     @model_validator(mode="after")

@@ -88,3 +88,7 @@ def _confounders(x: str, y: str, patterns: list[dict[str, Any]]) -> list[str]:
 
 def _block(text: str, header: str) -> Any:
     return json.loads(text.split(header, 1)[1].strip().splitlines()[0])
+
+
+# `scripted_fn: search.stateful.scripted:respond` (what `silva discover --mode stateful` uses offline).
+respond = StatefulScientist()

@@ -10,6 +10,7 @@ depends on the last); confirmations run in parallel with them and with each othe
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ from search.stateful.model import EVENT, Action, AnalysisSpec, Evidence, Investi
 from search.stateful.view import SYSTEM, frontier, step_prompt
 
 STAGE = "stateful"
+CLAIMS_FILE = "stateful/claims.json"
 NEEDS_ANALYSIS = ("create", "attach", "deepen")
 
 
@@ -211,9 +213,25 @@ class StatefulDiscovery:
         if not self.state.finalized:  # the verdicts as decided, for readers of the journal
             self._record("final", judgements={i.id: self.judge(i).model_dump(mode="json")
                                               for i in self.state.investigations.values()})
+            self.write_claims()
         counts = self.verdict_counts()
         return Finish("complete", f"stateful discovery stopped ({self.state.stopped}): " +
                       ", ".join(f"{v} {k}" for k, v in counts.items()))
+
+    def write_claims(self) -> Path:
+        """`stateful/claims.json`: every claim with its verdict, reason, scope problems and evidence."""
+        out = self.journal.log.path.parent / CLAIMS_FILE
+        out.parent.mkdir(parents=True, exist_ok=True)
+        claims = [{"id": i.id, "status": i.status, "claim": i.claim.model_dump(mode="json"),
+                   **self.judge(i).model_dump(mode="json"),
+                   "evidence": [{"id": e.id, "split": e.split, "role": e.role, "analysis": e.analysis.brief(),
+                                 "effect": e.result.effect if e.result else None,
+                                 "log_p": e.result.log_p if e.result else None, "error": e.error} for e in i.evidence]}
+                  for i in self.state.investigations.values()]
+        out.write_text(json.dumps({"counts": self.verdict_counts(), "stopped": self.state.stopped,
+                                   "patterns": [p.model_dump(mode="json") for p in self.state.patterns],
+                                   "claims": claims}, indent=1))
+        return out
 
     def verdict_counts(self) -> dict[str, int]:
         out = {"supported": 0, "weakened": 0, "refuted": 0, "inconclusive": 0}

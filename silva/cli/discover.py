@@ -16,11 +16,13 @@ OFFLINE_LLM: dict[str, Any] = {
     "roles": {"code": {"model": "analyst", "max_tokens": 4096}, "feedback": {"model": "analyst", "max_tokens": 2048}},
 }
 OFFLINE_FN = "search.discovery.scripted:respond"
+STATEFUL_FN = "search.stateful.scripted:respond"  # the stateful mode's offline analyst
 
 
 class ModeName(StrEnum):
     discoper = "discoper"
     experigen = "experigen"
+    stateful = "stateful"
 
 
 class GateName(StrEnum):
@@ -58,7 +60,7 @@ def build_config(data: Path, prior: Path | None, mode: ModeName, gate: GateName 
         section["max_hypotheses"] = max_hypotheses
     cfg = {"name": data.stem.replace(" ", "_") or "discovery", **base, "discovery": section}
     if "llm" not in cfg:
-        cfg.update(llm=OFFLINE_LLM, scripted_fn=OFFLINE_FN)
+        cfg.update(llm=OFFLINE_LLM, scripted_fn=STATEFUL_FN if mode == ModeName.stateful else OFFLINE_FN)
     elif config is not None and isinstance(cfg.get("scripted_fn"), str) and ".py:" in cfg["scripted_fn"]:
         file, _, fn = cfg["scripted_fn"].rpartition(":")
         cfg["scripted_fn"] = f"{(config.parent / file).resolve()}:{fn}"
@@ -74,7 +76,7 @@ def build_config(data: Path, prior: Path | None, mode: ModeName, gate: GateName 
 def discover(
     data: Path = typer.Argument(..., help="table to discover in (CSV or Parquet)"),
     prior: Path | None = typer.Option(None, "--prior", help="prior information: text, or YAML with question/facts"),
-    mode: ModeName = typer.Option(ModeName.discoper, "--mode", help="discoper | experigen"),
+    mode: ModeName = typer.Option(ModeName.discoper, "--mode", help="discoper | experigen | stateful"),
     gate: GateName | None = typer.Option(None, "--gate", help="default: two_split (discoper), bonferroni (experigen)"),
     config: Path | None = typer.Option(None, "--config", help="run config with llm, budgets, executor, sandbox"),
     max_hypotheses: int | None = typer.Option(None, "--max-hypotheses", help="DiscoPER: hypotheses in all"),

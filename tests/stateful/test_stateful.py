@@ -150,3 +150,18 @@ def test_without_structured_hypotheses_over_reach_goes_unchecked(tmp_path: Path,
 def test_null_table_gives_no_supported_claim(tmp_path: Path) -> None:
     _, strategy = run(tmp_path, null_table(planted_table(1), 1))
     assert strategy.verdict_counts()["supported"] == 0
+
+
+def test_silva_discover_mode_stateful_runs_offline(tmp_path: Path) -> None:
+    import json
+
+    from silva.cli.main import main
+
+    data = tmp_path / "health.csv"
+    planted_table(2).to_csv(data, index=False)
+    assert main(["discover", str(data), "--mode", "stateful", "--output-dir", str(tmp_path / "runs")]) == 0
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    claims = json.loads((run_dir / "stateful" / "claims.json").read_text())
+    assert claims["counts"]["supported"] >= 3 and claims["patterns"]
+    assert all(c["verdict"] in ("supported", "weakened", "refuted", "inconclusive") for c in claims["claims"])
+    assert Journal.open(run_dir).finished is not None
