@@ -1,7 +1,7 @@
 """The Ray `Executor`: each attempt is one Ray task with the node kind's CPUs and GPUs.
 
 Ray's own task retries are off (max_retries=0): a lost attempt comes back to the dispatch
-loop as `Completion(lost=...)`, which journals it and submits a fresh attempt, so every retry
+loop as `JobDone(lost=...)`, which journals it and submits a fresh attempt, so every retry
 is visible in the journal and a node can never receive two results.
 """
 
@@ -24,7 +24,7 @@ from ray.exceptions import (
 )
 
 from engine.config import ExecutorConfig, Resources
-from engine.executor import Completion, Handle, Job, run_job
+from engine.executor import JobDone, Handle, Job, run_job
 from engine.node import AttemptResult
 
 LOST = (WorkerCrashedError, NodeDiedError, ObjectLostError, OwnerDiedError)
@@ -122,7 +122,7 @@ class RayExecutor:
         self._refs[handle] = ref
         return handle
 
-    def wait(self, handles: Sequence[Handle], timeout: float) -> Completion | None:
+    def wait(self, handles: Sequence[Handle], timeout: float) -> JobDone | None:
         by_ref = {self._refs[h]: h for h in handles}
         ready, _ = ray.wait(list(by_ref), num_returns=1, timeout=timeout)
         if not ready:
@@ -130,13 +130,13 @@ class RayExecutor:
         handle = by_ref[ready[0]]
         ref = self._refs.pop(handle)
         try:
-            return Completion(handle, ray.get(ref))
+            return JobDone(handle, ray.get(ref))
         except LOST as e:
-            return Completion(handle, None, lost=f"{type(e).__name__}: {str(e).splitlines()[0][:300]}")
+            return JobDone(handle, None, lost=f"{type(e).__name__}: {str(e).splitlines()[0][:300]}")
         except TaskCancelledError:
-            return Completion(handle, None, lost="cancelled")
+            return JobDone(handle, None, lost="cancelled")
         except RayTaskError as e:  # run_job catches job errors; this is a failure to unpickle or similar
-            return Completion(handle, AttemptResult(status="buggy", reason=f"task error: {str(e)[:2000]}"))
+            return JobDone(handle, AttemptResult(status="buggy", reason=f"task error: {str(e)[:2000]}"))
 
     def cancel(self, handle: Handle) -> None:
         ref = self._refs.pop(handle, None)

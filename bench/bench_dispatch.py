@@ -26,7 +26,7 @@ from actors.ray_executor import RayExecutor  # noqa: E402
 from engine.attempt import ExperimentJob  # noqa: E402
 from engine.config import ExecutorConfig, Resources  # noqa: E402
 from silva.config import RunConfig  # noqa: E402
-from engine.dispatch import Dispatcher  # noqa: E402
+from engine.dispatch import Dispatcher, Finish  # noqa: E402
 from engine.executor import Job  # noqa: E402
 from engine.journal import Journal  # noqa: E402
 from engine.node import AttemptResult, MetricSpec, Node  # noqa: E402
@@ -64,8 +64,8 @@ class ListStrategy:
     def job_for(self, node: Node, attempt: int) -> Job:
         return SleepJob(node.id, attempt, node.params["s"])
 
-    def finished(self) -> str | None:
-        return "done" if self.next == len(self.durations) else None
+    def finished(self) -> Finish | None:
+        return Finish("complete", "done") if self.next == len(self.durations) else None
 
 
 def config(slots: int, in_flight: int) -> RunConfig:

@@ -11,9 +11,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
 
 from engine.attempt import fresh_workspace
 from engine.node import AttemptResult, MetricSpec, MetricValue
+from engine.outcome import Outcome
 
 AGGREGATE_FILE = "aggregate.json"
 PLOT_FILE = "aggregate.png"
@@ -22,6 +26,23 @@ PLOT_FILE = "aggregate.png"
 def mean_std(values: Sequence[float]) -> tuple[float, float]:
     """Sample standard deviation (n-1); 0 for a single value."""
     return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+class MetricStats(BaseModel):
+    mean: float
+    std: float
+    n: int
+
+
+class AggregateOutcome(Outcome):
+    """Mean, sd and count per group (subject first) and metric."""
+
+    family: str = "aggregate"
+    table: dict[str, dict[str, MetricStats]]
+
+    @classmethod
+    def from_legacy(cls, extra: dict[str, Any]) -> AggregateOutcome | None:
+        return cls(table=extra["aggregate"]) if "aggregate" in extra else None
 
 
 @dataclass
@@ -48,20 +69,20 @@ class AggregationJob:
         (ws / AGGREGATE_FILE).write_text(json.dumps({"title": self.title, "groups": table, "values": self.groups}, indent=2))
         self._plot(ws / PLOT_FILE, table)
         subject = table[next(iter(self.groups))]
-        directions = {m.name: m.direction for m in self.metrics}
+        directions = {m.name: m.direction for m in self.metrics}  # undeclared metrics have none
         rel = ws.relative_to(self.run_dir)
         return AttemptResult(
             status="good",
             reason=f"aggregated {len(self.groups)} group(s)",
             metrics=[
-                MetricValue(name=name, value=s["mean"], direction=directions.get(name, "maximize"))
+                MetricValue(name=name, value=s["mean"], direction=directions.get(name))
                 for name, s in subject.items()
             ],
             artifacts=[str(rel / AGGREGATE_FILE), str(rel / PLOT_FILE)],
             workspace=str(rel),
             started_at=started,
             finished_at=time.time(),
-            extra={"aggregate": table},
+            outcome=AggregateOutcome(table=table),
         )
 
     def _plot(self, path: Path, table: dict[str, dict[str, dict[str, float]]]) -> None:

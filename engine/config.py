@@ -13,6 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from engine.errors import ConfigError
 
 MAX_ECHO = 200  # characters of a bad value shown in an error message
+MAX_ERRORS = 20  # validation problems listed; the count of the rest follows
+MAX_YAML_BYTES = 1_000_000  # a config, idea or template file
+MAX_YAML_EXPANDED = 4 * MAX_YAML_BYTES  # characters once aliases are expanded
 
 
 class Strict(BaseModel):
@@ -40,8 +43,13 @@ class Resources(Strict):
         return v
 
 
+# Node kinds whose jobs hold no experiment resources unless the config says otherwise: the
+# aggregation is Silva's own small computation, a selection waits on one LLM call.
+SUPPORT_RESOURCES = {"aggregation": Resources(num_cpus=0.5, memory_mb=1024), "selection": Resources(num_cpus=0, memory_mb=256)}
+
+
 def default_resources() -> dict[str, Resources]:
-    return {"default": Resources(), "aggregation": Resources(num_cpus=0.5, memory_mb=1024)}
+    return {"default": Resources(), **SUPPORT_RESOURCES}
 
 
 class ExecutorConfig(Strict):
@@ -67,31 +75,79 @@ class EngineSettings(Protocol):
 
 
 def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= MAX_ECHO else text[:MAX_ECHO] + f"... ({len(text)} characters)"
+    return _trimmed(repr(value))
+
+
+def _trimmed(text: str, limit: int = MAX_ECHO) -> str:
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
 
 
 def format_validation_error(source: str, err: ValidationError) -> str:
+    errors = err.errors()
     lines = [f"{source}: invalid configuration"]
-    for e in err.errors():
-        where = ".".join(str(p) for p in e["loc"]) or "(top level)"
-        msg = e["msg"].removeprefix("Value error, ")
+    for e in errors[:MAX_ERRORS]:
+        where = _trimmed(".".join(str(p) for p in e["loc"]) or "(top level)")
+        msg = _trimmed(e["msg"].removeprefix("Value error, "), 2 * MAX_ECHO)
         if e["type"] == "extra_forbidden":
             msg = "unknown field (check its spelling and indentation)"
         value = e.get("input")
         shown = "" if e["type"] in ("missing",) or isinstance(value, dict) else f" = {_shown(value)}"
         lines.append(f"  {where}{shown}: {msg}")
+    if len(errors) > MAX_ERRORS:
+        lines.append(f"  ... and {len(errors) - MAX_ERRORS} more problem(s)")
     return "\n".join(lines)
 
 
+def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
+    """Characters and nodes the document stands for once every alias is expanded: an alias
+    costs what its anchor costs again (a "billion laughs" file is small but expands hugely)."""
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    memo[key] = 1  # a recursive alias (an anchor inside itself) is counted once
+    if isinstance(node, yaml.SequenceNode):
+        size = 1 + sum(_expanded_size(child, memo) for child in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        size = 1 + sum(_expanded_size(k, memo) + _expanded_size(v, memo) for k, v in node.value)
+    else:
+        size = 1 + len(str(node.value))
+    memo[key] = size
+    return size
+
+
 def load_yaml(path: Path) -> Any:
+    """A YAML file as Python data, refusing files over MAX_YAML_BYTES and documents whose aliases
+    expand beyond MAX_YAML_EXPANDED; error messages quote at most a few hundred characters."""
     try:
+        size = path.stat().st_size
+        if size > MAX_YAML_BYTES:
+            raise ConfigError(f"{path}: {size} bytes; a Silva YAML file may hold at most {MAX_YAML_BYTES}")
         text = path.read_text()
     except FileNotFoundError:
         raise ConfigError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, expected a YAML file") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {e.start})") from None
     except OSError as e:
         raise ConfigError(f"{path}: cannot read ({e.strerror})") from None
     try:
-        return yaml.safe_load(text)
+        loader = yaml.SafeLoader(text)  # its reader refuses control characters here
     except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+        raise ConfigError(f"{path}: not valid YAML: {_trimmed(str(e), 3 * MAX_ECHO)}") from None
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_size(node, {}) > MAX_YAML_EXPANDED:
+            raise ConfigError(
+                f"{path}: its aliases (*name) expand to more than {MAX_YAML_EXPANDED} characters; "
+                "repeat less through anchors, or write the values out"
+            )
+        return loader.construct_document(node)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {_trimmed(str(e), 3 * MAX_ECHO)}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to be a Silva YAML file") from None
+    finally:
+        loader.dispose()

@@ -13,9 +13,11 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from engine.node import MetricSpec, MetricValue
+from sandbox.base import FileTooLarge, Sandbox
 
 PARAMS_FILE = "silva_params.json"
 RESULTS_FILE = "results.json"
+MAX_RESULTS_BYTES = 1_000_000  # metrics and a list of artifact names: far below this
 
 
 class ResultsFile(BaseModel):
@@ -44,7 +46,7 @@ def parse_results(raw: bytes | None, specs: list[MetricSpec]) -> tuple[list[Metr
         return [], None, f"{RESULTS_FILE} is invalid at {where or 'top level'}: {first['msg']}"
     declared = {s.name: s for s in specs}
     values = [
-        MetricValue(name=name, value=value, direction=declared[name].direction if name in declared else "maximize")
+        MetricValue(name=name, value=value, direction=declared[name].direction if name in declared else None)
         for name, value in results.metrics.items()
     ]
     missing = [s.name for s in specs if s.name not in results.metrics]
@@ -54,3 +56,20 @@ def parse_results(raw: bytes | None, specs: list[MetricSpec]) -> tuple[list[Metr
     if bad:
         return values, results, f"{RESULTS_FILE} has non-finite metric(s): {', '.join(bad)}"
     return values, results, ""
+
+
+def read_capped(box: Sandbox, name: str, files: list[str], max_bytes: int) -> tuple[bytes | None, str]:
+    """A workspace file's bytes (None when it was not written) and why it could not be read ('' if
+    it could): a file over `max_bytes`, a directory or an unreadable file is the node's bug."""
+    if name not in files:
+        return None, ""
+    try:
+        return box.read_file(name, max_bytes=max_bytes), ""
+    except FileTooLarge as e:
+        return None, f"{name} is {e.size} bytes, over the {max_bytes}-byte cap"
+    except OSError as e:
+        return None, f"{name} cannot be read: {e.strerror}"
+
+
+def read_results(box: Sandbox, files: list[str]) -> tuple[bytes | None, str]:
+    return read_capped(box, RESULTS_FILE, files, MAX_RESULTS_BYTES)

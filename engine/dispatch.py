@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 from engine.config import EngineSettings
-from engine.executor import Completion, Executor, Handle, Job
+from engine.executor import Executor, Handle, Job, JobDone
 from engine.journal import Journal
 from engine.node import AttemptResult, Node, NodeStatus
 
@@ -21,12 +21,21 @@ MAX_LOST = 3
 POLL_S = 0.5  # how often budgets are re-checked while every slot is busy
 
 
+@dataclass(frozen=True)
+class Finish:
+    """Why a strategy has no more work: `complete` (every stage and phase done) or `stopped`
+    (it ended early: no usable result, or its own budget)."""
+
+    kind: Literal["complete", "stopped"]
+    message: str
+
+
 class Strategy(Protocol):
     def propose(self, slots: int) -> list[Node]: ...
 
     def job_for(self, node: Node, attempt: int) -> Job: ...
 
-    def finished(self) -> str | None: ...
+    def finished(self) -> Finish | None: ...
 
 
 @dataclass(frozen=True)
@@ -75,10 +84,10 @@ class Dispatcher:
                 self._check_budgets()
                 self._fill_slots()
                 if not self.inflight:
-                    reason = self.strategy.finished()
-                    if reason is not None:
-                        self.journal.record("run_finished", reason=reason)
-                        return Outcome("finished", reason)
+                    finish = self.strategy.finished()
+                    if finish is not None:
+                        self.journal.record("run_finished", reason=finish.message, kind=finish.kind)
+                        return Outcome("finished", finish.message)
                     self._check_node_budget()
                     self.journal.record("run_stopped", reason="the search proposed no further work", budget=None)
                     return Outcome("stuck", "the search proposed no further work")
@@ -140,13 +149,13 @@ class Dispatcher:
         self.inflight[handle] = (node.id, attempt)
 
     # -- consuming ----------------------------------------------------------------------
-    def _consume(self, c: Completion) -> None:
+    def _consume(self, c: JobDone) -> None:
         node_id, attempt = self.inflight.pop(c.handle)
         if c.result is not None:
-            stop = c.result.extra.get("budget_stop")
-            if stop:  # the attempt was refused its LLM call: no result, re-run after a resume
+            refusal = c.result.refusal
+            if refusal is not None:  # the attempt was refused its LLM call: no result, re-run after a resume
                 self.journal.record("attempt_cancelled", node_id=node_id, attempt=attempt)
-                raise BudgetStop(stop.get("budget", "dollars"), stop.get("message", "LLM budget used up"))
+                raise BudgetStop(refusal.budget, refusal.message)
             self.journal.attempt_finished(node_id, attempt, c.result)
             return
         self.journal.record("attempt_lost", node_id=node_id, attempt=attempt, error=c.lost)

@@ -36,7 +36,7 @@ Handle = int
 
 
 @dataclass(frozen=True)
-class Completion:
+class JobDone:
     handle: Handle
     result: AttemptResult | None  # None when the attempt was lost
     lost: str = ""  # what killed it (dead worker, dead node), when lost
@@ -45,7 +45,7 @@ class Completion:
 class Executor(Protocol):
     def submit(self, job: Job, resources: Resources) -> Handle: ...
 
-    def wait(self, handles: Sequence[Handle], timeout: float) -> Completion | None:
+    def wait(self, handles: Sequence[Handle], timeout: float) -> JobDone | None:
         """The first of `handles` to finish, or None after `timeout` seconds. Never a batch."""
 
     def cancel(self, handle: Handle) -> None: ...
@@ -79,7 +79,7 @@ class InProcessExecutor:
         self._futures[handle] = self._pool.submit(run_job, job)
         return handle
 
-    def wait(self, handles: Sequence[Handle], timeout: float) -> Completion | None:
+    def wait(self, handles: Sequence[Handle], timeout: float) -> JobDone | None:
         futures = {self._futures[h]: h for h in handles}
         done, _ = futures_wait(futures, timeout=timeout, return_when=FIRST_COMPLETED)
         if not done:
@@ -88,8 +88,8 @@ class InProcessExecutor:
         handle = futures[future]
         del self._futures[handle]
         if future.cancelled():
-            return Completion(handle, None, lost="cancelled")
-        return Completion(handle, future.result())
+            return JobDone(handle, None, lost="cancelled")
+        return JobDone(handle, future.result())
 
     def cancel(self, handle: Handle) -> None:
         future = self._futures.pop(handle, None)

@@ -13,10 +13,11 @@ from engine.journal import Journal
 
 
 def _node_row(n: Any) -> dict[str, Any]:
-    row = n.model_dump(mode="json", exclude={"metrics", "execution", "extra"})
+    row = n.model_dump(mode="json", exclude={"metrics", "execution", "origin", "outcome"})
     row["metrics"] = {m.name: m.value for m in n.metrics}
     row["execution"] = json.dumps(n.execution.model_dump(mode="json")) if n.execution else None
-    row["extra"] = json.dumps(n.extra, default=str)
+    row["origin"] = n.origin.model_dump_json()
+    row["outcome"] = n.outcome.model_dump_json() if n.outcome is not None else None
     row["params"] = json.dumps(n.params, default=str, sort_keys=True)  # heterogeneous across nodes
     return row
 

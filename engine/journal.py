@@ -12,8 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from engine.eventlog import EVENTS_FILE, EventLog
-from engine.node import AttemptResult, MetricSpec, Node, NodeStatus
+from engine.eventlog import EVENTS_FILE, EventLog, check_references
+from engine.node import AttemptResult, MetricSpec, Node, NodeStatus, primary_of
+from engine.node import EVENT_FORMAT
 
 __all__ = ["EVENTS_FILE", "EventLog", "Journal"]
 
@@ -35,13 +36,24 @@ class Journal:
         self.finished: dict[str, Any] | None = None
         self.config: dict[str, Any] = {}
         self.plan_stages: list[str] = []  # the search mode's stage names, in order (opaque here)
+        self.event_format = EVENT_FORMAT
         self.sessions: list[tuple[float, float]] = []  # (start ts, last ts) per driver session
-        for event in log.events:
-            self._apply(event)
+        for i, event in enumerate(log.events):
+            try:
+                check_references(event, self.nodes)
+                self._apply(event)
+            except (KeyError, TypeError, ValueError) as e:  # a well-formed line with wrong content
+                raise log.damaged(i, e) from None
 
     @classmethod
-    def open(cls, run_dir: Path) -> Journal:
-        return cls(EventLog(run_dir / EVENTS_FILE))
+    def open(cls, run_dir: Path, *, read_only: bool = False) -> Journal:
+        """`read_only`: a view (status, export) that takes no lock and never writes."""
+        log = EventLog(run_dir / EVENTS_FILE, read_only=read_only)
+        try:
+            return cls(log)
+        except BaseException:
+            log.close()
+            raise
 
     # -- writing -------------------------------------------------------------------------
     def record(self, type_: str, **data: Any) -> dict[str, Any]:
@@ -80,6 +92,7 @@ class Journal:
             self.config = e["config"]
             self.metric_specs = [MetricSpec.model_validate(m) for m in e.get("metrics", [])]
             self.plan_stages = list(e.get("stages") or e["config"].get("stages") or [])
+            self.event_format = e.get("format", 1)
         elif kind == "node_created":
             node = Node.model_validate(e["node"])
             self.nodes[node.id] = node
@@ -120,10 +133,9 @@ class Journal:
         node.execution = r.execution
         node.artifacts = r.artifacts
         # An LLM operator writes its node's plan and code on the worker: they arrive with the result.
-        extra = dict(r.extra)
-        node.code = extra.pop("code", None) or node.code
-        node.plan = extra.pop("plan", None) or node.plan
-        node.extra = {**node.extra, **extra}
+        node.code = r.code or node.code
+        node.plan = r.plan or node.plan
+        node.outcome = r.outcome
         node.finished_at = r.finished_at
         node.cost_usd += r.cost_usd
 
@@ -177,7 +189,7 @@ class Journal:
 
     @property
     def primary_metric(self) -> MetricSpec | None:
-        return next((m for m in self.metric_specs if m.primary), self.metric_specs[0] if self.metric_specs else None)
+        return primary_of(self.metric_specs)
 
     def best_node(
         self, stage: str | None = None, kinds: tuple[str, ...] = (), idea: str | None = None
@@ -186,16 +198,10 @@ class Journal:
         spec = self.primary_metric
         if spec is None:
             return None
-        best: Node | None = None
-        for n in self.good_nodes:
-            if (stage and n.stage != stage) or (kinds and n.kind not in kinds) or (idea and n.idea != idea):
-                continue
-            v = n.metric(spec.name)
-            if v is None:
-                continue
-            if best is None or spec.better(v, best.metric(spec.name)):  # type: ignore[arg-type]
-                best = n
-        return best
+        return spec.best(
+            n for n in self.good_nodes
+            if (not stage or n.stage == stage) and (not kinds or n.kind in kinds) and (not idea or n.idea == idea)
+        )
 
     def elapsed_s(self, now: float | None = None) -> float:
         """Wall clock the run has been active, summed over driver sessions (resumes).

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from enum import StrEnum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from engine.outcome import Outcome, OutcomeField, legacy_outcome
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 Direction = Literal["maximize", "minimize"]
+O = TypeVar("O", bound=Outcome)
+EVENT_FORMAT = 2  # 1: outcomes in an untyped `extra` dict; 2: typed outcomes and node origins
 
 
 class NodeStatus(StrEnum):
@@ -19,20 +27,45 @@ class NodeStatus(StrEnum):
 
 
 class MetricSpec(BaseModel):
+    """A declared metric that knows its direction: the one place values are compared."""
+
     model_config = ConfigDict(frozen=True)
 
     name: str
     direction: Direction = "maximize"
     primary: bool = False
 
+    def oriented(self, value: float | None) -> float | None:
+        """`value` turned so that larger is better; None for a missing or non-finite value."""
+        if value is None or not math.isfinite(value):
+            return None
+        return value if self.direction == "maximize" else -value
+
     def better(self, a: float, b: float) -> bool:
         return a > b if self.direction == "maximize" else a < b
+
+    def score(self, node: Node) -> float | None:
+        """A good node's oriented value of this metric; None for any other node."""
+        return self.oriented(node.metric(self.name)) if node.status == NodeStatus.GOOD else None
+
+    def ranked(self, nodes: Iterable[Node]) -> list[Node]:
+        """Good nodes with a value, best first; ties keep the given (creation) order."""
+        scored = [(s, n) for n in nodes if (s := self.score(n)) is not None]
+        return [n for _, n in sorted(scored, key=lambda sn: -sn[0])]
+
+    def best(self, nodes: Iterable[Node]) -> Node | None:
+        ranked = self.ranked(nodes)
+        return ranked[0] if ranked else None
+
+
+def primary_of(specs: Sequence[MetricSpec]) -> MetricSpec | None:
+    return next((m for m in specs if m.primary), specs[0] if specs else None)
 
 
 class MetricValue(BaseModel):
     name: str
     value: float
-    direction: Direction
+    direction: Direction | None = None  # None: reported but not declared, so it has no direction
 
 
 class ExecSummary(BaseModel):
@@ -45,6 +78,41 @@ class ExecSummary(BaseModel):
     cpu_s: float = 0.0
     stdout_tail: str = ""
     stderr_tail: str = ""
+
+
+class BudgetRefusal(BaseModel):
+    """An attempt refused its LLM call by a budget: no result; the run stops and the node re-runs on resume."""
+
+    budget: str
+    message: str
+
+
+class Origin(BaseModel):
+    """How the strategy came to create a node (set on the driver, never by the attempt)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    label: str = ""  # how tables name the node's variant; replicates carry their original's
+    policy: str = ""  # the search policy that chose the expansion
+    island: int | None = None  # evolutionary policy's sub-population
+    ablation: str = ""  # the ablation a template node switches on
+
+
+def _from_format_1(data: Any, keep: tuple[str, ...]) -> Any:
+    """An event-format-1 object: `extra` becomes the typed fields of format 2."""
+    if not isinstance(data, dict) or "extra" not in data:
+        return data
+    data = dict(data)
+    extra = dict(data.pop("extra") or {})
+    for key in keep:
+        if extra.get(key):
+            data[key] = extra.pop(key)
+    stop = extra.pop("budget_stop", None)
+    if stop and "refusal" in keep:
+        data["refusal"] = {"budget": stop.get("budget", "dollars"), "message": stop.get("message", "")}
+    if extra or "outcome" in keep:
+        data["outcome"] = legacy_outcome(extra)
+    return data
 
 
 class AttemptResult(BaseModel):
@@ -60,7 +128,15 @@ class AttemptResult(BaseModel):
     started_at: float = 0.0
     finished_at: float = 0.0
     cost_usd: float = 0.0
-    extra: dict[str, Any] = Field(default_factory=dict, description="operator-specific outputs")
+    code: str | None = Field(None, description="the node's code, when the attempt wrote it (LLM operators)")
+    plan: str | None = Field(None, description="the node's plan, when the attempt wrote it")
+    refusal: BudgetRefusal | None = None
+    outcome: OutcomeField = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _format_1(cls, data: Any) -> Any:
+        return _from_format_1(data, ("code", "plan", "refusal", "outcome"))
 
 
 class Node(BaseModel):
@@ -78,7 +154,8 @@ class Node(BaseModel):
     metrics: list[MetricValue] = Field(default_factory=list)
     execution: ExecSummary | None = None
     artifacts: list[str] = Field(default_factory=list)
-    extra: dict[str, Any] = Field(default_factory=dict)
+    origin: Origin = Field(default_factory=Origin)
+    outcome: OutcomeField = None
     created_at: float = 0.0
     started_at: float | None = None
     finished_at: float | None = None
@@ -86,6 +163,17 @@ class Node(BaseModel):
     lost_attempts: int = 0
     cost_usd: float = 0.0
     refs: list[str] = Field(default_factory=list, description="other nodes this one uses (replicates)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _format_1(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "extra" in data:
+            extra = dict(data.get("extra") or {})
+            origin = {k: extra.pop(k) for k in ("label", "policy", "island", "ablation") if k in extra}
+            data = {**data, "extra": extra, "origin": origin}
+            # A format-1 node's outcome was merged into its extra: read it as an outcome.
+            return _from_format_1(data, ())
+        return data
 
     @property
     def is_finished(self) -> bool:
@@ -96,3 +184,7 @@ class Node(BaseModel):
             if m.name == name:
                 return m.value if math.isfinite(m.value) else None
         return None
+
+    def outcome_as(self, cls: type[O]) -> O | None:
+        """The node's outcome if it is of family `cls`, else None."""
+        return self.outcome if isinstance(self.outcome, cls) else None

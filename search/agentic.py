@@ -16,11 +16,12 @@ from search.config import SearchSettings
 from engine.journal import Journal
 from engine.llm import LLM
 from engine.llm.config import resolve_model
-from engine.node import MetricSpec, Node, NodeStatus
+from engine.node import MetricSpec, Node, NodeStatus, Origin
 from sandbox.base import Limits
 from search.idea import Idea
 from search.operators.claims import ClaimBook
 from search.operators.job import LLM_OPERATORS, OperatorJob
+from search.operators.outcome import operator_outcome, variant
 from search.operators.prompts import CodeRequest, code_prompt, contract, fmt_metrics
 from search.policies import get_policy
 from search.tree import SUPPORT_KINDS, StageView
@@ -47,14 +48,12 @@ class AgenticSearch:
         view = StageView(journal, self.idea.name, stage, root, self.spec, self.cfg.search, self.cfg.seed)
         out = []
         for e in self.policy.propose(view, slots):
-            extra: dict[str, object] = {"policy": self.policy.name}
-            if e.island is not None:
-                extra["island"] = e.island
             target = f" of {e.parent.id}" if e.parent is not None else ""
             out.append(Node(
                 parent_id=e.parent.id if e.parent else None, stage=stage, kind=e.operator, idea=self.idea.name,
                 plan=f"{e.operator}{target}" + (f" with {e.second.id}" if e.second else ""),
-                seed=self.cfg.seed, refs=[e.second.id] if e.second else [], extra=extra,
+                seed=self.cfg.seed, refs=[e.second.id] if e.second else [],
+                origin=Origin(policy=self.policy.name, island=e.island),
             ))
         return out
 
@@ -68,9 +67,9 @@ class AgenticSearch:
             if len(done) < self.cfg.search.min_tuning_nodes:
                 return None
             for n in done:
-                j = n.extra.get("judgement", {})
-                if n.status == NodeStatus.GOOD and j.get("converged"):
-                    return f"LLM judged tuning converged at {n.id}: {j.get('reason', '')[:200]}"
+                j = operator_outcome(n).judgement
+                if n.status == NodeStatus.GOOD and j is not None and j.converged:
+                    return f"LLM judged tuning converged at {n.id}: {j.reason[:200]}"
         return None
 
     def job_for(self, node: Node, attempt: int) -> OperatorJob:
@@ -97,7 +96,7 @@ class AgenticSearch:
         claims = ClaimBook(self.run_dir, self.idea.name, node.stage, node.kind) if node.kind in ("hyperparameter", "ablation") else None
         job.llm, job.claims = self.llm, claims
         job.parent_code = parent.code if parent else ""
-        job.parent_plot_code = parent.extra.get("plot_code", "") if parent else ""
+        job.parent_plot_code = operator_outcome(parent).plot_code if parent else ""
         job.prompt = code_prompt(CodeRequest(
             idea=self.idea, stage=node.stage, operator=node.kind, node_id=node.id,
             contract=contract(self.idea.metrics, timeout, res.memory_mb, [p.name for p in self.idea.datasets]),
@@ -111,16 +110,17 @@ class AgenticSearch:
         return job
 
     def label(self, node: Node) -> str:
-        if node.extra.get("ablation"):
-            return f"ablation: {node.extra['ablation']}"
-        if node.extra.get("hyperparameters"):
-            return "tuned: " + ", ".join(f"{k}={v}" for k, v in node.extra["hyperparameters"].items())
-        return f"{node.kind} {node.id}"
+        out = operator_outcome(node)
+        if out.ablation:
+            return f"ablation: {out.ablation}"
+        if out.hyperparameters:
+            return f"tuned: {variant(node)}"
+        return node.origin.label or f"{node.kind} {node.id}"
 
     # -- helpers --------------------------------------------------------------------------------
     def _tuning_history(self, node: Node) -> str:
         rows = [
-            f"- {n.id}: {n.extra.get('hyperparameters', {})} -> {fmt_metrics(n.metrics)} ({n.status.value})"
+            f"- {n.id}: {operator_outcome(n).hyperparameters} -> {fmt_metrics(n.metrics)} ({n.status.value})"
             for n in self.nodes("hyperparameter") if n.is_finished and n.id != node.id
         ]
         return "\n".join(rows) or "none finished yet"

@@ -1,7 +1,7 @@
 """A forest: one tree per idea, grown concurrently on the same workers and LLM gateway.
 
-Each `IdeaTree` is the four-stage manager over the agentic search of one idea, then (when
-configured) the held-out selection, within the idea's own node and dollar budgets. The
+Each `IdeaTree` is the stage manager over the agentic search of one idea, then its phases
+after the search (the held-out selection when configured), within the idea's own node and dollar budgets. The
 `Forest` is the dispatcher's strategy: free slots go first to the tree with the least work in
 flight, each tree capped at its fair share unless the others leave slots unused.
 """
@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable
 
 from search.config import IdeaSource, SearchSettings
+from engine.dispatch import Finish
 from engine.executor import Job
 from engine.journal import Journal
 from engine.llm import LLM
@@ -21,11 +22,9 @@ from search.agentic_plan import PLAN
 from search.heldout import HeldoutPhase
 from search.idea import Idea, load_ideas
 from search.notes import ExperimentNotes
+from search.phases import Phase
 from search.selection import LLMChooser
 from search.stages import StageManager
-
-ALL_STAGES_DONE = "all four stages complete"
-
 
 class IdeaTree:
     def __init__(
@@ -38,7 +37,7 @@ class IdeaTree:
         role = "selection" if "selection" in cfg.llm.roles else "feedback"
         chooser = LLMChooser(llm, idea, cfg.search.tie_tolerance, role)
         self.stages = StageManager(cfg, journal, self.search, PLAN, idea.name, spec=idea.primary, chooser=chooser)
-        self.heldout = HeldoutPhase(cfg, journal, idea) if cfg.search.heldout else None
+        self.phases: list[Phase] = [HeldoutPhase(cfg, journal, idea, self.search)] if cfg.search.heldout else []
         self.notes = ExperimentNotes(journal.log.path.parent, journal, idea, self.search.label)
 
     @property
@@ -74,25 +73,27 @@ class IdeaTree:
         if self.source.max_nodes is not None:
             slots = min(slots, self.source.max_nodes - len(self.nodes()))
         out = self.stages.propose(slots)
-        if not out and self.heldout is not None and self.stages.finished() == ALL_STAGES_DONE:
-            out = self.heldout.propose(slots)
+        search = self.stages.finished()
+        if not out and search is not None and search.kind == "complete":
+            phase = next((p for p in self.phases if not p.done()), None)
+            out = phase.propose(slots) if phase is not None else []
         self.notes.refresh()
         return out
 
     def job_for(self, node: Node, attempt: int) -> Job:
-        return self.stages.job_for(node, attempt)
+        phase = next((p for p in self.phases if p.stage == node.stage), None)
+        return phase.job_for(node, attempt) if phase is not None else self.stages.job_for(node, attempt)
 
-    def finished(self) -> str | None:
+    def finished(self) -> Finish | None:
         stop = self._over_budget()
         if stop is not None:
-            return stop
-        reason = self.stages.finished()
-        if reason == ALL_STAGES_DONE and self.heldout is not None:
-            if not self.heldout.done():
-                return None
-            h = self.journal.heldout[self.name]
-            return f"{reason}; held-out choice {h['node_id']} ({h['reason']})"
-        return reason
+            return Finish("stopped", stop)
+        search = self.stages.finished()
+        if search is None or search.kind != "complete":
+            return search
+        if not all(p.done() for p in self.phases):
+            return None
+        return Finish("complete", "; ".join([search.message, *(p.summary() for p in self.phases)]))
 
 
 class Forest:
@@ -125,13 +126,15 @@ class Forest:
     def job_for(self, node: Node, attempt: int) -> Job:
         return self.by_name[node.idea].job_for(node, attempt)
 
-    def finished(self) -> str | None:
-        reasons = [t.finished() for t in self.trees]
-        if any(r is None for r in reasons):
+    def finished(self) -> Finish | None:
+        ends = [t.finished() for t in self.trees]
+        if any(e is None for e in ends):
             return None
+        done = [e for e in ends if e is not None]
         if len(self.trees) == 1:
-            return reasons[0]
-        return "; ".join(f"{t.name}: {r}" for t, r in zip(self.trees, reasons))
+            return done[0]
+        kind = "complete" if all(e.kind == "complete" for e in done) else "stopped"
+        return Finish(kind, "; ".join(f"{t.name}: {e.message}" for t, e in zip(self.trees, done)))
 
 
 def build_forest(cfg: SearchSettings, journal: Journal, llm: LLM, spent: Callable[[str], float]) -> Forest:

@@ -3,18 +3,21 @@ never saw and record the final choice beside the search metric.
 
 The held-out data (the idea's `heldout_data`) is copied only into these attempts, and
 silva_params.json says `split: heldout`; search nodes never get either. Candidates are the
-agenda stage's best node plus the best good nodes of stages 2 and 3 by the search metric.
+last candidate stage's best node plus the best good nodes of the plan's candidate stages
+(`final_candidate`) by the search metric.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from search.config import SearchSettings
+from engine.executor import Job
 from engine.journal import Journal
 from engine.node import Node, NodeStatus
 from search.agentic_plan import PLAN
+from search.config import SearchSettings
 from search.idea import Idea
+from search.stages import StageSearch
 from search.tree import SUPPORT_KINDS
 
 HELDOUT = "heldout"
@@ -22,21 +25,26 @@ CANDIDATE_STAGES = tuple(s.name for s in PLAN.stages if s.final_candidate)
 
 
 class HeldoutPhase:
-    def __init__(self, cfg: SearchSettings, journal: Journal, idea: Idea) -> None:
-        self.cfg, self.journal, self.idea = cfg, journal, idea
+    """A `Phase`: its nodes re-run candidates' code on the held-out split (through `search`)."""
 
-    def _score(self, n: Node, value: float | None = None) -> float | None:
-        v = n.metric(self.idea.primary.name) if value is None else value
-        return None if v is None else (v if self.idea.primary.direction == "maximize" else -v)
+    stage = HELDOUT
+
+    def __init__(self, cfg: SearchSettings, journal: Journal, idea: Idea, search: StageSearch) -> None:
+        self.cfg, self.journal, self.idea, self.search = cfg, journal, idea, search
+
+    def job_for(self, node: Node, attempt: int) -> Job:
+        return self.search.job_for(node, attempt)
+
+    def summary(self) -> str:
+        h = self.journal.heldout[self.idea.name]
+        return f"held-out choice {h['node_id']} ({h['reason']})"
 
     def candidates(self) -> list[Node]:
         j, name = self.journal, self.idea.name
-        pool = [
-            n for s in CANDIDATE_STAGES for n in j.in_stage(s, idea=name)
-            if n.kind not in SUPPORT_KINDS and n.status == NodeStatus.GOOD and self._score(n) is not None
-        ]
-        pool.sort(key=lambda n: -self._score(n))  # type: ignore[operator]
-        final = j.stage_ended.get((name, "agenda"), {}).get("best_node_id")
+        pool = self.idea.primary.ranked(
+            n for s in CANDIDATE_STAGES for n in j.in_stage(s, idea=name) if n.kind not in SUPPORT_KINDS
+        )
+        final = j.stage_ended.get((name, CANDIDATE_STAGES[-1]), {}).get("best_node_id")
         ordered = ([j.nodes[final]] if final else []) + [n for n in pool if n.id != final]
         return ordered[: self.cfg.search.heldout_candidates]
 
@@ -71,7 +79,7 @@ class HeldoutPhase:
         if not valid:
             chosen, reason = None, "no candidate produced the primary metric on the held-out split"
         else:
-            chosen = max(valid, key=lambda r: self._score(self.journal.nodes[r["node_id"]], r["heldout_value"]))  # type: ignore[arg-type, return-value]
+            chosen = max(valid, key=lambda r: self.idea.primary.oriented(r["heldout_value"]))  # type: ignore[arg-type, return-value]
             same = search_best is not None and chosen["node_id"] == search_best["node_id"]
             reason = (f"best {metric} on the held-out split among {len(rows)} candidate(s)"
                       + ("; agrees with the search's choice" if same else f"; the search chose {search_best['node_id'] if search_best else '-'}"))

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from engine.journal import Journal
+from engine.aggregate import AggregateOutcome
 from engine.node import Node, NodeStatus
 from search.idea import Idea
+from search.operators.outcome import operator_outcome, summary
 from search.tree import SUPPORT_KINDS
 
 NOTES_DIR = "notes"
@@ -62,7 +64,7 @@ class ExperimentNotes:
                 "best_value": decision.get("value"),
                 "decision": decision.get("reason"),
                 "selection": decision.get("selection"),
-                "aggregate": agg.extra.get("aggregate") if agg else None,
+                "aggregate": _table(agg),
                 "aggregate_artifacts": agg.artifacts if agg else [],
                 "what_worked": [{"node": n.id, "label": self.label(n), metric: n.metric(metric)} for n in good[:5]],
                 "tried": [self._entry(n) for n in searched],
@@ -76,12 +78,14 @@ class ExperimentNotes:
         }
 
     def _entry(self, n: Node) -> dict[str, Any]:
+        out = operator_outcome(n)
         return {
             "node": n.id, "kind": n.kind, "parent": n.parent_id, "status": n.status.value,
-            "plan": n.plan[:400], "note": (n.extra.get("judgement", {}).get("summary") or n.reason)[:400],
+            "plan": n.plan[:400], "note": summary(n)[:400],
             "metrics": {m.name: m.value for m in n.metrics},
-            **{k: n.extra[k] for k in ("hyperparameters", "ablation") if k in n.extra},
-            "plots": n.extra.get("plots", []),
+            **({"hyperparameters": out.hyperparameters} if out.hyperparameters else {}),
+            **({"ablation": out.ablation} if out.ablation else {}),
+            "plots": out.plots,
         }
 
     def write(self) -> None:
@@ -125,3 +129,8 @@ def _atomic(path: Path, text: str) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def _table(agg: Node | None) -> dict[str, Any] | None:
+    outcome = agg.outcome_as(AggregateOutcome) if agg is not None else None
+    return outcome.model_dump(mode="json")["table"] if outcome is not None else None

@@ -1,23 +1,31 @@
-"""The four-stage manager: search, one best-node decision, seed replication, aggregation, promotion.
+"""The stage manager: for each stage of a mode's `StagePlan`, search, one best-node decision,
+seed replication, aggregation, promotion.
 
 All state comes from the journal (stage_started / stage_best / stage_ended events and the nodes),
 so a resumed run picks up exactly where the killed one stopped. The search phase of each stage
 is delegated to a `StageSearch` (template proposers offline; LLM operators and policies online).
+A decision that needs an LLM (tie-break, sanity check) runs as a `selection` job on a worker,
+never on the driver: `propose` stays fast whatever the provider does.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
-from engine.aggregate import AggregationJob
+from pydantic import Field
+
+from engine.aggregate import AggregateOutcome, AggregationJob
+from engine.dispatch import Finish
 from search.config import SearchSettings
 from engine.executor import Job
 from engine.journal import Journal
 from engine.node import MetricSpec, Node, NodeStatus
+from engine.outcome import Outcome
 from search.plan import StagePlan
 
-REPLICATION, AGGREGATION = "replication", "aggregation"
-SUPPORT_KINDS = (REPLICATION, AGGREGATION)
+REPLICATION, AGGREGATION, SELECTION = "replication", "aggregation", "selection"
+SUPPORT_KINDS = (REPLICATION, AGGREGATION, SELECTION)
+NUMBER_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
 
 
 class StageSearch(Protocol):
@@ -35,10 +43,25 @@ class StageSearch(Protocol):
 
 
 class BestChooser(Protocol):
-    """Second opinion on a stage's best node (LLM mode): tie-break and sanity check."""
+    """Second opinion on a stage's best node (LLM mode): tie-break and sanity check, as a job."""
 
-    def choose(self, stage: str, ranked: list[Node], spec: MetricSpec) -> tuple[Node, dict[str, Any]]:
-        """The chosen node among `ranked` (good nodes, best first) and a record of why."""
+    def job_for(self, node: Node, attempt: int, ranked: list[Node], spec: MetricSpec) -> Job:
+        """The job deciding among `ranked` (good nodes, best first); its outcome is a `Selection`."""
+
+
+class Selection(Outcome):
+    """A stage's best-node decision made by a selection job."""
+
+    family: str = "selection"
+    node_id: str = Field(description="the chosen node")
+    by: str = Field(description="what decided: the metric, an LLM tie-break, an LLM sanity override")
+    metric_best: str
+    candidates: list[str]
+    tied: list[str] = Field(default_factory=list)
+    llm_choice: str | None = None
+    llm_reason: str = ""
+    metric_best_is_sane: bool | None = None
+    llm_error: str = ""
 
 
 class StageManager:
@@ -68,12 +91,13 @@ class StageManager:
     def search_nodes(self, stage: str) -> list[Node]:
         return [n for n in self.journal.in_stage(stage, idea=self.idea) if n.kind not in SUPPORT_KINDS]
 
-    def finished(self) -> str | None:
+    def finished(self) -> Finish | None:
         first = self.journal.stage_ended.get(self._key(self.plan.first))
         if first is not None and first.get("best_node_id") is None:
-            return f"stopped: {first['reason']}"
+            return Finish("stopped", f"stopped: {first['reason']}")
         if all(self._key(s) in self.journal.stage_ended for s in self.plan.names):
-            return "all four stages complete"
+            n = len(self.plan.stages)
+            return Finish("complete", f"all {NUMBER_WORDS.get(n, str(n))} stages complete")
         return None
 
     # -- proposing ----------------------------------------------------------------------
@@ -106,7 +130,9 @@ class StageManager:
                 return self.search.propose(j, stage, root, min(slots, budget_left)), True
             if any(not n.is_finished for n in searched):
                 return [], True  # decide only once every search node of the stage is in
-            self._decide(stage, searched, early or f"node budget of {len(searched)} used")
+            selection = self._decide(stage, searched, early or f"node budget of {len(searched)} used")
+            if selection is not None:
+                return selection, True
         decision = j.stage_best[key]
         if decision["node_id"] is None:
             j.record("stage_ended", idea=self.idea, stage=stage, best_node_id=None, reason=decision["reason"])
@@ -130,41 +156,43 @@ class StageManager:
         )
         return [], False
 
-    def _decide(self, stage: str, searched: list[Node], why_ended: str) -> None:
+    def _decide(self, stage: str, searched: list[Node], why_ended: str) -> list[Node] | None:
+        """Record the stage's best node; when the chooser must be asked, the selection node to
+        run first (None once decided, or while it runs: [] )."""
         spec = self.spec or self.journal.primary_metric
         good = [n for n in searched if n.status == NodeStatus.GOOD]
-        ranked = self._ranked(good, spec)
+        ranked = spec.ranked(good) if spec is not None else []
         best = ranked[0] if ranked else None
-        selection: dict[str, Any] = {}
+        selection: Selection | None = None
         if self.chooser is not None and spec is not None and len(ranked) > 1:
-            best, selection = self.chooser.choose(stage, ranked, spec)
+            runs = [n for n in self.journal.in_stage(stage, SELECTION, idea=self.idea)]
+            if not runs:
+                return [Node(stage=stage, kind=SELECTION, idea=self.idea, refs=[n.id for n in ranked],
+                             plan=f"choose the best of {len(ranked)} good node(s) on {spec.name}")]
+            if not runs[0].is_finished:
+                return []
+            selection = runs[0].outcome_as(Selection)
+            if selection is not None:
+                best = self.journal.nodes[selection.node_id]
         if best is None:
             reason = f"stage {stage} found no good node in {len(searched)} node(s) ({why_ended})"
         else:
             reason = f"{why_ended}; best of {len(good)} good node(s) on {spec.name if spec else '?'}"
-            if selection:
-                reason += f" ({selection['by']})"
+            if selection is not None:
+                reason += f" ({selection.by})"
         self.journal.record(
             "stage_best", idea=self.idea, stage=stage, node_id=best.id if best else None,
             metric=spec.name if spec else None,
             value=best.metric(spec.name) if best and spec else None, reason=reason,
-            **({"selection": selection} if selection else {}),
+            **({"selection": selection.model_dump(mode="json")} if selection else {}),
         )
-
-    @staticmethod
-    def _ranked(good: list[Node], spec: MetricSpec | None) -> list[Node]:
-        """Good nodes with a value of the primary metric, best first; ties keep creation order."""
-        if spec is None:
-            return []
-        valued = [n for n in good if n.metric(spec.name) is not None]
-        sign = -1.0 if spec.direction == "maximize" else 1.0
-        return sorted(valued, key=lambda n: sign * n.metric(spec.name))  # type: ignore[operator]
+        return None
 
     def _replicate(self, best: Node, index: int) -> Node:
         return Node(
             parent_id=best.id, stage=best.stage, kind=REPLICATION,
             idea=self.idea, plan=f"seed replicate {index} of {best.id}", code=best.code,
-            params=best.params, seed=self.cfg.seed + index, extra={"label": self.search.label(best)},
+            params=best.params, seed=self.cfg.seed + index, origin=best.origin.model_copy(update={"label": self.search.label(best)}),
         )
 
     def _aggregate(self, stage: str, best: Node, replicates: list[Node]) -> Node:
@@ -176,6 +204,11 @@ class StageManager:
 
     # -- running ------------------------------------------------------------------------
     def job_for(self, node: Node, attempt: int) -> Job:
+        if node.kind == SELECTION:
+            assert self.chooser is not None
+            spec = self.spec or self.journal.primary_metric
+            assert spec is not None
+            return self.chooser.job_for(node, attempt, [self.journal.nodes[r] for r in node.refs], spec)
         if node.kind == AGGREGATION:
             return AggregationJob(
                 node_id=node.id, attempt=attempt, run_dir=self.journal.log.path.parent,

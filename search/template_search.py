@@ -14,7 +14,7 @@ from typing import Any
 from engine.attempt import ExperimentJob
 from search.config import SearchSettings
 from engine.journal import Journal
-from engine.node import Node, NodeStatus
+from engine.node import Node, NodeStatus, Origin
 from sandbox.base import Limits
 from search.proposers import Proposer
 from search.template import Template
@@ -53,7 +53,7 @@ class TemplateSearch:
                 return []  # one baseline at a time: a failure is usually deterministic
             return [self._node(stage, kind, root, self.spec.defaults(), "baseline with default settings")]
         if stage == "ablation":
-            done = {n.extra.get("ablation") for n in nodes}
+            done = {n.origin.ablation for n in nodes}
             todo = [a for a in self.spec.ablations if a.name not in done][:slots]
             return [
                 self._node(stage, kind, root, {**base, a.param: a.value}, f"ablation {a.name}: {a.description}".strip(": "), ablation=a.name)
@@ -91,28 +91,23 @@ class TemplateSearch:
         )
 
     def label(self, node: Node) -> str:
-        if node.extra.get("ablation"):
-            return f"ablation: {node.extra['ablation']}"
+        if node.origin.ablation:
+            return f"ablation: {node.origin.ablation}"
         return {"baseline": "baseline", "hyperparameter": "tuned baseline", "method": self.spec.method.name}.get(
-            node.kind, node.extra.get("label", node.kind)
+            node.kind, node.origin.label or node.kind
         )
 
     # -- helpers ----------------------------------------------------------------------------
-    def _node(self, stage: str, kind: str, root: Node | None, params: dict[str, Any], plan: str, **extra: Any) -> Node:
+    def _node(self, stage: str, kind: str, root: Node | None, params: dict[str, Any], plan: str, ablation: str = "") -> Node:
         return Node(
             parent_id=root.id if root else None, stage=stage, kind=kind, plan=plan,
-            params=params, seed=self.cfg.seed, extra=extra,
+            params=params, seed=self.cfg.seed, origin=Origin(ablation=ablation),
         )
 
     def _scored(self, nodes: list[Node], root: Node | None) -> list[tuple[dict[str, Any], float]]:
+        """(setting, oriented primary metric) of the good nodes: what the surrogate learns from."""
         spec = self.spec.primary
-        sign = 1.0 if spec.direction == "maximize" else -1.0
-        out = []
-        for n in [*nodes, *([root] if root else [])]:
-            v = n.metric(spec.name) if n.status == NodeStatus.GOOD else None
-            if v is not None:
-                out.append((n.params, sign * v))
-        return out
+        return [(n.params, s) for n in [*nodes, *([root] if root else [])] if (s := spec.score(n)) is not None]
 
     def _describe(self, setting: dict[str, Any]) -> str:
         return "try " + ", ".join(f"{k}={v}" for k, v in sorted(setting.items()))

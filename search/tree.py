@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from search.config import SearchConfig
 from engine.journal import Journal
 from engine.node import MetricSpec, Node, NodeStatus
+from search.agentic_plan import PLAN
 
-SUPPORT_KINDS = ("replication", "aggregation", "heldout")
-GROW = {"preliminary": "improve", "hyperparameter": "hyperparameter", "agenda": "improve", "ablation": "ablation"}
+SUPPORT_KINDS = ("replication", "aggregation", "selection", "heldout")
 
 
 @dataclass(frozen=True)
@@ -50,19 +50,15 @@ class StageView:
     # -- values ---------------------------------------------------------------------------------
     def score(self, n: Node | None) -> float | None:
         """The primary metric oriented so that larger is better; None unless good with a value."""
-        if n is None or n.status != NodeStatus.GOOD:
-            return None
-        v = n.metric(self.spec.name)
-        return None if v is None else (v if self.spec.direction == "maximize" else -v)
+        return None if n is None else self.spec.score(n)
 
     def ranked(self) -> list[Node]:
-        good = [n for n in self.nodes if self.score(n) is not None]
-        return sorted(good, key=lambda n: -self.score(n))  # type: ignore[operator]  # stable: older first on ties
+        return self.spec.ranked(self.nodes)
 
     def parents(self) -> list[Node]:
         """Nodes the stage's grow operator may extend, best first. Ablations always start from
         the root (they take apart the final method); other stages may also extend their own."""
-        if self.stage == "ablation":
+        if PLAN[self.stage].from_root_only:
             return [self.root] if self.root is not None else []
         pool = self.ranked() + ([self.root] if self.root is not None and self.score(self.root) is not None else [])
         return sorted(pool, key=lambda n: -self.score(n))  # type: ignore[operator]
@@ -97,17 +93,17 @@ class StageView:
         return sum(n.kind == "draft" for n in self.nodes) + sum(e.operator == "draft" for e in pending)
 
     def needs_draft(self, pending: list[Expansion]) -> bool:
-        return self.stage == "preliminary" and self.drafts(pending) < self.cfg.num_drafts
+        return self.stage == PLAN.first and self.drafts(pending) < self.cfg.num_drafts
 
     # -- choices --------------------------------------------------------------------------------
     def grow(self, parent: Node | None, island: int | None = None) -> Expansion:
         if parent is None:
             return Expansion("draft", None, island=island)
-        return Expansion(GROW[self.stage], parent, island=island)
+        return Expansion(PLAN[self.stage].grows, parent, island=island)
 
     def fallback(self, island: int | None = None) -> Expansion | None:
         """When nothing good exists to extend: a new draft in stage 1, else grow the root."""
-        if self.stage == "preliminary":
+        if self.stage == PLAN.first:
             return self.grow(None, island)
         return self.grow(self.root, island) if self.root is not None else None
 

@@ -3,18 +3,21 @@ by pydantic, with errors a person can act on (field, value, what is allowed; exi
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
 from engine.config import (
-    Budgets, ExecutorConfig, Resources, Strict, default_resources, format_validation_error, load_yaml,
+    SUPPORT_RESOURCES, Budgets, ExecutorConfig, Resources, Strict, default_resources, format_validation_error,
+    load_yaml,
 )
 from engine.errors import ConfigError
 from engine.llm.config import LLMConfig
 from sandbox.config import SandboxConfig
 from search.config import IdeaSource, SearchConfig, StageConfig
+from search.discovery.config import DiscoveryConfig
 from search.modes import plan_for
 from search.plan import StagePlan
 
@@ -24,6 +27,7 @@ class RunConfig(Strict):
     template: Path | None = Field(None, description="template directory (offline search)")
     idea: Path | None = Field(None, description="idea file (LLM search)")
     ideas: list[IdeaSource] = Field(default_factory=list, description="several idea files: a forest")
+    discovery: DiscoveryConfig | None = Field(None, description="data-driven discovery on a table (docs/discovery.md)")
     search: SearchConfig = Field(default_factory=SearchConfig)
     llm: LLMConfig | None = Field(None, description="LLM providers, models and roles (idea mode)")
     scripted_fn: str | None = Field(
@@ -52,13 +56,13 @@ class RunConfig(Strict):
 
     @model_validator(mode="after")
     def _one_source(self) -> RunConfig:
-        sources = sum((self.template is not None, self.idea is not None, bool(self.ideas)))
+        sources = sum((self.template is not None, self.idea is not None, bool(self.ideas), self.discovery is not None))
         if sources != 1:
             raise ValueError(
-                "set exactly one of `template` (offline search), `idea` or `ideas` (LLM search)"
+                "set exactly one of `template` (offline search), `idea` or `ideas` (LLM search), `discovery` (data)"
             )
         if self.template is None and self.llm is None:
-            raise ValueError("idea mode (LLM search) needs an `llm:` section: providers, models and roles")
+            raise ValueError(f"{self.mode} mode needs an `llm:` section: providers, models and roles")
         plan = self.plan
         unknown = sorted(set(self.stages) - set(plan.names))
         if unknown:
@@ -70,11 +74,13 @@ class RunConfig(Strict):
             self.stages.setdefault(spec.name, StageConfig(max_nodes=spec.default_max_nodes))
         self.stages = {s: self.stages[s] for s in plan.names}  # the plan's order
         self.resources.setdefault("default", Resources())
+        for kind, res in SUPPORT_RESOURCES.items():
+            self.resources.setdefault(kind, res)
         return self
 
     @property
     def mode(self) -> str:
-        return "template" if self.template is not None else "agentic"
+        return "template" if self.template is not None else "discovery" if self.discovery is not None else "agentic"
 
     @property
     def plan(self) -> StagePlan:
@@ -107,20 +113,25 @@ def load_config(path: Path) -> RunConfig:
         if value is not None and not value.is_absolute():
             updates[field] = (base / value).resolve()
     updates["output_dir"] = cfg.output_dir.resolve()  # relative to where silva runs
+    if cfg.discovery is not None:
+        from search.discovery.strategy import resolve_paths
+
+        updates["discovery"] = resolve_paths(cfg.discovery, base)
     if cfg.ideas:
         updates["ideas"] = [i.model_copy(update={"path": (base / i.path).resolve()}) for i in cfg.ideas]
     if cfg.scripted_fn is not None and ".py:" in cfg.scripted_fn:
         file, _, fn = cfg.scripted_fn.rpartition(":")
         updates["scripted_fn"] = f"{(base / file).resolve()}:{fn}"
     cfg = cfg.model_copy(update=updates)
-    if cfg.template is not None and not (cfg.template / "template.yaml").is_file():
+    # os.path.isfile: False (not a traceback) for a path this user may not even stat.
+    if cfg.template is not None and not os.path.isfile(cfg.template / "template.yaml"):
         raise ConfigError(
             f"{path}: template = {str(cfg.template)!r}: no template.yaml there; "
             "point `template` at a directory holding template.yaml and the experiment script"
         )
-    if cfg.idea is not None and not cfg.idea.is_file():
+    if cfg.idea is not None and not os.path.isfile(cfg.idea):
         raise ConfigError(f"{path}: idea = {str(cfg.idea)!r}: file not found")
     for i, source in enumerate(cfg.ideas):
-        if not source.path.is_file():
+        if not os.path.isfile(source.path):
             raise ConfigError(f"{path}: ideas.{i}.path = {str(source.path)!r}: file not found")
     return cfg

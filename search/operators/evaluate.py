@@ -6,14 +6,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from engine.contract import ResultsFile, parse_results
+from engine.contract import MAX_RESULTS_BYTES, ResultsFile, parse_results, read_capped
 from engine.llm import LLM, BudgetExceeded, LLMError, Message
 from engine.llm.types import PNG_MAGIC
 from engine.node import MetricSpec, MetricValue
 from sandbox.base import ExecResult, Limits, Sandbox
 from search.operators.prompts import critique_prompt, fmt_metrics, judge_prompt
+from search.operators.outcome import StatusRule
 from search.operators.schemas import Judgement, PlotCritique
 
 PARSER_FILE = "silva_parse_results.py"
@@ -33,22 +34,24 @@ class Evaluation:
     results: ResultsFile | None = None
     plots: list[str] = field(default_factory=list)
     plot_problem: str = ""
-    judgement: dict[str, Any] = field(default_factory=dict)
-    critique: dict[str, Any] = field(default_factory=dict)
+    judgement: Judgement | None = None
+    judgement_error: str = ""
+    critique: PlotCritique | None = None
+    critique_error: str = ""
 
-    def decide(self, plots_gate: bool) -> tuple[Literal["good", "buggy"], str, str]:
+    def decide(self, plots_gate: bool) -> tuple[Literal["good", "buggy"], str, StatusRule]:
         """(status, reason, rule): the first rule that fails makes the node buggy."""
         if self.proposal_error:
             return "buggy", f"proposal failed: {self.proposal_error}", "proposal"
         if self.run_problem:
             return "buggy", self.run_problem, "execution"
-        if self.judgement.get("is_buggy"):
-            return "buggy", f"judged buggy: {self.judgement.get('reason', '')}", "judgement"
+        if self.judgement is not None and self.judgement.is_buggy:
+            return "buggy", f"judged buggy: {self.judgement.reason}", "judgement"
         if plots_gate and self.plot_problem:
             return "buggy", self.plot_problem, "plots"
-        if plots_gate and self.critique.get("acceptable") is False:
-            return "buggy", f"plots rejected by the critique: {self.critique.get('reason', '')}", "plots"
-        note = self.judgement.get("summary") or (self.results.notes if self.results else "")
+        if plots_gate and self.critique is not None and not self.critique.acceptable:
+            return "buggy", f"plots rejected by the critique: {self.critique.reason}", "plots"
+        note = (self.judgement.summary if self.judgement else "") or (self.results.notes if self.results else "")
         return "good", note, "ok"
 
 
@@ -57,7 +60,9 @@ def read_metrics(box: Sandbox, python: str, specs: list[MetricSpec]) -> tuple[li
     res = box.exec([python, PARSER_FILE], limits=PARSER_LIMITS, files={PARSER_FILE: PARSER_SOURCE})
     if not res.ok or PARSED_FILE not in res.files:
         return [], None, f"the results parser failed (exit {res.exit_code}): {res.stderr[-300:]}"
-    raw = box.read_file(PARSED_FILE)
+    raw, unreadable = read_capped(box, PARSED_FILE, res.files, MAX_RESULTS_BYTES)
+    if raw is None:
+        return [], None, unreadable
     try:
         error = json.loads(raw).get("error")
     except (ValueError, AttributeError):
@@ -72,13 +77,17 @@ def new_pngs(before: list[str], after: ExecResult, limit: int) -> list[str]:
     return [f for f in after.files if f.lower().endswith(".png") and f not in seen][:limit]
 
 
-def png_bytes(box: Sandbox, paths: list[str]) -> list[bytes]:
+def png_bytes(box: Sandbox, paths: list[str]) -> tuple[list[bytes], str]:
+    """The PNG images among `paths`, and a plot problem ('' if none): a figure over
+    MAX_PNG_BYTES is never read into memory."""
     out = []
     for p in paths:
-        data = box.read_file(p)
-        if data.startswith(PNG_MAGIC) and len(data) <= MAX_PNG_BYTES:
+        data, problem = read_capped(box, p, [p], MAX_PNG_BYTES)
+        if data is None:
+            return out, f"plot {problem}"
+        if data.startswith(PNG_MAGIC):
             out.append(data)
-    return out
+    return out, ""
 
 
 def judge(llm: LLM, ev: Evaluation, *, node_id: str, stage: str, idea: str, attempt: int, plan: str,
@@ -101,9 +110,9 @@ def judge(llm: LLM, ev: Evaluation, *, node_id: str, stage: str, idea: str, atte
     except BudgetExceeded:
         raise
     except LLMError as e:
-        ev.judgement = {"error": str(e)[:500]}
+        ev.judgement_error = str(e)[:500]
         return
-    ev.judgement = verdict.model_dump(exclude_none=True)
+    ev.judgement = verdict
 
 
 def critique(llm: LLM, ev: Evaluation, images: list[bytes], *, node_id: str, stage: str, idea: str,
@@ -115,6 +124,6 @@ def critique(llm: LLM, ev: Evaluation, images: list[bytes], *, node_id: str, sta
     except BudgetExceeded:
         raise
     except LLMError as e:
-        ev.critique = {"error": str(e)[:500]}
+        ev.critique_error = str(e)[:500]
         return
-    ev.critique = verdict.model_dump()
+    ev.critique = verdict

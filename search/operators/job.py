@@ -18,9 +18,10 @@ from engine.attempt import failure_reason, fresh_workspace, summarize
 from engine.contract import PARAMS_FILE, RESULTS_FILE, params_payload
 from engine.llm import LLM, BudgetExceeded, LLMError, Message
 from engine.llm.types import Completion, LLMRequest
-from engine.node import AttemptResult, ExecSummary, MetricSpec
-from sandbox.base import Limits, get_provider, resolve_in_workspace
+from engine.node import AttemptResult, BudgetRefusal, ExecSummary, MetricSpec
+from sandbox.base import Limits, get_provider, kept_artifacts
 from search.operators.claims import ClaimBook
+from search.operators.outcome import OperatorOutcome
 from search.operators.evaluate import Evaluation, critique, judge, new_pngs, png_bytes, read_metrics
 from search.operators.prompts import SYSTEM
 from search.operators.schemas import accept, proposal_type
@@ -76,36 +77,37 @@ class OperatorJob:
         ws = fresh_workspace(self.run_dir, self.node_id, self.attempt)
         counter = _Counting(self.llm.transport) if self.llm is not None else None
         llm = LLM(counter, max_reasks=self.llm.max_reasks) if self.llm is not None and counter is not None else None
-        extra: dict[str, Any] = {"operator": self.operator}
+        outcome = OperatorOutcome(operator=self.operator, split=self.split)  # type: ignore[arg-type]
         ev = Evaluation()
         execution = ExecSummary()
         try:
-            code, plot_code, plan = self._propose(llm, extra, ev)
+            code, plan = self._propose(llm, outcome, ev)
             if not ev.proposal_error:
-                execution = self._evaluate(llm, ws, gpu_ids, code, plot_code, plan, ev)
+                execution = self._evaluate(llm, ws, gpu_ids, code, outcome.plot_code, plan, ev)
         except BudgetExceeded as e:
             # No result: the dispatcher stops the run cleanly and the node re-runs on resume.
-            return AttemptResult(status="buggy", extra={"budget_stop": {"budget": "dollars", "message": str(e)}})
+            return AttemptResult(status="buggy", refusal=BudgetRefusal(budget="dollars", message=str(e)))
         status, reason, rule = ev.decide(self.plots_gate)
         rel = ws.relative_to(self.run_dir)
         keep = [EXPERIMENT, PLOT, RESULTS_FILE, *ev.plots, *(ev.results.artifacts if ev.results else [])]
-        extra.update(
-            status_rule=rule, judgement=ev.judgement, plot_critique=ev.critique,
+        outcome = outcome.model_copy(update=dict(
+            status_rule=rule, judgement=ev.judgement, judgement_error=ev.judgement_error,
+            plot_critique=ev.critique, critique_error=ev.critique_error,
             plots=[str(rel / p) for p in ev.plots], results_notes=ev.results.notes if ev.results else "",
-            llm_calls=counter.calls if counter else 0, split=self.split,
-        )
+            llm_calls=counter.calls if counter else 0,
+        ))
         return AttemptResult(
             status=status, reason=reason, metrics=ev.metrics, execution=execution,
-            artifacts=sorted({str(rel / a) for a in keep if _kept(ws, a)}),
+            artifacts=kept_artifacts(ws, rel, keep),
             workspace=str(rel), started_at=started, finished_at=time.time(),
-            cost_usd=counter.dollars if counter else 0.0, extra=extra,
+            cost_usd=counter.dollars if counter else 0.0, code=code or None, plan=plan or None, outcome=outcome,
         )
 
     # -- steps ----------------------------------------------------------------------------------
-    def _propose(self, llm: LLM | None, extra: dict[str, Any], ev: Evaluation) -> tuple[str, str, str]:
+    def _propose(self, llm: LLM | None, outcome: OperatorOutcome, ev: Evaluation) -> tuple[str, str]:
+        """(code, plan) of the node; fills the proposal's part of `outcome`."""
         if self.operator in RERUN_OPERATORS or llm is None:
-            extra["code"] = self.parent_code
-            return self.parent_code, "", self.plan
+            return self.parent_code, self.plan
         try:
             proposal = llm.complete(
                 [Message.system(SYSTEM), Message.user(self.prompt)], role="code",
@@ -116,17 +118,14 @@ class OperatorJob:
             raise
         except LLMError as e:
             ev.proposal_error = str(e)[:1000]
-            return "", "", ""
+            return "", ""
         accepted = accept(proposal, self.parent_code)
-        plot_code = accepted.plot_code or self.parent_plot_code
-        extra.update(code=accepted.code, plan=proposal.plan, plot_code=plot_code, code_change=accepted.change)
-        if accepted.diff_error:
-            extra["diff_error"] = accepted.diff_error
-        if proposal.hyperparameters:
-            extra["hyperparameters"] = proposal.hyperparameters
-        if proposal.ablation:
-            extra["ablation"] = proposal.ablation
-        return accepted.code, plot_code, proposal.plan
+        outcome.plot_code = accepted.plot_code or self.parent_plot_code
+        outcome.code_change = accepted.change  # type: ignore[assignment]
+        outcome.diff_error = accepted.diff_error
+        outcome.hyperparameters = proposal.hyperparameters or {}
+        outcome.ablation = proposal.ablation or ""
+        return accepted.code, proposal.plan
 
     def _evaluate(self, llm: LLM | None, ws: Path, gpu_ids: Sequence[int], code: str, plot_code: str, plan: str,
                   ev: Evaluation) -> ExecSummary:
@@ -145,11 +144,12 @@ class OperatorJob:
                 why = failure_reason(pres, self.plot_limits)
                 if why or not ev.plots:
                     ev.plot_problem = f"plot.py failed: {why}" if why else "plot.py wrote no PNG figure"
-                images = png_bytes(box, ev.plots)
+                images, too_big = png_bytes(box, ev.plots)
+                ev.plot_problem = ev.plot_problem or too_big
             if llm is not None and self.operator not in RERUN_OPERATORS:
                 judge(llm, ev, node_id=self.node_id, stage=self.stage, idea=self.idea, attempt=self.attempt,
                       plan=plan, code=code, res=res, tuning_history=self.tuning_history)
-                if images and self.vision and not ev.judgement.get("is_buggy"):
+                if images and self.vision and not (ev.judgement is not None and ev.judgement.is_buggy):
                     critique(llm, ev, images, node_id=self.node_id, stage=self.stage, idea=self.idea,
                              attempt=self.attempt, plan=plan)
         finally:
@@ -163,11 +163,3 @@ class OperatorJob:
 
     def _data_files(self) -> dict[str, bytes]:
         return {name: path.read_bytes() for name, path in self.data.items()}
-
-
-def _kept(ws: Path, path: str) -> bool:
-    """An artifact to keep: a file inside the workspace (results.json may name anything)."""
-    try:
-        return resolve_in_workspace(ws, path).is_file()
-    except ValueError:
-        return False

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from engine.node import MetricSpec, MetricValue, Node, NodeStatus
 from search.idea import Idea
+from search.operators.outcome import operator_outcome, summary, variant
 
 CODE_CHARS = 12_000  # code shown back to the model, per file
 OUTPUT_CHARS = 2_500  # stdout/stderr tail shown for debugging and judging
@@ -71,8 +72,7 @@ def fmt_metrics(metrics: Sequence[MetricValue]) -> str:
 
 
 def node_line(n: Node) -> str:
-    note = n.extra.get("judgement", {}).get("summary") or n.reason
-    what = n.extra.get("hyperparameters") or n.extra.get("ablation") or ""
+    note, what = summary(n), variant(n)
     return f"- {n.id} ({n.kind}{', ' + str(what) if what else ''}, {n.status.value}): {fmt_metrics(n.metrics)}; {note[:200]}"
 
 
@@ -84,15 +84,16 @@ def fence(text: str, lang: str = "python") -> str:
 
 def show_node(n: Node, title: str, with_output: bool) -> str:
     parts = [f"{title} ({n.id}, {n.kind}, {n.status.value}). Plan: {n.plan}", "experiment.py:", fence(n.code)]
-    plot = n.extra.get("plot_code")
+    outcome = operator_outcome(n)
+    plot = outcome.plot_code
     if plot:
         parts += ["plot.py:", fence(plot)]
     parts.append(f"Metrics: {fmt_metrics(n.metrics)}")
     if n.status == NodeStatus.BUGGY:
         parts.append(f"Why it is buggy: {n.reason}")
-    critique = n.extra.get("plot_critique", {})
-    if critique.get("acceptable") is False:
-        parts.append(f"Plot critique: {critique.get('reason', '')} {'; '.join(critique.get('suggestions', []))}")
+    critique = outcome.plot_critique
+    if critique is not None and not critique.acceptable:
+        parts.append(f"Plot critique: {critique.reason} {'; '.join(critique.suggestions)}")
     if with_output and n.execution is not None:
         parts.append("stdout (end):\n" + fence(n.execution.stdout_tail[-OUTPUT_CHARS:], "text"))
         parts.append("stderr (end):\n" + fence(n.execution.stderr_tail[-OUTPUT_CHARS:], "text"))

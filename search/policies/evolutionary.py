@@ -1,7 +1,7 @@
 """Evolutionary search on islands: tournament selection, mutation by the stage's operator, and
 crossover of two parents (a second parent from another island with the migration probability).
 
-A node's island is stored in its `extra` at creation; a slot goes to the island with the least
+A node's island is stored in its origin at creation; a slot goes to the island with the least
 work in flight, so islands evolve side by side. Crossover is used where the stage's operator is
 a free-form improvement (stages 1 and 3); hyperparameter tuning and ablations only mutate.
 """
@@ -16,7 +16,7 @@ from search.tree import Expansion, StageView
 
 
 def island_of(node: Node) -> int:
-    return int(node.extra.get("island", 0))
+    return node.origin.island or 0
 
 
 class Evolutionary(SlotPolicy):

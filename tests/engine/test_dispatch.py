@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from silva.config import RunConfig
-from engine.dispatch import MAX_LOST, Dispatcher
-from engine.executor import Completion, Handle, InProcessExecutor, Job
+from engine.dispatch import MAX_LOST, Dispatcher, Finish
+from engine.executor import JobDone, Handle, InProcessExecutor, Job
 from engine.journal import Journal
 from engine.node import AttemptResult, MetricValue, Node, NodeStatus
 
@@ -45,8 +45,8 @@ class FixedStrategy:
     def job_for(self, node: Node, attempt: int) -> Job:
         return SleepJob(node.id, attempt, node.params["seconds"], self.log)
 
-    def finished(self) -> str | None:
-        return "all proposed" if self.proposed == len(self.durations) else None
+    def finished(self) -> Finish | None:
+        return Finish("complete", "all proposed") if self.proposed == len(self.durations) else None
 
 
 def config(**kw: object) -> RunConfig:
@@ -105,10 +105,10 @@ class FlakyExecutor(InProcessExecutor):
         self.attempts[handle] = job
         return handle
 
-    def wait(self, handles: Sequence[Handle], timeout: float) -> Completion | None:
+    def wait(self, handles: Sequence[Handle], timeout: float) -> JobDone | None:
         c = super().wait(handles, timeout)
         if c is not None and self.attempts[c.handle].attempt <= self.lose:
-            return Completion(c.handle, None, lost="WorkerCrashedError: worker died")
+            return JobDone(c.handle, None, lost="WorkerCrashedError: worker died")
         return c
 
 

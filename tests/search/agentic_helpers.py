@@ -90,4 +90,4 @@ def start(cfg: RunConfig, fn: Any, **kw: Any) -> tuple[Outcome, Journal]:
 
 
 def llm_nodes(j: Journal) -> list[Any]:
-    return [n for n in j if n.kind not in ("replication", "aggregation", "heldout")]
+    return [n for n in j if n.kind not in ("replication", "aggregation", "selection", "heldout")]

@@ -14,6 +14,7 @@ STAGES = PLAN.names
 from engine.journal import Journal
 from engine.llm.ledger import summarize
 from engine.node import NodeStatus
+from search.operators.outcome import operator_outcome as op
 from tests.search.agentic_helpers import LLM, agentic_config, llm_nodes, providers, responder, start
 
 
@@ -46,7 +47,7 @@ def test_four_stages_with_bug_timeout_and_rejected_plots(tmp_path) -> None:  # t
 
     # Stage 1: a draft with a bug and a draft that times out; a debug step fixes one of them.
     bug, slow = j.nodes["n0000"], j.nodes["n0001"]
-    assert bug.status == NodeStatus.BUGGY and "NameError" in bug.reason and bug.extra["status_rule"] == "execution"
+    assert bug.status == NodeStatus.BUGGY and "NameError" in bug.reason and op(bug).status_rule == "execution"
     assert slow.status == NodeStatus.BUGGY and "timed out after 4 s" in slow.reason
     assert slow.execution is not None and slow.execution.timed_out
     prelim_best = j.nodes[j.stage_ended[("noise", "preliminary")]["best_node_id"]]
@@ -55,11 +56,11 @@ def test_four_stages_with_bug_timeout_and_rejected_plots(tmp_path) -> None:  # t
     assert j.stage_ended[("noise", "preliminary")]["reason"].startswith(f"first good node {prelim_best.id}")
 
     # Stage 3: figures rejected by the vision critique make a buggy node; a debug fixes the plot.
-    rejected = [n for n in j.in_stage("agenda") if n.extra.get("status_rule") == "plots"]
+    rejected = [n for n in j.in_stage("agenda") if op(n).status_rule == "plots"]
     assert len(rejected) == 1 and "plots rejected by the critique" in rejected[0].reason
-    assert rejected[0].extra["plot_critique"]["acceptable"] is False
+    assert op(rejected[0]).plot_critique.acceptable is False  # type: ignore[union-attr]
     fixes = [n for n in j.children(rejected[0].id) if n.kind == "debug"]
-    assert fixes and fixes[0].status == NodeStatus.GOOD and fixes[0].extra["plot_critique"]["acceptable"] is True
+    assert fixes and fixes[0].status == NodeStatus.GOOD and op(fixes[0]).plot_critique.acceptable is True  # type: ignore[union-attr]
 
     # Every stage: one decision, replicates over seeds, an aggregate, promotion to the next root.
     for i, stage in enumerate(STAGES):
@@ -84,20 +85,20 @@ def test_four_stages_with_bug_timeout_and_rejected_plots(tmp_path) -> None:  # t
         assert len(searched) <= cfg.stages[stage].max_nodes  # type: ignore[index]
 
     # Hyperparameter settings and ablations are never repeated.
-    settings = [json.dumps(n.extra["hyperparameters"], sort_keys=True) for n in j.in_stage("hyperparameter", "hyperparameter") if "hyperparameters" in n.extra]
+    settings = [json.dumps(op(n).hyperparameters, sort_keys=True) for n in j.in_stage("hyperparameter", "hyperparameter") if op(n).hyperparameters]
     assert settings and len(settings) == len(set(settings))
-    ablations = [n.extra["ablation"] for n in j.in_stage("ablation", "ablation")]
+    ablations = [op(n).ablation for n in j.in_stage("ablation", "ablation")]
     assert ablations and len(ablations) == len(set(ablations))
-    assert all(n.extra["code_change"] == "diff_failed_whole_file" for n in j.in_stage("ablation", "ablation"))
-    assert any(n.extra.get("code_change") == "diff" for n in j.in_stage("hyperparameter", "hyperparameter"))
+    assert all(op(n).code_change == "diff_failed_whole_file" for n in j.in_stage("ablation", "ablation"))
+    assert any(op(n).code_change == "diff" for n in j.in_stage("hyperparameter", "hyperparameter"))
 
     # Every LLM node: code and plan from the LLM, a judgement with its reason, at most three
     # calls (proposal, judgement, critique) plus the bounded re-asks of a rejected proposal.
     for n in llm_nodes(j):
         assert n.code and not n.plan.startswith(n.kind), n.id
-        assert n.extra["judgement"]["reason"] and n.extra["llm_calls"] <= 3 + cfg.llm.max_reasks, n.id  # type: ignore[union-attr]
+        assert op(n).judgement.reason and op(n).llm_calls <= 3 + cfg.llm.max_reasks, n.id  # type: ignore[union-attr]
         if n.status == NodeStatus.GOOD:
-            assert n.extra["plots"] and n.extra["plot_critique"]["acceptable"] is True
+            assert op(n).plots and op(n).plot_critique.acceptable is True  # type: ignore[union-attr]
             assert n.metric("val_accuracy") is not None
     ledger = summarize(j.log.path.parent)
     assert ledger["run"]["errors"] == 0
@@ -130,11 +131,11 @@ def test_every_policy_runs(tmp_path, policy: str) -> None:  # type: ignore[no-un
     outcome, j = start(cfg, responder(bugs={"n0000": "name_error"}, plots=False))
     assert outcome.status == "finished" and outcome.message == "all four stages complete"
     searched = llm_nodes(j)
-    assert all(n.extra["policy"] == policy for n in searched)
+    assert all(n.origin.policy == policy for n in searched)
     for stage in STAGES:
         assert len([n for n in searched if n.stage == stage]) <= cfg.stages[stage].max_nodes  # type: ignore[index]
     if policy == "evolutionary":
-        assert {n.extra["island"] for n in searched} == {0, 1}
+        assert {n.origin.island for n in searched} == {0, 1}
         crossed = [n for n in searched if n.kind == "crossover"]
         assert all(len(n.refs) == 1 and n.refs[0] != n.parent_id for n in crossed)
 
@@ -200,5 +201,5 @@ def test_tuning_ends_when_the_llm_judges_it_converged(tmp_path) -> None:  # type
     ended = j.stage_ended[("noise", "hyperparameter")]["reason"]
     tuned = j.in_stage("hyperparameter", "hyperparameter")
     assert ended.startswith("LLM judged tuning converged at n") and len(tuned) < 8
-    converged = [n for n in tuned if n.extra["judgement"].get("converged")]
-    assert converged and all(n.extra["judgement"]["converged"] is False for n in tuned if n not in converged)
+    converged = [n for n in tuned if op(n).judgement.converged]  # type: ignore[union-attr]
+    assert converged and all(op(n).judgement.converged is False for n in tuned if n not in converged)  # type: ignore[union-attr]

@@ -9,6 +9,7 @@ from search.template_plan import PLAN
 STAGES = PLAN.names
 from engine.llm.ledger import summarize
 from engine.node import NodeStatus
+from search.operators.outcome import operator_outcome
 from tests.search.agentic_helpers import agentic_config, idea_file, llm_nodes, responder, start
 
 
@@ -48,7 +49,7 @@ def test_heldout_selection_uses_data_the_search_never_saw(tmp_path: Path) -> Non
         ws = run_dir / "nodes" / n.id / f"attempt-{n.attempts}"
         assert (ws / "data" / "train.csv").is_file()
         assert (ws / "data" / "heldout" / "test.csv").is_file() == (n.kind == "heldout"), n.id
-        assert (n.extra["split"] == "heldout") == (n.kind == "heldout")
+        assert (operator_outcome(n).split == "heldout") == (n.kind == "heldout")
     runs = j.in_stage("heldout", "heldout")
     h = j.heldout["noise"]
     assert len(runs) == len(h["candidates"]) == 2 and all(r.status == NodeStatus.GOOD for r in runs)

@@ -18,6 +18,7 @@ from sandbox.base import Limits
 from search.operators.claims import ClaimBook
 from search.operators.diff import DiffError, apply_unified_diff
 from search.operators.job import OperatorJob
+from search.operators.outcome import OperatorOutcome
 from search.operators.schemas import Proposal, accept
 from tests.search.agentic_helpers import LLM
 
@@ -78,7 +79,7 @@ def test_metrics_come_from_results_json_never_from_printed_output(tmp_path: Path
     printed = "print('acc: 0.99')\nprint('{\"metrics\": {\"acc\": 0.99}}')\n"
     r, _ = run_job(tmp_path, scripted({"plan": "p", "code": printed}))
     assert r.status == "buggy" and r.reason == "no results.json written" and r.metrics == []
-    assert r.extra["status_rule"] == "execution" and r.extra["judgement"]["reason"] == "fine"
+    assert op(r).status_rule == "execution" and op(r).judgement.reason == "fine"  # type: ignore[union-attr]
 
     nan = "import json\njson.dump({'metrics': {'acc': float('nan')}}, open('results.json', 'w'))\n"
     r, _ = run_job(tmp_path / "nan", scripted({"plan": "p", "code": nan}))
@@ -89,8 +90,8 @@ def test_the_llm_judgement_can_mark_a_clean_run_buggy(tmp_path: Path) -> None:
     verdict = {"is_buggy": True, "reason": "evaluates on the training data", "summary": "leaky"}
     r, _ = run_job(tmp_path, scripted({"plan": "p", "code": GOOD}, verdict))
     assert r.status == "buggy" and r.reason == "judged buggy: evaluates on the training data"
-    assert r.extra["status_rule"] == "judgement" and r.metrics[0].value == 0.75  # recorded anyway
-    assert r.extra["code"] == GOOD and r.extra["plan"] == "p" and r.extra["llm_calls"] == 2
+    assert op(r).status_rule == "judgement" and r.metrics[0].value == 0.75  # recorded anyway
+    assert r.code == GOOD and r.plan == "p" and op(r).llm_calls == 2
 
 
 def test_a_diff_that_cannot_apply_is_reasked_for_the_whole_file(tmp_path: Path) -> None:
@@ -102,19 +103,19 @@ def test_a_diff_that_cannot_apply_is_reasked_for_the_whole_file(tmp_path: Path) 
         return json.dumps({"plan": "p", "diff": "@@ -1,1 +1,1 @@\n-absent\n+x\n"})
 
     r, provider = run_job(tmp_path, answer)
-    assert r.status == "good" and r.extra["code_change"] == "whole_file" and r.extra["llm_calls"] == 3
+    assert r.status == "good" and op(r).code_change == "whole_file" and op(r).llm_calls == 3
     assert [c.role for c in provider.calls] == ["code", "code", "feedback"]
 
 
 def test_unusable_answers_make_a_buggy_node_not_a_loop(tmp_path: Path) -> None:
     r, provider = run_job(tmp_path, lambda call: "I would rather not.")
-    assert r.status == "buggy" and r.reason.startswith("proposal failed") and r.extra["status_rule"] == "proposal"
+    assert r.status == "buggy" and r.reason.startswith("proposal failed") and op(r).status_rule == "proposal"
     assert len(provider.calls) == 3  # the answer plus two bounded re-asks
 
 
 def test_spent_dollars_give_the_attempt_back(tmp_path: Path) -> None:
     r, provider = run_job(tmp_path, scripted({"plan": "p", "code": GOOD}), dollars=0.0, price=1.0)
-    assert r.extra["budget_stop"]["budget"] == "dollars" and "budget" in r.extra["budget_stop"]["message"]
+    assert r.refusal is not None and r.refusal.budget == "dollars" and "budget" in r.refusal.message
     assert provider.calls == []  # refused before the call was made
 
 
@@ -129,7 +130,7 @@ def test_a_claimed_setting_is_reasked_until_untried(tmp_path: Path) -> None:
         return json.dumps({"plan": "p", "code": GOOD, "hyperparameters": {"lr": lr}})
 
     r, _ = run_job(tmp_path, answer, operator="hyperparameter", stage="hyperparameter", claims=book)
-    assert r.status == "good" and r.extra["hyperparameters"] == {"lr": 0.2}
+    assert r.status == "good" and op(r).hyperparameters == {"lr": 0.2}
     assert [k for _, k in book.tried()] == ['{"lr": 0.1}', '{"lr": 0.2}']
 
 
@@ -151,3 +152,8 @@ def test_declared_artifacts_outside_the_workspace_are_not_kept(tmp_path: Path) -
     r, _ = run_job(tmp_path, scripted({"plan": "p", "code": code}))
     assert r.status == "good"
     assert sorted(Path(a).name for a in r.artifacts) == ["curve.csv", "experiment.py", "results.json"]
+
+
+def op(r: AttemptResult) -> OperatorOutcome:
+    assert isinstance(r.outcome, OperatorOutcome)
+    return r.outcome

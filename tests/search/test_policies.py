@@ -6,7 +6,7 @@ from pathlib import Path
 
 from search.config import SearchConfig
 from engine.journal import Journal
-from engine.node import AttemptResult, MetricSpec, MetricValue, Node
+from engine.node import AttemptResult, MetricSpec, MetricValue, Node, Origin
 from search.policies import get_policy
 from search.tree import StageView
 
@@ -20,8 +20,7 @@ class Tree:
 
     def add(self, kind: str, parent: Node | None = None, acc: float | None = None, *, stage: str = "agenda",
             status: str = "good", running: bool = False, island: int | None = None) -> Node:
-        extra = {} if island is None else {"island": island}
-        node = self.j.add_node(Node(parent_id=parent.id if parent else None, stage=stage, kind=kind, code="code", extra=extra))
+        node = self.j.add_node(Node(parent_id=parent.id if parent else None, stage=stage, kind=kind, code="code", origin=Origin(island=island)))
         self.j.attempt_started(node.id, 1)
         if not running:
             metrics = [MetricValue(name="acc", value=acc, direction="maximize")] if acc is not None else []

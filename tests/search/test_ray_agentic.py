@@ -11,6 +11,7 @@ import pytest
 from silva import lifecycle as run
 from engine.journal import Journal
 from engine.llm.ledger import summarize
+from search.operators.outcome import operator_outcome
 from tests.search.agentic_helpers import SCIENTIST, agentic_config, llm_nodes
 
 pytestmark = pytest.mark.usefixtures("ray_cluster")
@@ -34,4 +35,4 @@ def test_agentic_run_on_ray_with_the_gateway_actor(tmp_path: Path) -> None:
     assert len(markers) == len(j.nodes) and os.getpid() not in pids  # every attempt ran in a Ray worker
     ledger = summarize(run_dir)["run"]
     assert ledger["calls"] >= 3 * len([n for n in llm_nodes(j) if n.status.value == "good"]) - 1
-    assert all(n.extra["plot_critique"].get("acceptable") for n in llm_nodes(j) if n.status.value == "good")
+    assert all(operator_outcome(n).plot_critique.acceptable for n in llm_nodes(j) if n.status.value == "good")

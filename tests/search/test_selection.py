@@ -15,6 +15,7 @@ from engine.llm.providers.scripted import ScriptedProvider
 from engine.node import MetricSpec, MetricValue, Node, NodeStatus
 from search.idea import Idea
 from search.selection import LLMChooser
+from search.stages import Selection
 from tests.search.agentic_helpers import IDEA, LLM
 
 SPEC = MetricSpec(name="val_accuracy", primary=True)
@@ -34,10 +35,16 @@ def choose(tmp: Path, answer: Callable[[ProviderCall], str], tolerance: float, d
     llm["models"]["sci"]["price"] = {"input": 1.0, "output": 1.0}
     gw = build_gateway(LLMConfig.model_validate(llm), tmp, dollars, {},
                        providers={"offline": ScriptedProvider("offline", fn=answer)})
+    chooser = LLMChooser(gw.client(), Idea.model_validate(IDEA), tolerance, "selection")
     try:
-        return LLMChooser(gw.client(), Idea.model_validate(IDEA), tolerance, "selection").choose("agenda", RANKED, SPEC)
+        # The decision runs as a job on a worker; a refused call stops the run as the dispatcher does.
+        result = chooser.job_for(Node(id="s", stage="agenda", kind="selection"), 1, RANKED, SPEC).run([])
     finally:
         gw.close()
+    if result.refusal is not None:
+        raise BudgetStop(result.refusal.budget, result.refusal.message)
+    assert isinstance(result.outcome, Selection)
+    return next(n for n in RANKED if n.id == result.outcome.node_id), result.outcome.model_dump()
 
 
 def says(node_id: str, sane: bool = True) -> Callable[[ProviderCall], str]:
