@@ -90,6 +90,8 @@ def load_idea(path: Path) -> Idea:
             raise ConfigError(f"{path}: file not found") from None
         except json.JSONDecodeError as e:
             raise ConfigError(f"{path}: not valid JSON: {e}") from None
+        except (UnicodeDecodeError, OSError) as e:  # not UTF-8, a directory, unreadable
+            raise ConfigError(f"{path}: cannot read as JSON text ({type(e).__name__})") from None
     else:
         data = load_yaml(path)
     if isinstance(data, list):
