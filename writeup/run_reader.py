@@ -90,7 +90,7 @@ def read_run(run_dir: Path) -> RunResults:
     """Read a run directory. Raises ConfigError when it is not one or holds no finished stage."""
     if not (run_dir / EVENTS_FILE).is_file():
         raise ConfigError(f"{run_dir}: not a Silva run directory (no {EVENTS_FILE}); pass the directory `silva run` printed")
-    journal = Journal.open(run_dir)
+    journal = Journal.open(run_dir, read_only=True)  # a reader: no lock, never a write
     cfg = journal.config
     ideas: dict[str, IdeaResults] = {}
     names = sorted({idea for idea, _ in journal.stage_ended}, key=lambda i: min(
