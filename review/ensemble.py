@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,7 +113,12 @@ class MetaReviewJob:
 class _PaperState:
     paper: Paper
     key: str  # node id prefix: the idea in a run, else the file name
-    integrity: IntegrityReport | None = None
+    checks: Future[IntegrityReport] | None = None
+
+    @property
+    def integrity(self) -> IntegrityReport:
+        assert self.checks is not None
+        return self.checks.result()
     records: dict[int, ReviewRecord] = field(default_factory=dict)
     meta: MetaReview | None = None
     result: ReviewResult | None = None
@@ -159,7 +165,6 @@ class _Session:
         if not good:
             self._finish(state)
             return
-        assert state.integrity is not None
         meta = MetaReview(reviews_used=len(good), reviews_failed=len(records) - len(good),
                           accept_votes=sum(f.decision == "accept" for f in good), aggregate=aggregate(good))
         request = guidelines.meta_request(
@@ -170,7 +175,6 @@ class _Session:
                                           idea=state.paper.idea))
 
     def _finish(self, state: _PaperState) -> None:
-        assert state.integrity is not None
         meta, reviews = state.meta, [state.records[k] for k in sorted(state.records)]
         good = [r.form for r in reviews if r.form is not None]
         overall = (float(meta.form.overall) if meta is not None and meta.form is not None
@@ -243,14 +247,17 @@ def review_papers(papers: Sequence[Paper], llm: LLM, cfg: ReviewConfig, executor
     runner: Executor = executor or InProcessExecutor(cfg.max_parallel)
     session = _Session(llm, cfg, runner, journal)
     states = [_PaperState(paper=p, key=_key(p)) for p in papers]
+    # While the reviewers think, the checks that need no LLM run on a driver thread, in paper
+    # order; a meta-review waits only for its own paper's checks.
+    checker = ThreadPoolExecutor(1, thread_name_prefix="silva-integrity")
     try:
         for state in states:
             session.start(state)
-        # While the reviewers think, the checks that need no LLM run here.
         for state in states:
-            state.integrity = run_checks(state.paper, cfg)
+            state.checks = checker.submit(run_checks, state.paper, cfg)
         session.drain()
     finally:
+        checker.shutdown(wait=True, cancel_futures=True)
         if own:
             runner.shutdown()
     return [s.result for s in states if s.result is not None]
