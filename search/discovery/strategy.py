@@ -19,6 +19,7 @@ from engine.dispatch import Finish
 from engine.errors import ConfigError
 from engine.journal import Journal
 from engine.llm import LLM
+from engine.llm.config import resolve_model
 from engine.node import Node
 from sandbox.base import Limits
 from search.config import SearchSettings
@@ -251,11 +252,16 @@ class DiscoverySettings(SearchSettings, Protocol):
 
 def build_discovery_strategy(cfg: DiscoverySettings, journal: Journal, llm: LLM) -> DiscoveryStrategy:
     """The composition root's entry point (silva/lifecycle.py `build_strategy`)."""
-    from search.agentic import has_vision
-
     if cfg.discovery is None:
         raise ConfigError("discovery mode needs a `discovery:` section (data, mode, gate...)")
-    return DiscoveryStrategy(cfg, cfg.discovery, journal, llm, vision=has_vision(cfg))
+    return DiscoveryStrategy(cfg, cfg.discovery, journal, llm, vision=_has_vision(cfg))
+
+
+def _has_vision(cfg: SearchSettings) -> bool:
+    """Figures are read only when a `vision` role maps to a model that can see."""
+    if cfg.llm is None or "vision" not in cfg.llm.roles:
+        return False
+    return resolve_model(cfg.llm, cfg.llm.roles["vision"].model).capabilities.vision
 
 
 def resolve_paths(dcfg: DiscoveryConfig, base: Path) -> DiscoveryConfig:

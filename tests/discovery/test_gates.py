@@ -1,0 +1,66 @@
+"""Each gate on hand-made evidence; the bank's pruning by diversity."""
+
+from __future__ import annotations
+
+import math
+
+from search.discovery import gates
+from search.discovery.bank import TfidfEmbedder, novelty, prune_max_min
+from search.discovery.evidence import TestOutcome as Evidence
+
+KW = {"alpha": 0.05, "min_effect": 0.2}
+
+
+def ev(effect: float, p: float, n: int = 200) -> Evidence:
+    return Evidence(test="t", effect=effect, effect_name="d", p=p, log_p=math.log(p), n=n)
+
+
+def test_two_split_train_needs_effect_p_and_the_predicted_sign() -> None:
+    assert gates.two_split_train(ev(0.5, 0.001), 0, **KW).passed
+    small = gates.two_split_train(ev(0.1, 1e-9), 0, **KW)
+    assert not small.passed and "effect" in small.reason and small.status == "rejected"
+    assert not gates.two_split_train(ev(0.5, 0.2), 0, **KW).passed
+    wrong_way = gates.two_split_train(ev(-0.5, 1e-9), 1, **KW)
+    assert not wrong_way.passed and "opposite" in wrong_way.reason
+    assert wrong_way.numbers["effect"] == -0.5 and wrong_way.numbers["alpha"] == 0.05
+
+
+def test_two_split_heldout_needs_the_same_sign_and_60_percent_of_the_effect() -> None:
+    train = ev(0.5, 1e-6)
+    kw = {**KW, "ratio": 0.6}
+    assert gates.two_split_heldout(train, ev(0.35, 0.01), 0, **kw).status == "accepted"
+    shrunk = gates.two_split_heldout(train, ev(0.25, 0.01), 0, **kw)
+    assert shrunk.status == "weakened" and "0.6 x train" in shrunk.reason
+    assert gates.two_split_heldout(train, ev(-0.4, 0.001), 0, **kw).status == "refuted"
+    assert gates.two_split_heldout(train, ev(0.4, 0.3), 0, **kw).status == "weakened"
+    assert gates.confirm_heldout(train, ev(0.4, 0.001), 0, **kw).status == "supported"
+
+
+def test_bonferroni_divides_alpha_by_the_chain_length_and_keeps_the_best() -> None:
+    steps = [("a", ev(0.4, 0.02), 0), ("b", ev(0.5, 0.004), 0), ("c", ev(0.6, 1e-5), 0), ("d", None, 0)]
+    best, decisions = gates.bonferroni_chain(steps, alpha=0.05, min_effect=0.2, chain_length=4, global_tests=17)
+    assert best == "c"
+    assert [decisions[s].status for s in "abcd"] == ["rejected", "accepted", "accepted", "inconclusive"]
+    assert decisions["a"].numbers["threshold"] == 0.0125 and decisions["b"].numbers["global_tests"] == 17
+    none, _ = gates.bonferroni_chain([("a", ev(0.4, 0.02), 0)], alpha=0.05, min_effect=0.2, chain_length=4,
+                                     global_tests=1)
+    assert none is None
+
+
+def test_bh_gate_over_the_bank() -> None:
+    evidence = {"a": (ev(0.5, 1e-8), 0), "b": (ev(0.05, 1e-8), 0), "c": (ev(0.5, 0.3), 0), "d": (None, 0)}
+    out = gates.bh_decisions(evidence, alpha=0.05, min_effect=0.2)
+    assert out["a"].status == "accepted" and out["b"].status == "rejected"
+    assert out["c"].status == "rejected" and out["d"].status == "inconclusive"
+    assert out["a"].numbers["m"] == 3
+
+
+def test_bank_prunes_to_capacity_keeping_the_most_diverse() -> None:
+    ids = ["a", "b", "c", "d", "e"]
+    texts = ["age raises blood pressure", "age raises blood pressure strongly", "older age raises blood pressure",
+             "coffee relates to sleep quality", "income predicts commute length"]
+    kept = prune_max_min(ids, texts, 3, TfidfEmbedder(), keep_first="c")
+    assert len(kept) == 3 and "c" in kept and {"d", "e"} <= set(kept)
+    assert prune_max_min(ids[:2], texts[:2], 3, TfidfEmbedder()) == ["a", "b"]
+    near, far = novelty(["age raises blood pressure", "shoe size and income"], texts[:1], TfidfEmbedder())
+    assert near < 0.05 and far > 0.9
