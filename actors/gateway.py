@@ -18,13 +18,11 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import ray
-from ray.exceptions import RayActorError, RayTaskError
+from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from engine.llm import LLM, Gateway, LLMConfig, LLMError
-from engine.llm.ledger import summarize
 from engine.llm.providers.base import Provider
 from engine.llm.types import Completion, LLMRequest
 
@@ -44,12 +42,6 @@ class GatewayActor:
 
     async def complete(self, request: LLMRequest) -> Completion:
         return await self._gateway.acomplete(request)
-
-    async def spent(self) -> float:
-        return self._gateway.spent()
-
-    async def summary(self) -> dict[str, Any]:
-        return summarize(self._gateway.run_dir)
 
     async def close(self) -> None:
         await self._gateway.aclose()
@@ -98,3 +90,15 @@ def start_gateway_actor(
         num_cpus=0, max_concurrency=max_concurrency, max_restarts=3, name=name
     ).remote(cfg, str(run_dir), dollars, dict(keys), dict(providers) if providers else None)
     return LLM(ActorTransport(handle), max_reasks=cfg.max_reasks)
+
+
+def close_gateway_actor(llm: LLM, timeout_s: float = 30.0) -> None:
+    """Close the providers' HTTP clients inside the actor (they hold connections), then end it."""
+    transport = llm.transport
+    if not isinstance(transport, ActorTransport):
+        return
+    try:
+        ray.get(transport.handle.close.remote(), timeout=timeout_s)
+    except (RayActorError, GetTimeoutError):
+        pass  # already gone: nothing left to close
+    ray.kill(transport.handle)

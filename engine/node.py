@@ -169,7 +169,7 @@ class Node(BaseModel):
     def _format_1(cls, data: Any) -> Any:
         if isinstance(data, dict) and "extra" in data:
             extra = dict(data.get("extra") or {})
-            origin = {k: extra.pop(k) for k in ("label", "policy", "island", "ablation") if k in extra}
+            origin = {k: extra.pop(k) for k in Origin.model_fields if k in extra}  # same names in format 1
             data = {**data, "extra": extra, "origin": origin}
             # A format-1 node's outcome was merged into its extra: read it as an outcome.
             return _from_format_1(data, ())

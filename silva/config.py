@@ -94,10 +94,11 @@ class RunConfig(Strict):
         return [IdeaSource(path=self.idea)] if self.idea is not None else list(self.ideas)
 
 
-def load_config(path: Path) -> RunConfig:
+def load_config(path: Path, *, check_files: bool = True) -> RunConfig:
     """Load and validate a run config.
 
     `template` and `idea` are relative to the config file; `output_dir` to the working directory.
+    `check_files=False` for views of an existing run: its idea or template may have moved since.
     """
     data = load_yaml(path)
     if not isinstance(data, dict):
@@ -123,6 +124,13 @@ def load_config(path: Path) -> RunConfig:
         file, _, fn = cfg.scripted_fn.rpartition(":")
         updates["scripted_fn"] = f"{(base / file).resolve()}:{fn}"
     cfg = cfg.model_copy(update=updates)
+    if check_files:
+        check_sources(cfg, path)
+    return cfg
+
+
+def check_sources(cfg: RunConfig, path: Path) -> None:
+    """The template, idea and idea files a run needs exist (before anything runs)."""
     # os.path.isfile: False (not a traceback) for a path this user may not even stat.
     if cfg.template is not None and not os.path.isfile(cfg.template / "template.yaml"):
         raise ConfigError(
@@ -134,4 +142,3 @@ def load_config(path: Path) -> RunConfig:
     for i, source in enumerate(cfg.ideas):
         if not os.path.isfile(source.path):
             raise ConfigError(f"{path}: ideas.{i}.path = {str(source.path)!r}: file not found")
-    return cfg

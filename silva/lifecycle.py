@@ -107,7 +107,7 @@ def open_run(run_dir: Path, *, read_only: bool = False) -> tuple[RunConfig, Jour
     """`read_only`: for views (status, export): no lock taken, nothing in run_dir written."""
     if not (run_dir / EVENTS_FILE).is_file():
         raise ConfigError(f"{run_dir}: not a Silva run directory (no {EVENTS_FILE}); pass the directory `silva run` printed")
-    cfg = load_config(run_dir / CONFIG_SNAPSHOT)
+    cfg = load_config(run_dir / CONFIG_SNAPSHOT, check_files=not read_only)
     return cfg, Journal.open(run_dir, read_only=read_only)
 
 

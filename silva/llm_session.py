@@ -119,8 +119,8 @@ def open_llm(cfg: RunConfig, run_dir: Path, providers: Mapping[str, Provider] | 
         return LLMSession(gateway.client(), ledger, gateway.close)
     keys = take_api_keys(cfg.llm, os.environ)
     from actors.ray_executor import connect
-    from actors.gateway import start_gateway_actor
+    from actors.gateway import close_gateway_actor, start_gateway_actor
 
     connect(cfg.executor)
     client = start_gateway_actor(cfg.llm, run_dir, cfg.budgets.dollars, keys=keys, providers=chosen or None)
-    return LLMSession(client, ledger, lambda: None)
+    return LLMSession(client, ledger, lambda: close_gateway_actor(client))

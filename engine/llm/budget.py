@@ -54,7 +54,3 @@ class Budget:
             self._in_flight -= 1
             self.reserved = self.reserved - reservation if self._in_flight else 0.0
             settled.notify_all()
-
-    @property
-    def left(self) -> float | None:
-        return None if self.limit is None else max(0.0, self.limit - self.spent)
