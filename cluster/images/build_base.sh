@@ -10,6 +10,9 @@
 # The debootstrapped root and pip's download cache live under ${SILVA_CACHE:-~/.cache/silva},
 # so a rebuild after a package change takes seconds for the OS part. Needs root, debootstrap,
 # bubblewrap (used instead of chroot so no mount can leak) and a Docker-compatible CLI.
+#
+# Other images reuse it (build_node.sh): SILVA_DEBIAN_INCLUDE adds Debian packages to the OS
+# layer (its own cached tarball per list), SILVA_IMAGE_USER sets the image's user.
 set -euo pipefail
 
 force=0
@@ -24,6 +27,8 @@ mirror="${SILVA_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 docker="${DOCKER:-docker}"
 cache="${SILVA_CACHE:-$HOME/.cache/silva}/images"
 wanted="${packages[*]}"
+include="python3,python3-pip,ca-certificates${SILVA_DEBIAN_INCLUDE:+,$SILVA_DEBIAN_INCLUDE}"
+image_user="${SILVA_IMAGE_USER:-65534:65534}"
 
 if [[ $force -eq 0 ]] && current=$($docker image inspect "$tag" \
       --format '{{ index .Config.Labels "silva.packages" }}' 2>/dev/null); then
@@ -40,15 +45,15 @@ done
 [[ $(id -u) -eq 0 ]] || { echo "build_base.sh: debootstrap needs root" >&2; exit 1; }
 
 mkdir -p "$cache/pip"
-os_tar="$cache/$suite-minbase-python3.tar"
+os_tar="$cache/$suite-minbase-python3${SILVA_DEBIAN_INCLUDE:+-$(echo "$SILVA_DEBIAN_INCLUDE" | tr , -)}.tar"
 work=$(mktemp -d "${TMPDIR:-/tmp}/silva-image.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 root="$work/root"
 
 # 1. The OS layer: minbase + python3 + pip, cached as a tarball (the slow, stable part).
 if [[ ! -s "$os_tar" ]]; then
-  echo "debootstrap $suite (minbase, python3) from $mirror ..."
-  debootstrap --variant=minbase --include=python3,python3-pip,ca-certificates \
+  echo "debootstrap $suite (minbase, $include) from $mirror ..."
+  debootstrap --variant=minbase --include="$include" \
     "$suite" "$root" "$mirror" >"$work/debootstrap.log" 2>&1 \
     || { tail -n 30 "$work/debootstrap.log" >&2; exit 1; }
   rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
@@ -87,7 +92,7 @@ tar -C "$root" --numeric-owner -c . | $docker import \
   --change "LABEL silva.packages=\"$wanted\"" \
   --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 PYTHONUNBUFFERED=1 MPLBACKEND=Agg HOME=/tmp' \
   --change 'WORKDIR /workspace' \
-  --change 'USER 65534:65534' \
+  --change "USER $image_user" \
   --change 'CMD ["python3"]' \
   - "$tag" >/dev/null
 echo "built $tag"
