@@ -34,7 +34,7 @@ def open_read_only(run_dir: Path) -> tuple[RunConfig, Journal, list[CallRecord]]
     run is going on, and never writes."""
     if not (run_dir / EVENTS_FILE).is_file():
         raise ConfigError(f"{run_dir}: not a Silva run directory (no {EVENTS_FILE}); pass the directory `silva run` printed")
-    cfg = load_config(run_dir / CONFIG_SNAPSHOT)
+    cfg = load_config(run_dir / CONFIG_SNAPSHOT, check_files=False)  # the idea files may have moved since
     journal = Journal(EventLog(run_dir / EVENTS_FILE, read_only=True))
     return cfg, journal, read_records(run_dir / LEDGER_FILE)
 
@@ -89,30 +89,41 @@ def _savings(records: Sequence[CallRecord]) -> tuple[list[float], int]:
     return out, estimated
 
 
-def _add(row: SpendRow, rec: CallRecord, saved: float) -> None:
-    row.calls += 1
-    row.errors += rec.error is not None
-    row.saved += saved
+_FIELDS = ("calls", "cache_hits", "errors", "input_tokens", "output_tokens", "dollars", "saved")
+
+
+def _add(row: dict[str, float], rec: CallRecord, saved: float) -> None:
+    # Plain dicts while counting: a ledger may hold hundreds of thousands of calls.
+    row["calls"] += 1
+    row["errors"] += rec.error is not None
+    row["saved"] += saved
     if rec.cache_hit:
-        row.cache_hits += 1
+        row["cache_hits"] += 1
         return  # a hit costs nothing; its tokens were counted when they were paid
-    row.input_tokens += rec.input_tokens
-    row.output_tokens += rec.output_tokens
-    row.dollars += rec.dollars
+    row["input_tokens"] += rec.input_tokens
+    row["output_tokens"] += rec.output_tokens
+    row["dollars"] += rec.dollars
 
 
 def spend(records: Sequence[CallRecord]) -> Spend:
     saved, estimated = _savings(records)
-    total = SpendRow(key="run")
-    groups: dict[str, dict[str, SpendRow]] = {g: {} for g in GROUPS}
+    total = dict.fromkeys(_FIELDS, 0.0)
+    groups: dict[str, dict[str, dict[str, float]]] = {g: {} for g in GROUPS}
     for rec, s in zip(records, saved):
         _add(total, rec, s)
         for g in GROUPS:
             key = _key(rec, g)
             if key is not None:
-                _add(groups[g].setdefault(key, SpendRow(key=key)), rec, s)
-    ordered = {g: sorted(rows.values(), key=lambda r: (-r.dollars, -r.calls, r.key)) for g, rows in groups.items()}
-    return Spend(total=total, groups=ordered, saved_estimated=estimated)
+                _add(groups[g].setdefault(key, dict.fromkeys(_FIELDS, 0.0)), rec, s)
+
+    def row(key: str, t: dict[str, float]) -> SpendRow:
+        return SpendRow(key=key, **{f: t[f] if f in ("dollars", "saved") else int(t[f]) for f in _FIELDS})
+
+    ordered = {
+        g: sorted((row(k, t) for k, t in rows.items()), key=lambda r: (-r.dollars, -r.calls, r.key))
+        for g, rows in groups.items()
+    }
+    return Spend(total=row("run", total), groups=ordered, saved_estimated=estimated)
 
 
 class Span(BaseModel):

@@ -1,14 +1,16 @@
 """Write RUN_DIR/view/: index.html (one self-contained page: styles, script and the forest table
-inline, nothing fetched from the network), nodes/<id>.js (one node's details, loaded by the page
-on click; a script file rather than JSON because a page opened from disk may load scripts next
-to it but not fetch files), and forest.json + version.json for the live refresh of `--serve`.
+inline, nothing fetched from the network), nodes/c<k>.js (the details of nodes k*64 to k*64+63,
+loaded by the page when one of them is clicked; a script rather than JSON because a page opened
+from disk may load scripts next to it but not fetch files), and forest.json + version.json for
+the live refresh of `--serve`.
 
-A rebuild rewrites only the details of nodes that changed since the last build, so a live
-view of a large run costs little per refresh.
+A rebuild rewrites only the chunks whose nodes changed since the last build, so a live view of
+a large run costs little per refresh.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -21,12 +23,13 @@ from engine.journal import Journal
 from engine.llm.ledger import CallRecord
 from silva.config import RunConfig
 from silva.cost import Span, attempt_spans, open_read_only
-from silva.view.data import formatter, forest_data, node_details, node_revisions
+from silva.view.data import forest_data, node_details, node_revisions
 
 VIEW_DIR = "view"
 NODES_DIR = "nodes"
-MANIFEST = "manifest.json"  # node id -> revision of its written details
-BUILD_FORMAT = "1"  # bump when the details' shape changes: every node is rewritten
+MANIFEST = "manifest.json"  # details chunk -> signature of what it holds
+CHUNK = 64  # nodes per details file: few files to write at 10,000 nodes, little to load per click
+BUILD_FORMAT = "3"  # bump when the details' shape changes: every node is rewritten
 ASSETS = Path(__file__).parent / "assets"
 
 
@@ -34,7 +37,7 @@ ASSETS = Path(__file__).parent / "assets"
 class BuildResult:
     index: Path
     nodes: int
-    written: int  # details files (re)written by this build
+    written: int  # details chunks (re)written by this build
 
 
 def _finite(value: Any) -> Any:
@@ -50,7 +53,11 @@ def _finite(value: Any) -> Any:
 
 def _json_for_script(value: Any) -> str:
     # Inside <script>, "</" would close the element early; "<\\/" is the same JSON string.
-    return json.dumps(_finite(value), separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    try:
+        text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+    except ValueError:  # rare: walk the value only when it holds a NaN or an infinity
+        text = json.dumps(_finite(value), separators=(",", ":"), allow_nan=False)
+    return text.replace("</", "<\\/")
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -62,7 +69,7 @@ def _atomic_write(path: Path, text: str) -> None:
 
 def page(data_json: str) -> str:
     template = (ASSETS / "index.html").read_text(encoding="utf-8")
-    css = (ASSETS / "view.css").read_text(encoding="utf-8") + formatter().get_style_defs(".hl")
+    css = (ASSETS / "view.css").read_text(encoding="utf-8")
     js = (ASSETS / "view.js").read_text(encoding="utf-8")
     # Split at the placeholders, in template order: inserted text (a node's plan may say
     # anything) is never searched for the next placeholder.
@@ -77,9 +84,10 @@ def write_view(run_dir: Path, cfg: RunConfig, journal: Journal, records: list[Ca
     nodes_dir = out / NODES_DIR
     nodes_dir.mkdir(parents=True, exist_ok=True)
     revisions = node_revisions(journal, records)
-    data = forest_data(run_dir, cfg, journal, records, revisions)
-    written = _write_details(journal, records, revisions, data.model_dump(mode="json")["decisions"], nodes_dir)
-    data_json = _json_for_script(data.model_dump(mode="json"))
+    data = forest_data(run_dir, cfg, journal, records, revisions, CHUNK)
+    dumped = data.model_dump(mode="json")
+    written = _write_details(journal, records, revisions, dumped["decisions"], nodes_dir)
+    data_json = _json_for_script(dumped)
     _atomic_write(out / "forest.json", data_json)
     _atomic_write(out / "index.html", page(data_json))
     _atomic_write(out / "version.json", json.dumps({"version": data.version}))
@@ -88,14 +96,15 @@ def write_view(run_dir: Path, cfg: RunConfig, journal: Journal, records: list[Ca
 
 def _write_details(journal: Journal, records: list[CallRecord], revisions: dict[str, str],
                    decisions: list[dict[str, Any]], nodes_dir: Path) -> int:
+    """Write the details chunks whose nodes changed; how many chunks were written."""
     manifest_path = nodes_dir / MANIFEST
     try:
         manifest = json.loads(manifest_path.read_text())
     except (FileNotFoundError, ValueError):
         manifest = {}
     if manifest.get("format") != BUILD_FORMAT:
-        manifest = {"format": BUILD_FORMAT, "nodes": {}}
-    done: dict[str, str] = manifest["nodes"]
+        manifest = {"format": BUILD_FORMAT, "chunks": {}}
+    done: dict[str, str] = manifest["chunks"]
     # A node's details show its children and the decisions naming it: those change its page too.
     children: dict[str, list[str]] = defaultdict(list)
     for n in journal:
@@ -106,25 +115,32 @@ def _write_details(journal: Journal, records: list[CallRecord], revisions: dict[
         for key in ("node", "aggregate", "root"):
             if d.get(key):
                 named[d[key]].append(d)
-    stale = {
-        nid: f"{rev}/{len(children[nid])}/{len(named[nid])}"
-        for nid, rev in revisions.items()
-        if done.get(nid) != f"{rev}/{len(children[nid])}/{len(named[nid])}"
-        or not (nodes_dir / f"{nid}.js").is_file()
-    }
+    ids = list(journal.nodes)
+    tokens = {nid: f"{revisions[nid]}/{len(children[nid])}/{len(named[nid])}" for nid in ids}
+    stale: dict[int, str] = {}
+    for c in range(0, len(ids), CHUNK):
+        signature = hashlib.sha1(" ".join(tokens[nid] for nid in ids[c:c + CHUNK]).encode()).hexdigest()
+        if done.get(str(c // CHUNK)) != signature or not (nodes_dir / f"c{c // CHUNK}.js").is_file():
+            stale[c // CHUNK] = signature
     if not stale:
         return 0
+    wanted = {nid for k in stale for nid in ids[k * CHUNK:(k + 1) * CHUNK]}
     spans: dict[str, list[Span]] = defaultdict(list)
     for s in attempt_spans(journal.log.events):
-        spans[s.node_id].append(s)
+        if s.node_id in wanted:
+            spans[s.node_id].append(s)
     calls: dict[str, list[CallRecord]] = defaultdict(list)
     for r in records:
-        if r.node_id in stale:
+        if r.node_id in wanted:
             calls[r.node_id].append(r)
-    for nid, token in stale.items():
-        details = node_details(journal, journal.nodes[nid], spans[nid], calls[nid], named[nid])
-        _atomic_write(nodes_dir / f"{nid}.js", f"silvaNode({_json_for_script(nid)},{_json_for_script(details)});\n")
-        done[nid] = token
+    for k, signature in stale.items():
+        chunk = {
+            nid: {**node_details(journal, journal.nodes[nid], children[nid], spans[nid], calls[nid], named[nid]),
+                  "rev": revisions[nid]}
+            for nid in ids[k * CHUNK:(k + 1) * CHUNK]
+        }
+        _atomic_write(nodes_dir / f"c{k}.js", f"silvaNodes({k},{_json_for_script(chunk)});\n")
+        done[str(k)] = signature
     _atomic_write(manifest_path, json.dumps(manifest))
     return len(stale)
 

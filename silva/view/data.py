@@ -10,14 +10,10 @@ from __future__ import annotations
 import difflib
 import time
 from collections import defaultdict
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
-from pygments import highlight
-from pygments.formatters import HtmlFormatter
-from pygments.lexers import DiffLexer, PythonLexer
 
 from engine.journal import Journal
 from engine.llm.ledger import CallRecord
@@ -62,6 +58,7 @@ class ForestData(BaseModel):
     """Everything the page draws without a click."""
 
     version: str
+    chunk: int  # nodes per details file: node i's details are in nodes/c{i // chunk}.js
     run: dict[str, Any]
     ideas: list[str]
     stages: list[str]
@@ -88,10 +85,10 @@ def _idea_metrics(journal: Journal) -> dict[str, str]:
     return out
 
 
-def _speculative(journal: Journal, node: Node, stage_index: dict[str, int]) -> bool:
+def _speculative(journal: Journal, node: Node, stages: list[str], stage_index: dict[str, int]) -> bool:
     """Grown while an earlier stage of its tree was still open (replicates or aggregation running)."""
     k = stage_index.get(node.stage, 0)
-    for stage in journal.stage_names[:k]:
+    for stage in stages[:k]:
         ended = journal.stage_ended.get((node.idea, stage))
         if (node.idea, stage) in journal.stage_started and (ended is None or ended["ts"] > node.created_at):
             return True
@@ -113,11 +110,12 @@ def node_revisions(journal: Journal, records: list[CallRecord]) -> dict[str, str
 
 
 def forest_data(run_dir: Path, cfg: RunConfig, journal: Journal, records: list[CallRecord],
-                revisions: dict[str, str]) -> ForestData:
+                revisions: dict[str, str], chunk: int) -> ForestData:
     ids = list(journal.nodes)
     index = {nid: i for i, nid in enumerate(ids)}
     ideas = sorted({n.idea for n in journal} | {k[0] for k in journal.stage_started})
     stages = journal.stage_names
+    idea_index = {idea: i for i, idea in enumerate(ideas)}
     stage_index = {s: i for i, s in enumerate(stages)}
     present = {n.kind for n in journal}
     kinds = sorted(present - set(SUPPORT_KINDS)) + [k for k in SUPPORT_KINDS if k in present]
@@ -131,11 +129,11 @@ def forest_data(run_dir: Path, cfg: RunConfig, journal: Journal, records: list[C
     cols: dict[str, list[Any]] = {c: [] for c in ("id", "p", "i", "s", "k", "st", "v", "f", "r", "t")}
     for nid in ids:
         n = journal.nodes[nid]
-        flags = (BEST * (nid in best) | SPECULATIVE * _speculative(journal, n, stage_index)
+        flags = (BEST * (nid in best) | SPECULATIVE * _speculative(journal, n, stages, stage_index)
                  | HELDOUT_CHOICE * (nid in chosen) | LOST * (nid in lost) | ROOT * (nid in roots))
         cols["id"].append(nid)
         cols["p"].append(index.get(n.parent_id, -1) if n.parent_id else -1)
-        cols["i"].append(ideas.index(n.idea) if n.idea in ideas else 0)
+        cols["i"].append(idea_index.get(n.idea, 0))
         cols["s"].append(stage_index[n.stage])
         cols["k"].append(kinds.index(n.kind))
         cols["st"].append(STATUSES.index(n.status.value))
@@ -158,7 +156,7 @@ def forest_data(run_dir: Path, cfg: RunConfig, journal: Journal, records: list[C
     live = journal.finished is None and journal.stop is None
     spec = journal.primary_metric
     return ForestData(
-        version=f"{len(journal.log.events)}.{len(records)}",
+        version=f"{len(journal.log.events)}.{len(records)}", chunk=chunk,
         run={
             "name": run_dir.name, "state": state_line(journal), "live": live, "mode": cfg.mode,
             "elapsed_s": journal.elapsed_s(now=time.time() if live else None),
@@ -190,10 +188,10 @@ def budget_rows(cfg: RunConfig, journal: Journal, spent: Spend) -> list[BudgetRo
             used = sum(1 for n in journal.in_stage(stage, idea=idea) if n.kind not in support)
             name = f"{idea} · {stage} search nodes" if len(ideas) > 1 else f"{stage} search nodes"
             rows.append(BudgetRow(name=name, used=used, limit=sc.max_nodes))
-    if cfg.template is None:
+    sources = cfg.idea_sources() if cfg.template is None else []
+    if sources and all(s.path.is_file() for s in sources):  # idea files moved since the run: no per-idea rows
         from search.idea import load_ideas
 
-        sources = cfg.idea_sources()
         for idea, source in zip(load_ideas(sources), sources):  # the forest pairs them in this order
             if source.max_nodes is not None:
                 rows.append(BudgetRow(name=f"{idea.name} nodes", used=sum(n.idea == idea.name for n in journal),
@@ -207,35 +205,25 @@ def budget_rows(cfg: RunConfig, journal: Journal, spent: Spend) -> list[BudgetRo
 
 
 # -- details of one node -----------------------------------------------------------------------
-@lru_cache(maxsize=1)
-def formatter() -> HtmlFormatter:  # type: ignore[type-arg]
-    return HtmlFormatter(nowrap=True)
-
-
-def highlight_code(code: str) -> str:
-    return highlight(code[:MAX_CODE_CHARS], PythonLexer(), formatter())
-
-
 def code_diff(parent: str, code: str, parent_id: str, node_id: str) -> tuple[str, int, int]:
-    """Highlighted unified diff and its added/removed line counts."""
+    """Unified diff (the page colours it) and its added/removed line counts."""
     lines = list(difflib.unified_diff(
         parent[:MAX_CODE_CHARS].splitlines(keepends=True), code[:MAX_CODE_CHARS].splitlines(keepends=True),
         fromfile=f"{parent_id}/experiment.py", tofile=f"{node_id}/experiment.py", n=3,
     ))
     added = sum(1 for ln in lines if ln.startswith("+") and not ln.startswith("+++"))
     removed = sum(1 for ln in lines if ln.startswith("-") and not ln.startswith("---"))
-    text = "".join(ln if ln.endswith("\n") else ln + "\n" for ln in lines)
-    return (highlight(text, DiffLexer(), formatter()) if text else ""), added, removed
+    return "".join(ln if ln.endswith("\n") else ln + "\n" for ln in lines), added, removed
 
 
-def node_details(journal: Journal, node: Node, spans: list[Span], calls: list[CallRecord],
+def node_details(journal: Journal, node: Node, children: list[str], spans: list[Span], calls: list[CallRecord],
                  decisions: list[dict[str, Any]]) -> dict[str, Any]:
     f = facts(node)
     parent = journal.nodes.get(node.parent_id) if node.parent_id else None
     diff = None
     if parent is not None and (parent.code or node.code):
-        html, added, removed = code_diff(parent.code, node.code, parent.id, node.id)
-        diff = {"html": html, "added": added, "removed": removed, "parent": parent.id}
+        text, added, removed = code_diff(parent.code, node.code, parent.id, node.id)
+        diff = {"text": text, "added": added, "removed": removed, "parent": parent.id}
     by_role: dict[str, dict[str, float]] = defaultdict(lambda: {"calls": 0, "dollars": 0.0})
     for r in calls:
         by_role[r.role]["calls"] += 1
@@ -247,10 +235,9 @@ def node_details(journal: Journal, node: Node, spans: list[Span], calls: list[Ca
         "variant": f.variant, "origin": f.origin, "status": node.status.value, "reason": node.reason,
         "summary": summary(node), "parent": node.parent_id, "refs": node.refs, "seed": node.seed,
         "params": node.params,
-        "children": [c.id for c in journal.children(node.id)],
-        "plan": f.plan, "code_html": highlight_code(f.code) if f.code else "",
-        "code_lines": f.code.count("\n") + 1 if f.code else 0,
-        "plot_code_html": highlight_code(f.plot_code) if f.plot_code else "",
+        "children": children,
+        # Highlighted by the page when shown: 10,000 nodes' code is never highlighted up front.
+        "plan": f.plan, "code": f.code[:MAX_CODE_CHARS], "plot_code": f.plot_code[:MAX_CODE_CHARS],
         "diff": diff,
         "metrics": [m.model_dump(mode="json") for m in node.metrics],
         "plots": [f"../{p}" for p in f.plots],

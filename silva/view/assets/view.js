@@ -6,7 +6,7 @@
   "use strict";
   var data = JSON.parse(document.getElementById("forest-data").textContent);
   var served = location.protocol === "http:" || location.protocol === "https:";
-  var zoom = 1, selected = null, cache = {}, pending = null;
+  var zoom = 1, selected = null, cache = {};
   var BEST = 1, SPECULATIVE = 2, HELDOUT = 4, LOST = 8;
   var $ = function (id) { return document.getElementById(id); };
 
@@ -44,6 +44,32 @@
     if (frac == null || !isFinite(frac)) return "";
     var w = Math.max(1, Math.min(1, frac) * 120);
     return '<span class="bar' + (frac > 1 ? " over" : "") + '" style="width:' + w.toFixed(0) + 'px"></span>';
+  }
+
+  // -- code: Python highlighted when shown, diffs coloured by line ------------------------------
+  var KEYWORDS = new Set(("False None True and as assert async await break case class continue def del elif else " +
+    "except finally for from global if import in is lambda match nonlocal not or pass raise return try while with yield").split(" "));
+  var BUILTINS = new Set(("abs all any bool dict enumerate filter float int isinstance len list map max min open " +
+    "print range round set sorted str sum super tuple type zip").split(" "));
+  // comment | string (triple-quoted first, with prefixes) | decorator | number | name
+  var TOKEN = /(#[^\n]*)|([rRbBfFuU]{0,2}(?:"""[\s\S]*?(?:"""|$)|'''[\s\S]*?(?:'''|$)|"(?:\\.|[^"\\\n])*"?|'(?:\\.|[^'\\\n])*'?))|(@[\w.]+)|(\b\d[\d_]*(?:\.\d*)?(?:[eE][+-]?\d+)?j?|\.\d+)|([A-Za-z_]\w*)/g;
+  function python(code) {
+    var out = "", last = 0, prev = "", m;
+    TOKEN.lastIndex = 0;
+    while ((m = TOKEN.exec(code))) {
+      var t = m[0], cls = m[1] ? "c" : m[2] ? "s" : m[3] ? "d" : m[4] ? "n" :
+        KEYWORDS.has(t) ? "k" : BUILTINS.has(t) ? "b" : prev === "def" || prev === "class" ? "f" : "";
+      out += esc(code.slice(last, m.index)) + (cls ? '<span class="' + cls + '">' + esc(t) + "</span>" : esc(t));
+      if (m[5]) prev = t;
+      last = TOKEN.lastIndex;
+    }
+    return out + esc(code.slice(last));
+  }
+  function diffLines(text) {
+    return text.split("\n").map(function (ln) {
+      var c = ln.startsWith("+++") || ln.startsWith("---") || ln[0] === "@" ? "dh" : ln[0] === "+" ? "da" : ln[0] === "-" ? "dr" : "";
+      return c ? '<span class="' + c + '">' + esc(ln) + "</span>" : esc(ln);
+    }).join("\n");
   }
 
   // -- shapes ------------------------------------------------------------------------------------
@@ -241,10 +267,9 @@
     $("details-body").innerHTML = "<h3>" + esc(id) + " · " + esc(data.kinds[N.k[n]]) + ' <span class="status-pill ' +
       data.statuses[N.st[n]] + '">' + data.statuses[N.st[n]] + '</span></h3><p class="muted">loading details…</p>';
     var hit = cache[id];
-    if (hit && hit.rev === N.r[n]) { showDetails(hit.d); return; }
-    pending = { id: id, rev: N.r[n] };
-    var s = document.createElement("script");
-    s.src = "nodes/" + encodeURIComponent(id) + ".js" + (served ? "?v=" + encodeURIComponent(N.r[n]) : "");
+    if (hit && hit.rev === N.r[n]) { showDetails(hit); return; }
+    var k = Math.floor(n / data.chunk), s = document.createElement("script");
+    s.src = "nodes/c" + k + ".js" + (served ? "?v=" + encodeURIComponent(data.version) : "");
     s.onload = function () { s.remove(); };
     s.onerror = function () {
       s.remove();
@@ -253,10 +278,10 @@
     document.head.appendChild(s);
   }
 
-  window.silvaNode = function (id, d) {
-    var rev = pending && pending.id === id ? pending.rev : null;
-    cache[id] = { rev: rev, d: d };
-    if (selected !== null && data.nodes.id[selected] === id) showDetails(d);
+  // A details chunk (nodes/c<k>.js) calls this with the details of up to `data.chunk` nodes.
+  window.silvaNodes = function (k, chunk) {
+    Object.keys(chunk).forEach(function (id) { cache[id] = chunk[id]; });
+    if (selected !== null && chunk[data.nodes.id[selected]]) showDetails(chunk[data.nodes.id[selected]]);
   };
 
   function showDetails(d) {
@@ -283,10 +308,10 @@
     if (d.plots.length) h += '<h4>Plots</h4><div class="plots">' + d.plots.map(function (p) {
       return '<img alt="' + esc(p) + '" src="' + esc(p) + '">';
     }).join("") + "</div>";
-    if (d.code_html) h += "<h4>Code (" + d.code_lines + " lines)</h4><pre class=\"hl code\">" + d.code_html + "</pre>";
+    if (d.code) h += "<h4>Code (" + d.code.split("\n").length + " lines)</h4><pre class=\"hl code\">" + python(d.code) + "</pre>";
     if (d.diff) h += "<h4>Diff against " + nid(d.diff.parent) + " (+" + d.diff.added + " −" + d.diff.removed + ")</h4>" +
-      (d.diff.html ? '<pre class="hl diff">' + d.diff.html + "</pre>" : '<p class="muted">same code as its parent</p>');
-    if (d.plot_code_html) h += "<details><summary>plot script</summary><pre class=\"hl\">" + d.plot_code_html + "</pre></details>";
+      (d.diff.text ? '<pre class="hl diff">' + diffLines(d.diff.text) + "</pre>" : '<p class="muted">same code as its parent</p>');
+    if (d.plot_code) h += "<details><summary>plot script</summary><pre class=\"hl\">" + python(d.plot_code) + "</pre></details>";
     var c = d.cost;
     h += "<h4>Cost</h4>" + kv([["LLM dollars", money(c.usd)], ["LLM calls", c.calls + " (" + c.cache_hits + " from cache)"],
       ["tokens", c.input_tokens + " in / " + c.output_tokens + " out"],
