@@ -1,0 +1,110 @@
+"""Cluster-launcher templates (aws, gcp, on-premise) and KubeRay manifests, checked before use.
+
+Launcher configs go through Ray's own preparation and schema validation (`prepare_config` and
+`validate_config`, what `ray up` runs before touching a cloud: no cloud call is made here).
+KubeRay manifests are checked against templates/kuberay/schema.yaml. `up` and `down` are Ray's
+`ray up` and `ray down`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from engine.errors import ConfigError, SilvaError
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+LAUNCHER = {name: TEMPLATES / "launcher" / f"{name}.yaml" for name in ("aws", "gcp", "onprem")}
+KUBERAY = {name: TEMPLATES / "kuberay" / f"{name}.yaml" for name in ("raycluster", "rayjob")}
+KUBERAY_SCHEMA = TEMPLATES / "kuberay" / "schema.yaml"
+RAY = str(Path(sys.executable).with_name("ray"))
+
+
+def init_templates(target: str, dest: Path) -> list[Path]:
+    """Copy a launcher template (aws, gcp, onprem) or the KubeRay manifests (kuberay) into `dest`."""
+    sources = list(KUBERAY.values()) if target == "kuberay" else [LAUNCHER[target]] if target in LAUNCHER else []
+    if not sources:
+        raise ConfigError(f"unknown cluster kind {target!r}: choose one of {', '.join([*LAUNCHER, 'kuberay'])}")
+    dest.mkdir(parents=True, exist_ok=True)
+    written = []
+    for src in sources:
+        out = dest / src.name
+        if out.exists():
+            raise ConfigError(f"{out} exists: remove it or pass another directory with --dest")
+        shutil.copyfile(src, out)
+        written.append(out)
+    return written
+
+
+def _load(path: Path) -> list[Any]:
+    try:
+        return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: file not found") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+
+
+def _where(err: jsonschema.ValidationError) -> str:
+    return ".".join(str(p) for p in err.absolute_path) or "(top level)"
+
+
+def validate_launcher(path: Path) -> dict[str, Any]:
+    """Ray's own checks of a cluster-launcher config; returns the config with Ray's defaults filled in."""
+    from ray.autoscaler._private.util import prepare_config, validate_config
+
+    docs = _load(path)
+    if len(docs) != 1 or not isinstance(docs[0], dict):
+        raise ConfigError(f"{path}: expected one mapping (a Ray cluster-launcher config)")
+    try:
+        prepared = prepare_config(docs[0])
+        validate_config(prepared)
+    except jsonschema.ValidationError as e:
+        raise ConfigError(f"{path}: {_where(e)}: {e.message} (Ray's cluster-launcher schema)") from None
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - Ray reports config faults with many types, even exit
+        raise ConfigError(f"{path}: Ray rejects this cluster config: {type(e).__name__}: {e}") from None
+    return prepared
+
+
+def validate_kuberay(path: Path) -> list[dict[str, Any]]:
+    """Every document of a KubeRay manifest checked against Silva's ray.io/v1 schema."""
+    schema = yaml.safe_load(KUBERAY_SCHEMA.read_text())
+    # One branch per kind, so every problem of a RayCluster is listed (oneOf would report one).
+    branches = {b["properties"]["kind"]["const"]: {"$defs": schema["$defs"], **b} for b in schema["oneOf"]}
+    docs = _load(path)
+    if not docs:
+        raise ConfigError(f"{path}: no manifest in the file")
+    for i, doc in enumerate(docs):
+        kind = doc.get("kind") if isinstance(doc, dict) else None
+        if kind not in branches:
+            raise ConfigError(f"{path}: document {i + 1}: kind {kind!r}; expected one of {', '.join(branches)}")
+        validator = jsonschema.Draft202012Validator(branches[kind])
+        errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
+        if errors:
+            detail = "\n".join(f"  {_where(e)}: {e.message}" for e in errors[:10])
+            raise ConfigError(f"{path}: document {i + 1} is not a valid ray.io/v1 {kind}:\n{detail}")
+    return docs
+
+
+def validate(path: Path) -> str:
+    """Check a cluster file of either kind; returns which kind it is."""
+    docs = _load(path)
+    if docs and isinstance(docs[0], dict) and str(docs[0].get("apiVersion", "")).startswith("ray.io/"):
+        validate_kuberay(path)
+        return "kuberay"
+    validate_launcher(path)
+    return "launcher"
+
+
+def ray_cli(*args: str) -> int:
+    """Run Ray's own CLI (`ray up`, `ray down`...) in the foreground; its exit code."""
+    try:
+        return subprocess.run([RAY, *args]).returncode
+    except FileNotFoundError:
+        raise SilvaError(f"Ray's command-line tool is not at {RAY}: install ray[default]") from None
