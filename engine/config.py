@@ -27,6 +27,10 @@ class Budgets(Strict):
     node_timeout_s: float = Field(300.0, gt=0, description="deadline of one experiment attempt")
     max_nodes: int | None = Field(None, ge=1, description="all nodes of the run, every kind")
     dollars: float | None = Field(None, ge=0, description="LLM spend for the run")
+    # Compute budgets (issue 18, engine/budgets.py): the run step's duration x the resources it held.
+    gpu_hours: float | None = Field(None, gt=0, description="accelerator time; a fractional GPU counts as its fraction")
+    cpu_hours: float | None = Field(None, gt=0, description="CPU time reserved by attempts (num_cpus x duration)")
+
 
 
 class Resources(Strict):

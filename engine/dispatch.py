@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from engine.budgets import ComputeMeter
 from engine.config import EngineSettings
 from engine.executor import Executor, Handle, Job, JobDone
 from engine.journal import Journal
@@ -71,9 +72,11 @@ class Dispatcher:
         executor: Executor,
         on_change: Callable[[], None] = lambda: None,
         spent_usd: Callable[[], float] = lambda: 0.0,
+        compute: ComputeMeter | None = None,
     ) -> None:
         self.cfg, self.journal, self.strategy, self.executor = cfg, journal, strategy, executor
         self.on_change, self.spent_usd = on_change, spent_usd
+        self.compute = compute  # compute budgets and live budget changes (issue 18, engine/budgets.py)
         self.inflight: dict[Handle, tuple[str, int]] = {}
         # Nodes created but without a result: after a resume, or a lost attempt awaiting retry.
         self.backlog: list[str] = [n.id for n in journal.unfinished]
@@ -112,6 +115,11 @@ class Dispatcher:
     # -- budgets ------------------------------------------------------------------------
     def _check_budgets(self) -> None:
         b = self.cfg.budgets
+        if self.compute is not None:  # issue 18: limits as `silva budget` changed them
+            b = self.compute.poll()
+            spent = self.compute.exhausted()
+            if spent is not None and not self.inflight:  # running jobs finish and are counted first
+                raise BudgetStop(*spent)
         if b.wall_clock_s is not None and self.journal.elapsed_s(now=time.time()) >= b.wall_clock_s:
             raise BudgetStop("wall_clock_s", f"wall-clock budget of {b.wall_clock_s:g} s used up")
         if b.dollars is not None and self.spent_usd() >= b.dollars:
@@ -129,6 +137,8 @@ class Dispatcher:
 
     # -- submitting ---------------------------------------------------------------------
     def _fill_slots(self) -> None:
+        if self.compute is not None and self.compute.exhausted() is not None:
+            return  # issue 18: a compute budget is used up: nothing new starts
         slots = self.cfg.executor.max_in_flight - len(self.inflight)
         while slots > 0 and self.backlog:
             self._submit(self.journal.nodes[self.backlog.pop(0)])

@@ -10,4 +10,4 @@ PLAN = StagePlan("agentic", (
               ends="the LLM judges tuning converged (after min_tuning_nodes), or node budget"),
     StageSpec("agenda", grows="improve", ends="node budget", default_max_nodes=4, final_candidate=True),
     StageSpec("ablation", grows="ablation", ends="node budget", default_max_nodes=4, from_root_only=True),
-))
+), progress="best_over_baseline")

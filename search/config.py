@@ -38,12 +38,39 @@ class SearchConfig(Strict):
     heldout_candidates: int = Field(3, ge=1, description="top nodes re-run on the held-out split")
 
 
-class IdeaSource(Strict):
+class IdeaBudgets(Strict):
+    """An idea's own limits inside the run's, and whether the allocation may stop it (issue 18)."""
+
+    max_nodes: int | None = Field(None, ge=1, description="nodes of this idea's tree, every kind")
+    gpu_hours: float | None = Field(None, gt=0, description="accelerator time of this idea")
+    cpu_hours: float | None = Field(None, gt=0, description="CPU time of this idea")
+    pinned: bool = Field(False, description="never stopped by the allocation policy (its own budgets still apply)")
+
+
+class IdeaSource(IdeaBudgets):
     """One idea of a forest, with its own budgets inside the run's."""
 
     path: Path
-    max_nodes: int | None = Field(None, ge=1, description="nodes of this idea's tree, every kind")
     dollars: float | None = Field(None, ge=0, description="LLM spend of this idea")
+
+
+class TemplateVariant(IdeaBudgets):
+    """One idea of a template forest: the template with some parameters fixed (issue 18)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
+    fixed: dict[str, Any] = Field(default_factory=dict, description="merged over the template's own `fixed`")
+
+
+class AllocationConfig(Strict):
+    """How a forest's slots and compute go to its ideas (search/allocation.py, docs/budgets.md)."""
+
+    policy: Literal["fair", "successive_halving", "bandit"] = "fair"
+    eta: float = Field(3.0, gt=1, description="successive halving: an idea goes on if in the top 1/eta at a rung")
+    min_ideas: int = Field(1, ge=1, description="successive halving never stops ideas below this many")
+    exploration: float = Field(1.0, ge=0, description="bandit: weight of the upper-confidence term")
+    min_share: float = Field(
+        0.2, ge=0, le=1, description="bandit: each live idea gets at least this fraction of an equal share of GPU time"
+    )
 
 
 class SearchSettings(Protocol):

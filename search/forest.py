@@ -8,10 +8,12 @@ flight, each tree capped at its fair share unless the others leave slots unused.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
-from search.config import IdeaSource, SearchSettings
+from search.allocation import Allocation, IdeaInfo
+from search.config import AllocationConfig, IdeaSource, SearchSettings
+from engine.budgets import ComputeMeter
 from engine.dispatch import Finish
 from engine.executor import Job
 from engine.journal import Journal
@@ -96,28 +98,45 @@ class IdeaTree:
         return Finish("complete", "; ".join([search.message, *(p.summary() for p in self.phases)]))
 
 
-class Forest:
-    """Implements engine.dispatch.Strategy over one tree per idea."""
+class GrowingTree(Protocol):
+    """One idea's tree as the forest drives it (IdeaTree; search/template_forest.py's TemplateTree)."""
 
-    def __init__(self, trees: list[IdeaTree], max_in_flight: int) -> None:
-        self.trees, self.max_in_flight = trees, max_in_flight
+    @property
+    def name(self) -> str: ...
+
+    def inflight(self) -> int: ...
+
+    def stopped(self) -> bool: ...
+
+    def propose(self, slots: int) -> list[Node]: ...
+
+    def job_for(self, node: Node, attempt: int) -> Job: ...
+
+    def finished(self) -> Finish | None: ...
+
+
+class Forest:
+    """Implements engine.dispatch.Strategy over one tree per idea; `allocation` (issue 18,
+    search/allocation.py) decides which trees get free slots, in which order, and which stop."""
+
+    def __init__(self, trees: Sequence[GrowingTree], max_in_flight: int, allocation: Allocation) -> None:
+        self.trees, self.max_in_flight, self.allocation = list(trees), max_in_flight, allocation
         self.by_name = {t.name: t for t in trees}
 
     def propose(self, slots: int) -> list[Node]:
-        active = [t for t in self.trees if not t.stopped() and t.finished() is None]
+        active = self.allocation.live([t for t in self.trees if not t.stopped() and t.finished() is None])
         if not active:
             return []
         # Each tree is asked once per round (its proposals enter the journal only afterwards).
-        order = sorted(active, key=lambda t: (t.inflight(), self.trees.index(t)))
-        fair = math.ceil(self.max_in_flight / len(active))
         out: list[Node] = []
         carry = 0
-        for k, tree in enumerate(order):
+        order = self.allocation.plan(active, self.max_in_flight)
+        for k, (tree, share) in enumerate(order):
             remaining = slots - len(out)
             if remaining <= 0:
                 break
             last = k == len(order) - 1
-            cap = remaining if last else min(remaining, max(0, fair - tree.inflight()) + carry)
+            cap = remaining if last else min(remaining, max(0, share - tree.inflight()) + carry)
             got = tree.propose(cap) if cap > 0 else []
             carry = cap - len(got)
             out += got
@@ -127,7 +146,7 @@ class Forest:
         return self.by_name[node.idea].job_for(node, attempt)
 
     def finished(self) -> Finish | None:
-        ends = [t.finished() for t in self.trees]
+        ends = [self.allocation.ended(t.name) or t.finished() for t in self.trees]
         if any(e is None for e in ends):
             return None
         done = [e for e in ends if e is not None]
@@ -137,8 +156,13 @@ class Forest:
         return Finish(kind, "; ".join(f"{t.name}: {e.message}" for t, e in zip(self.trees, done)))
 
 
-def build_forest(cfg: SearchSettings, journal: Journal, llm: LLM, spent: Callable[[str], float]) -> Forest:
+def build_forest(
+    cfg: SearchSettings, journal: Journal, llm: LLM, spent: Callable[[str], float],
+    allocation: AllocationConfig | None = None, meter: ComputeMeter | None = None,
+) -> Forest:
     sources = cfg.idea_sources()
     ideas = load_ideas(sources)
     trees = [IdeaTree(cfg, journal, idea, src, llm, spent) for idea, src in zip(ideas, sources)]
-    return Forest(trees, cfg.executor.max_in_flight)
+    infos = [IdeaInfo(t.name, t.idea.primary, t.source) for t in trees]
+    return Forest(trees, cfg.executor.max_in_flight,
+                  Allocation(allocation or AllocationConfig(), journal, PLAN, infos, meter))

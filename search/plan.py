@@ -23,6 +23,9 @@ class StageSpec:
 class StagePlan:
     mode: str
     stages: tuple[StageSpec, ...]
+    # How far an idea has come at a stage end, by name in search/allocation.py's PROGRESS_SCORES
+    # (successive halving and the bandit compare ideas by it); None: the mode has no forest.
+    progress: str | None = None
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -11,4 +11,4 @@ PLAN = StagePlan("template", (
     StageSpec("agenda", grows="method", ends="node budget", default_max_nodes=4),
     StageSpec("ablation", grows="ablation", ends="every declared ablation run once", default_max_nodes=4,
               from_root_only=True),
-))
+), progress="best_over_baseline")

@@ -23,8 +23,9 @@ KIND_OF_STAGE = {"preliminary": "baseline", "hyperparameter": "hyperparameter", 
 
 
 class TemplateSearch:
-    def __init__(self, cfg: SearchSettings, template: Template, journal: Journal) -> None:
+    def __init__(self, cfg: SearchSettings, template: Template, journal: Journal, idea: str = "default") -> None:
         self.cfg, self.template, self.journal = cfg, template, journal
+        self.idea = idea  # a template forest (search/template_forest.py) has one search per variant
         self.spec = template.spec
         space = self.spec.hyperparameters
         # Stage 2 tunes the baseline, so the method's own knobs are left out of its search.
@@ -35,7 +36,7 @@ class TemplateSearch:
 
     # -- StageSearch ------------------------------------------------------------------------
     def search_done(self, journal: Journal, stage: str, root: Node | None) -> str | None:
-        nodes = [n for n in journal.in_stage(stage, KIND_OF_STAGE[stage])]
+        nodes = [n for n in journal.in_stage(stage, KIND_OF_STAGE[stage], idea=self.idea)]
         if stage == "preliminary" and any(n.status == NodeStatus.GOOD for n in nodes):
             return "first good baseline"
         if stage == "ablation" and len(nodes) >= len(self.spec.ablations):
@@ -46,7 +47,7 @@ class TemplateSearch:
 
     def propose(self, journal: Journal, stage: str, root: Node | None, slots: int) -> list[Node]:
         kind = KIND_OF_STAGE[stage]
-        nodes = journal.in_stage(stage, kind)
+        nodes = journal.in_stage(stage, kind, idea=self.idea)
         base = dict(root.params) if root else self.spec.defaults()
         if stage == "preliminary":
             if any(not n.is_finished for n in nodes):
@@ -100,7 +101,7 @@ class TemplateSearch:
     # -- helpers ----------------------------------------------------------------------------
     def _node(self, stage: str, kind: str, root: Node | None, params: dict[str, Any], plan: str, ablation: str = "") -> Node:
         return Node(
-            parent_id=root.id if root else None, stage=stage, kind=kind, plan=plan,
+            parent_id=root.id if root else None, stage=stage, kind=kind, idea=self.idea, plan=plan,
             params=params, seed=self.cfg.seed, origin=Origin(ablation=ablation),
         )
 

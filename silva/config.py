@@ -16,7 +16,7 @@ from engine.config import (
 from engine.errors import ConfigError
 from engine.llm.config import LLMConfig
 from sandbox.config import SandboxConfig
-from search.config import IdeaSource, SearchConfig, StageConfig
+from search.config import AllocationConfig, IdeaSource, SearchConfig, StageConfig, TemplateVariant
 from search.discovery.config import DiscoveryConfig
 from search.modes import plan_for
 from search.plan import StagePlan
@@ -27,6 +27,9 @@ class RunConfig(Strict):
     template: Path | None = Field(None, description="template directory (offline search)")
     idea: Path | None = Field(None, description="idea file (LLM search)")
     ideas: list[IdeaSource] = Field(default_factory=list, description="several idea files: a forest")
+    # Issue 18 (docs/budgets.md): a forest of template ideas, and how a forest's compute is shared.
+    variants: list[TemplateVariant] = Field(default_factory=list, description="a template forest: one idea per variant")
+    allocation: AllocationConfig = Field(default_factory=AllocationConfig)
     discovery: DiscoveryConfig | None = Field(None, description="data-driven discovery on a table (docs/discovery.md)")
     search: SearchConfig = Field(default_factory=SearchConfig)
     llm: LLMConfig | None = Field(None, description="LLM providers, models and roles (idea mode)")
@@ -61,6 +64,10 @@ class RunConfig(Strict):
             raise ValueError(
                 "set exactly one of `template` (offline search), `idea` or `ideas` (LLM search), `discovery` (data)"
             )
+        if self.variants and self.template is None:
+            raise ValueError("`variants` are variants of a template: set `template` too")
+        if len({v.name for v in self.variants}) != len(self.variants):
+            raise ValueError("variants: each variant needs its own `name`")
         if self.template is None and self.llm is None:
             raise ValueError(f"{self.mode} mode needs an `llm:` section: providers, models and roles")
         plan = self.plan

@@ -15,6 +15,7 @@ import yaml
 
 from silva.config import RunConfig, load_config
 from silva.signals import stop_on_signals
+from engine.budgets import ComputeMeter
 from engine.dispatch import Dispatcher, Outcome, Strategy
 from engine.errors import ConfigError
 from engine.executor import Executor, InProcessExecutor
@@ -40,7 +41,9 @@ def check_sandbox(cfg: RunConfig) -> None:
         ) from None
 
 
-def build_strategy(cfg: RunConfig, journal: Journal, llm: LLMSession | None = None) -> Strategy:
+def build_strategy(
+    cfg: RunConfig, journal: Journal, llm: LLMSession | None = None, meter: ComputeMeter | None = None,
+) -> Strategy:
     from search.stages import StageManager
     from search.template import Template
     from search.template_search import TemplateSearch
@@ -58,8 +61,12 @@ def build_strategy(cfg: RunConfig, journal: Journal, llm: LLMSession | None = No
 
         if llm is None:
             raise ConfigError("idea mode needs the LLM gateway: set `llm:` in the run config")
-        return build_forest(cfg, journal, llm.client, llm.ledger.spent_by)
+        return build_forest(cfg, journal, llm.client, llm.ledger.spent_by, cfg.allocation, meter)
     template = Template.load(cfg.template)
+    if cfg.variants:  # a template forest (issue 18)
+        from search.template_forest import build_template_forest
+
+        return build_template_forest(cfg, journal, template, cfg.variants, cfg.allocation, meter)
     return StageManager(cfg, journal, TemplateSearch(cfg, template, journal), cfg.plan)
 
 
@@ -123,13 +130,18 @@ def execute(
     `providers` replaces configured LLM providers by name (tests, benchmarks)."""
     journal.record("session_started", resumed=len(journal.sessions) > 0)
     llm: LLMSession | None = None
+    # Compute budgets (issue 18, engine/budgets.py): charge jobs a dead driver left running, then
+    # run under the budgets as `silva budget` changed them (the gateway gets the new dollar limit).
+    meter = ComputeMeter(journal, cfg.budgets, used_dollars=lambda: llm.ledger.spent() if llm is not None else 0.0)
+    meter.start_session(cfg.resources_for)
+    cfg = cfg.model_copy(update={"budgets": meter.budgets})
     if cfg.template is None:
         from silva.llm_session import open_llm
 
         # Before the executor: on Ray, keys must leave the environment before ray.init.
         llm = open_llm(cfg, journal.log.path.parent, providers)
     try:
-        strategy = build_strategy(cfg, journal, llm)
+        strategy = build_strategy(cfg, journal, llm, meter)
         executor = executor or build_executor(cfg)
         # -- cluster scale (issue 10): say which cluster; signals after ray.init, which sets its own.
         cluster = getattr(executor, "cluster", None)  # a RayExecutor's ClusterInfo
@@ -139,8 +151,8 @@ def execute(
         try:
             with stop_on_signals() as stop:
                 return Dispatcher(
-                    cfg, journal, strategy, stop.guard(executor), on_change=lambda: on_change(journal),
-                    spent_usd=llm.ledger.spent if llm else lambda: 0.0,
+                    cfg, journal, strategy, stop.guard(meter.watch(executor)), on_change=lambda: on_change(journal),
+                    spent_usd=llm.ledger.spent if llm else lambda: 0.0, compute=meter,
                 ).run()
         finally:
             executor.shutdown()

@@ -1,0 +1,347 @@
+"""Allocation across the ideas of a forest: which ideas get the free slots, and which stop.
+
+- `fair` (default): every live idea gets an equal share of the slots; an idea that cannot use
+  its share passes it on.
+- `successive_halving`: asynchronous successive halving over ideas, in the manner of ASHA (Li et
+  al., MLSys 2020). Rung r is the end of the r-th stage of the idea's `StagePlan` (its best-node
+  decision). An idea that reaches a rung goes on only if its progress score there is in the top
+  1/eta of the ideas that reached that rung so far; otherwise it waits (no slots) until more
+  ideas arrive and it makes the cut, or until no live idea can still reach the rung, when it is
+  stopped. A stopped idea's unspent share of the GPU budget returns to the pool. Pinned ideas
+  never wait or stop; at least `min_ideas` ideas are never stopped.
+- `bandit`: ideas as arms; reward = improvement of the idea's best oriented metric over its
+  baseline, per GPU-hour it spent; an upper-confidence rule picks where free slots go, and an
+  idea below `min_share` of an equal share of GPU time is served first so none starves.
+
+The progress score is declared by the search mode (`StagePlan.progress`, a name in
+PROGRESS_SCORES), never by stage name. Every decision is an `allocation` event with the numbers
+it used; state is rebuilt from those events on resume.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from engine.budgets import ComputeMeter
+from engine.dispatch import Finish
+from engine.journal import Journal
+from engine.node import MetricSpec
+from search.config import AllocationConfig, IdeaBudgets
+from search.plan import StagePlan
+
+EVENT = "allocation"
+
+
+class Tree(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    def inflight(self) -> int: ...
+
+
+T = TypeVar("T", bound=Tree)
+
+
+# -- progress scores, by the name a StagePlan declares ---------------------------------------
+ProgressScore = Callable[[Journal, StagePlan, str, str, MetricSpec], float | None]
+
+
+def relative(value: float | None, baseline: float | None) -> float | None:
+    """Improvement of an oriented value over the oriented baseline, in units of the baseline."""
+    if value is None or baseline is None:
+        return None
+    return (value - baseline) / (abs(baseline) if abs(baseline) > 1e-12 else 1.0)
+
+
+def best_over_baseline(journal: Journal, plan: StagePlan, idea: str, stage: str, spec: MetricSpec) -> float | None:
+    """The stage's best validation metric, oriented, relative to the idea's baseline node (the
+    best node of the plan's first stage)."""
+    base = spec.oriented(journal.stage_best.get((idea, plan.first), {}).get("value"))
+    return relative(spec.oriented(journal.stage_best.get((idea, stage), {}).get("value")), base)
+
+
+PROGRESS_SCORES: dict[str, ProgressScore] = {"best_over_baseline": best_over_baseline}
+
+
+@dataclass(frozen=True)
+class IdeaInfo:
+    name: str
+    spec: MetricSpec | None  # the idea's primary metric
+    budgets: IdeaBudgets
+
+
+# -- successive halving: the decision on hand-made or journaled scores ------------------------
+@dataclass(frozen=True)
+class RungDecision:
+    decision: str  # promoted | waiting | stopped
+    k: int  # how many of the rung's ideas go on
+    threshold: float  # the k-th best score at the rung
+    why: str
+
+
+def rung_decision(
+    score: float | None, scores: Sequence[float | None], eta: float, *, pinned: bool, final: bool, keep: bool,
+) -> RungDecision:
+    """Whether an idea with `score` goes on from a rung whose ideas so far scored `scores` (its
+    own included). `final`: no live idea can still reach the rung; `keep`: stopping it would leave
+    fewer than the minimum number of ideas. A missing score ranks last; ties go on.
+
+    As in ASHA, k = floor(n / eta) of the n ideas at the rung go on, so the first arrivals wait
+    until enough others arrive; once the rung is final at least one goes on."""
+    ranked = sorted((-math.inf if s is None else s for s in scores), reverse=True)
+    k = math.floor(len(ranked) / eta)
+    if final:
+        k = max(1, k)
+    threshold = ranked[k - 1] if k else math.inf
+    mine = -math.inf if score is None else score
+    if pinned:
+        return RungDecision("promoted", k, threshold, "pinned")
+    if k and mine >= threshold:
+        return RungDecision("promoted", k, threshold, f"in the top {k} of {len(ranked)}")
+    if not final:
+        return RungDecision("waiting", k, threshold, f"not in the top {k} of {len(ranked)} so far")
+    if keep:
+        return RungDecision("promoted", k, threshold, "kept: the minimum number of ideas")
+    return RungDecision("stopped", k, threshold, f"not in the top {k} of the {len(ranked)} ideas at this rung")
+
+
+@dataclass
+class _Arm:
+    baseline: float | None = None
+    best: float | None = None  # oriented
+    pulls: int = 0  # finished jobs
+
+
+@dataclass
+class Allocation:
+    """The forest's allocation policy. `live` filters the trees that may receive slots this
+    round (journaling decisions), `plan` orders them with each one's target in-flight count."""
+
+    cfg: AllocationConfig
+    journal: Journal
+    plan_: StagePlan
+    ideas: list[IdeaInfo]
+    meter: ComputeMeter | None = None
+    stopped: dict[str, str] = field(default_factory=dict)  # idea -> why
+    promoted: dict[str, int] = field(default_factory=dict)  # idea -> highest rung it went on from
+    waiting: dict[str, int] = field(default_factory=dict)  # idea -> rung it waits at
+    scores: dict[int, dict[str, float | None]] = field(default_factory=dict)  # rung -> idea -> score
+    arms: dict[str, _Arm] = field(default_factory=dict)
+    _offset: int = 0
+    _last_rank: Any = None
+
+    def __post_init__(self) -> None:
+        self.by_name = {i.name: i for i in self.ideas}
+        self.index = {i.name: k for k, i in enumerate(self.ideas)}
+        self.arms = {i.name: _Arm() for i in self.ideas}
+        self.node_idea: dict[str, str] = {}
+        score = self.plan_.progress
+        if self.cfg.policy != "fair" and (score is None or score not in PROGRESS_SCORES):
+            raise ValueError(f"allocation {self.cfg.policy!r}: the {self.plan_.mode} mode declares no progress score")
+        self.progress = PROGRESS_SCORES[score] if score is not None else None
+        for e in self.journal.log.events:  # a resumed run: decisions already made stand
+            if e["type"] == EVENT:
+                self._replay(e)
+        if not any(e["type"] == EVENT for e in self.journal.log.events):
+            self._record(decision="policy", policy=self.cfg.policy, ideas=len(self.ideas),
+                         eta=self.cfg.eta, min_ideas=self.cfg.min_ideas)
+
+    # -- journal ----------------------------------------------------------------------------
+    def _record(self, **data: Any) -> None:
+        self.journal.record(EVENT, **data)
+
+    def _replay(self, e: dict[str, Any]) -> None:
+        idea, decision = e.get("idea"), e.get("decision")
+        if decision == "stopped" and idea is not None:
+            self.stopped[idea] = e["reason"]
+        elif decision == "promoted" and idea is not None:
+            self.promoted[idea] = max(self.promoted.get(idea, 0), e["rung"])
+            self.waiting.pop(idea, None)
+        elif decision == "waiting" and idea is not None:
+            self.waiting[idea] = e["rung"]
+        if decision in ("promoted", "waiting", "stopped") and "rung" in e and idea is not None:
+            self.scores.setdefault(e["rung"], {})[idea] = e.get("score")
+
+    def _tail(self) -> None:
+        """Fold new journal events into the bandit's arms (incremental: cost per event, not per run)."""
+        events = self.journal.log.events
+        for e in events[self._offset:]:
+            kind = e["type"]
+            if kind == "node_created":
+                self.node_idea[e["node"]["id"]] = e["node"].get("idea", "default")
+            elif kind == "attempt_finished":
+                idea = self.node_idea.get(e["node_id"])
+                arm = self.arms.get(idea or "")
+                info = self.by_name.get(idea or "")
+                if arm is None or info is None or info.spec is None:
+                    continue
+                arm.pulls += 1
+                if e["result"].get("status") == "good":
+                    value = next((m["value"] for m in e["result"].get("metrics", []) if m["name"] == info.spec.name), None)
+                    o = info.spec.oriented(value)
+                    if o is not None and (arm.best is None or o > arm.best):
+                        arm.best = o
+            elif kind == "stage_best" and e.get("stage") == self.plan_.first and e.get("idea") in self.arms:
+                info = self.by_name[e["idea"]]
+                self.arms[e["idea"]].baseline = info.spec.oriented(e.get("value")) if info.spec else None
+        self._offset = len(events)
+
+    # -- budgets ----------------------------------------------------------------------------
+    def gpu_hours(self, idea: str) -> float:
+        return self.meter.spend.by_idea[idea].gpu_hours if self.meter is not None else 0.0
+
+    def share(self) -> float | None:
+        """Each open idea's share of the run's GPU budget: what stopped and finished ideas did not
+        spend returns to the pool."""
+        if self.meter is None or self.meter.budgets.gpu_hours is None:
+            return None
+        closed = set(self.stopped)
+        open_ = [i.name for i in self.ideas if i.name not in closed]
+        left = self.meter.budgets.gpu_hours - sum(self.gpu_hours(i) for i in closed)
+        return left / len(open_) if open_ else None
+
+    def _over_own_budget(self, info: IdeaInfo) -> str | None:
+        if self.meter is None:
+            return None
+        used = self.meter.spend.by_idea[info.name]
+        b = info.budgets
+        if b.gpu_hours is not None and used.gpu_hours >= b.gpu_hours:
+            return f"idea {info.name}: GPU-hour budget of {b.gpu_hours:g} used up ({used.gpu_hours:.3f} spent)"
+        if b.cpu_hours is not None and used.cpu_hours >= b.cpu_hours:
+            return f"idea {info.name}: CPU-hour budget of {b.cpu_hours:g} used up ({used.cpu_hours:.3f} spent)"
+        return None
+
+    def _stop(self, idea: str, reason: str, **numbers: Any) -> None:
+        share = self.share()
+        info = self.by_name[idea]
+        own = info.budgets.gpu_hours if info.budgets.gpu_hours is not None else share
+        returned = max(0.0, own - self.gpu_hours(idea)) if own is not None else None
+        self.stopped[idea] = reason
+        self._record(idea=idea, decision="stopped", reason=reason, gpu_hours=self.gpu_hours(idea),
+                     returned_gpu_hours=returned, share_after=self.share(), **numbers)
+        if idea not in self.journal.idea_stopped:
+            self.journal.record("idea_stopped", idea=idea, reason=reason)
+
+    # -- the Forest's hooks -------------------------------------------------------------------
+    def ended(self, idea: str) -> Finish | None:
+        why = self.stopped.get(idea)
+        return Finish("stopped", why) if why is not None else None
+
+    def live(self, active: Sequence[T]) -> list[T]:
+        """The active trees that may receive slots now (decisions are journaled as they are made)."""
+        self._tail()
+        for t in active:
+            if t.name not in self.stopped:
+                why = self._over_own_budget(self.by_name[t.name])
+                if why is not None:
+                    self._stop(t.name, why, cause="idea budget")
+        if self.cfg.policy == "successive_halving":
+            self._halve([t for t in active if t.name not in self.stopped])
+        return [t for t in active if t.name not in self.stopped and t.name not in self.waiting]
+
+    def plan(self, live: Sequence[T], max_in_flight: int) -> list[tuple[T, int]]:
+        """Trees in the order to ask them, each with the in-flight count it may fill up to."""
+        if self.cfg.policy == "bandit":
+            return self._bandit(live, max_in_flight)
+        order = sorted(live, key=lambda t: (t.inflight(), self.index[t.name]))
+        fair = math.ceil(max_in_flight / len(order)) if order else 0
+        return [(t, fair) for t in order]
+
+    # -- successive halving -----------------------------------------------------------------
+    def rung(self, idea: str) -> int:
+        """Stages of the plan whose best-node decision the idea has, counted from the first."""
+        r = 0
+        for stage in self.plan_.names:
+            decided = self.journal.stage_best.get((idea, stage))
+            if decided is None or decided.get("node_id") is None:
+                break
+            r += 1
+        return r
+
+    def _score(self, idea: str, rung: int) -> float | None:
+        info = self.by_name[idea]
+        if info.spec is None or self.progress is None:
+            return None
+        return self.progress(self.journal, self.plan_, idea, self.plan_.names[rung - 1], info.spec)
+
+    def _halve(self, active: Sequence[Tree]) -> None:
+        last = len(self.plan_.names)  # the final stage end is the idea's finish, not a rung
+        rungs = {t.name: self.rung(t.name) for t in active}
+        for name, r in rungs.items():
+            for k in range(1, min(r, last - 1) + 1):
+                known = self.scores.setdefault(k, {})
+                if name not in known:
+                    known[name] = self._score(name, k)
+        pending = sorted(
+            ((r, n) for n, r in rungs.items() if 0 < r < last and self.promoted.get(n, 0) < r),
+            key=lambda rn: (rn[0], self.index[rn[1]]),
+        )
+        for r, name in pending:
+            scores = self.scores[r]
+            could_arrive = any(rr < r for n, rr in rungs.items() if n not in self.stopped)
+            alive = sum(1 for i in self.ideas if i.name not in self.stopped)
+            d = rung_decision(
+                scores[name], list(scores.values()), self.cfg.eta, pinned=self.by_name[name].budgets.pinned,
+                final=not could_arrive, keep=alive <= self.cfg.min_ideas,
+            )
+            numbers = {"rung": r, "stage": self.plan_.names[r - 1], "score": scores[name], "k": d.k,
+                       "threshold": d.threshold if math.isfinite(d.threshold) else None,
+                       "scores": dict(scores), "why": d.why}
+            if d.decision == "promoted":
+                self.promoted[name] = r
+                self.waiting.pop(name, None)
+                self._record(idea=name, decision="promoted", **numbers)
+            elif d.decision == "waiting":
+                if self.waiting.get(name) != r:
+                    self.waiting[name] = r
+                    self._record(idea=name, decision="waiting", **numbers)
+            else:
+                self.waiting.pop(name, None)
+                self._stop(name, f"stopped by successive halving at the end of stage {numbers['stage']} "
+                           f"(score {_fmt(scores[name])}, needed {_fmt(d.threshold)}: {d.why})",
+                           cause="successive_halving", **numbers)
+
+    # -- bandit -------------------------------------------------------------------------------
+    def _bandit(self, live: Sequence[T], max_in_flight: int) -> list[tuple[T, int]]:
+        if not live:
+            return []
+        spent = {t.name: self.gpu_hours(t.name) for t in live}
+        mean = sum(spent.values()) / len(live)
+        rates: dict[str, float] = {}
+        for t in live:
+            arm = self.arms[t.name]
+            gain = relative(arm.best, arm.baseline)
+            if gain is not None and arm.pulls:
+                rates[t.name] = max(0.0, gain) / max(spent[t.name], 1e-6)
+        top = max(rates.values(), default=0.0)
+        total = sum(self.arms[t.name].pulls for t in live)
+        ucb: dict[str, float] = {}
+        for t in live:
+            arm = self.arms[t.name]
+            if t.name not in rates:
+                ucb[t.name] = math.inf  # not yet measured: explore it
+                continue
+            bonus = self.cfg.exploration * math.sqrt(math.log(max(total, 2)) / arm.pulls)
+            ucb[t.name] = (rates[t.name] / top if top > 0 else 0.0) + bonus
+        starving = [t for t in live if spent[t.name] < self.cfg.min_share * mean]
+        rest = sorted((t for t in live if t not in starving), key=lambda t: (-ucb[t.name], self.index[t.name]))
+        unexplored = [t for t in rest if math.isinf(ucb[t.name])]
+        explored = [t for t in rest if not math.isinf(ucb[t.name])]
+        plan = [(t, 1) for t in starving + unexplored]
+        plan += [(t, max_in_flight if k == 0 else 0) for k, t in enumerate(explored)]
+        rank = (tuple(t.name for t in starving), tuple(t.name for t in explored[:1]))
+        if rank != self._last_rank:  # journaled when the choice changes, with the numbers behind it
+            self._last_rank = rank
+            self._record(decision="bandit", first=rank[1][0] if rank[1] else None, starving=list(rank[0]),
+                         arms={t.name: {"ucb": None if math.isinf(ucb[t.name]) else round(ucb[t.name], 6),
+                                        "rate": rates.get(t.name), "gpu_hours": spent[t.name],
+                                        "pulls": self.arms[t.name].pulls} for t in live})
+        return plan
+
+
+def _fmt(v: float | None) -> str:
+    return "none" if v is None or not math.isfinite(v) else f"{v:.4g}"
+

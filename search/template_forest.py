@@ -1,0 +1,83 @@
+"""A forest of template ideas: one tree per `variants:` entry of a template run (issue 18).
+
+Each variant is the run's template with some parameters fixed (`fixed:` merged over the
+template's own), grown through the template mode's `StagePlan` by its own `StageManager` and
+`TemplateSearch`, under its own budgets, with the forest's allocation policy across variants.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import islice
+
+from engine.budgets import ComputeMeter
+from engine.dispatch import Finish
+from engine.executor import Job
+from engine.journal import Journal
+from engine.node import Node
+from search.allocation import Allocation, IdeaInfo
+from search.config import AllocationConfig, SearchSettings, TemplateVariant
+from search.forest import Forest
+from search.stages import StageManager
+from search.template import Template
+from search.template_plan import PLAN
+from search.template_search import TemplateSearch
+
+
+class TemplateTree:
+    def __init__(self, cfg: SearchSettings, journal: Journal, template: Template, variant: TemplateVariant) -> None:
+        self.journal, self.variant = journal, variant
+        spec = template.spec.model_copy(update={"fixed": {**template.spec.fixed, **variant.fixed}})
+        self.search = TemplateSearch(cfg, Template(template.root, spec, template.files), journal, idea=variant.name)
+        self.stages = StageManager(cfg, journal, self.search, PLAN, variant.name, spec=spec.primary)
+        self._mine: list[Node] = []
+        self._seen = 0
+
+    @property
+    def name(self) -> str:
+        return self.variant.name
+
+    def nodes(self) -> list[Node]:
+        """This variant's nodes, read incrementally (new nodes are appended to the journal)."""
+        nodes = self.journal.nodes
+        self._mine += [n for n in islice(nodes.values(), self._seen, None) if n.idea == self.name]
+        self._seen = len(nodes)
+        return self._mine
+
+    def inflight(self) -> int:
+        return sum(not n.is_finished for n in self.nodes())
+
+    def _over_budget(self) -> str | None:
+        limit = self.variant.max_nodes
+        if limit is not None and len(self.nodes()) >= limit:
+            return f"idea {self.name}: node budget of {limit} used up"
+        return None
+
+    def stopped(self) -> bool:
+        stop = self._over_budget()
+        if stop is not None and self.name not in self.journal.idea_stopped:
+            self.journal.record("idea_stopped", idea=self.name, reason=stop)
+        return stop is not None
+
+    def propose(self, slots: int) -> list[Node]:
+        if self.stopped():
+            return []
+        if self.variant.max_nodes is not None:
+            slots = min(slots, self.variant.max_nodes - len(self.nodes()))
+        return self.stages.propose(slots)
+
+    def job_for(self, node: Node, attempt: int) -> Job:
+        return self.stages.job_for(node, attempt)
+
+    def finished(self) -> Finish | None:
+        stop = self._over_budget()
+        return Finish("stopped", stop) if stop is not None else self.stages.finished()
+
+
+def build_template_forest(
+    cfg: SearchSettings, journal: Journal, template: Template, variants: Sequence[TemplateVariant],
+    allocation: AllocationConfig, meter: ComputeMeter | None = None,
+) -> Forest:
+    trees = [TemplateTree(cfg, journal, template, v) for v in variants]
+    infos = [IdeaInfo(v.name, template.spec.primary, v) for v in variants]
+    return Forest(trees, cfg.executor.max_in_flight, Allocation(allocation, journal, PLAN, infos, meter))
