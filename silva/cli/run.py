@@ -33,7 +33,7 @@ def run(config: Path = typer.Argument(..., help="run config (YAML)")) -> int:
     console = Console()
     cfg = load_config(config)
     run_dir, journal = lifecycle.create_run(cfg)
-    console.print(f"run directory: {run_dir}", highlight=False)
+    console.print(f"run directory: {run_dir}", highlight=False, soft_wrap=True)
     with Progress() as progress:
         outcome = lifecycle.execute(cfg, journal, progress.update)
     return report(console, run_dir, outcome)
@@ -45,7 +45,7 @@ def resume(run_dir: Path = typer.Argument(..., help="run directory that `silva r
     from silva.progress import Progress
 
     console = Console()
-    console.print(f"resuming {run_dir}", highlight=False)
+    console.print(f"resuming {run_dir}", highlight=False, soft_wrap=True)
     with Progress() as progress:
         outcome = lifecycle.resume(run_dir, progress.update)
     return report(console, run_dir, outcome)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from cluster.jobs import RUN_DIR_LINE
 from engine.journal import EVENTS_FILE, Journal
 from tests.cluster.support import driver_env, ray_start_cluster, stop_group, wait_for
 from tests.helpers import make_config, make_template
@@ -96,6 +97,8 @@ def test_sigterm_and_kill_sigint_stop_the_run_cleanly(tmp_path: Path) -> None:
         run_dir = next(runs.iterdir())
         assert code == {"SIGTERM": 143, "SIGINT": 130}[name], (name, code, stderr[-3000:])
         assert f"continue with: silva resume {run_dir}" in stdout
+        found = RUN_DIR_LINE.search(stdout)  # what `silva cluster status` reads from a job's log
+        assert found is not None and found.group(1) == str(run_dir)
         assert "started a private local Ray cluster" in stdout
         assert "Traceback" not in stderr and "Stack trace" not in stderr and "*** " not in stderr, stderr[-3000:]
         assert "Token authentication" not in stderr  # Ray's start-up noise stays out of the terminal
