@@ -19,6 +19,8 @@ system-deps:
 	command -v prlimit >/dev/null || missing="$$missing util-linux"; \
 	command -v pdfimages >/dev/null || missing="$$missing poppler-utils"; \
 	command -v latexmk >/dev/null || missing="$$missing latexmk texlive-latex-base texlive-latex-recommended texlive-fonts-recommended"; \
+	[ -n "$$(kpsewhich fancyhdr.sty 2>/dev/null)" ] || missing="$$missing texlive-latex-extra"; \
+	command -v chktex >/dev/null || missing="$$missing chktex"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO="sudo"; \
@@ -35,6 +37,8 @@ install: system-deps $(STAMP)
 
 demo: install
 	$(VENV)/bin/silva run $(DEMO_CONFIG)
+	@# The offline paper writer ends the demo with a results report (RUN_DIR/paper/<idea>/paper.pdf).
+	$(VENV)/bin/silva writeup "$$(ls -td runs/*/ | head -1)" --offline
 
 test: install
 	$(PY) -m pytest -q -p no:cacheprovider

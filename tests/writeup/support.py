@@ -97,13 +97,12 @@ class ScriptedWriter:
     """Answers every `[silva-writeup] step=...` request like a diligent writer. Faults are opt-in:
     `bad_latex` (the Results draft uses an undefined command until the fix step), `fake_cite`
     (cites a key no search returned), `typed_number` (types a number no artifact produced;
-    `fixes_numbers` says whether a reflection round removes it), `fail_after` (raise after that
-    many calls: a kill mid-writeup)."""
+    `fixes_numbers` says whether a reflection round removes it)."""
 
     def __init__(self, bad_latex: bool = False, fake_cite: bool = False, typed_number: bool = False,
-                 fixes_numbers: bool = True, fail_after: int | None = None) -> None:
+                 fixes_numbers: bool = True) -> None:
         self.bad_latex, self.fake_cite, self.typed_number = bad_latex, fake_cite, typed_number
-        self.fixes_numbers, self.fail_after = fixes_numbers, fail_after
+        self.fixes_numbers = fixes_numbers
         self.calls: list[str] = []
 
     def __call__(self, call) -> str:  # noqa: ANN001 - a ProviderCall
@@ -111,8 +110,6 @@ class ScriptedWriter:
         header = dict(kv.split("=", 1) for kv in prompt.splitlines()[0].split()[1:])
         step = header["step"]
         self.calls.append(step)
-        if self.fail_after is not None and len(self.calls) > self.fail_after:
-            raise KeyboardInterrupt("killed mid-writeup")
         if step == "figures":
             return FIGURE_SCRIPT
         if step == "queries":

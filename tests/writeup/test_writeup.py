@@ -1,0 +1,155 @@
+"""The paper writer end to end: scripted LLM paper, offline report, sandboxed TeX, citations,
+numbers, resume. Compiles are the cost here (a few seconds each), so each test compiles little."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from engine.llm import LEDGER_FILE, CallRecord
+from sandbox.base import SandboxUnavailable, get_provider
+from silva.cli.main import main
+from tests.writeup.fake_s2 import fake_s2
+from tests.writeup.support import SEEDS, ScriptedWriter, make_run, scripted_llm
+from writeup.compile import TexBox
+from writeup.config import LiteratureConfig, WriteupConfig
+from writeup.literature import open_literature
+from writeup.paper import write_paper
+
+pytestmark = pytest.mark.skipif(shutil.which("latexmk") is None, reason="TeX Live missing: make system-deps")
+
+
+def _sandbox() -> str:
+    try:
+        get_provider("local").check()
+        return "local"
+    except SandboxUnavailable:
+        return "none"
+
+
+def _log(pdf: Path) -> list[dict]:
+    return [json.loads(line) for line in (pdf.parent / "writeup.jsonl").read_text().splitlines()]
+
+
+def _pdf_text(pdf: Path) -> str:
+    return subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+
+
+def test_scripted_llm_writes_full_paper_fixing_latex_cites_and_numbers(tmp_path: Path) -> None:
+    run = make_run(tmp_path)
+    writer = ScriptedWriter(bad_latex=True, fake_cite=True, typed_number=True)
+    llm, gateway = scripted_llm(run, writer)
+    with fake_s2(fail_first=1) as (url, server):
+        lit = open_literature(LiteratureConfig(base_url=url, requests_per_s=100), backoff_s=0.01)
+        pdf = write_paper(run, llm=llm, literature=lit, cfg=WriteupConfig(reflection_rounds=1), sandbox=_sandbox())
+    gateway.close()
+    log = _log(pdf)
+    compiles = [e for e in log if e["step"] == "compile"]
+    # The injected LaTeX error failed the draft with file and line, and the fix loop repaired it.
+    assert not compiles[0]["ok"] and any("Undefined control sequence" in e for e in compiles[0]["errors"])
+    assert compiles[1]["ok"] and compiles[1]["round"] == "draft-fix-1"
+    # The typed number was caught by the checker, then fixed in the reflection round.
+    assert compiles[0]["untraced"] == ["0.987"]
+    tex = (pdf.parent / "paper.tex").read_text()
+    assert "0.987" not in tex and "0.987" not in _pdf_text(pdf)
+    # The unresolved cite was rejected; the verified ones came from the fake server's records.
+    assert "madeup2024phantom" not in tex
+    assert any(e["step"] == "citations_removed" and e["keys"] == ["madeup2024phantom"] for e in log)
+    bib = (pdf.parent / "references.bib").read_text()
+    assert "rahimi2007random" in bib and "li2006very" in bib and "\\cite{rahimi2007random,li2006very}" in tex
+    assert len(server.requests) == 2  # one 429 retried with backoff
+    # Every section was written, each figure used once and referenced.
+    for section in ("Introduction", "Method", "Experiments", "Results", "Related Work", "Limitations", "Conclusion"):
+        assert f"\\section{{{section}}}" in tex
+    assert tex.count("\\includegraphics") == 1 and "\\ref{fig:comparison}" in tex
+    # The numbers in the PDF text equal the results.
+    numbers = json.loads((pdf.parent / "numbers.json").read_text())
+    assert numbers["untraced"] == [] and numbers["pdf_missing"] == [] and numbers["pdf_checked"] >= 6
+    text = " ".join(_pdf_text(pdf).split())
+    method = SEEDS["method (best of tuning)"]["accuracy"]
+    assert f"{sum(method) / 3:.3f}" in text
+    assert {"figures", "section", "fix", "revise", "review_figure"} <= set(writer.calls)
+    assert any(e["step"] == "llm_call" and e["calls"] >= 1 for e in log)
+
+
+def test_untraced_number_removed_when_reflection_does_not_fix_it(tmp_path: Path) -> None:
+    run = make_run(tmp_path)
+    llm, gateway = scripted_llm(run, ScriptedWriter(typed_number=True, fixes_numbers=False))
+    pdf = write_paper(run, llm=llm, cfg=WriteupConfig(reflection_rounds=0), sandbox=_sandbox())
+    gateway.close()
+    assert any(e["step"] == "numbers_removed" and e["numbers"] == ["0.987"] for e in _log(pdf))
+    assert "0.987" not in (pdf.parent / "paper.tex").read_text()
+    assert json.loads((pdf.parent / "numbers.json").read_text())["untraced"] == []
+
+
+def test_offline_report_via_cli_compiles_and_renders(tmp_path: Path) -> None:
+    run = make_run(tmp_path)
+    assert main(["writeup", str(run), "--offline", "--template", "conference"]) == 0
+    pdf = run / "paper" / "default" / "paper.pdf"
+    assert pdf.is_file() and (pdf.parent / "figures" / "fig_stages.png").is_file()
+    subprocess.run(["pdftoppm", "-png", "-r", "40", str(pdf), str(tmp_path / "page")], check=True)
+    assert sorted(tmp_path.glob("page-*.png"))
+    text = " ".join(_pdf_text(pdf).split())
+    assert "Welch" in text and "Search tree" in text
+    numbers = json.loads((pdf.parent / "numbers.json").read_text())
+    assert numbers["untraced"] == [] and numbers["pdf_missing"] == []
+    assert main(["writeup", str(run), "--idea", "nope", "--offline"]) == 2
+
+
+class Killed(BaseException):
+    """A kill of the writer's process between two LLM calls (nothing catches a BaseException)."""
+
+
+def test_resume_after_kill_pays_no_call_twice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from writeup.llm_writer import LLMWriter
+
+    run = make_run(tmp_path)
+    cfg = WriteupConfig(reflection_rounds=0, max_fix_rounds=1)
+    ask = LLMWriter.ask
+    asked: list[str] = []
+
+    def dying_ask(self: LLMWriter, step: str, *args: object, **kwargs: object) -> object:
+        if len(asked) == 5:
+            raise Killed
+        asked.append(step)
+        return ask(self, step, *args, **kwargs)
+
+    monkeypatch.setattr(LLMWriter, "ask", dying_ask)
+    llm, gateway = scripted_llm(run, ScriptedWriter(), price=1.0)
+    with pytest.raises(Killed):
+        write_paper(run, llm=llm, cfg=cfg, sandbox=_sandbox())
+    gateway.close()
+    monkeypatch.setattr(LLMWriter, "ask", ask)
+    llm, gateway = scripted_llm(run, ScriptedWriter(), price=1.0)
+    write_paper(run, llm=llm, cfg=cfg, sandbox=_sandbox())
+    gateway.close()
+    records = [CallRecord.model_validate_json(line) for line in (run / LEDGER_FILE).read_text().splitlines()]
+    paid = [r for r in records if not r.cache_hit]
+    assert sum(r.dollars for r in paid) > 0
+    assert sum(r.cache_hit for r in records) == 5  # the five calls answered before the kill
+    assert len(paid) == len(records) - 5  # everything else paid exactly once
+
+
+def test_host_file_reads_fail_during_compile(tmp_path: Path) -> None:
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("TOPSECRETVALUE\n")
+    docs = {
+        "inp.tex": f"\\documentclass{{article}}\\begin{{document}}X \\input{{/etc/passwd}} \\end{{document}}\n",
+        "opn.tex": "\\documentclass{article}\\begin{document}\\newread\\f\\openin\\f=" + str(secret)
+                   + " \\ifeof\\f NOREAD\\else\\read\\f to\\x READ:\\x\\fi\\end{document}\n",
+    }
+    for provider in {_sandbox(), "none"}:  # `none`: the TeX settings alone must refuse
+        build = tmp_path / provider
+        box = TexBox(get_provider(provider), build)
+        box.exec(["true"], files={k: v.encode() for k, v in docs.items()})
+        res = box.compile("inp.tex")
+        assert not res.ok and any("passwd" in e.message for e in res.errors)
+        assert "root:x:0" not in (build / "inp.log").read_text(errors="replace")
+        res = box.compile("opn.tex")
+        assert res.ok
+        text = box.text("opn.pdf")
+        assert "NOREAD" in text and "TOPSECRET" not in text
