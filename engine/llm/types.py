@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-ROLES: tuple[str, ...] = ("code", "feedback", "selection", "vision", "writeup", "review")
+ROLES: tuple[str, ...] = ("code", "feedback", "selection", "vision", "writeup", "review", "ideation")
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
