@@ -11,7 +11,8 @@ export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER := 0
 .PHONY: install system-deps demo test bench clean
 
 # Debian packages Silva's sandboxes need: bubblewrap (local provider), debootstrap (offline
-# Docker base image); the reviewer's poppler-utils (page images, embedded figures) and LaTeX. Installed only when missing; needs root (or sudo).
+# Docker base image); the reviewer's poppler-utils (page images, embedded figures) and LaTeX;
+# chromium for the run view's browser tests. Installed only when missing; needs root (or sudo).
 system-deps:
 	@missing=""; \
 	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
@@ -21,6 +22,7 @@ system-deps:
 	command -v latexmk >/dev/null || missing="$$missing latexmk texlive-latex-base texlive-latex-recommended texlive-fonts-recommended"; \
 	[ -n "$$(kpsewhich fancyhdr.sty 2>/dev/null)" ] || missing="$$missing texlive-latex-extra"; \
 	command -v chktex >/dev/null || missing="$$missing chktex"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO="sudo"; \
