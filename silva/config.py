@@ -101,15 +101,17 @@ class RunConfig(Strict):
         return [IdeaSource(path=self.idea)] if self.idea is not None else list(self.ideas)
 
 
-def load_config(path: Path, *, check_files: bool = True) -> RunConfig:
+def load_config(path: Path, *, check_files: bool = True, overrides: dict[str, Any] | None = None) -> RunConfig:
     """Load and validate a run config.
 
     `template` and `idea` are relative to the config file; `output_dir` to the working directory.
     `check_files=False` for views of an existing run: its idea or template may have moved since.
+    `overrides` replace top-level settings (`silva run --ideas` sets `idea`/`ideas`).
     """
     data = load_yaml(path)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of settings at the top level, got {type(data).__name__}")
+    data = {**data, **(overrides or {})}
     try:
         cfg = RunConfig.model_validate(data)
     except ValidationError as e:
