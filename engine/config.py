@@ -32,7 +32,6 @@ class Budgets(Strict):
     cpu_hours: float | None = Field(None, gt=0, description="CPU time reserved by attempts (num_cpus x duration)")
 
 
-
 class Resources(Strict):
     num_cpus: float = Field(1.0, ge=0)
     num_gpus: float = Field(0.0, ge=0)
@@ -59,7 +58,11 @@ def default_resources() -> dict[str, Resources]:
 class ExecutorConfig(Strict):
     kind: Literal["ray", "inprocess"] = "ray"
     address: str | None = Field(None, description="Ray address; None starts a private local cluster")
-    max_in_flight: int = Field(4, ge=1, description="attempts running at once")
+    max_in_flight: int = Field(4, ge=1, description="experiment slots: attempts holding resources at once")
+    lookahead: int | None = Field(
+        None, ge=0, description="proposals thinking ahead of free slots; null derives it from measured LLM and experiment times"
+    )
+    max_llm_steps: int = Field(64, ge=1, description="in-process executor: threads for steps that only wait on an LLM")
     num_cpus: int | None = Field(None, ge=1, description="CPUs of a local Ray cluster")
     # Cluster scale (issue 10): see docs/cluster.md.
     dashboard: bool = Field(False, description="start Ray's dashboard with a private local cluster; its address is printed")

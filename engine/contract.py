@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Strict, Field, ValidationError
 
 from engine.node import MetricSpec, MetricValue
 from sandbox.base import FileTooLarge, Sandbox
@@ -21,7 +21,8 @@ MAX_RESULTS_BYTES = 1_000_000  # metrics and a list of artifact names: far below
 
 
 class ResultsFile(BaseModel):
-    metrics: dict[str, float]
+    # Strict: true/false and "1.5" are not metrics (the in-sandbox parser refuses them too).
+    metrics: dict[str, Annotated[float, Strict()]]
     artifacts: list[str] = Field(default_factory=list, description="workspace-relative files to keep")
     notes: str = ""
 

@@ -1,22 +1,28 @@
 """The dispatch loop: keep every worker slot busy, consume completions one at a time.
 
-Never waits on a batch: as soon as one attempt finishes, its result is journaled and the
-strategy is asked for more work to fill the freed slot. Lost attempts (dead worker or node)
-are retried on a fresh attempt, at most MAX_LOST times per node; a node gets one result only.
+Never waits on a batch: as soon as one job finishes, its result is journaled and the strategy
+is asked for more work to fill the freed slot. Lost attempts (dead worker or node) are retried
+on a fresh attempt, at most MAX_LOST times per node; a node gets one result only.
+
+Jobs that hold experiment resources (a sandboxed run) take one of `max_in_flight` slots; jobs
+that only wait on an LLM (a pipelined attempt's think and judge steps, a selection) take none
+and run beside them. Look-ahead keeps proposals thinking ahead of free slots, so a freed slot
+starts an experiment at once: `ready` holds nodes whose next step waits for a slot.
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from engine.budgets import ComputeMeter
 from engine.config import EngineSettings
-from engine.executor import Executor, Handle, Job, JobDone
+from engine.executor import NO_RESOURCES, Executor, Handle, Job, JobDone, holds_resources, step_of
 from engine.journal import Journal
-from engine.node import AttemptResult, Node, NodeStatus
+from engine.node import AttemptResult, Node, NodeStatus, StepResult
 
 MAX_LOST = 3
 POLL_S = 0.5  # how often budgets are re-checked while every slot is busy
@@ -63,6 +69,40 @@ class BudgetStop(Exception):
         self.budget, self.message = budget, message
 
 
+@dataclass(frozen=True)
+class Running:
+    node_id: str
+    attempt: int
+    step: str
+    holds: bool  # takes a worker slot (experiment resources)
+    first: bool  # the node's first step: a proposal still thinking (counts toward look-ahead)
+
+
+class StepClock:
+    """Mean durations of first steps that hold no slot (thinking) and of slot-holding steps
+    (experiments), measured in this session: the look-ahead they call for."""
+
+    def __init__(self) -> None:
+        self.think = [0.0, 0]
+        self.run = [0.0, 0]
+
+    def add(self, running: Running, result: AttemptResult | StepResult) -> None:
+        took = max(0.0, result.finished_at - result.started_at)
+        bucket = self.run if running.holds else self.think if running.first else None
+        if bucket is not None:
+            bucket[0] += took
+            bucket[1] += 1
+
+    def lookahead(self, slots: int) -> int:
+        """Proposals to keep thinking ahead of free slots (Little's law: slots x think / run,
+        rounded), none until both are measured (a proposal made ahead sees an older tree), never
+        more than 8 per slot."""
+        if not self.think[1] or not self.run[1]:
+            return 0
+        think, run = self.think[0] / self.think[1], self.run[0] / self.run[1]
+        return min(8 * slots, round(slots * think / max(run, 1e-3)))
+
+
 class Dispatcher:
     def __init__(
         self,
@@ -77,8 +117,10 @@ class Dispatcher:
         self.cfg, self.journal, self.strategy, self.executor = cfg, journal, strategy, executor
         self.on_change, self.spent_usd = on_change, spent_usd
         self.compute = compute  # compute budgets and live budget changes (issue 18, engine/budgets.py)
-        self.inflight: dict[Handle, tuple[str, int]] = {}
-        # Nodes created but without a result: after a resume, or a lost attempt awaiting retry.
+        self.inflight: dict[Handle, Running] = {}
+        self.ready: deque[tuple[Node, Job]] = deque()  # next step needs a slot
+        self.clock = StepClock()
+        # Nodes created but without a result: after a resume they continue from their last step.
         self.backlog: list[str] = [n.id for n in journal.unfinished]
 
     def run(self) -> Outcome:
@@ -86,7 +128,7 @@ class Dispatcher:
             while True:
                 self._check_budgets()
                 self._fill_slots()
-                if not self.inflight:
+                if not self.inflight and not self.ready:
                     finish = self.strategy.finished()
                     if finish is not None:
                         self.journal.record("run_finished", reason=finish.message, kind=finish.kind)
@@ -136,37 +178,66 @@ class Dispatcher:
             raise BudgetStop("max_nodes", f"node budget of {self.cfg.budgets.max_nodes} node(s) used up")
 
     # -- submitting ---------------------------------------------------------------------
+    @property
+    def lookahead(self) -> int:
+        fixed = self.cfg.executor.lookahead
+        return fixed if fixed is not None else self.clock.lookahead(self.cfg.executor.max_in_flight)
+
+    def _free_slots(self) -> int:
+        return self.cfg.executor.max_in_flight - sum(r.holds for r in self.inflight.values())
+
     def _fill_slots(self) -> None:
         if self.compute is not None and self.compute.exhausted() is not None:
             return  # issue 18: a compute budget is used up: nothing new starts
-        slots = self.cfg.executor.max_in_flight - len(self.inflight)
-        while slots > 0 and self.backlog:
-            self._submit(self.journal.nodes[self.backlog.pop(0)])
-            slots -= 1
+        while self.backlog:
+            self._route(self.journal.nodes[self.backlog.pop(0)])
+        self._start_ready()
+        thinking = sum(r.first and not r.holds for r in self.inflight.values())
+        want = self._free_slots() + self.lookahead - len(self.ready) - thinking
         left = self._node_budget_left()
-        if slots > 0 and (left is None or left > 0):
-            proposed = self.strategy.propose(slots if left is None else min(slots, left))
+        if want > 0 and (left is None or left > 0):
+            proposed = self.strategy.propose(want if left is None else min(want, left))
             for node in proposed:
-                self._submit(self.journal.add_node(node))
+                self._route(self.journal.add_node(node))
+            self._start_ready()
             if proposed:
                 self.on_change()
 
-    def _submit(self, node: Node) -> None:
-        attempt = node.attempts + 1
-        job = self.strategy.job_for(node, attempt)
-        self.journal.attempt_started(node.id, attempt)
-        handle = self.executor.submit(job, self.cfg.resources_for(node.kind))
-        self.inflight[handle] = (node.id, attempt)
+    def _route(self, node: Node) -> None:
+        """The node's next job: started now if it holds no slot, else queued for a free slot."""
+        job = self.strategy.job_for(node, node.next_attempt)
+        if holds_resources(job):
+            self.ready.append((node, job))
+        else:
+            self._submit(node, job)
+
+    def _start_ready(self) -> None:
+        free = self._free_slots()
+        while free > 0 and self.ready:
+            self._submit(*self.ready.popleft())
+            free -= 1
+
+    def _submit(self, node: Node, job: Job) -> None:
+        step, holds = step_of(job), holds_resources(job)
+        self.journal.attempt_started(node.id, job.attempt, step)
+        handle = self.executor.submit(job, self.cfg.resources_for(node.kind) if holds else NO_RESOURCES)
+        self.inflight[handle] = Running(node.id, job.attempt, step, holds, first=not node.steps)
 
     # -- consuming ----------------------------------------------------------------------
     def _consume(self, c: JobDone) -> None:
-        node_id, attempt = self.inflight.pop(c.handle)
+        running = self.inflight.pop(c.handle)
+        node_id, attempt = running.node_id, running.attempt
         if c.result is not None:
             refusal = c.result.refusal
             if refusal is not None:  # the attempt was refused its LLM call: no result, re-run after a resume
                 self.journal.record("attempt_cancelled", node_id=node_id, attempt=attempt)
                 raise BudgetStop(refusal.budget, refusal.message)
-            self.journal.attempt_finished(node_id, attempt, c.result)
+            self.clock.add(running, c.result)
+            if isinstance(c.result, StepResult):
+                self.journal.step_finished(node_id, attempt, c.result)
+                self._route(self.journal.nodes[node_id])
+            else:
+                self.journal.attempt_finished(node_id, attempt, c.result)
             return
         self.journal.record("attempt_lost", node_id=node_id, attempt=attempt, error=c.lost)
         node = self.journal.nodes[node_id]
@@ -179,8 +250,9 @@ class Dispatcher:
             self.backlog.append(node_id)
 
     def _cancel_inflight(self) -> None:
-        for handle, (node_id, attempt) in list(self.inflight.items()):
+        for handle, running in list(self.inflight.items()):
             self.executor.cancel(handle)
-            if self.journal.nodes[node_id].status == NodeStatus.RUNNING:
-                self.journal.record("attempt_cancelled", node_id=node_id, attempt=attempt)
+            if self.journal.nodes[running.node_id].status == NodeStatus.RUNNING:
+                self.journal.record("attempt_cancelled", node_id=running.node_id, attempt=running.attempt)
         self.inflight.clear()
+        self.ready.clear()  # queued nodes are pending in the journal: a resume routes them again

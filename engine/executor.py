@@ -19,17 +19,33 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from engine.config import Resources
-from engine.node import AttemptResult
+from engine.node import AttemptResult, StepResult
 
 
 @runtime_checkable
 class Job(Protocol):
-    """One attempt at one node; picklable so it can travel to a Ray worker."""
+    """One attempt at one node, or one step of it; picklable so it can travel to a Ray worker.
+
+    A pipelined attempt is several jobs: each but the last returns a `StepResult`. A job may set
+    `step` (its name, journaled) and `holds_resources = False` (it only waits on an LLM: it runs
+    with no CPUs or GPUs reserved and takes no worker slot)."""
 
     node_id: str
     attempt: int
 
-    def run(self, gpu_ids: Sequence[int]) -> AttemptResult: ...
+    def run(self, gpu_ids: Sequence[int]) -> AttemptResult | StepResult: ...
+
+
+def step_of(job: Job) -> str:
+    return str(getattr(job, "step", ""))
+
+
+def holds_resources(job: Job) -> bool:
+    return bool(getattr(job, "holds_resources", True))
+
+
+# What a job that holds no experiment resources reserves (Ray needs a memory figure).
+NO_RESOURCES = Resources(num_cpus=0, num_gpus=0, memory_mb=64)
 
 
 Handle = int
@@ -38,7 +54,7 @@ Handle = int
 @dataclass(frozen=True)
 class JobDone:
     handle: Handle
-    result: AttemptResult | None  # None when the attempt was lost
+    result: AttemptResult | StepResult | None  # None when the attempt was lost
     lost: str = ""  # what killed it (dead worker, dead node), when lost
 
 
@@ -53,9 +69,10 @@ class Executor(Protocol):
     def shutdown(self) -> None: ...
 
 
-def run_job(job: Job, gpu_ids: Sequence[int] = ()) -> AttemptResult:
+def run_job(job: Job, gpu_ids: Sequence[int] = ()) -> AttemptResult | StepResult:
     """Run a job on a worker. A job's own exception is a buggy result, never a crash of the run."""
     started = time.time()
+    result: AttemptResult | StepResult
     try:
         result = job.run(gpu_ids)
     except Exception:  # noqa: BLE001 - anything a job raises is that node's failure
@@ -71,7 +88,7 @@ class InProcessExecutor:
 
     def __init__(self, max_workers: int = 4) -> None:
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="silva-job")
-        self._futures: dict[Handle, Future[AttemptResult]] = {}
+        self._futures: dict[Handle, Future[AttemptResult | StepResult]] = {}
         self._ids = itertools.count()
 
     def submit(self, job: Job, resources: Resources) -> Handle:

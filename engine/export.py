@@ -13,7 +13,7 @@ from engine.journal import Journal
 
 
 def _node_row(n: Any) -> dict[str, Any]:
-    row = n.model_dump(mode="json", exclude={"metrics", "execution", "origin", "outcome"})
+    row = n.model_dump(mode="json", exclude={"metrics", "execution", "origin", "outcome", "steps", "open_attempt"})
     row["metrics"] = {m.name: m.value for m in n.metrics}
     row["execution"] = json.dumps(n.execution.model_dump(mode="json")) if n.execution else None
     row["origin"] = n.origin.model_dump_json()

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.eventlog import EVENTS_FILE, EventLog, check_references
-from engine.node import AttemptResult, MetricSpec, Node, NodeStatus, primary_of
+from engine.node import AttemptResult, MetricSpec, Node, NodeStatus, StepResult, primary_of
 from engine.node import EVENT_FORMAT
 
 __all__ = ["EVENTS_FILE", "EventLog", "Journal"]
@@ -70,8 +70,14 @@ class Journal:
     def new_node_id(self) -> str:
         return f"n{len(self.nodes):04d}"
 
-    def attempt_started(self, node_id: str, attempt: int) -> None:
-        self.record("attempt_started", node_id=node_id, attempt=attempt)
+    def attempt_started(self, node_id: str, attempt: int, step: str = "") -> None:
+        self.record("attempt_started", node_id=node_id, attempt=attempt, **({"step": step} if step else {}))
+
+    def step_finished(self, node_id: str, attempt: int, result: StepResult) -> None:
+        """An intermediate step of a pipelined attempt is in: its output waits for the next step."""
+        if not self.nodes[node_id].is_finished:
+            self.record("step_finished", node_id=node_id, attempt=attempt, step=result.step,
+                        result=result.model_dump(mode="json"))
 
     def attempt_finished(self, node_id: str, attempt: int, result: AttemptResult) -> bool:
         """Record a result; False (and nothing recorded) if the node already has one."""
@@ -100,12 +106,20 @@ class Journal:
             node = self.nodes[e["node_id"]]
             node.status = NodeStatus.RUNNING
             node.attempts = max(node.attempts, e["attempt"])
+            node.open_attempt = e["attempt"]
             node.started_at = node.started_at or e["ts"]
+        elif kind == "step_finished":
+            node = self.nodes[e["node_id"]]
+            step = StepResult.model_validate(e["result"])
+            node.steps[step.step] = step.outcome
+            node.cost_usd += step.cost_usd
+            node.status = NodeStatus.PENDING  # until its next step starts
         elif kind == "attempt_finished":
             self._apply_result(self.nodes[e["node_id"]], AttemptResult.model_validate(e["result"]))
         elif kind in ("attempt_lost", "attempt_cancelled"):
             node = self.nodes[e["node_id"]]
             node.lost_attempts += kind == "attempt_lost"
+            node.open_attempt = None  # the next step starts a fresh attempt (a fresh workspace)
             if not node.is_finished:
                 node.status = NodeStatus.PENDING
         elif kind == "stage_started":

@@ -139,6 +139,19 @@ class AttemptResult(BaseModel):
         return _from_format_1(data, ("code", "plan", "refusal", "outcome"))
 
 
+class StepResult(BaseModel):
+    """What an intermediate step of a pipelined attempt (think, run) hands on: its typed output,
+    journaled so the node's next step picks up from it, also after a resume."""
+
+    step: str
+    outcome: OutcomeField = None
+    cost_usd: float = 0.0
+    started_at: float = 0.0
+    finished_at: float = 0.0
+    worker: str = ""
+    refusal: BudgetRefusal | None = None
+
+
 class Node(BaseModel):
     id: str = ""  # assigned by Journal.add_node
     parent_id: str | None = None
@@ -156,6 +169,8 @@ class Node(BaseModel):
     artifacts: list[str] = Field(default_factory=list)
     origin: Origin = Field(default_factory=Origin)
     outcome: OutcomeField = None
+    steps: dict[str, OutcomeField] = Field(default_factory=dict, description="finished steps of a pipelined attempt")
+    open_attempt: int | None = Field(None, description="the attempt whose steps are under way (None: next step starts a new one)")
     created_at: float = 0.0
     started_at: float | None = None
     finished_at: float | None = None
@@ -174,6 +189,11 @@ class Node(BaseModel):
             # A format-1 node's outcome was merged into its extra: read it as an outcome.
             return _from_format_1(data, ())
         return data
+
+    @property
+    def next_attempt(self) -> int:
+        """The attempt number of the node's next job: a pipelined attempt's steps share one."""
+        return self.open_attempt if self.open_attempt is not None and self.steps else self.attempts + 1
 
     @property
     def is_finished(self) -> bool:

@@ -20,7 +20,7 @@ from engine.node import MetricSpec, Node, NodeStatus, Origin
 from sandbox.base import Limits
 from search.idea import Idea
 from search.operators.claims import ClaimBook
-from search.operators.job import LLM_OPERATORS, OperatorJob
+from search.operators.job import LLM_OPERATORS, OperatorJob, Proposed, Step
 from search.operators.outcome import operator_outcome, variant
 from search.operators.prompts import CodeRequest, code_prompt, contract, fmt_metrics
 from search.policies import get_policy
@@ -91,10 +91,20 @@ class AgenticSearch:
                 job.split = "heldout"
                 job.data.update({f"data/heldout/{p.name}": p for p in self.idea.heldout_data})
             return job
+        job.llm = self.llm
+        if self.cfg.search.pipeline:
+            job.step = next_step(node)
+            job.proposed = node.steps.get("think")  # type: ignore[assignment]
+            job.ran = node.steps.get("run")  # type: ignore[assignment]
+            if job.step == "run":
+                return job  # the code is in `proposed`: no prompt to build
+            if job.step == "judge":
+                job.tuning_history = self._tuning_history(node) if node.stage == "hyperparameter" else ""
+                return job
         parent = self.journal.nodes[node.parent_id] if node.parent_id else None
         second = self.journal.nodes[node.refs[0]] if node.refs else None
         claims = ClaimBook(self.run_dir, self.idea.name, node.stage, node.kind) if node.kind in ("hyperparameter", "ablation") else None
-        job.llm, job.claims = self.llm, claims
+        job.claims = claims
         job.parent_code = parent.code if parent else ""
         job.parent_plot_code = operator_outcome(parent).plot_code if parent else ""
         job.prompt = code_prompt(CodeRequest(
@@ -124,6 +134,16 @@ class AgenticSearch:
             for n in self.nodes("hyperparameter") if n.is_finished and n.id != node.id
         ]
         return "\n".join(rows) or "none finished yet"
+
+
+def next_step(node: Node) -> Step:
+    """A pipelined LLM operator's next step: think, then run, then judge (a resume continues here)."""
+    if "think" not in node.steps:
+        return "think"
+    proposed = node.steps["think"]
+    if "run" not in node.steps and not (isinstance(proposed, Proposed) and proposed.proposal_error):
+        return "run"
+    return "judge"
 
 
 def has_vision(cfg: SearchSettings) -> bool:

@@ -21,6 +21,9 @@ class SearchConfig(Strict):
     """The LLM tree search (idea mode): policy and its knobs, judgements, held-out selection."""
 
     policy: Literal["best_first", "greedy", "mcts", "evolutionary"] = "best_first"
+    pipeline: bool = Field(
+        True, description="an LLM node is three steps (think, run, judge); only run holds the node's CPUs/GPUs"
+    )
     num_drafts: int = Field(3, ge=1, description="stage 1: independent drafts before refining")
     debug_prob: float = Field(0.5, ge=0, le=1, description="chance a free slot debugs a buggy leaf")
     max_debug_depth: int = Field(3, ge=0, description="consecutive debug steps on one line of nodes")

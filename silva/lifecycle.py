@@ -72,7 +72,8 @@ def build_strategy(
 
 def build_executor(cfg: RunConfig) -> Executor:
     if cfg.executor.kind == "inprocess":
-        return InProcessExecutor(cfg.executor.max_in_flight)
+        # Threads for the slots plus for steps that only wait on an LLM (they take no slot).
+        return InProcessExecutor(cfg.executor.max_in_flight + cfg.executor.max_llm_steps)
     from actors.ray_executor import RayExecutor
 
     return RayExecutor(cfg.executor)

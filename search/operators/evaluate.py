@@ -11,7 +11,7 @@ from typing import Literal
 from engine.contract import MAX_RESULTS_BYTES, ResultsFile, parse_results, read_capped
 from engine.llm import LLM, BudgetExceeded, LLMError, Message
 from engine.llm.types import PNG_MAGIC
-from engine.node import MetricSpec, MetricValue
+from engine.node import ExecSummary, MetricSpec, MetricValue
 from sandbox.base import ExecResult, Limits, Sandbox
 from search.operators.prompts import critique_prompt, fmt_metrics, judge_prompt
 from search.operators.outcome import StatusRule
@@ -91,7 +91,7 @@ def png_bytes(box: Sandbox, paths: list[str]) -> tuple[list[bytes], str]:
 
 
 def judge(llm: LLM, ev: Evaluation, *, node_id: str, stage: str, idea: str, attempt: int, plan: str,
-          code: str, res: ExecResult | None, tuning_history: str) -> None:
+          code: str, res: ExecSummary | None, tuning_history: str) -> None:
     """One structured judgement; a failed call is recorded, never fatal (rules still apply).
     BudgetExceeded propagates: the attempt is then given back, not judged."""
     exit_line = "not run" if res is None else (
@@ -99,7 +99,7 @@ def judge(llm: LLM, ev: Evaluation, *, node_id: str, stage: str, idea: str, atte
         + (", OUT OF MEMORY" if res.oom_killed else ""))
     prompt = judge_prompt(
         node_id=node_id, stage=stage, plan=plan, code=code, exit_line=exit_line,
-        stdout=res.stdout if res else "", stderr=res.stderr if res else "",
+        stdout=res.stdout_tail if res else "", stderr=res.stderr_tail if res else "",
         metrics=fmt_metrics(ev.metrics), results_notes=ev.results.notes if ev.results else "",
         rule_problem=ev.run_problem,
         plots=", ".join(ev.plots) or (ev.plot_problem or "none"), tuning_history=tuning_history,

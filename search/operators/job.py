@@ -12,16 +12,19 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field
 
 from engine.attempt import failure_reason, fresh_workspace, summarize
-from engine.contract import PARAMS_FILE, RESULTS_FILE, params_payload
+from engine.contract import PARAMS_FILE, RESULTS_FILE, ResultsFile, params_payload
 from engine.llm import LLM, BudgetExceeded, LLMError, Message
 from engine.llm.types import Completion, LLMRequest
-from engine.node import AttemptResult, BudgetRefusal, ExecSummary, MetricSpec
-from sandbox.base import Limits, get_provider, kept_artifacts
+from engine.node import AttemptResult, BudgetRefusal, ExecSummary, MetricSpec, MetricValue, StepResult
+from engine.outcome import Outcome
+from sandbox.base import HostWorkspace, Limits, get_provider, kept_artifacts
 from search.operators.claims import ClaimBook
-from search.operators.outcome import OperatorOutcome
+from search.operators.outcome import CodeChange, OperatorOutcome
 from search.operators.evaluate import Evaluation, critique, judge, new_pngs, png_bytes, read_metrics
 from search.operators.prompts import SYSTEM
 from search.operators.schemas import accept, proposal_type
@@ -44,8 +47,44 @@ class _Counting:
         return completion
 
 
+Step = Literal["all", "think", "run", "judge"]
+
+
+class Proposed(Outcome):
+    """The think step's output: the node's plan and code (or why the proposal failed)."""
+
+    family: str = "proposed"
+    code: str = ""
+    plan: str = ""
+    plot_code: str = ""
+    code_change: CodeChange = "rerun"
+    diff_error: str = ""
+    hyperparameters: dict[str, Any] = Field(default_factory=dict)
+    ablation: str = ""
+    proposal_error: str = ""
+    llm_calls: int = 0
+
+
+class Ran(Outcome):
+    """The run step's output: what the sandboxed experiment, parser and plot script produced."""
+
+    family: str = "ran"
+    workspace: str  # run-dir relative
+    execution: ExecSummary
+    metrics: list[MetricValue] = Field(default_factory=list)
+    results_notes: str = ""
+    result_artifacts: list[str] = Field(default_factory=list)  # workspace-relative, as results.json named them
+    plots: list[str] = Field(default_factory=list)  # workspace-relative PNGs
+    run_problem: str = ""
+    plot_problem: str = ""
+
+
 @dataclass
 class OperatorJob:
+    """One operator attempt, or one step of it. `step="all"` runs think, run and judge in one
+    job holding the node's resources; a pipelined attempt is three jobs, and only `run` holds
+    CPUs/GPUs: the LLM never keeps an accelerator waiting."""
+
     node_id: str
     attempt: int
     run_dir: Path
@@ -71,43 +110,47 @@ class OperatorJob:
     max_plots: int = 4
     tuning_history: str = ""
     sandbox_options: dict[str, Any] = field(default_factory=dict)
+    step: Step = "all"
+    proposed: Proposed | None = None  # the think step's output, for run and judge
+    ran: Ran | None = None  # the run step's output, for judge
 
-    def run(self, gpu_ids: Sequence[int]) -> AttemptResult:
+    @property
+    def holds_resources(self) -> bool:
+        return self.step in ("all", "run")
+
+    def run(self, gpu_ids: Sequence[int]) -> AttemptResult | StepResult:
         started = time.time()
-        ws = fresh_workspace(self.run_dir, self.node_id, self.attempt)
         counter = _Counting(self.llm.transport) if self.llm is not None else None
         llm = LLM(counter, max_reasks=self.llm.max_reasks) if self.llm is not None and counter is not None else None
-        outcome = OperatorOutcome(operator=self.operator, split=self.split)  # type: ignore[arg-type]
-        ev = Evaluation()
-        execution = ExecSummary()
         try:
-            code, plan = self._propose(llm, outcome, ev)
-            if not ev.proposal_error:
-                execution = self._evaluate(llm, ws, gpu_ids, code, outcome.plot_code, plan, ev)
+            if self.step == "think":
+                proposed = self._think(llm)
+                return StepResult(step="think", outcome=proposed, cost_usd=counter.dollars if counter else 0.0,
+                                  started_at=started, finished_at=time.time())
+            if self.step == "run":
+                assert self.proposed is not None
+                return StepResult(step="run", outcome=self._run(gpu_ids, self.proposed),
+                                  started_at=started, finished_at=time.time())
+            proposed = self.proposed if self.step == "judge" else self._think(llm)
+            assert proposed is not None
+            ran = self.ran if self.step == "judge" else (None if proposed.proposal_error else self._run(gpu_ids, proposed))
+            result = self._judge(llm, proposed, ran)
         except BudgetExceeded as e:
             # No result: the dispatcher stops the run cleanly and the node re-runs on resume.
             return AttemptResult(status="buggy", refusal=BudgetRefusal(budget="dollars", message=str(e)))
-        status, reason, rule = ev.decide(self.plots_gate)
-        rel = ws.relative_to(self.run_dir)
-        keep = [EXPERIMENT, PLOT, RESULTS_FILE, *ev.plots, *(ev.results.artifacts if ev.results else [])]
-        outcome = outcome.model_copy(update=dict(
-            status_rule=rule, judgement=ev.judgement, judgement_error=ev.judgement_error,
-            plot_critique=ev.critique, critique_error=ev.critique_error,
-            plots=[str(rel / p) for p in ev.plots], results_notes=ev.results.notes if ev.results else "",
-            llm_calls=counter.calls if counter else 0,
+        calls = (counter.calls if counter else 0) + (self.proposed.llm_calls if self.step == "judge" and self.proposed else 0)
+        assert isinstance(result.outcome, OperatorOutcome)
+        outcome = result.outcome.model_copy(update={"llm_calls": calls})
+        return result.model_copy(update=dict(
+            outcome=outcome, started_at=started, finished_at=time.time(),
+            cost_usd=counter.dollars if counter else 0.0,
         ))
-        return AttemptResult(
-            status=status, reason=reason, metrics=ev.metrics, execution=execution,
-            artifacts=kept_artifacts(ws, rel, keep),
-            workspace=str(rel), started_at=started, finished_at=time.time(),
-            cost_usd=counter.dollars if counter else 0.0, code=code or None, plan=plan or None, outcome=outcome,
-        )
 
     # -- steps ----------------------------------------------------------------------------------
-    def _propose(self, llm: LLM | None, outcome: OperatorOutcome, ev: Evaluation) -> tuple[str, str]:
-        """(code, plan) of the node; fills the proposal's part of `outcome`."""
+    def _think(self, llm: LLM | None) -> Proposed:
+        """The node's plan and code: one LLM call, or the known code of a re-run."""
         if self.operator in RERUN_OPERATORS or llm is None:
-            return self.parent_code, self.plan
+            return Proposed(code=self.parent_code, plan=self.plan)
         try:
             proposal = llm.complete(
                 [Message.system(SYSTEM), Message.user(self.prompt)], role="code",
@@ -117,44 +160,78 @@ class OperatorJob:
         except BudgetExceeded:
             raise
         except LLMError as e:
-            ev.proposal_error = str(e)[:1000]
-            return "", ""
+            return Proposed(proposal_error=str(e)[:1000], llm_calls=1)
         accepted = accept(proposal, self.parent_code)
-        outcome.plot_code = accepted.plot_code or self.parent_plot_code
-        outcome.code_change = accepted.change  # type: ignore[assignment]
-        outcome.diff_error = accepted.diff_error
-        outcome.hyperparameters = proposal.hyperparameters or {}
-        outcome.ablation = proposal.ablation or ""
-        return accepted.code, proposal.plan
+        return Proposed(
+            code=accepted.code, plan=proposal.plan, plot_code=accepted.plot_code or self.parent_plot_code,
+            code_change=accepted.change, diff_error=accepted.diff_error,  # type: ignore[arg-type]
+            hyperparameters=proposal.hyperparameters or {}, ablation=proposal.ablation or "", llm_calls=1,
+        )
 
-    def _evaluate(self, llm: LLM | None, ws: Path, gpu_ids: Sequence[int], code: str, plot_code: str, plan: str,
-                  ev: Evaluation) -> ExecSummary:
+    def _run(self, gpu_ids: Sequence[int], proposed: Proposed) -> Ran:
+        """The experiment, Silva's parser and the plot script in a fresh sandboxed workspace."""
+        ws = fresh_workspace(self.run_dir, self.node_id, self.attempt)
         box = get_provider(self.sandbox, **self.sandbox_options).open(ws, gpu_ids=gpu_ids)
+        ev = Evaluation()
         try:
-            files = {EXPERIMENT: code.encode(), PARAMS_FILE: self._params(), **self._data_files()}
-            if plot_code:
-                files[PLOT] = plot_code.encode()
+            files = {EXPERIMENT: proposed.code.encode(), PARAMS_FILE: self._params(), **self._data_files()}
+            if proposed.plot_code:
+                files[PLOT] = proposed.plot_code.encode()
             res = box.exec([self.python, EXPERIMENT], limits=self.limits, files=files)
             ev.metrics, ev.results, problem = read_metrics(box, self.python, self.metrics)
-            ev.run_problem = failure_reason(res, self.limits) or problem
-            images: list[bytes] = []
-            if not ev.run_problem and plot_code and self.operator not in RERUN_OPERATORS:
+            run_problem = failure_reason(res, self.limits) or problem
+            plots: list[str] = []
+            plot_problem = ""
+            if not run_problem and proposed.plot_code and self.operator not in RERUN_OPERATORS:
                 pres = box.exec([self.python, PLOT], limits=self.plot_limits)
-                ev.plots = new_pngs(res.files, pres, self.max_plots)
+                plots = new_pngs(res.files, pres, self.max_plots)
                 why = failure_reason(pres, self.plot_limits)
-                if why or not ev.plots:
-                    ev.plot_problem = f"plot.py failed: {why}" if why else "plot.py wrote no PNG figure"
-                images, too_big = png_bytes(box, ev.plots)
-                ev.plot_problem = ev.plot_problem or too_big
-            if llm is not None and self.operator not in RERUN_OPERATORS:
-                judge(llm, ev, node_id=self.node_id, stage=self.stage, idea=self.idea, attempt=self.attempt,
-                      plan=plan, code=code, res=res, tuning_history=self.tuning_history)
-                if images and self.vision and not (ev.judgement is not None and ev.judgement.is_buggy):
-                    critique(llm, ev, images, node_id=self.node_id, stage=self.stage, idea=self.idea,
-                             attempt=self.attempt, plan=plan)
+                if why or not plots:
+                    plot_problem = f"plot.py failed: {why}" if why else "plot.py wrote no PNG figure"
+                _, too_big = png_bytes(box, plots)
+                plot_problem = plot_problem or too_big
         finally:
             box.close()
-        return summarize(res)
+        return Ran(
+            workspace=str(ws.relative_to(self.run_dir)), execution=summarize(res), metrics=ev.metrics,
+            results_notes=ev.results.notes if ev.results else "",
+            result_artifacts=list(ev.results.artifacts) if ev.results else [],
+            plots=plots, run_problem=run_problem, plot_problem=plot_problem,
+        )
+
+    def _judge(self, llm: LLM | None, proposed: Proposed, ran: Ran | None) -> AttemptResult:
+        """The LLM judgement and vision critique, then the documented status rules."""
+        ev = Evaluation(proposal_error=proposed.proposal_error)
+        if ran is not None:
+            ev.metrics, ev.run_problem, ev.plots, ev.plot_problem = ran.metrics, ran.run_problem, ran.plots, ran.plot_problem
+            ev.results = ResultsFile(metrics={m.name: m.value for m in ran.metrics}, notes=ran.results_notes,
+                                     artifacts=ran.result_artifacts)
+            if llm is not None and self.operator not in RERUN_OPERATORS:
+                judge(llm, ev, node_id=self.node_id, stage=self.stage, idea=self.idea, attempt=self.attempt,
+                      plan=proposed.plan, code=proposed.code, res=ran.execution, tuning_history=self.tuning_history)
+                images, _ = png_bytes(HostWorkspace(self.run_dir / ran.workspace), ran.plots)
+                if images and self.vision and not (ev.judgement is not None and ev.judgement.is_buggy):
+                    critique(llm, ev, images, node_id=self.node_id, stage=self.stage, idea=self.idea,
+                             attempt=self.attempt, plan=proposed.plan)
+        status, reason, rule = ev.decide(self.plots_gate)
+        ws = self.run_dir / ran.workspace if ran is not None else None
+        rel = Path(ran.workspace) if ran is not None else Path()
+        keep = [EXPERIMENT, PLOT, RESULTS_FILE, *ev.plots, *(ran.result_artifacts if ran else [])]
+        outcome = OperatorOutcome(
+            operator=self.operator, split=self.split, plot_code=proposed.plot_code,  # type: ignore[arg-type]
+            code_change=proposed.code_change, diff_error=proposed.diff_error,
+            hyperparameters=proposed.hyperparameters, ablation=proposed.ablation,
+            status_rule=rule, judgement=ev.judgement, judgement_error=ev.judgement_error,
+            plot_critique=ev.critique, critique_error=ev.critique_error,
+            plots=[str(rel / p) for p in ev.plots], results_notes=ran.results_notes if ran else "",
+        )
+        return AttemptResult(
+            status=status, reason=reason, metrics=ev.metrics,
+            execution=ran.execution if ran is not None else ExecSummary(),
+            artifacts=kept_artifacts(ws, rel, keep) if ws is not None else [],
+            workspace=str(rel) if ran is not None else "",
+            code=proposed.code or None, plan=proposed.plan or None, outcome=outcome,
+        )
 
     def _params(self) -> bytes:
         return params_payload(  # `split` is the held-out switch

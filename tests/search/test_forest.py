@@ -44,7 +44,7 @@ def test_heldout_selection_uses_data_the_search_never_saw(tmp_path: Path) -> Non
     assert outcome.status == "finished" and "held-out choice" in outcome.message
     run_dir = j.log.path.parent
     for n in j:
-        if n.kind in ("aggregation",) or not n.execution:
+        if n.kind in ("aggregation", "selection") or not n.execution:  # they run no code
             continue
         ws = run_dir / "nodes" / n.id / f"attempt-{n.attempts}"
         assert (ws / "data" / "train.csv").is_file()

@@ -32,7 +32,10 @@ def test_agentic_run_on_ray_with_the_gateway_actor(tmp_path: Path) -> None:
     assert all(n.is_finished for n in j)
     markers = list((run_dir / "nodes").glob("*/attempt-*.worker.json"))
     pids = {json.loads(m.read_text())["pid"] for m in markers}
-    assert len(markers) == len(j.nodes) and os.getpid() not in pids  # every attempt ran in a Ray worker
+    runs_code = [n for n in j if n.kind != "selection"]  # a selection only asks the LLM: no workspace
+    assert len(markers) == len(runs_code) and os.getpid() not in pids  # every attempt ran in a Ray worker
+    workers = [e["result"]["worker"] for e in j.log.events if e["type"] == "attempt_finished"]
+    assert all(not w.endswith(f":{os.getpid()}") for w in workers)  # selections too
     ledger = summarize(run_dir)["run"]
     assert ledger["calls"] >= 3 * len([n for n in llm_nodes(j) if n.status.value == "good"]) - 1
     assert all(operator_outcome(n).plot_critique.acceptable for n in llm_nodes(j) if n.status.value == "good")
