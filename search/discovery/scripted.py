@@ -94,10 +94,13 @@ def base_candidates(prompt: str) -> list[Candidate]:
 
 
 def guidance_candidates(prompt: str) -> list[Candidate]:
-    out = []
+    out: list[Candidate] = []
+    base = base_candidates(prompt)
     for line in prompt.splitlines():
         names = TICKED.findall(line)
-        if line.startswith("- Confound:") and len(names) == 3:
+        if line.startswith("- Gap:") and len(names) == 1:  # the unexplored column's pairs, in the usual order
+            out += [c for c in base if names[0] in c.variables[:2]][:2]
+        elif line.startswith("- Confound:") and len(names) == 3:
             x, y, z = names
             code = HEAD + f'res = st.stratified(df, "{y}", "{x}", "{z}")\nst.record(res, expected_sign=0)\n'
             out.append(Candidate(f"The association of `{x}` with `{y}` holds within strata of `{z}`", (x, y, z), code))
