@@ -219,7 +219,8 @@ class ComputeMeter:
             return
         result = done.result
         if result is not None and result.finished_at > 0 and result.started_at > 0:
-            self._record(held, charge(result.finished_at - result.started_at, held.resources), "finished")
+            self._record(held, charge(result.finished_at - result.started_at, held.resources), "finished",
+                         started_at=result.started_at, finished_at=result.finished_at)
         else:
             self._record(held, charge(self.clock() - held.since, held.resources), "lost", error=done.lost)
 

@@ -7,6 +7,7 @@ never proposed again.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -34,6 +35,11 @@ class Proposer:
         dim = max(len(self.names), 1)
         self.pool = qmc.Sobol(d=dim, scramble=True, seed=seed).random(POOL_SIZE)
 
+    @functools.cached_property
+    def decoded(self) -> list[tuple[dict[str, Any], str]]:
+        """The pool as settings with their keys, decoded once (it never changes)."""
+        return [(p, canonical(p)) for p in map(self._decode, self.pool)]
+
     def _decode(self, u: Sequence[float]) -> dict[str, Any]:
         return {n: self.space[n].from_unit(float(x)) for n, x in zip(self.names, u)}
 
@@ -52,13 +58,11 @@ class Proposer:
             return []
         seen = {canonical({k: t[k] for k in self.names}) for t in tried}
         candidates: list[dict[str, Any]] = []
-        keys: list[str] = []
-        for u in self.pool:
-            p = self._decode(u)
-            key = canonical(p)
+        keys: set[str] = set()  # a set: a list made each call quadratic in the pool size
+        for p, key in self.decoded:
             if key not in seen and key not in keys:
-                candidates.append(p)
-                keys.append(key)
+                candidates.append(dict(p))  # callers own what they get; the pool stays as decoded
+                keys.add(key)
         if not candidates:
             return []
         if self.kind == "sobol" or len(scored) < MIN_FIT_POINTS:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from silva.config import RunConfig
+    from silva.report.scaling import Scaling
 
 
 @dataclass
@@ -70,6 +71,13 @@ class RunView:
             for (idea, stage), e in self.journal.stage_best.items()
         ]
         return pd.DataFrame(rows)
+
+    def scaling(self) -> Scaling:
+        """Compute scaling (issue 18): `.curves` (best metric against GPU-hours and dollars),
+        `.table` (per idea and forest), `.stops` (successive halving's stops) as DataFrames."""
+        from silva.report.scaling import scaling
+
+        return scaling(self.run_dir, self.journal)
 
     def best_node(self, stage: str, idea: str = "default") -> Node | None:
         decision = self.journal.stage_best.get((idea, stage))

@@ -13,6 +13,7 @@ from rich.text import Text
 from silva.config import RunConfig
 from engine.journal import Journal
 from engine.llm.ledger import LEDGER_FILE, read_records, render_summary, summarize
+from silva.budget_lines import budget_text
 from silva.cost import throughput, throughput_lines
 from engine.summary import fmt, stage_rows
 
@@ -61,7 +62,8 @@ def render(run_dir: Path, cfg: RunConfig, journal: Journal) -> Group:
     budgets.add_row("LLM dollars", f"{dollars:.4f}", fmt(b.dollars))
     # Nodes per hour, utilization, calls and dollars per node, projected spend (silva/cost.py).
     rates = Text("\n".join(throughput_lines(throughput(cfg, journal, read_records(run_dir / LEDGER_FILE)))))
-    return Group(head, stages, ended, budgets, llm_lines(run_dir, journal, llm), rates)
+    # Compute and changed budgets, projected exhaustion, allocation decisions (issue 18).
+    return Group(head, stages, ended, budgets, budget_text(run_dir, cfg, journal), llm_lines(run_dir, journal, llm), rates)
 
 
 def llm_lines(run_dir: Path, journal: Journal, llm: dict[str, Any] | None) -> Text:

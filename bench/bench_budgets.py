@@ -1,0 +1,235 @@
+"""Compute-budget benchmark: fair vs successive halving vs bandit over a forest of 32 template
+ideas at a fixed GPU-hour budget. Writes bench/results/budgets.json.
+
+Everything but the experiments is real: `silva.lifecycle.execute` with the journal, the compute
+meter, the template forest, its stage manager and proposers, and the allocation policy. The
+executor is simulated with no processes: a virtual clock where each experiment takes a lognormal
+number of hours on one GPU, and the metric is a known function of the idea and its settings
+plus Gaussian noise. Ideas differ in quality: most are hopeless (tuning and the method barely
+help), some are medium, a few are good, one is best.
+
+Reported per policy over seeds: the true (noise-free) quality of the forest's incumbent (the node
+with the best observed metric) at the end; the regret against spending the budget on the best
+idea alone; and the GPU-hours each policy needed to match fair's final incumbent, as a fraction
+of the budget (median with a bootstrap 95% interval over seeds).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import json
+import math
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+import yaml  # noqa: E402
+
+from engine.attempt import ExperimentJob  # noqa: E402
+from engine.config import Resources  # noqa: E402
+from engine.executor import Handle, Job, JobDone  # noqa: E402
+from engine.node import AttemptResult, MetricValue  # noqa: E402
+from silva import lifecycle  # noqa: E402
+from silva.config import load_config  # noqa: E402
+
+RESULTS = Path(__file__).parent / "results" / "budgets.json"
+IDEAS = 32
+SEEDS = 10
+SLOTS = 32
+BUDGET_GPU_H = 450.0
+MEDIAN_H, SIGMA = 1.0, 0.5  # experiment duration on one GPU: lognormal
+NOISE = 0.01
+POLICIES = ("fair", "successive_halving", "bandit")
+# (how many ideas, tuning gain, method bonus): the idea's quality
+GROUPS = ((22, 0.01, 0.0), (6, 0.08, 0.02), (3, 0.16, 0.05), (1, 0.2, 0.08))
+
+TEMPLATE = {
+    "name": "sim",
+    "command": ["{python}", "experiment.py"],
+    "metrics": [{"name": "score", "direction": "maximize", "primary": True}],
+    "hyperparameters": {
+        "x": {"type": "float", "low": 0.0, "high": 1.0, "default": 0.5},
+        "y": {"type": "choice", "values": [0, 1, 2], "default": 1},
+    },
+    "method": {"name": "method", "param": "method"},
+    "ablations": [{"name": "no_aug", "param": "ab"}],
+}
+
+
+def ideas(seed: int) -> list[dict[str, Any]]:
+    """The variants: each with its quality (gain, bonus) and its own optimum (x*, y*)."""
+    rng = np.random.default_rng(1000 + seed)
+    out = []
+    qualities = [(g, b) for n, g, b in GROUPS for _ in range(n)]
+    order = rng.permutation(len(qualities))  # the best idea is not always first
+    for k, i in enumerate(order):
+        gain, bonus = qualities[i]
+        out.append({"name": f"idea{k:02d}", "fixed": {"gain": gain, "bonus": bonus,
+                    "x_star": float(rng.uniform(0.1, 0.9)), "y_star": int(rng.integers(0, 3))}})
+    return out
+
+
+def true_quality(p: dict[str, Any]) -> float:
+    tune = 1.0 - ((p["x"] - p["x_star"]) / 0.5) ** 2 - 0.5 * (p["y"] != p["y_star"])
+    return 0.5 + p["gain"] * tune + (p["bonus"] if p["method"] else 0.0) - (0.01 if p["ab"] else 0.0)
+
+
+class SimExecutor:
+    """No processes: a virtual clock; a job's result comes back when its drawn duration is over."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.now = 1.0e9  # virtual epoch seconds
+        self.pending: dict[Handle, tuple[float, float, Job]] = {}
+        self.ids = itertools.count()
+
+    def submit(self, job: Job, resources: Resources) -> Handle:
+        handle = next(self.ids)
+        hours = float(self.rng.lognormal(math.log(MEDIAN_H), SIGMA)) if isinstance(job, ExperimentJob) else 0.01
+        self.pending[handle] = (self.now, self.now + hours * 3600, job)
+        return handle
+
+    def wait(self, handles: Sequence[Handle], timeout: float) -> JobDone | None:
+        if not handles:
+            return None
+        handle = min(handles, key=lambda h: self.pending[h][1])
+        start, end, job = self.pending.pop(handle)
+        self.now = max(self.now, end)
+        result = AttemptResult(status="good", started_at=start, finished_at=end, worker="sim")
+        if isinstance(job, ExperimentJob):
+            score = true_quality(job.params) + float(self.rng.normal(0, NOISE))
+            result.metrics = [MetricValue(name="score", value=score, direction="maximize")]
+        return JobDone(handle, result)
+
+    def cancel(self, handle: Handle) -> None:
+        self.pending.pop(handle, None)
+
+    def shutdown(self) -> None:
+        pass
+
+
+def config(root: Path, seed: int, policy: str, variants: list[dict[str, Any]], budget: float) -> Path:
+    tpl = root / "template"
+    tpl.mkdir(parents=True, exist_ok=True)
+    (tpl / "experiment.py").write_text("raise SystemExit('the benchmark never runs experiments')\n")
+    (tpl / "template.yaml").write_text(yaml.safe_dump(TEMPLATE))
+    cfg = {
+        "name": f"{policy}-{seed}", "template": str(tpl), "output_dir": str(root / "runs"), "seed": seed,
+        "variants": variants, "allocation": {"policy": policy}, "replicates": 1, "proposer": "sobol",
+        "stages": {"preliminary": {"max_nodes": 1}, "hyperparameter": {"max_nodes": 1},
+                   "agenda": {"max_nodes": 14}, "ablation": {"max_nodes": 1}},
+        "budgets": {"wall_clock_s": None, "gpu_hours": budget},
+        "resources": {"default": {"num_cpus": 4, "num_gpus": 1}},
+        "executor": {"kind": "inprocess", "max_in_flight": SLOTS}, "sandbox": "none",
+    }
+    path = root / f"{policy}-{seed}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def trajectory(events: list[dict[str, Any]], params: dict[str, dict[str, Any]]) -> list[tuple[float, float]]:
+    """(cumulative GPU-hours, true quality of the incumbent) after every change of either."""
+    gpu, best_seen, incumbent = 0.0, -math.inf, -math.inf
+    out: list[tuple[float, float]] = []
+    kinds = {e["node"]["id"]: e["node"]["kind"] for e in events if e["type"] == "node_created"}
+    for e in events:
+        if e["type"] == "compute_used":
+            gpu += e["gpu_s"] / 3600
+            out.append((gpu, incumbent))
+        elif e["type"] == "attempt_finished" and kinds[e["node_id"]] != "aggregation":
+            m = e["result"]["metrics"]
+            if m and m[0]["value"] > best_seen:
+                best_seen, incumbent = m[0]["value"], true_quality(params[e["node_id"]])
+                out.append((gpu, incumbent))
+    return out
+
+
+def run_one(root: Path, seed: int, policy: str, variants: list[dict[str, Any]], budget: float) -> dict[str, Any]:
+    cfg = load_config(config(root, seed, policy, variants, budget))
+    run_dir, journal = lifecycle.create_run(cfg)
+    t0 = time.process_time()
+    outcome = lifecycle.execute(cfg, journal, executor=SimExecutor(seed))
+    cpu = time.process_time() - t0
+    events = journal.log.events
+    params = {e["node"]["id"]: e["node"]["params"] for e in events if e["type"] == "node_created"}
+    traj = trajectory(events, params)
+    journal.log.close()
+    stopped = [e["idea"] for e in events if e["type"] == "allocation" and e.get("decision") == "stopped"]
+    return {"outcome": outcome.status, "gpu_hours": traj[-1][0] if traj else 0.0, "final": traj[-1][1] if traj else None,
+            "trajectory": traj, "nodes": len(params), "stopped": len(stopped), "driver_cpu_s": cpu,
+            "driver_ms_per_node": 1000 * cpu / max(1, len(params))}
+
+
+def needed(traj: list[tuple[float, float]], target: float) -> float:
+    return next((g for g, q in traj if q >= target - 1e-12), math.inf)
+
+
+def interval(values: Sequence[float], stat: Any = np.median, n: int = 2000, seed: int = 0) -> list[float]:
+    """Percentile bootstrap 95% interval of `stat` over seeds."""
+    rng = np.random.default_rng(seed)
+    arr = np.asarray(values, dtype=float)
+    boots = [stat(rng.choice(arr, size=len(arr), replace=True)) for _ in range(n)]
+    return [float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))]
+
+
+def main() -> None:
+    results: dict[str, Any] = {"ideas": IDEAS, "seeds": SEEDS, "slots": SLOTS, "budget_gpu_hours": BUDGET_GPU_H,
+                               "duration_hours": {"median": MEDIAN_H, "sigma": SIGMA}, "noise": NOISE,
+                               "groups": [{"ideas": n, "gain": g, "bonus": b} for n, g, b in GROUPS], "runs": {}}
+    per: dict[str, list[dict[str, Any]]] = {p: [] for p in (*POLICIES, "oracle")}
+    started = time.time()
+    # Run directories in memory where there is a tmpfs: an fsync per event costs ~10 ms on this disk.
+    shm = "/dev/shm" if Path("/dev/shm").is_dir() else None
+    with tempfile.TemporaryDirectory(prefix="silva-bench-budgets-", dir=shm) as tmp:
+        for seed in range(SEEDS):
+            variants = ideas(seed)
+            for policy in POLICIES:
+                per[policy].append(run_one(Path(tmp) / f"s{seed}", seed, policy, variants, BUDGET_GPU_H))
+            best = max(variants, key=lambda v: true_quality({**v["fixed"], "x": v["fixed"]["x_star"],
+                                                             "y": v["fixed"]["y_star"], "method": True, "ab": False}))
+            per["oracle"].append(run_one(Path(tmp) / f"s{seed}", seed, "fair", [best], BUDGET_GPU_H))
+            print(f"seed {seed}: " + ", ".join(f"{p} {per[p][-1]['final']:.4f}" for p in per), flush=True)
+    summary: dict[str, Any] = {}
+    fair_final = [r["final"] for r in per["fair"]]
+    oracle = [r["final"] for r in per["oracle"]]
+    for policy in POLICIES:
+        runs = per[policy]
+        finals = [r["final"] for r in runs]
+        regret = [o - f for o, f in zip(oracle, finals)]
+        fractions = [needed(r["trajectory"], t) / BUDGET_GPU_H for r, t in zip(runs, fair_final)]
+        finite = [f for f in fractions if math.isfinite(f)]
+        summary[policy] = {
+            "best_true_quality": {"mean": float(np.mean(finals)), "ci95": interval(finals, np.mean)},
+            "regret": {"mean": float(np.mean(regret)), "ci95": interval(regret, np.mean)},
+            "budget_to_match_fair": {
+                "median_fraction": float(np.median(fractions)) if len(finite) == len(fractions) else None,
+                "ci95": interval(fractions) if len(finite) == len(fractions) else None,
+                "per_seed": fractions, "matched_seeds": len(finite)},
+            "gpu_hours_spent": {"mean": float(np.mean([r["gpu_hours"] for r in runs]))},
+            "ideas_stopped": {"mean": float(np.mean([r["stopped"] for r in runs]))},
+            "nodes": {"mean": float(np.mean([r["nodes"] for r in runs]))},
+            "driver_ms_per_node": {"mean": float(np.mean([r["driver_ms_per_node"] for r in runs]))},
+        }
+    summary["oracle_best_idea_alone"] = {"mean": float(np.mean(oracle)),
+                                         "gpu_hours": float(np.mean([r["gpu_hours"] for r in per["oracle"]]))}
+    sh = summary["successive_halving"]["budget_to_match_fair"]
+    summary["target"] = {"successive_halving_matches_fair_with_half_the_budget":
+                         sh["ci95"] is not None and sh["ci95"][1] <= 0.5, "median_fraction": sh["median_fraction"],
+                         "ci95": sh["ci95"]}
+    results["summary"] = summary
+    results["wall_s"] = time.time() - started
+    results["runs"] = {p: [{k: v for k, v in r.items() if k != "trajectory"} for r in runs] for p, runs in per.items()}
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2))
+    print(json.dumps(summary, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""Budget lines of `silva status` (issue 18): each budget's use against its limit as
+`silva budget` last set it, the recent rate and projected time to exhaustion, and the forest's
+allocation decisions. Read-only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+
+from engine.budgets import BudgetLine, budget_lines
+from engine.journal import Journal
+from engine.llm.ledger import LEDGER_FILE, read_records
+from silva.config import RunConfig
+
+NAMES = {"gpu_hours": ("GPU-hours", "{:.3f}"), "cpu_hours": ("CPU-hours", "{:.3f}"),
+         "dollars": ("LLM dollars", "${:.4f}"), "wall_clock_s": ("wall clock (s)", "{:.0f}")}
+
+
+def duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def line(b: BudgetLine) -> str:
+    label, form = NAMES[b.name]
+    text = f"{label}: {form.format(b.used)}"
+    if b.limit is not None:
+        text += f" of {form.format(b.limit)} ({100 * b.used / b.limit:.0f}%)"
+    if b.name != "wall_clock_s" and b.rate_per_h:
+        text += f", {form.format(b.rate_per_h)} per hour lately"
+    if b.limit is not None and b.used >= b.limit:
+        text += ", used up"
+    elif b.eta_s is not None:
+        text += f", used up in about {duration(b.eta_s)} at that rate"
+    return text
+
+
+def allocation_lines(journal: Journal) -> list[str]:
+    events = [e for e in journal.log.events if e["type"] == "allocation"]
+    if not events:
+        return []
+    policy = next((e["policy"] for e in events if e.get("decision") == "policy"), "fair")
+    out = [f"allocation: {policy}"]
+    waiting: dict[str, dict[str, object]] = {}
+    for e in events:
+        if e.get("decision") == "waiting":
+            waiting[e["idea"]] = e
+        elif e.get("decision") in ("promoted", "stopped"):
+            waiting.pop(e["idea"], None)
+        if e.get("decision") == "stopped":
+            back = e.get("returned_gpu_hours")
+            out.append(f"  {e['reason']}" + (f"; {back:.2f} GPU-hours back to the pool" if back else ""))
+    for idea, e in sorted(waiting.items()):
+        out.append(f"  idea {idea} waits at the end of stage {e['stage']} (score {e['score']}, {e['why']})")
+    last = next((e for e in reversed(events) if e.get("decision") == "bandit"), None)
+    if last is not None:
+        out.append(f"  bandit: next slots to {last['first'] or '-'}; starving: {', '.join(last['starving']) or 'none'}")
+    return out
+
+
+def budget_text(run_dir: Path, cfg: RunConfig, journal: Journal) -> Text:
+    points = [(r.ts, r.dollars) for r in read_records(run_dir / LEDGER_FILE)]
+    lines = [line(b) for b in budget_lines(journal, cfg.budgets, points)
+             if b.limit is not None or b.used > 0]
+    return Text("\n".join(lines + allocation_lines(journal)))

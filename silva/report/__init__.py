@@ -1,0 +1,1 @@
+"""Reports built from a run directory, read-only (`silva report ...`)."""
