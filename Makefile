@@ -38,9 +38,8 @@ $(STAMP): pyproject.toml
 install: system-deps $(STAMP)
 
 demo: install
+	@# The run's `writeup:` phase ends it with a results report (RUN_DIR/paper/default/paper.pdf).
 	$(VENV)/bin/silva run $(DEMO_CONFIG)
-	@# The offline paper writer ends the demo with a results report (RUN_DIR/paper/<idea>/paper.pdf).
-	$(VENV)/bin/silva writeup "$$(ls -td runs/*/ | head -1)" --offline
 
 test: install
 	$(PY) -m pytest -q -p no:cacheprovider

@@ -31,7 +31,7 @@ from search.stages import StageManager
 class IdeaTree:
     def __init__(
         self, cfg: SearchSettings, journal: Journal, idea: Idea, source: IdeaSource, llm: LLM,
-        spent: Callable[[str], float],
+        spent: Callable[[str], float], more_phases: Callable[[str], list[Phase]] | None = None,
     ) -> None:
         self.cfg, self.journal, self.idea, self.source, self.spent = cfg, journal, idea, source, spent
         self.search = AgenticSearch(cfg, journal, idea, llm, vision=has_vision(cfg))
@@ -40,6 +40,7 @@ class IdeaTree:
         chooser = LLMChooser(llm, idea, cfg.search.tie_tolerance, role)
         self.stages = StageManager(cfg, journal, self.search, PLAN, idea.name, spec=idea.primary, chooser=chooser)
         self.phases: list[Phase] = [HeldoutPhase(cfg, journal, idea, self.search)] if cfg.search.heldout else []
+        self.phases += more_phases(idea.name) if more_phases is not None else []
         self.notes = ExperimentNotes(journal.log.path.parent, journal, idea, self.search.label)
 
     @property
@@ -159,10 +160,12 @@ class Forest:
 def build_forest(
     cfg: SearchSettings, journal: Journal, llm: LLM, spent: Callable[[str], float],
     allocation: AllocationConfig | None = None, meter: ComputeMeter | None = None,
+    more_phases: Callable[[str], list[Phase]] | None = None,
 ) -> Forest:
+    """`more_phases(idea)`: phases after the held-out choice (writeup, review), built in silva/."""
     sources = cfg.idea_sources()
     ideas = load_ideas(sources)
-    trees = [IdeaTree(cfg, journal, idea, src, llm, spent) for idea, src in zip(ideas, sources)]
+    trees = [IdeaTree(cfg, journal, idea, src, llm, spent, more_phases) for idea, src in zip(ideas, sources)]
     infos = [IdeaInfo(t.name, t.idea.primary, t.source) for t in trees]
     return Forest(trees, cfg.executor.max_in_flight,
                   Allocation(allocation or AllocationConfig(), journal, PLAN, infos, meter))

@@ -17,7 +17,9 @@ from engine.errors import ConfigError
 from engine.llm.config import LLMConfig
 from sandbox.config import SandboxConfig
 from search.config import AllocationConfig, IdeaSource, SearchConfig, StageConfig, TemplateVariant
+from review.config import ReviewConfig
 from search.discovery.config import DiscoveryConfig
+from writeup.config import WriteupConfig
 from search.modes import plan_for
 from search.plan import StagePlan
 
@@ -31,6 +33,8 @@ class RunConfig(Strict):
     variants: list[TemplateVariant] = Field(default_factory=list, description="a template forest: one idea per variant")
     allocation: AllocationConfig = Field(default_factory=AllocationConfig)
     discovery: DiscoveryConfig | None = Field(None, description="data-driven discovery on a table (docs/discovery.md)")
+    writeup: WriteupConfig | None = Field(None, description="write the paper as a phase after the search (docs/writeup.md)")
+    review: ReviewConfig | None = Field(None, description="review the paper as the last phase (docs/review.md)")
     search: SearchConfig = Field(default_factory=SearchConfig)
     llm: LLMConfig | None = Field(None, description="LLM providers, models and roles (idea mode)")
     scripted_fn: str | None = Field(

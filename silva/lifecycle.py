@@ -41,12 +41,25 @@ def check_sandbox(cfg: RunConfig) -> None:
         ) from None
 
 
+def check_writeup(cfg: RunConfig) -> None:
+    """A run that will write a paper checks TeX, latexmk and the literature client before any
+    LLM spend: earlier systems found a missing pdflatex only after paying for the whole run."""
+    if cfg.writeup is None:
+        return
+    from writeup import preflight
+
+    preflight(cfg.writeup, sandbox=cfg.sandbox.provider, sandbox_options=cfg.sandbox.options,
+              llm_writer=cfg.writeup.offline is not True and cfg.llm is not None and "writeup" in cfg.llm.roles)
+
+
 def build_strategy(
     cfg: RunConfig, journal: Journal, llm: LLMSession | None = None, meter: ComputeMeter | None = None,
 ) -> Strategy:
+    from search.phases import PhasedTree
     from search.stages import StageManager
     from search.template import Template
     from search.template_search import TemplateSearch
+    from silva.phases import paper_phases
 
     if cfg.discovery is not None and llm is not None and cfg.discovery.mode == "stateful":
         from search.stateful.strategy import build_stateful
@@ -61,13 +74,16 @@ def build_strategy(
 
         if llm is None:
             raise ConfigError("idea mode needs the LLM gateway: set `llm:` in the run config")
-        return build_forest(cfg, journal, llm.client, llm.ledger.spent_by, cfg.allocation, meter)
+        return build_forest(cfg, journal, llm.client, llm.ledger.spent_by, cfg.allocation, meter,
+                            more_phases=paper_phases(cfg, journal, llm.client))
     template = Template.load(cfg.template)
     if cfg.variants:  # a template forest (issue 18)
         from search.template_forest import build_template_forest
 
         return build_template_forest(cfg, journal, template, cfg.variants, cfg.allocation, meter)
-    return StageManager(cfg, journal, TemplateSearch(cfg, template, journal), cfg.plan)
+    tree = StageManager(cfg, journal, TemplateSearch(cfg, template, journal), cfg.plan)
+    phases = paper_phases(cfg, journal, llm.client if llm else None)("default")
+    return PhasedTree(tree, phases) if phases else tree
 
 
 def build_executor(cfg: RunConfig) -> Executor:
@@ -99,6 +115,7 @@ def create_run(cfg: RunConfig) -> tuple[Path, Journal]:
         metrics = [m.model_dump() for m in run_metrics(load_ideas(cfg.idea_sources()))]
         check_llm(cfg)
     check_sandbox(cfg)
+    check_writeup(cfg)
     run_dir = cfg.output_dir / f"{cfg.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     suffix = 1
     while run_dir.exists():
@@ -171,4 +188,5 @@ def resume(run_dir: Path, on_change: Callable[[Journal], None] = lambda j: None)
         from silva.llm_session import check_llm
 
         check_llm(cfg)
+    check_writeup(cfg)
     return execute(cfg, journal, on_change)

@@ -16,6 +16,7 @@ from engine.llm.ledger import LEDGER_FILE, read_records, render_summary, summari
 from silva.budget_lines import budget_text
 from silva.cost import throughput, throughput_lines
 from engine.summary import fmt, stage_rows
+from search.discovery.claims import status_line
 
 
 def state_line(journal: Journal) -> str:
@@ -79,6 +80,9 @@ def llm_lines(run_dir: Path, journal: Journal, llm: dict[str, Any] | None) -> Te
         )
     if (run_dir / "notes").is_dir():
         lines.append(f"experimental journal: {run_dir / 'notes'}")
+    claims = status_line(run_dir)  # discovery runs: the claim store's counts
+    if claims:
+        lines.append(claims)
     return Text("\n".join(lines))
 
 

@@ -1,0 +1,53 @@
+"""Phases after the search: `writeup:` makes `silva run` end with a paper, `review:` with its
+reviews; in a forest each idea's paper and review are their own jobs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from engine.journal import Journal
+from engine.llm.providers.base import ProviderCall
+from engine.node import NodeStatus
+from silva.cli.main import main
+from tests.helpers import make_config, make_template
+from tests.review.papers import scripted_reviewer
+from tests.search.agentic_helpers import LLM, agentic_config, idea_file, responder, start
+
+
+def test_a_template_run_ends_with_its_paper(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, make_template(tmp_path / "tpl"), writeup={"offline": True})
+    assert main(["run", str(cfg)]) == 0
+    run_dir = next((tmp_path / "runs").iterdir())
+    j = Journal.open(run_dir, read_only=True)
+    [paper] = j.in_stage("paper")
+    assert paper.status == NodeStatus.GOOD and (run_dir / "paper" / "default" / "paper.pdf").is_file()
+    assert j.finished is not None and "paper: paper written" in j.finished["reason"]
+    # The phase runs after the search: no search node starts once the paper job did.
+    started = {e["node_id"]: e["ts"] for e in j.log.events if e["type"] == "attempt_started"}
+    assert all(ts < started[paper.id] for nid, ts in started.items() if nid != paper.id)
+
+
+def test_a_forest_writes_and_reviews_each_paper(tmp_path: Path) -> None:
+    llm: dict[str, Any] = json.loads(json.dumps(LLM))
+    llm["roles"]["review"] = {"model": "sci", "max_tokens": 4096}
+    ideas = [idea_file(tmp_path / "a", name="first"), idea_file(tmp_path / "b", name="second")]
+    small = {s: {"max_nodes": 1} for s in ("hyperparameter", "agenda", "ablation")}
+    cfg = agentic_config(tmp_path, ideas=ideas, llm=llm, replicates=1, stages=small,
+                         writeup={"offline": True}, review={"reviews": 2})
+    search = responder(plots=False)
+
+    def answer(call: ProviderCall) -> str:
+        return scripted_reviewer(call) if call.role == "review" else search(call)
+
+    outcome, j = start(cfg, answer)
+    assert outcome.status == "finished", outcome.message
+    run_dir = j.log.path.parent
+    for idea in ("first", "second"):
+        [review] = j.in_stage("review", idea=idea)
+        assert review.status == NodeStatus.GOOD, review.reason
+        result = json.loads((run_dir / "paper" / idea / "review.json").read_text())
+        assert result["meta_review"]["reviews_used"] == 2 and result["decision"] in ("accept", "reject")
+    spans = [(n.started_at, n.finished_at) for n in j.in_stage("review")]
+    assert all(s is not None and f is not None for s, f in spans)
