@@ -38,6 +38,14 @@ class Journal:
         self.plan_stages: list[str] = []  # the search mode's stage names, in order (opaque here)
         self.event_format = EVENT_FORMAT
         self.sessions: list[tuple[float, float]] = []  # (start ts, last ts) per driver session
+        # Incremental indexes, updated per event, so that no question the driver asks per
+        # completion scans the whole run (dicts as insertion-ordered sets: creation order).
+        self._children: dict[str | None, list[str]] = {}
+        self._by_stage: dict[tuple[str | None, str], list[str]] = {}  # (idea or None, stage)
+        self._by_idea: dict[str, list[str]] = {}
+        self._unfinished: dict[str, None] = {}
+        self._unfinished_by_idea: dict[str, int] = {}
+        self._status: dict[NodeStatus, dict[str, None]] = {NodeStatus.GOOD: {}, NodeStatus.BUGGY: {}}
         for i, event in enumerate(log.events):
             try:
                 check_references(event, self.nodes)
@@ -102,6 +110,7 @@ class Journal:
         elif kind == "node_created":
             node = Node.model_validate(e["node"])
             self.nodes[node.id] = node
+            self._index(node)
         elif kind == "attempt_started":
             node = self.nodes[e["node_id"]]
             node.status = NodeStatus.RUNNING
@@ -137,10 +146,23 @@ class Journal:
         elif kind == "run_finished":
             self.finished = e
 
-    @staticmethod
-    def _apply_result(node: Node, r: AttemptResult) -> None:
+    def _index(self, node: Node) -> None:
+        self._children.setdefault(node.parent_id, []).append(node.id)
+        for key in ((node.idea, node.stage), (None, node.stage)):
+            self._by_stage.setdefault(key, []).append(node.id)
+        self._by_idea.setdefault(node.idea, []).append(node.id)
+        if not node.is_finished:
+            self._unfinished[node.id] = None
+            self._unfinished_by_idea[node.idea] = self._unfinished_by_idea.get(node.idea, 0) + 1
+        elif node.status in self._status:
+            self._status[node.status][node.id] = None
+
+    def _apply_result(self, node: Node, r: AttemptResult) -> None:
         if node.is_finished:
             return
+        self._unfinished.pop(node.id, None)
+        self._unfinished_by_idea[node.idea] -= 1
+        self._status[NodeStatus(r.status)][node.id] = None
         node.status = NodeStatus(r.status)
         node.reason = r.reason
         node.metrics = r.metrics
@@ -157,31 +179,39 @@ class Journal:
     def __iter__(self) -> Iterator[Node]:
         return iter(self.nodes.values())
 
-    def children(self, node_id: str) -> list[Node]:
-        return [n for n in self.nodes.values() if n.parent_id == node_id]
+    def children(self, node_id: str | None) -> list[Node]:
+        return [self.nodes[i] for i in self._children.get(node_id, [])]
 
     def in_stage(self, stage: str, *kinds: str, idea: str | None = None) -> list[Node]:
-        return [
-            n for n in self.nodes.values()
-            if n.stage == stage and (not kinds or n.kind in kinds) and (idea is None or n.idea == idea)
-        ]
+        """Nodes of a stage (of one idea), oldest first: cost grows with the stage, not the run."""
+        nodes = (self.nodes[i] for i in self._by_stage.get((idea, stage), []))
+        return [n for n in nodes if not kinds or n.kind in kinds]
+
+    def of_idea(self, idea: str) -> list[Node]:
+        return [self.nodes[i] for i in self._by_idea.get(idea, [])]
+
+    def count(self, idea: str) -> int:
+        """Nodes of one idea's tree, every kind."""
+        return len(self._by_idea.get(idea, []))
+
+    def unfinished_count(self, idea: str | None = None) -> int:
+        return len(self._unfinished) if idea is None else self._unfinished_by_idea.get(idea, 0)
 
     @property
     def leaves(self) -> list[Node]:
-        parents = {n.parent_id for n in self.nodes.values()}
-        return [n for n in self.nodes.values() if n.id not in parents]
+        return [n for n in self.nodes.values() if n.id not in self._children]
 
     @property
     def good_nodes(self) -> list[Node]:
-        return [n for n in self.nodes.values() if n.status == NodeStatus.GOOD]
+        return [self.nodes[i] for i in self._status[NodeStatus.GOOD]]
 
     @property
     def buggy_nodes(self) -> list[Node]:
-        return [n for n in self.nodes.values() if n.status == NodeStatus.BUGGY]
+        return [self.nodes[i] for i in self._status[NodeStatus.BUGGY]]
 
     @property
     def unfinished(self) -> list[Node]:
-        return [n for n in self.nodes.values() if not n.is_finished]
+        return [self.nodes[i] for i in self._unfinished]
 
     def debug_depth(self, node_id: str) -> int:
         """Consecutive debug steps ending at this node (0 for a node that is not a debug)."""

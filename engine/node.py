@@ -96,6 +96,7 @@ class Origin(BaseModel):
     policy: str = ""  # the search policy that chose the expansion
     island: int | None = None  # evolutionary policy's sub-population
     ablation: str = ""  # the ablation a template node switches on
+    speculative: bool = False  # started before the decision it depends on (a stage's best) was made
 
 
 def _from_format_1(data: Any, keep: tuple[str, ...]) -> Any:

@@ -21,6 +21,9 @@ class SearchConfig(Strict):
     """The LLM tree search (idea mode): policy and its knobs, judgements, held-out selection."""
 
     policy: Literal["best_first", "greedy", "mcts", "evolutionary"] = "best_first"
+    speculate: bool = Field(
+        True, description="while a stage's last nodes run, free slots replicate its provisional best"
+    )
     pipeline: bool = Field(
         True, description="an LLM node is three steps (think, run, judge); only run holds the node's CPUs/GPUs"
     )

@@ -47,15 +47,12 @@ class IdeaTree:
     def name(self) -> str:
         return self.idea.name
 
-    def nodes(self) -> list[Node]:
-        return [n for n in self.journal if n.idea == self.name]
-
     def inflight(self) -> int:
-        return sum(not n.is_finished for n in self.nodes())
+        return self.journal.unfinished_count(self.name)
 
     def _over_budget(self) -> str | None:
         """Why this idea's own budget is used up (checked live, so a resume re-checks it)."""
-        used = len(self.nodes())
+        used = self.journal.count(self.name)
         if self.source.max_nodes is not None and used >= self.source.max_nodes:
             return f"idea {self.name}: node budget of {self.source.max_nodes} used up"
         if self.source.dollars is not None and self.spent(self.name) >= self.source.dollars:
@@ -74,7 +71,7 @@ class IdeaTree:
         if self.stopped():
             return []
         if self.source.max_nodes is not None:
-            slots = min(slots, self.source.max_nodes - len(self.nodes()))
+            slots = min(slots, self.source.max_nodes - self.journal.count(self.name))
         out = self.stages.propose(slots)
         search = self.stages.finished()
         if not out and search is not None and search.kind == "complete":

@@ -129,7 +129,9 @@ class StageManager:
             if early is None and budget_left > 0:
                 return self.search.propose(j, stage, root, min(slots, budget_left)), True
             if any(not n.is_finished for n in searched):
-                return [], True  # decide only once every search node of the stage is in
+                # Decide only once every search node of the stage is in; meanwhile free slots
+                # replicate the provisional best (kept if it is decided best: docs/engine.md).
+                return self._speculate(stage, searched, slots), True
             selection = self._decide(stage, searched, early or f"node budget of {len(searched)} used")
             if selection is not None:
                 return selection, True
@@ -188,12 +190,27 @@ class StageManager:
         )
         return None
 
-    def _replicate(self, best: Node, index: int) -> Node:
+    def _replicate(self, best: Node, index: int, speculative: bool = False) -> Node:
+        origin = best.origin.model_copy(update={"label": self.search.label(best), "speculative": speculative})
         return Node(
             parent_id=best.id, stage=best.stage, kind=REPLICATION,
             idea=self.idea, plan=f"seed replicate {index} of {best.id}", code=best.code,
-            params=best.params, seed=self.cfg.seed + index, origin=best.origin.model_copy(update={"label": self.search.label(best)}),
+            params=best.params, seed=self.cfg.seed + index, origin=origin,
         )
+
+    def _speculate(self, stage: str, searched: list[Node], slots: int) -> list[Node]:
+        """Seed replicates of the stage's provisional best while its last search nodes run: work
+        the stage needs anyway if that node is decided best (it then counts as its replicates),
+        recorded as speculative (and left unused) if another node is."""
+        spec = self.spec or self.journal.primary_metric
+        if not self.cfg.search.speculate or spec is None or slots <= 0:
+            return []
+        provisional = spec.best(n for n in searched if n.is_finished)
+        if provisional is None:
+            return []
+        done = [r for r in self.journal.in_stage(stage, REPLICATION, idea=self.idea) if r.parent_id == provisional.id]
+        need = min(slots, self.cfg.replicates - len(done))
+        return [self._replicate(provisional, len(done) + 1 + i, speculative=True) for i in range(need)]
 
     def _aggregate(self, stage: str, best: Node, replicates: list[Node]) -> Node:
         refs = [best.id] + [r.id for r in replicates]

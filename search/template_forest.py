@@ -8,7 +8,6 @@ template's own), grown through the template mode's `StagePlan` by its own `Stage
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import islice
 
 from engine.budgets import ComputeMeter
 from engine.dispatch import Finish
@@ -30,26 +29,17 @@ class TemplateTree:
         spec = template.spec.model_copy(update={"fixed": {**template.spec.fixed, **variant.fixed}})
         self.search = TemplateSearch(cfg, Template(template.root, spec, template.files), journal, idea=variant.name)
         self.stages = StageManager(cfg, journal, self.search, PLAN, variant.name, spec=spec.primary)
-        self._mine: list[Node] = []
-        self._seen = 0
 
     @property
     def name(self) -> str:
         return self.variant.name
 
-    def nodes(self) -> list[Node]:
-        """This variant's nodes, read incrementally (new nodes are appended to the journal)."""
-        nodes = self.journal.nodes
-        self._mine += [n for n in islice(nodes.values(), self._seen, None) if n.idea == self.name]
-        self._seen = len(nodes)
-        return self._mine
-
     def inflight(self) -> int:
-        return sum(not n.is_finished for n in self.nodes())
+        return self.journal.unfinished_count(self.name)
 
     def _over_budget(self) -> str | None:
         limit = self.variant.max_nodes
-        if limit is not None and len(self.nodes()) >= limit:
+        if limit is not None and self.journal.count(self.name) >= limit:
             return f"idea {self.name}: node budget of {limit} used up"
         return None
 
@@ -63,7 +53,7 @@ class TemplateTree:
         if self.stopped():
             return []
         if self.variant.max_nodes is not None:
-            slots = min(slots, self.variant.max_nodes - len(self.nodes()))
+            slots = min(slots, self.variant.max_nodes - self.journal.count(self.name))
         return self.stages.propose(slots)
 
     def job_for(self, node: Node, attempt: int) -> Job:
