@@ -46,6 +46,7 @@ class SelectionJob:
     idea: Idea
     tolerance: float
     role: str
+    holds_resources: bool = False  # it only waits on the LLM: no slot, no CPUs or GPUs
 
     def run(self, gpu_ids: Sequence[int]) -> AttemptResult:
         started = time.time()

@@ -1,0 +1,192 @@
+"""Issue 16 benchmarks (a) and (d): do accelerators wait for the LLM, and does look-ahead cost
+search quality? Writes bench/results/pipeline.json and prints two tables.
+
+(a) Utilization of the four-stage agentic search, one idea, 4 and 16 slots, LLM latency / experiment
+    median = 0, 1 and 4, with the pipeline (think / run / judge steps, look-ahead) on and off. The
+    LLM is a fake OpenAI-compatible server on 127.0.0.1 that answers every schema with the scripted
+    scientist's content after a lognormal latency; experiments sleep lognormal durations inside
+    real numpy code. Utilization = experiment time (the sandboxed run's wall time) / (slots x makespan).
+(d) Best noise-free quality reached for a fixed node budget by the offline template search at 1, 4
+    and 16 slots, without and with look-ahead (proposals made before a slot frees), over seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import random
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import yaml  # noqa: E402
+
+from engine.journal import Journal  # noqa: E402
+from silva import lifecycle  # noqa: E402
+from silva.config import load_config  # noqa: E402
+from tests.helpers import make_config, make_template  # noqa: E402
+from tests.llm.fake_servers import FakeLLMServer, Recorded, Reply  # noqa: E402
+
+RESULTS = Path(__file__).parent / "results" / "pipeline.json"
+MEDIAN_S, SIGMA, CAP_S = 0.5, 1.0, 7.5  # experiments: lognormal, median 0.5 s (scaled down from 4 s; cap 60 s)
+STAGES = {s: {"max_nodes": 8} for s in ("preliminary", "hyperparameter", "agenda", "ablation")}
+ROLE_OF = {"Proposal": "code", "Judgement": "feedback", "PlotCritique": "vision", "BestChoice": "selection"}
+
+
+@dataclass
+class Msg:
+    role: str
+    text: str
+    images: list[bytes] = field(default_factory=list)
+
+
+@dataclass
+class Call:
+    role: str
+    messages: list[Msg]
+
+
+def scientist() -> Any:
+    spec = importlib.util.spec_from_file_location("scripted_scientist", ROOT / "examples" / "ideas" / "scripted_scientist.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def fake_llm(server: FakeLLMServer, ratio: float, seed: int) -> None:
+    """The server answers as the scripted scientist would, after lognormal(ratio x median) seconds."""
+    responder = scientist().Responder(sleep=(MEDIAN_S, SIGMA), plots=False)
+    rng = random.Random(seed)
+
+    def handle(rec: Recorded) -> Reply:
+        body = rec.body
+        schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("name", "")
+        messages = [
+            Msg(m["role"], m["content"] if isinstance(m["content"], str)
+                else "\n".join(p.get("text", "") for p in m["content"] if p.get("type") == "text"))
+            for m in body["messages"]
+        ]
+        data = json.loads(responder(Call(ROLE_OF.get(schema, "feedback"), messages)))
+        delay = min(rng.lognormvariate(math.log(ratio * MEDIAN_S), SIGMA), 8 * ratio * MEDIAN_S) if ratio else 0.0
+        reply = Reply.json(data)
+        reply.delay_s = delay
+        return reply
+
+    server.handler = handle
+
+
+def agentic_run(tmp: Path, url: str, slots: int, pipeline: bool, seed: int) -> dict[str, Any]:
+    idea = yaml.safe_load((ROOT / "examples" / "ideas" / "label_noise.yaml").read_text())
+    (tmp / "idea.yaml").write_text(yaml.safe_dump(idea))
+    (tmp / "run.yaml").write_text(yaml.safe_dump({
+        "name": "pipe", "idea": "idea.yaml", "output_dir": str(tmp / "runs"), "replicates": 2, "seed": seed,
+        "stages": STAGES, "search": {"num_drafts": 2, "pipeline": pipeline, "speculate": pipeline},
+        "budgets": {"wall_clock_s": 1800, "node_timeout_s": CAP_S * 4},
+        "executor": {"kind": "inprocess", "max_in_flight": slots, "lookahead": None if pipeline else 0},
+        "sandbox": "none",
+        "llm": {"providers": {"fake": {"kind": "openai_compatible", "base_url": f"{url}/v1", "max_concurrency": 256}},
+                "models": {"m": {"provider": "fake", "model": "fake-model", "price": {"input": 1.0, "output": 2.0},
+                                 "capabilities": {"json_schema": True, "vision": False}}},
+                "roles": {r: {"model": "m", "max_tokens": 2048} for r in ("code", "feedback", "selection")}},
+    }))
+    cfg = load_config(tmp / "run.yaml")
+    run_dir, journal = lifecycle.create_run(cfg)
+    started = time.monotonic()
+    outcome = lifecycle.execute(cfg, journal)
+    makespan = time.monotonic() - started
+    j = Journal.open(run_dir, read_only=True)
+    busy = sum(n.execution.wall_s for n in j if n.execution is not None)
+    return {
+        "slots": slots, "pipeline": pipeline, "outcome": outcome.status, "nodes": len(j.nodes),
+        "makespan_s": round(makespan, 1), "experiment_s": round(busy, 1),
+        "utilization": round(busy / (slots * makespan), 3),
+        "speculative": sum(n.origin.speculative for n in j),
+    }
+
+
+def bench_utilization(args: argparse.Namespace) -> list[dict[str, Any]]:
+    rows = []
+    for slots in args.slots:
+        for ratio in args.ratios:
+            for pipeline in (False, True):
+                with FakeLLMServer() as server, tempfile.TemporaryDirectory() as tmp:
+                    fake_llm(server, ratio, seed=slots * 10 + int(ratio))
+                    row = agentic_run(Path(tmp), server.url, slots, pipeline, seed=0)
+                row.update(ratio=ratio, llm_requests=len(server.requests))
+                rows.append(row)
+                print(f"  slots {slots:>2} ratio {ratio:g} pipeline {'on ' if pipeline else 'off'}: "
+                      f"utilization {row['utilization']:.2f} ({row['nodes']} nodes, {row['makespan_s']} s)", flush=True)
+    return rows
+
+
+def true_score(p: dict[str, Any]) -> float:
+    """tests/helpers.py's template metric without its seed noise."""
+    return 1.0 - (p["x"] - 0.3) ** 2 - 0.1 * p["y"] + (0.05 if p["method"] else 0.0) - (0.02 if p["ab"] else 0.0)
+
+
+def quality_run(tmp: Path, slots: int, lookahead: int, seed: int, budget: int) -> float:
+    tpl = make_template(tmp / "tpl")
+    path = make_config(
+        tmp, tpl, seed=seed, replicates=1,
+        stages={"preliminary": {"max_nodes": 1}, "hyperparameter": {"max_nodes": budget},
+                "agenda": {"max_nodes": budget // 2}, "ablation": {"max_nodes": 1}},
+        executor={"kind": "inprocess", "max_in_flight": slots, "lookahead": lookahead},
+        search={"speculate": False},
+    )
+    cfg = load_config(path)
+    run_dir, journal = lifecycle.create_run(cfg)
+    lifecycle.execute(cfg, journal)
+    j = Journal.open(run_dir, read_only=True)
+    searched = [n for n in j if n.kind in ("hyperparameter", "method") and n.status.value == "good"]
+    return max(true_score(n.params) for n in searched)
+
+
+def bench_quality(args: argparse.Namespace) -> list[dict[str, Any]]:
+    rows = []
+    for slots in (1, 4, 16):
+        for lookahead in (0, slots):
+            scores = []
+            for seed in range(args.seeds):
+                with tempfile.TemporaryDirectory() as tmp:
+                    scores.append(quality_run(Path(tmp), slots, lookahead, seed, args.budget))
+            mean = statistics.fmean(scores)
+            half = 1.96 * statistics.stdev(scores) / math.sqrt(len(scores)) if len(scores) > 1 else 0.0
+            rows.append({"slots": slots, "lookahead": lookahead, "best_true_mean": round(mean, 4),
+                         "ci95": [round(mean - half, 4), round(mean + half, 4)], "seeds": len(scores)})
+            print(f"  slots {slots:>2} look-ahead {lookahead:>2}: best true score {mean:.4f} ± {half:.4f}", flush=True)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--slots", type=int, nargs="+", default=[4, 16])
+    ap.add_argument("--ratios", type=float, nargs="+", default=[0.0, 1.0, 4.0])
+    ap.add_argument("--seeds", type=int, default=6)
+    ap.add_argument("--budget", type=int, default=24, help="tuning nodes per run in (d)")
+    args = ap.parse_args()
+    print("(a) utilization of the four-stage agentic search (experiment time / slots x makespan)")
+    utilization = bench_utilization(args)
+    print(f"(d) best noise-free quality at a fixed node budget ({args.budget} tuning nodes), {args.seeds} seeds")
+    quality = bench_quality(args)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps({
+        "setup": {"experiment": f"lognormal(median {MEDIAN_S} s, sigma {SIGMA}), cap {CAP_S} s",
+                  "llm": "fake OpenAI-compatible server, lognormal(ratio x median, sigma 1)",
+                  "stages": STAGES, "replicates": 2, "executor": "inprocess", "sandbox": "none"},
+        "utilization": utilization, "quality": quality,
+    }, indent=2))
+    print(f"results in {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""Pipelined LLM nodes (think, run, judge): only the run step holds the node's CPUs/GPUs, a
+driver killed in any step resumes from the node's last finished step and pays no completed LLM
+call twice, and the pipeline changes when work happens, not what the search grows."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.config import Resources
+from engine.executor import Handle, InProcessExecutor, Job, JobDone, step_of
+from engine.journal import Journal
+from engine.llm.ledger import LEDGER_FILE, read_records
+from silva import lifecycle
+from tests.search.agentic_helpers import agentic_config, llm_nodes, providers, responder
+
+SMALL = {"preliminary": {"max_nodes": 2}, "hyperparameter": {"max_nodes": 2},
+         "agenda": {"max_nodes": 2}, "ablation": {"max_nodes": 1}}
+
+
+class Killed(BaseException):
+    """What SIGKILL does to the driver, in-process: the loop stops and journals nothing."""
+
+
+class Recording:
+    """The in-process executor, recording what each job was submitted with; optionally the driver
+    'dies' right after submitting the first job of `kill_at`."""
+
+    def __init__(self, workers: int, kill_at: str | None = None) -> None:
+        self.inner = InProcessExecutor(workers)
+        self.kill_at, self.dying = kill_at, False
+        self.submitted: list[tuple[str, str, Resources]] = []
+
+    def submit(self, job: Job, resources: Resources) -> Handle:
+        self.submitted.append((job.node_id, step_of(job), resources))
+        if step_of(job) == self.kill_at and self.kill_at is not None:
+            self.dying, self.kill_at = True, None
+        return self.inner.submit(job, resources)
+
+    def wait(self, handles: Sequence[Handle], timeout: float) -> JobDone | None:
+        if self.dying:
+            raise Killed
+        return self.inner.wait(handles, timeout)
+
+    def cancel(self, handle: Handle) -> None:
+        self.inner.cancel(handle)
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+
+def config(tmp: Path, **overrides: Any) -> Any:
+    return agentic_config(tmp, replicates=1, stages=SMALL, resources={"default": {"num_cpus": 1, "num_gpus": 1}},
+                          **overrides)
+
+
+def test_only_the_run_step_holds_the_gpu_and_no_llm_call_happens_during_it(tmp_path: Path) -> None:
+    cfg = config(tmp_path)
+    run_dir, journal = lifecycle.create_run(cfg)
+    executor = Recording(8)
+    outcome = lifecycle.execute(cfg, journal, executor=executor, providers=providers(responder(plots=False)))
+    assert outcome.status == "finished", outcome.message
+    steps = {(node, step): res for node, step, res in executor.submitted}
+    assert {s for _, s in steps} >= {"think", "run", "judge"}
+    j = Journal.open(run_dir, read_only=True)
+    for (node, step), res in steps.items():
+        kind = j.nodes[node].kind
+        if step in ("think", "judge") or kind == "selection":  # jobs that only wait on the LLM
+            assert res.num_gpus == 0 and res.num_cpus == 0, (node, step, res)
+        elif step in ("run", "all"):  # the experiment; "all" only for re-runs, which ask no LLM
+            assert res.num_gpus == 1, (node, step, res)
+            assert step == "run" or kind == "replication"
+    held: dict[str, tuple[float, float]] = {}
+    for e in j.log.events:
+        if e["type"] == "attempt_started" and e.get("step") == "run":
+            held[e["node_id"]] = (e["ts"], float("inf"))
+        elif e["type"] == "step_finished" and e["step"] == "run":
+            held[e["node_id"]] = (held[e["node_id"]][0], e["ts"])
+    assert held and all(end < float("inf") for _, end in held.values())
+    calls = [r for r in read_records(run_dir / LEDGER_FILE) if r.node_id in held]
+    assert calls
+    for r in calls:  # the node's own LLM calls fall outside the span its GPU was held
+        start, end = held[r.node_id]  # type: ignore[index]
+        assert r.ts <= start or r.ts - r.latency_s >= end, (r.node_id, r.role)
+
+
+def test_pipelined_and_single_job_runs_grow_the_same_kinds_and_decisions(tmp_path: Path) -> None:
+    """With one slot the pipeline differs only in timing: the next node may be proposed while the
+    previous one is judged (one more draft in stage 1 here), so kinds and decisions must agree."""
+    trees = []
+    for pipeline in (True, False):
+        cfg = config(tmp_path / str(pipeline), search={"pipeline": pipeline, "speculate": False},
+                     executor={"kind": "inprocess", "max_in_flight": 1, "lookahead": 0})
+        run_dir, journal = lifecycle.create_run(cfg)
+        outcome = lifecycle.execute(cfg, journal, providers=providers(responder(plots=False)))
+        assert outcome.status == "finished", outcome.message
+        j = Journal.open(run_dir, read_only=True)
+        trees.append((
+            {(n.stage, n.kind) for n in llm_nodes(j)},  # search nodes: selections follow from their count
+            {stage: (j.nodes[e["node_id"]].kind, e["value"]) for (_, stage), e in j.stage_best.items()},
+        ))
+    assert trees[0] == trees[1]
+
+
+@pytest.mark.parametrize("step", ["think", "run", "judge"])
+def test_a_driver_killed_in_any_step_resumes_and_pays_nothing_twice(tmp_path: Path, step: str) -> None:
+    cfg = config(tmp_path)
+    fn = responder(plots=False)
+    run_dir, journal = lifecycle.create_run(cfg)
+    with pytest.raises(Killed):
+        lifecycle.execute(cfg, journal, executor=Recording(8, kill_at=step), providers=providers(fn))
+    before = Journal.open(run_dir, read_only=True)
+    done = {n.id: n.model_dump() for n in before if n.is_finished}
+    cut = {n.id: dict(n.steps) for n in before if not n.is_finished}
+    assert any(cut.values()) or step == "think"  # a killed later step leaves its earlier steps journaled
+
+    cfg2, journal2 = lifecycle.open_run(run_dir)
+    outcome = lifecycle.execute(cfg2, journal2, providers=providers(fn))
+    assert outcome.status == "finished" and outcome.message == "all four stages complete"
+    after = Journal.open(run_dir, read_only=True)
+    for node_id, dumped in done.items():
+        assert after.nodes[node_id].model_dump() == dumped  # finished nodes are never re-run
+    finished_steps = Counter((e["node_id"], e["step"]) for e in after.log.events if e["type"] == "step_finished")
+    assert max(finished_steps.values()) == 1  # no step of a node is done twice
+    paid = Counter(r.key for r in read_records(run_dir / LEDGER_FILE) if not r.cache_hit and r.key)
+    assert paid and max(paid.values()) == 1  # no completed LLM call is paid twice
+    assert all(n.is_finished for n in llm_nodes(after))
