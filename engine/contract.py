@@ -1,4 +1,4 @@
-"""The file contract between Silva and an experiment (documented in docs/contract.md).
+"""The file contract between Silva and an experiment (docs/contract.md).
 
 In the attempt's workspace (its working directory) the experiment finds `silva_params.json`
 and writes `results.json`. Metrics are read from that file, never parsed from printed text.
