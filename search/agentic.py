@@ -6,6 +6,7 @@
 - agenda: improvements towards the idea's planned experiments (crossover under evolution).
 - ablation: one component removed or replaced at a time, each at most once.
 Budgets (StageManager) end stages 2-4 otherwise. Every node's work is an `OperatorJob`.
+With a template (search/template_idea.py), stage 1 starts from the template's code, not drafts.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from engine.llm import LLM
 from engine.llm.config import resolve_model
 from engine.node import MetricSpec, Node, NodeStatus, Origin
 from sandbox.base import Limits
+from search.agentic_plan import PLAN
 from search.idea import Idea
 from search.operators.claims import ClaimBook
 from search.operators.job import LLM_OPERATORS, OperatorJob, Proposed, Step
 from search.operators.outcome import operator_outcome, variant
 from search.operators.prompts import CodeRequest, code_prompt, contract, fmt_metrics
 from search.policies import get_policy
+from search.template_idea import TemplateSeed, template_start
 from search.tree import SUPPORT_KINDS, StageView
 
 HISTORY = 12  # other nodes of the stage shown in a prompt: the most recent ones
@@ -31,8 +34,12 @@ PLOT_TIMEOUT_S = 120.0
 
 
 class AgenticSearch:
-    def __init__(self, cfg: SearchSettings, journal: Journal, idea: Idea, llm: LLM, *, vision: bool) -> None:
+    def __init__(
+        self, cfg: SearchSettings, journal: Journal, idea: Idea, llm: LLM, *, vision: bool,
+        template: TemplateSeed | None = None,
+    ) -> None:
         self.cfg, self.journal, self.idea, self.llm, self.vision = cfg, journal, idea, llm, vision
+        self.template = template  # a template-based idea: stage 1 grows from the template's code
         self.policy = get_policy(cfg.search.policy)
         self.run_dir = journal.log.path.parent
 
@@ -45,6 +52,11 @@ class AgenticSearch:
 
     # -- StageSearch ----------------------------------------------------------------------------
     def propose(self, journal: Journal, stage: str, root: Node | None, slots: int) -> list[Node]:
+        if self.template is not None and stage == PLAN.first:
+            start = template_start(self.template, journal, self.idea.name, stage, self.nodes(stage),
+                                   self.cfg.seed, self.cfg.search.max_debug_depth)
+            if start is not None:
+                return start[:slots]
         view = StageView(journal, self.idea.name, stage, root, self.spec, self.cfg.search, self.cfg.seed)
         out = []
         for e in self.policy.propose(view, slots):
@@ -83,9 +95,12 @@ class AgenticSearch:
             sandbox=self.cfg.sandbox.provider, sandbox_options=self.cfg.sandbox.options,
             python="python3" if self.cfg.sandbox.provider == "docker" else sys.executable,
             seed=node.seed, data={f"data/{p.name}": p for p in self.idea.datasets},
+            params=dict(self.template.params) if self.template else {},
             vision=self.vision, plots_gate=self.cfg.search.plots_gate, max_plots=self.cfg.search.max_plots,
         )
-        if node.kind not in LLM_OPERATORS:  # replication / heldout: re-run known code
+        if self.template is not None:
+            job.data.update(self.template.files)
+        if node.kind not in LLM_OPERATORS:  # replication / heldout / template: run known code
             job.parent_code, job.plan = node.code, node.plan
             if node.kind == "heldout":
                 job.split = "heldout"
@@ -109,7 +124,8 @@ class AgenticSearch:
         job.parent_plot_code = operator_outcome(parent).plot_code if parent else ""
         job.prompt = code_prompt(CodeRequest(
             idea=self.idea, stage=node.stage, operator=node.kind, node_id=node.id,
-            contract=contract(self.idea.metrics, timeout, res.memory_mb, [p.name for p in self.idea.datasets]),
+            contract=contract(self.idea.metrics, timeout, res.memory_mb, [p.name for p in self.idea.datasets],
+                              job.params, sorted(self.template.files) if self.template else ()),
             parent=parent, second=second,
             history=[n for n in self.nodes(node.stage) if n.is_finished and n.id not in (node.parent_id, *node.refs)][-HISTORY:],
             # Its own claim (from an attempt cut short) is not "tried": the node may pick it again.

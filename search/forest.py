@@ -27,14 +27,17 @@ from search.notes import ExperimentNotes
 from search.phases import Phase
 from search.selection import LLMChooser
 from search.stages import StageManager
+from search.template import Template
+from search.template_idea import TemplateSeed
 
 class IdeaTree:
     def __init__(
         self, cfg: SearchSettings, journal: Journal, idea: Idea, source: IdeaSource, llm: LLM,
         spent: Callable[[str], float], more_phases: Callable[[str], list[Phase]] | None = None,
+        template: TemplateSeed | None = None,
     ) -> None:
         self.cfg, self.journal, self.idea, self.source, self.spent = cfg, journal, idea, source, spent
-        self.search = AgenticSearch(cfg, journal, idea, llm, vision=has_vision(cfg))
+        self.search = AgenticSearch(cfg, journal, idea, llm, vision=has_vision(cfg), template=template)
         assert cfg.llm is not None
         role = "selection" if "selection" in cfg.llm.roles else "feedback"
         chooser = LLMChooser(llm, idea, cfg.search.tie_tolerance, role)
@@ -157,12 +160,14 @@ class Forest:
 def build_forest(
     cfg: SearchSettings, journal: Journal, llm: LLM, spent: Callable[[str], float],
     allocation: AllocationConfig | None = None, meter: ComputeMeter | None = None,
-    more_phases: Callable[[str], list[Phase]] | None = None,
+    more_phases: Callable[[str], list[Phase]] | None = None, template: Template | None = None,
 ) -> Forest:
-    """`more_phases(idea)`: phases after the held-out choice (writeup, review), built in silva/."""
+    """`more_phases(idea)`: phases after the held-out choice (writeup, review), built in silva/.
+    `template`: every idea grows from the template's code (search/template_idea.py)."""
     sources = cfg.idea_sources()
-    ideas = load_ideas(sources)
-    trees = [IdeaTree(cfg, journal, idea, src, llm, spent, more_phases) for idea, src in zip(ideas, sources)]
+    seed = TemplateSeed.from_template(template) if template is not None else None
+    ideas = [seed.adapt(i) if seed else i for i in load_ideas(sources)]
+    trees = [IdeaTree(cfg, journal, idea, src, llm, spent, more_phases, seed) for idea, src in zip(ideas, sources)]
     infos = [IdeaInfo(t.name, t.idea.primary, t.source) for t in trees]
     return Forest(trees, cfg.executor.max_in_flight,
                   Allocation(allocation or AllocationConfig(), journal, PLAN, infos, meter))

@@ -26,7 +26,9 @@ from search.plan import StagePlan
 
 class RunConfig(Strict):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
-    template: Path | None = Field(None, description="template directory (offline search)")
+    template: Path | None = Field(
+        None, description="template directory: offline search, or with `idea`/`ideas` the LLM search's starting code"
+    )
     idea: Path | None = Field(None, description="idea file (LLM search)")
     ideas: list[IdeaSource] = Field(default_factory=list, description="several idea files: a forest")
     # Issue 18 (docs/budgets.md): a forest of template ideas, and how a forest's compute is shared.
@@ -63,17 +65,29 @@ class RunConfig(Strict):
 
     @model_validator(mode="after")
     def _one_source(self) -> RunConfig:
-        sources = sum((self.template is not None, self.idea is not None, bool(self.ideas), self.discovery is not None))
+        # `template` with `idea`/`ideas` is the LLM search grown from the template's code (docs/search.md).
+        has_ideas = self.idea is not None or bool(self.ideas)
+        if self.template is not None and self.discovery is not None:
+            raise ValueError("`template` and `discovery` do not combine: discovery starts from a data table; remove one")
+        sources = sum((self.template is not None and not has_ideas, self.idea is not None, bool(self.ideas),
+                       self.discovery is not None))
         if sources != 1:
             raise ValueError(
-                "set exactly one of `template` (offline search), `idea` or `ideas` (LLM search), `discovery` (data)"
+                "set exactly one of `template` (offline search), `idea` or `ideas` (LLM search; with `template`, "
+                "grown from the template's code), `discovery` (data)"
             )
         if self.variants and self.template is None:
             raise ValueError("`variants` are variants of a template: set `template` too")
+        if self.variants and has_ideas:
+            raise ValueError(
+                "`variants` (an offline template forest) and `idea`/`ideas` (LLM search from the template) do not "
+                "combine; remove `variants`, or remove `idea`/`ideas` for the offline forest"
+            )
         if len({v.name for v in self.variants}) != len(self.variants):
             raise ValueError("variants: each variant needs its own `name`")
-        if self.template is None and self.llm is None:
-            raise ValueError(f"{self.mode} mode needs an `llm:` section: providers, models and roles")
+        if self.mode != "template" and self.llm is None:
+            what = "`template` with `idea`/`ideas` (the LLM search from the template's code)" if self.template else f"{self.mode} mode"
+            raise ValueError(f"{what} needs an `llm:` section: providers, models and roles")
         plan = self.plan
         unknown = sorted(set(self.stages) - set(plan.names))
         if unknown:
@@ -91,7 +105,9 @@ class RunConfig(Strict):
 
     @property
     def mode(self) -> str:
-        return "template" if self.template is not None else "discovery" if self.discovery is not None else "agentic"
+        if self.discovery is not None:
+            return "discovery"
+        return "template" if self.template is not None and self.idea is None and not self.ideas else "agentic"
 
     @property
     def plan(self) -> StagePlan:

@@ -19,6 +19,7 @@ from engine.budgets import ComputeMeter
 from engine.dispatch import Dispatcher, Outcome, Strategy
 from engine.errors import ConfigError
 from engine.executor import Executor, InProcessExecutor
+from engine.groupcommit import GroupCommit
 from engine.journal import EVENTS_FILE, Journal
 from sandbox.base import SandboxUnavailable, get_provider
 
@@ -69,13 +70,15 @@ def build_strategy(
         from search.discovery.strategy import build_discovery_strategy
 
         return build_discovery_strategy(cfg, journal, llm.client)
-    if cfg.template is None:
+    if cfg.mode == "agentic":
         from search.forest import build_forest
 
         if llm is None:
             raise ConfigError("idea mode needs the LLM gateway: set `llm:` in the run config")
         return build_forest(cfg, journal, llm.client, llm.ledger.spent_by, cfg.allocation, meter,
-                            more_phases=paper_phases(cfg, journal, llm.client))
+                            more_phases=paper_phases(cfg, journal, llm.client),
+                            template=Template.load(cfg.template) if cfg.template is not None else None)
+    assert cfg.template is not None
     template = Template.load(cfg.template)
     if cfg.variants:  # a template forest (issue 18)
         from search.template_forest import build_template_forest
@@ -98,9 +101,10 @@ def build_executor(cfg: RunConfig) -> Executor:
 def create_run(cfg: RunConfig) -> tuple[Path, Journal]:
     """Validate everything that can be checked up front, then make the run directory."""
     metrics: list[dict[str, object]] = []
-    if cfg.template is not None:
+    if cfg.mode == "template":
         from search.template import Template
 
+        assert cfg.template is not None
         metrics = [m.model_dump() for m in Template.load(cfg.template).spec.metrics]
     elif cfg.discovery is not None:
         from silva.llm_session import check_llm
@@ -112,7 +116,14 @@ def create_run(cfg: RunConfig) -> tuple[Path, Journal]:
         from silva.llm_session import check_llm
         from search.idea import load_ideas, run_metrics
 
-        metrics = [m.model_dump() for m in run_metrics(load_ideas(cfg.idea_sources()))]
+        ideas = load_ideas(cfg.idea_sources())
+        if cfg.template is not None:  # template-based ideas: the template's code, metrics and settings
+            from search.template import Template
+            from search.template_idea import TemplateSeed
+
+            seed = TemplateSeed.from_template(Template.load(cfg.template))
+            ideas = [seed.adapt(i) for i in ideas]
+        metrics = [m.model_dump() for m in run_metrics(ideas)]
         check_llm(cfg)
     check_sandbox(cfg)
     check_writeup(cfg)
@@ -153,7 +164,7 @@ def execute(
     meter = ComputeMeter(journal, cfg.budgets, used_dollars=lambda: llm.ledger.spent() if llm is not None else 0.0)
     meter.start_session(cfg.resources_for)
     cfg = cfg.model_copy(update={"budgets": meter.budgets})
-    if cfg.template is None:
+    if cfg.mode != "template":
         from silva.llm_session import open_llm
 
         # Before the executor: on Ray, keys must leave the environment before ray.init.
@@ -167,9 +178,11 @@ def execute(
             print(cluster.describe(), flush=True)
             journal.record("cluster_joined", **cluster.model_dump())
         try:
-            with stop_on_signals() as stop:
+            # Group commit (engine/groupcommit.py): events are fsynced in batches, each before any job starts.
+            with stop_on_signals() as stop, journal.log.group():
                 return Dispatcher(
-                    cfg, journal, strategy, stop.guard(meter.watch(executor)), on_change=lambda: on_change(journal),
+                    cfg, journal, strategy, stop.guard(meter.watch(GroupCommit(executor, journal.log))),
+                    on_change=lambda: on_change(journal),
                     spent_usd=llm.ledger.spent if llm else lambda: 0.0, compute=meter,
                 ).run()
         finally:
@@ -184,7 +197,7 @@ def resume(run_dir: Path, on_change: Callable[[Journal], None] = lambda j: None)
     if journal.finished is not None:
         return Outcome("finished", f"already finished: {journal.finished['reason']}")
     check_sandbox(cfg)
-    if cfg.template is None:
+    if cfg.mode != "template":
         from silva.llm_session import check_llm
 
         check_llm(cfg)

@@ -102,7 +102,7 @@ def read_run(run_dir: Path) -> RunResults:
     return RunResults(
         run_dir=run_dir.resolve(),
         name=str(cfg.get("name", run_dir.name)),
-        mode="template" if cfg.get("template") else "agentic",
+        mode="template" if _offline_template(cfg) else "agentic",
         seed=int(cfg.get("seed", 0)),
         replicates=int(cfg.get("replicates", 0)),
         total_nodes=len(nodes),
@@ -114,10 +114,15 @@ def read_run(run_dir: Path) -> RunResults:
     )
 
 
+def _offline_template(cfg: dict[str, Any]) -> bool:
+    """A template run without LLM ideas (with `idea`/`ideas`, the template is only the starting code)."""
+    return bool(cfg.get("template")) and not cfg.get("idea") and not cfg.get("ideas")
+
+
 def _descriptions(cfg: dict[str, Any], journal: Journal) -> dict[str, dict[str, Any]]:
     """Idea name -> title, hypothesis, method, metrics; '*' for the single tree of a template run."""
     metrics = [m.model_dump() for m in journal.metric_specs]
-    if cfg.get("template"):
+    if _offline_template(cfg):
         path = Path(cfg["template"]) / "template.yaml"
         spec = yaml.safe_load(path.read_text()) if path.is_file() else {}
         method = spec.get("method") or {}

@@ -6,6 +6,9 @@ It reads the `[silva] ...` header line of each prompt and answers like a diligen
 drafts a baseline, fixes bugs from the error output, tunes untried settings (as diffs of the
 CONFIG line), improves with small-loss filtering, ablates one component at a time, judges runs
 from their metrics, and rejects blank figures (a PNG too small to hold a plot).
+Given a template's experiment (a template-based idea: no CONFIG line, settings read from
+silva_params.json), it edits that script instead: one line after the settings are loaded
+changes them (switch the method on, tune a number, switch one ablation on).
 Faults for tests and benchmarks are opt-in (`Responder(bugs=..., blank_plots=..., sleep=...)`).
 """
 
@@ -170,7 +173,28 @@ fig = plt.figure(figsize=(3, 2))
 fig.savefig("training.png", dpi=40)
 '''
 
+METRICS_PLOT = '''import json
+
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+metrics = json.load(open("results.json"))["metrics"]
+fig, ax = plt.subplots(figsize=(6, 3.5))
+ax.bar(list(metrics), list(metrics.values()), color="#4c72b0")
+ax.set_xlabel("metric")
+ax.set_ylabel("value")
+ax.set_title("results of this run")
+for i, v in enumerate(metrics.values()):
+    ax.text(i, v, f"{v:.3g}", ha="center", va="bottom")
+fig.tight_layout()
+fig.savefig("metrics.png", dpi=80)
+'''
+
 HEADER = re.compile(r"^\[silva\] (.*)$", re.MULTILINE)
+LOAD = re.compile(r"^(\w+) = json\.load\(open\([\"']silva_params\.json[\"']\)\)[ \t]*$", re.MULTILINE)
+EDIT = re.compile(r"^\w+\[\"params\"\]\.update\((\{.*\})\)  # scripted edit.*\n", re.MULTILINE)
+SHOWN_PARAMS = re.compile(r'"params": (\{.*\})\}\. Seed')
 FENCE = re.compile(r"```python\n(.*?)\n```", re.DOTALL)
 
 
@@ -248,6 +272,8 @@ class Responder:
         op, node, stage = h["operator"], h["node"], h["stage"]
         blocks = FENCE.findall(prompt)
         parent = blocks[0] if blocks and op != "draft" else ""
+        if parent and "\nCONFIG = " not in parent and LOAD.search(parent):
+            return self.template_code(op, node, prompt, parent, rejected)
         config = _config_of(parent)
         plot = BLANK_PLOT if self.blank_plots and self.blank_plots(op, stage, node) else PLOT
         out = {"plot_code": plot if self.plots else None}
@@ -285,16 +311,56 @@ class Responder:
         plan = f"Small-loss filtering: {what}."
         return {**out, "plan": plan, "code": self.experiment(prompt, {**config, **change}, plan, node)}
 
+    def template_code(self, op, node, prompt, parent, rejected):
+        """Edit a template's experiment: one line that changes the settings it loads."""
+        m = SHOWN_PARAMS.search(prompt)
+        defaults = json.loads(m.group(1)) if m else {}
+        edits = _edits_of(parent)
+        current = {**defaults, **edits}
+        out = {"plot_code": METRICS_PLOT if self.plots else None}
+        if op == "debug":  # back to the template's own settings
+            return {**out, "plan": "Revert the settings edit that made the run fail.", "code": _with_edits(parent, {}, "")}
+        switches = [k for k, v in current.items() if v is False]
+        numbers = [k for k, v in current.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if op == "hyperparameter":
+            tried = set(re.findall(r"\{[^{}]*\}", _line(prompt, "Already tried settings")))
+            options = [{k: v} for k in numbers for f in (0.5, 2.0) if (v := _scaled(current[k], f)) != current[k]]
+            untried = [s for s in options if json.dumps(s, sort_keys=True) not in tried | rejected] \
+                or options or [{"tuning_round": len(tried) + 1}]
+            choice = untried[int(_unit(node + str(len(rejected))) * min(3, len(untried)))]
+            plan = "Tune " + ", ".join(f"{k}={v}" for k, v in choice.items()) + " on the template's experiment."
+            return {**out, "plan": plan, "hyperparameters": choice, "code": _with_edits(parent, {**edits, **choice}, plan)}
+        # A switch named like an ablation removes a component; any other switch turns a method on.
+        ablations = [k for k in switches if k.startswith("ablat")]
+        methods = [k for k in switches if k not in ablations]
+        if op == "ablation":
+            tried = set(_line(prompt, "Already tried ablations").split("; "))
+            name = next((k for k in ablations + methods if k not in tried | rejected), (ablations + methods + ["none"])[0])
+            plan = f"Ablation: switch on {name} to remove that component."
+            return {**out, "plan": plan, "ablation": name, "code": _with_edits(parent, {**edits, name: True}, plan)}
+        if op == "crossover" and "Parent B (" in prompt:
+            merged = {**edits, **_edits_of(FENCE.findall(prompt[prompt.index("Parent B ("):])[0])}
+            plan = "Crossover: both parents' settings edits together."
+            return {**out, "plan": plan, "code": _with_edits(parent, merged, plan)}
+        if methods:
+            plan = f"Switch the method on: {methods[0]}=True in the template's experiment."
+            return {**out, "plan": plan, "code": _with_edits(parent, {**edits, methods[0]: True}, plan)}
+        key = numbers[int(_unit(node) * len(numbers))] if numbers else None
+        change = {key: _scaled(current[key], 2.0)} if key else {}
+        plan = "Improve: " + (", ".join(f"{k}={v}" for k, v in change.items()) or "rerun the template") + "."
+        return {**out, "plan": plan, "code": _with_edits(parent, {**edits, **change}, plan)}
+
     # -- judgements ---------------------------------------------------------------------------------
     def judge(self, prompt):
         metrics = dict(re.findall(r"(\w+)=([-\d.e+]+)", _line(prompt, "Metrics read from results.json")))
         failed = _line(prompt, "Silva's checks already mark this run as failed")
         plan = _line(prompt, "Plan")
+        shown = "val_accuracy" if "val_accuracy" in metrics else next(iter(metrics), "val_accuracy")
         verdict = {"is_buggy": False, "reason": "ran cleanly and wrote every metric",
-                   "summary": f"{plan[:160]} -> val_accuracy {metrics.get('val_accuracy', '?')}"}
+                   "summary": f"{plan[:160]} -> {shown} {metrics.get(shown, '?')}"}
         if failed:
             verdict.update(is_buggy=True, reason=failed, summary=f"{plan[:160]} failed: {failed[:160]}")
-        elif float(metrics.get("val_accuracy", 0.0)) < 0.4:
+        elif "val_accuracy" in metrics and float(metrics["val_accuracy"]) < 0.4:
             verdict.update(is_buggy=True, reason="validation accuracy is at chance level for three classes")
         tried = prompt.count("\n- n") if "Hyperparameter settings tried" in prompt else 0
         if "Hyperparameter settings tried" in prompt:
@@ -313,6 +379,27 @@ def _line(text, prefix):
         if line.startswith(prefix):
             return line.split(":", 1)[1].strip() if ":" in line else ""
     return ""
+
+
+def _edits_of(code):
+    m = EDIT.search(code or "")
+    return ast.literal_eval(m.group(1)) if m else {}
+
+
+def _with_edits(code, edits, plan):
+    """The template script with its one settings-edit line set to `edits` (none: removed)."""
+    code = EDIT.sub("", code)
+    if not edits:
+        return code
+    m = LOAD.search(code)
+    line = f'{m.group(1)}["params"].update({edits!r})  # scripted edit: {plan[:80]}\n'
+    return code[: m.end()] + "\n" + line + code[m.end() + 1:]
+
+
+def _scaled(value, factor):
+    if isinstance(value, int):
+        return (value * 2 if factor > 1 else value // 2) if value else 1
+    return float(f"{value * factor:.4g}")
 
 
 def _normal(key):

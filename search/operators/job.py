@@ -3,7 +3,8 @@
 draft / debug / improve / hyperparameter / ablation / crossover ask the LLM for a plan and code
 (one call), run it, parse metrics in the sandbox, plot, and ask for one judgement and, when
 there are plots and a vision model, one critique: at most three LLM calls plus bounded re-asks.
-replication and heldout re-run known code with another seed or split and use the rules only.
+replication and heldout re-run known code with another seed or split, and template runs a
+template's own experiment (search/template_idea.py); these use the rules only.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from search.operators.prompts import SYSTEM
 from search.operators.schemas import accept, proposal_type
 
 LLM_OPERATORS = ("draft", "debug", "improve", "hyperparameter", "ablation", "crossover")
-RERUN_OPERATORS = ("replication", "heldout")
+RERUN_OPERATORS = ("replication", "heldout", "template")
 EXPERIMENT, PLOT = "experiment.py", "plot.py"
 
 
@@ -103,6 +104,7 @@ class OperatorJob:
     parent_code: str = ""
     parent_plot_code: str = ""
     data: dict[str, Path] = field(default_factory=dict)  # workspace path -> host file
+    params: dict[str, Any] = field(default_factory=dict)  # silva_params.json "params" (a template's defaults)
     split: str = "search"
     claims: ClaimBook | None = None
     vision: bool = False
@@ -235,7 +237,7 @@ class OperatorJob:
 
     def _params(self) -> bytes:
         return params_payload(  # `split` is the held-out switch
-            {}, seed=self.seed, node_id=self.node_id, stage=self.stage, attempt=self.attempt, split=self.split
+            self.params, seed=self.seed, node_id=self.node_id, stage=self.stage, attempt=self.attempt, split=self.split
         )
 
     def _data_files(self) -> dict[str, bytes]:

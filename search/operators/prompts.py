@@ -7,8 +7,10 @@ and scripted providers use it to answer offline.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from engine.node import MetricSpec, MetricValue, Node, NodeStatus
 from search.idea import Idea
@@ -48,13 +50,18 @@ SYSTEM = (
 )
 
 
-def contract(metrics: Sequence[MetricSpec], timeout_s: float, memory_mb: int, data: Sequence[str]) -> str:
+def contract(
+    metrics: Sequence[MetricSpec], timeout_s: float, memory_mb: int, data: Sequence[str],
+    params: Mapping[str, Any] | None = None, files: Sequence[str] = (),
+) -> str:
+    """`params` and `files`: a template's default settings and its other files (template-based ideas)."""
     declared = ", ".join(f"{m.name} ({m.direction}{', primary' if m.primary else ''})" for m in metrics)
+    where = f"a working directory holding the template's other files ({', '.join(files)})" if files else "an empty working directory"
     lines = [
         "How the experiment runs:",
-        "- `python experiment.py` in an empty working directory, no network, numpy / scipy / scikit-learn / matplotlib available.",
-        "- It reads silva_params.json: {\"seed\": int, \"split\": \"search\" or \"heldout\", \"node_id\": str, \"stage\": str, \"params\": {}}. "
-        "Seed every random generator with `seed`.",
+        f"- `python experiment.py` in {where}, no network, numpy / scipy / scikit-learn / matplotlib available.",
+        "- It reads silva_params.json: {\"seed\": int, \"split\": \"search\" or \"heldout\", \"node_id\": str, \"stage\": str, "
+        f"\"params\": {json.dumps(dict(params or {}))}}}. Seed every random generator with `seed`.",
         f"- It writes results.json: {{\"metrics\": {{name: number}}, \"artifacts\": [files to keep], \"notes\": str}} with metrics {declared}. "
         "Metrics are read only from this file, never from printed output.",
         "- When split is \"heldout\", compute the metrics on the held-out data instead of the validation data; "

@@ -29,7 +29,9 @@ def report(console: Console, run_dir: Path, outcome: Outcome) -> int:
 
 def run(
     config: Path = typer.Argument(..., help="run config (YAML)"),
-    ideas: Path | None = typer.Option(None, "--ideas", help="an ideas.jsonl of `silva ideate`: run its kept ideas as a forest"),
+    ideas: Path | None = typer.Option(
+        None, "--ideas", help="an ideas.jsonl of `silva ideate`: run its kept ideas as a forest (from its template's code, if any)"
+    ),
     top: int | None = typer.Option(None, "--top", min=1, help="with --ideas: only the best K by score"),
     view: bool = typer.Option(False, "--view", help="serve the live HTML view on 127.0.0.1 while it runs"),
 ) -> int:
@@ -40,13 +42,21 @@ def run(
 
     console = Console()
     overrides = None
+    template = None
     if ideas is not None:
-        from silva.ideation.archive import top_ideas
+        from silva.ideation.archive import ideas_template, top_ideas
 
-        overrides = {"idea": None, "ideas": [str(f) for f in top_ideas(ideas, top)]}
+        files = top_ideas(ideas, top)
+        overrides = {"idea": None, "ideas": [str(f) for f in files]}
+        template = ideas_template(ideas, files)  # ideas of `silva ideate --template` grow from its code
     elif top is not None:
         raise ConfigError("--top picks from an ideas archive: give it with --ideas ideas.jsonl")
     cfg = load_config(config, overrides=overrides)
+    if template is not None and cfg.template is None:
+        cfg = load_config(config, overrides={**(overrides or {}), "template": str(template)})
+    elif template is not None and cfg.template is not None and cfg.template.resolve() != template.resolve():
+        raise ConfigError(f"{config}: template = {str(cfg.template)!r}, but the ideas in {ideas} extend the template "
+                          f"{str(template)!r}; remove `template` from the run config or point it there")
     run_dir, journal = lifecycle.create_run(cfg)
     console.print(f"run directory: {run_dir}", highlight=False, soft_wrap=True)
     with _served(console, run_dir, view), Progress() as progress:

@@ -118,6 +118,19 @@ def top_ideas(path: Path, k: int | None) -> list[Path]:
     return files
 
 
+def ideas_template(path: Path, files: list[Path]) -> Path | None:
+    """The template the chosen idea files extend (`silva ideate --template`), or None: a run grows
+    every idea from one template's code, so ideas of different templates are not run together."""
+    chosen = {f.name for f in files}
+    templates = {r.template for r in read_archive(path) if r.idea_file in chosen}
+    if len(templates) > 1:
+        shown = ", ".join(sorted(t or "(none)" for t in templates))
+        raise ConfigError(f"{path}: the chosen ideas extend different templates ({shown}); "
+                          "run each template's ideas with its own archive (silva ideate --out DIR)")
+    template = next(iter(templates), None)
+    return Path(template) if template else None
+
+
 def summary_line(record: IdeaRecord) -> str:
     s = record.scores
     return (f"{record.name}: {record.status} (interest {s.interestingness}, novelty {s.novelty}, "
