@@ -7,8 +7,11 @@
   decision). An idea that reaches a rung goes on only if its progress score there is in the top
   1/eta of the ideas that reached that rung so far; otherwise it waits (no slots) until more
   ideas arrive and it makes the cut, or until no live idea can still reach the rung, when it is
-  stopped. A stopped idea's unspent share of the GPU budget returns to the pool. Pinned ideas
-  never wait or stop; at least `min_ideas` ideas are never stopped.
+  stopped. A stopped idea's unspent share of the GPU budget returns to the pool, and, as in
+  ASHA, what stopped ideas leave goes to the promoted ones: a promoted idea's current search
+  stage gets more nodes in proportion to its grown share of the pool (an `extended` decision),
+  and free slots go to the ideas at the highest rung first (ASHA's promotions before new work).
+  Pinned ideas never wait or stop; at least `min_ideas` ideas are never stopped.
 - `bandit`: ideas as arms; reward = improvement of the idea's best oriented metric over its
   baseline, per GPU-hour it spent; an upper-confidence rule picks where free slots go, and an
   idea below `min_share` of an equal share of GPU time is served first so none starves.
@@ -21,7 +24,7 @@ it used; state is rebuilt from those events on resume.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -57,10 +60,14 @@ def relative(value: float | None, baseline: float | None) -> float | None:
 
 
 def best_over_baseline(journal: Journal, plan: StagePlan, idea: str, stage: str, spec: MetricSpec) -> float | None:
-    """The stage's best validation metric, oriented, relative to the idea's baseline node (the
-    best node of the plan's first stage)."""
+    """The idea's best validation metric so far (the best of the decided stage bests up to and
+    including `stage`), oriented, relative to its baseline node (the best node of the plan's
+    first stage). The baseline is among those bests, so the score is never below zero: a stage
+    whose search only found worse settings leaves the idea where it was, it does not count
+    against it (one unlucky tuning draw must not rank a good idea below a hopeless one)."""
     base = spec.oriented(journal.stage_best.get((idea, plan.first), {}).get("value"))
-    return relative(spec.oriented(journal.stage_best.get((idea, stage), {}).get("value")), base)
+    values = [spec.oriented(journal.stage_best.get((idea, s), {}).get("value")) for s in plan.names[: plan.names.index(stage) + 1]]
+    return relative(max((v for v in values if v is not None), default=None), base)
 
 
 PROGRESS_SCORES: dict[str, ProgressScore] = {"best_over_baseline": best_over_baseline}
@@ -125,11 +132,15 @@ class Allocation:
     plan_: StagePlan
     ideas: list[IdeaInfo]
     meter: ComputeMeter | None = None
+    # The run's search nodes per stage: what successive halving extends for promoted ideas
+    # (None: stage budgets stay as configured).
+    stage_nodes: Mapping[str, int] | None = None
     stopped: dict[str, str] = field(default_factory=dict)  # idea -> why
     promoted: dict[str, int] = field(default_factory=dict)  # idea -> highest rung it went on from
     waiting: dict[str, int] = field(default_factory=dict)  # idea -> rung it waits at
     scores: dict[int, dict[str, float | None]] = field(default_factory=dict)  # rung -> idea -> score
     arms: dict[str, _Arm] = field(default_factory=dict)
+    extended: dict[tuple[str, str], int] = field(default_factory=dict)  # (idea, stage) -> search nodes
     _offset: int = 0
     _last_rank: Any = None
 
@@ -138,6 +149,7 @@ class Allocation:
         self.index = {i.name: k for k, i in enumerate(self.ideas)}
         self.arms = {i.name: _Arm() for i in self.ideas}
         self.node_idea: dict[str, str] = {}
+        self.open: set[str] = set(self.index)  # ideas neither finished nor stopped, as of the last round
         score = self.plan_.progress
         if self.cfg.policy != "fair" and (score is None or score not in PROGRESS_SCORES):
             raise ValueError(f"allocation {self.cfg.policy!r}: the {self.plan_.mode} mode declares no progress score")
@@ -162,6 +174,8 @@ class Allocation:
             self.waiting.pop(idea, None)
         elif decision == "waiting" and idea is not None:
             self.waiting[idea] = e["rung"]
+        elif decision == "extended" and idea is not None:
+            self.extended[(idea, e["stage"])] = e["max_nodes"]
         if decision in ("promoted", "waiting", "stopped") and "rung" in e and idea is not None:
             self.scores.setdefault(e["rung"], {})[idea] = e.get("score")
 
@@ -198,10 +212,14 @@ class Allocation:
         spend returns to the pool."""
         if self.meter is None or self.meter.budgets.gpu_hours is None:
             return None
-        closed = set(self.stopped)
-        open_ = [i.name for i in self.ideas if i.name not in closed]
+        open_ = [i.name for i in self.ideas if i.name in self.open and i.name not in self.stopped]
+        closed = [i.name for i in self.ideas if i.name not in open_]
         left = self.meter.budgets.gpu_hours - sum(self.gpu_hours(i) for i in closed)
         return left / len(open_) if open_ else None
+
+    def max_nodes(self, idea: str, stage: str, configured: int) -> int:
+        """Search nodes of an idea's stage: the configured number, or more once extended."""
+        return max(configured, self.extended.get((idea, stage), configured))
 
     def _over_own_budget(self, info: IdeaInfo) -> str | None:
         if self.meter is None:
@@ -233,6 +251,7 @@ class Allocation:
     def live(self, active: Sequence[T]) -> list[T]:
         """The active trees that may receive slots now (decisions are journaled as they are made)."""
         self._tail()
+        self.open = {t.name for t in active}
         for t in active:
             if t.name not in self.stopped:
                 why = self._over_own_budget(self.by_name[t.name])
@@ -240,12 +259,22 @@ class Allocation:
                     self._stop(t.name, why, cause="idea budget")
         if self.cfg.policy == "successive_halving":
             self._halve([t for t in active if t.name not in self.stopped])
+            self._fund_promoted([t for t in active if t.name not in self.stopped and t.name not in self.waiting])
         return [t for t in active if t.name not in self.stopped and t.name not in self.waiting]
 
     def plan(self, live: Sequence[T], max_in_flight: int) -> list[tuple[T, int]]:
         """Trees in the order to ask them, each with the in-flight count it may fill up to."""
         if self.cfg.policy == "bandit":
             return self._bandit(live, max_in_flight)
+        if self.cfg.policy == "successive_halving":
+            # ASHA hands a free worker to the promotion at the highest rung first (its best score
+            # first) and only then to work lower down: each tree may take every slot it can use,
+            # in that order (tried: an equal share per tree matched fair less often in the bench).
+            def standing(t: T) -> tuple[float, ...]:
+                r = self.promoted.get(t.name, 0)
+                score = self.scores.get(r, {}).get(t.name)
+                return (-r, -(score if score is not None else -math.inf), t.inflight(), self.index[t.name])
+            return [(t, max_in_flight) for t in sorted(live, key=standing)]
         order = sorted(live, key=lambda t: (t.inflight(), self.index[t.name]))
         fair = math.ceil(max_in_flight / len(order)) if order else 0
         return [(t, fair) for t in order]
@@ -303,6 +332,31 @@ class Allocation:
                 self._stop(name, f"stopped by successive halving at the end of stage {numbers['stage']} "
                            f"(score {_fmt(scores[name])}, needed {_fmt(d.threshold)}: {d.why})",
                            cause="successive_halving", **numbers)
+
+    def _fund_promoted(self, promoted: Sequence[Tree]) -> None:
+        """ASHA: the resources stopped ideas free go to the promoted ones. A promoted idea's current
+        search stage gets its configured nodes times its share of the pool over an equal share
+        (budget / ideas); journaled each time that number grows, with the numbers behind it."""
+        share = self.share()
+        if self.stage_nodes is None or share is None or self.meter is None or self.meter.budgets.gpu_hours is None:
+            return
+        equal = self.meter.budgets.gpu_hours / len(self.ideas)
+        growth = share / equal
+        if growth <= 1.0:
+            return
+        for t in promoted:
+            r = self.rung(t.name)
+            if r == 0 or r >= len(self.plan_.names) or self.promoted.get(t.name, 0) != r:
+                continue  # not yet past a rung, past its last stage, or at a rung still undecided
+            stage = self.plan_.names[r]
+            configured = self.stage_nodes.get(stage)
+            if configured is None or self.plan_[stage].from_root_only:
+                continue  # a stage that runs a fixed list (ablations) has nothing to extend
+            nodes = math.ceil(configured * growth)
+            if nodes > self.max_nodes(t.name, stage, configured):
+                self.extended[(t.name, stage)] = nodes
+                self._record(idea=t.name, decision="extended", stage=stage, max_nodes=nodes,
+                             configured=configured, growth=round(growth, 6), share=share, equal_share=equal)
 
     # -- bandit -------------------------------------------------------------------------------
     def _bandit(self, live: Sequence[T], max_in_flight: int) -> list[tuple[T, int]]:

@@ -2,12 +2,14 @@
 
 Each variant is the run's template with some parameters fixed (`fixed:` merged over the
 template's own), grown through the template mode's `StagePlan` by its own `StageManager` and
-`TemplateSearch`, under its own budgets, with the forest's allocation policy across variants.
+`TemplateSearch`, under its own budgets, with the forest's allocation policy across variants
+(which may give a promoted variant's search stage more nodes: `Allocation.max_nodes`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from engine.budgets import ComputeMeter
 from engine.dispatch import Finish
@@ -15,7 +17,7 @@ from engine.executor import Job
 from engine.journal import Journal
 from engine.node import Node
 from search.allocation import Allocation, IdeaInfo
-from search.config import AllocationConfig, SearchSettings, TemplateVariant
+from search.config import AllocationConfig, SearchSettings, StageConfig, TemplateVariant
 from search.forest import Forest
 from search.stages import StageManager
 from search.template import Template
@@ -23,12 +25,34 @@ from search.template_plan import PLAN
 from search.template_search import TemplateSearch
 
 
+class TreeSettings:
+    """The run's settings as one tree's stage manager reads them: each stage's search nodes as
+    the allocation has them for this idea (configured, or extended), everything else as is."""
+
+    def __init__(self, cfg: SearchSettings, allocation: Allocation, idea: str) -> None:
+        self._cfg, self._allocation, self._idea = cfg, allocation, idea
+
+    @property
+    def stages(self) -> dict[str, StageConfig]:
+        out = {}
+        for name, stage in self._cfg.stages.items():
+            n = self._allocation.max_nodes(self._idea, name, stage.max_nodes)
+            out[name] = stage if n == stage.max_nodes else stage.model_copy(update={"max_nodes": n})
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cfg, name)
+
+
 class TemplateTree:
-    def __init__(self, cfg: SearchSettings, journal: Journal, template: Template, variant: TemplateVariant) -> None:
+    def __init__(
+        self, cfg: SearchSettings, journal: Journal, template: Template, variant: TemplateVariant, allocation: Allocation,
+    ) -> None:
         self.journal, self.variant = journal, variant
         spec = template.spec.model_copy(update={"fixed": {**template.spec.fixed, **variant.fixed}})
         self.search = TemplateSearch(cfg, Template(template.root, spec, template.files), journal, idea=variant.name)
-        self.stages = StageManager(cfg, journal, self.search, PLAN, variant.name, spec=spec.primary)
+        settings: Any = TreeSettings(cfg, allocation, variant.name)  # a SearchSettings by delegation
+        self.stages = StageManager(settings, journal, self.search, PLAN, variant.name, spec=spec.primary)
 
     @property
     def name(self) -> str:
@@ -68,6 +92,8 @@ def build_template_forest(
     cfg: SearchSettings, journal: Journal, template: Template, variants: Sequence[TemplateVariant],
     allocation: AllocationConfig, meter: ComputeMeter | None = None,
 ) -> Forest:
-    trees = [TemplateTree(cfg, journal, template, v) for v in variants]
     infos = [IdeaInfo(v.name, template.spec.primary, v) for v in variants]
-    return Forest(trees, cfg.executor.max_in_flight, Allocation(allocation, journal, PLAN, infos, meter))
+    nodes = {s: cfg.stages[s].max_nodes for s in PLAN.names if s in cfg.stages}
+    policy = Allocation(allocation, journal, PLAN, infos, meter, stage_nodes=nodes)
+    trees = [TemplateTree(cfg, journal, template, v, policy) for v in variants]
+    return Forest(trees, cfg.executor.max_in_flight, policy)

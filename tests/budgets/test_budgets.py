@@ -9,14 +9,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from engine.budgets import CHANGE_EVENT, REQUESTS_DIR, ComputeMeter, Spend
 from engine.config import Budgets
 from engine.journal import EVENTS_FILE, Journal
-from search.allocation import Allocation, IdeaInfo, rung_decision
-from search.config import AllocationConfig, IdeaBudgets
+from search.allocation import Allocation, IdeaInfo, best_over_baseline, rung_decision
+from search.config import AllocationConfig, IdeaBudgets, StageConfig
+from search.template_forest import TreeSettings
 from search.template_plan import PLAN
 from silva import lifecycle
 from silva.cli.main import main
@@ -187,6 +189,52 @@ def test_successive_halving_stops_ideas_returns_budget_and_spares_the_pinned(tmp
     # A resumed run reads the decisions back.
     again = Allocation(AllocationConfig(policy="successive_halving", eta=3), j, PLAN, ideas, meter)
     assert set(again.stopped) == {"c", "d", "e"}
+    j.log.close()
+
+
+def test_progress_score_is_the_best_so_far_and_never_below_the_baseline(tmp_path: Path) -> None:
+    j = Journal.open(tmp_path / "run")
+    j.record("run_started", config={}, metrics=[{"name": "score", "primary": True}], stages=list(PLAN.names))
+    spec = j.metric_specs[0]
+    for stage, value in zip(PLAN.names, (1.0, 0.8, 1.3)):
+        j.record("stage_best", idea="a", stage=stage, node_id=f"n-{stage}", value=value)
+    # An unlucky tuning stage (0.8 below the baseline's 1.0) leaves the idea at its baseline ...
+    assert best_over_baseline(j, PLAN, "a", PLAN.names[1], spec) == 0.0
+    # ... and a later stage's better result counts from the baseline, not from the unlucky stage.
+    assert best_over_baseline(j, PLAN, "a", PLAN.names[2], spec) == pytest.approx(0.3)
+    j.log.close()
+
+
+def test_successive_halving_gives_freed_budget_and_slots_to_promoted_ideas(tmp_path: Path) -> None:
+    j = Journal.open(tmp_path / "run")
+    j.record("run_started", config={}, metrics=[{"name": "score", "primary": True}], stages=list(PLAN.names))
+    j.record("session_started", resumed=False)
+    gains = {"a": 0.4, "b": 0.5, "c": 0.1, "d": 0.0, "e": -0.1, "f": -0.2}
+    for k, (idea, gain) in enumerate(gains.items()):
+        j.record("node_created", node={"id": f"n{k}", "stage": PLAN.first, "kind": "baseline", "idea": idea})
+        j.record("compute_used", node_id=f"n{k}", attempt=1, idea=idea, kind="baseline", how="finished",
+                 seconds=3600.0, gpu_s=3600.0, cpu_s=3600.0, num_gpus=1.0, num_cpus=1.0)
+        j.record("stage_best", idea=idea, stage=PLAN.names[0], node_id=f"n{k}", value=1.0)
+        j.record("stage_best", idea=idea, stage=PLAN.names[1], node_id=f"n{k}", value=1.0 + gain)
+    meter = ComputeMeter(j, Budgets(gpu_hours=60.0))
+    ideas = [IdeaInfo(i, j.metric_specs[0], IdeaBudgets()) for i in gains]
+    nodes = {name: 4 for name in PLAN.names}
+    cfg = AllocationConfig(policy="successive_halving", eta=3)
+    alloc = Allocation(cfg, j, PLAN, ideas, meter, stage_nodes=nodes)
+    live = alloc.live([Tree(i) for i in gains])
+    # ASHA order: the promoted ideas at the highest rung, best score first, each may take every slot.
+    assert [(t.name, cap) for t, cap in alloc.plan(live, 8)] == [("b", 8), ("a", 8)]
+    # Four ideas stopped having spent 1 GPU-hour of their 10: the two left share 56, 2.8 equal
+    # shares each, so their next stage (agenda) gets ceil(4 x 2.8) = 12 search nodes instead of 4.
+    extended = {e["idea"]: e for e in j.log.events if e["type"] == "allocation" and e["decision"] == "extended"}
+    assert set(extended) == {"a", "b"} and extended["a"]["stage"] == PLAN.names[2]
+    assert extended["a"]["max_nodes"] == 12 and extended["a"]["growth"] == pytest.approx(2.8)
+    assert alloc.max_nodes("a", PLAN.names[2], 4) == 12 and alloc.max_nodes("c", PLAN.names[2], 4) == 4
+    # The stage manager of a template tree reads the extended budget; a resumed run reads it back.
+    settings = TreeSettings(SimpleNamespace(stages={n: StageConfig(max_nodes=4) for n in PLAN.names}), alloc, "a")
+    assert settings.stages[PLAN.names[2]].max_nodes == 12 and settings.stages[PLAN.names[1]].max_nodes == 4
+    again = Allocation(cfg, j, PLAN, ideas, meter, stage_nodes=nodes)
+    assert again.max_nodes("b", PLAN.names[2], 4) == 12
     j.log.close()
 
 
