@@ -342,11 +342,11 @@ class Responder:
             merged = {**edits, **_edits_of(FENCE.findall(prompt[prompt.index("Parent B ("):])[0])}
             plan = "Crossover: both parents' settings edits together."
             return {**out, "plan": plan, "code": _with_edits(parent, merged, plan)}
-        if methods:
-            plan = f"Switch the method on: {methods[0]}=True in the template's experiment."
-            return {**out, "plan": plan, "code": _with_edits(parent, {**edits, methods[0]: True}, plan)}
-        key = numbers[int(_unit(node) * len(numbers))] if numbers else None
-        change = {key: _scaled(current[key], 2.0)} if key else {}
+        # Switch the method on; like a sampled model, some nodes also double one number.
+        change = {methods[0]: True} if methods else {}
+        if numbers and (not methods or _unit(node) >= 0.5):
+            key = numbers[int(_unit(node + "k") * len(numbers))]
+            change[key] = _scaled(current[key], 2.0)
         plan = "Improve: " + (", ".join(f"{k}={v}" for k, v in change.items()) or "rerun the template") + "."
         return {**out, "plan": plan, "code": _with_edits(parent, {**edits, **change}, plan)}
 
