@@ -53,7 +53,7 @@ def parse_results(raw: bytes | None, specs: list[MetricSpec]) -> tuple[list[Metr
     missing = [s.name for s in specs if s.name not in results.metrics]
     if missing:
         return values, results, f"{RESULTS_FILE} lacks declared metric(s): {', '.join(missing)}"
-    bad = [s.name for s in specs if not math.isfinite(results.metrics[s.name])]
+    bad = [name for name, value in results.metrics.items() if not math.isfinite(value)]
     if bad:
         return values, results, f"{RESULTS_FILE} has non-finite metric(s): {', '.join(bad)}"
     return values, results, ""

@@ -75,32 +75,31 @@ class Running:
     attempt: int
     step: str
     holds: bool  # takes a worker slot (experiment resources)
-    first: bool  # the node's first step: a proposal still thinking (counts toward look-ahead)
 
 
 class StepClock:
-    """Mean durations of first steps that hold no slot (thinking) and of slot-holding steps
-    (experiments), measured in this session: the look-ahead they call for."""
+    """Mean durations, measured in this session, of a node's LLM steps (think and judge: steps
+    that hold no slot) and of its slot-holding steps (experiments): the look-ahead they call for."""
 
     def __init__(self) -> None:
-        self.think = [0.0, 0]
+        self.llm: dict[str, list[float]] = {}  # step -> [total seconds, count]
         self.run = [0.0, 0]
 
     def add(self, running: Running, result: AttemptResult | StepResult) -> None:
         took = max(0.0, result.finished_at - result.started_at)
-        bucket = self.run if running.holds else self.think if running.first else None
+        bucket = self.run if running.holds else self.llm.setdefault(running.step, [0.0, 0]) if running.step else None
         if bucket is not None:
             bucket[0] += took
             bucket[1] += 1
 
     def lookahead(self, slots: int) -> int:
-        """Proposals to keep thinking ahead of free slots (Little's law: slots x think / run,
-        rounded), none until both are measured (a proposal made ahead sees an older tree), never
-        more than 8 per slot."""
-        if not self.think[1] or not self.run[1]:
+        """Nodes to keep in their LLM steps beside the slots (Little's law: slots x LLM time per
+        node / experiment time, rounded); none until measured (a proposal made ahead sees an
+        older tree), never more than 8 per slot."""
+        if not self.run[1] or not self.llm:
             return 0
-        think, run = self.think[0] / self.think[1], self.run[0] / self.run[1]
-        return min(8 * slots, round(slots * think / max(run, 1e-3)))
+        llm = sum(total / count for total, count in self.llm.values())
+        return min(8 * slots, round(slots * llm / max(self.run[0] / self.run[1], 1e-3)))
 
 
 class Dispatcher:
@@ -192,8 +191,10 @@ class Dispatcher:
         while self.backlog:
             self._route(self.journal.nodes[self.backlog.pop(0)])
         self._start_ready()
-        thinking = sum(r.first and not r.holds for r in self.inflight.values())
-        want = self._free_slots() + self.lookahead - len(self.ready) - thinking
+        # A node in its think or judge step keeps its place: without look-ahead the pipeline
+        # proposes exactly when the single-job loop would, so it grows the same tree.
+        in_llm = sum(not r.holds and bool(r.step) for r in self.inflight.values())
+        want = self._free_slots() + self.lookahead - len(self.ready) - in_llm
         left = self._node_budget_left()
         if want > 0 and (left is None or left > 0):
             proposed = self.strategy.propose(want if left is None else min(want, left))
@@ -221,7 +222,7 @@ class Dispatcher:
         step, holds = step_of(job), holds_resources(job)
         self.journal.attempt_started(node.id, job.attempt, step)
         handle = self.executor.submit(job, self.cfg.resources_for(node.kind) if holds else NO_RESOURCES)
-        self.inflight[handle] = Running(node.id, job.attempt, step, holds, first=not node.steps)
+        self.inflight[handle] = Running(node.id, job.attempt, step, holds)
 
     # -- consuming ----------------------------------------------------------------------
     def _consume(self, c: JobDone) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from engine.node import Node
+from search.operators.outcome import variant as tried_variant
 
 # Fields of an outcome shown in their own section of the details, not in the generic table.
 SHOWN_APART = ("family", "judgement", "judgement_error", "plot_critique", "critique_error", "plots", "plot_code")
@@ -57,11 +58,7 @@ def facts(node: Node) -> NodeFacts:
     critique = out.get("plot_critique") or ({"error": out["critique_error"]} if out.get("critique_error") else None)
     plots = list(out.get("plots") or [])
     plots += [a for a in node.artifacts if a.lower().endswith(IMAGE_SUFFIXES) and a not in plots]
-    tried = out.get("hyperparameters") or {}
-    variant = (
-        ", ".join(f"{k}={v}" for k, v in tried.items()) if tried
-        else out.get("ablation") or origin.get("ablation") or origin.get("label") or ""
-    )
+    variant = tried_variant(node) or origin.get("label") or ""  # a tuning setting, an ablation
     return NodeFacts(
         operator=str(out.get("operator") or node.kind), variant=str(variant), origin=origin,
         plan=node.plan, code=node.code, plot_code=str(out.get("plot_code") or ""),

@@ -66,7 +66,7 @@ def test_four_stages_with_bug_timeout_and_rejected_plots(tmp_path) -> None:  # t
     for i, stage in enumerate(STAGES):
         ended = j.stage_ended[("noise", stage)]
         best = j.nodes[ended["best_node_id"]]
-        searched = [n for n in j.in_stage(stage) if n.kind not in ("replication", "aggregation")]
+        searched = [n for n in j.in_stage(stage) if n.kind not in ("replication", "aggregation", "selection")]
         good = [n for n in searched if n.status == NodeStatus.GOOD]
         decision = j.stage_best[("noise", stage)]
         # The LLM is asked (once, recorded) only when there is a choice to make.
