@@ -252,6 +252,8 @@ class ComputeMeter:
 
     def exhausted(self) -> tuple[str, str] | None:
         """(budget, message) once a compute limit is reached, counting running jobs so far."""
+        if limit_of(self.budgets, "gpu_hours") is None and limit_of(self.budgets, "cpu_hours") is None:
+            return None  # asked every loop: with no limit, no need to add up a thousand running jobs
         used = self.accrued()
         for name, hours, what in (("gpu_hours", used.gpu_hours, "GPU"), ("cpu_hours", used.cpu_hours, "CPU")):
             limit = limit_of(self.budgets, name)
@@ -285,6 +287,7 @@ class ComputeMeter:
             previous = {k: limit_of(self.budgets, k) for k in changes}
             self.journal.record(CHANGE_EVENT, changes=changes, previous=previous, source="silva budget (live)")
             self.budgets = self.budgets.model_copy(update=changes)
+        self.journal.log.sync()  # under group commit: the request is journaled for good before it is deleted
         path.unlink(missing_ok=True)
 
 

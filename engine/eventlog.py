@@ -16,23 +16,35 @@ from __future__ import annotations
 
 import atexit
 import fcntl
+import hashlib
+import io
 import json
 import logging
 import os
+import pickle
+import re
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
-from pydantic import ValidationError
+import orjson
+from pydantic import BaseModel, ValidationError
 
 from engine.errors import ConfigError
 
 EVENTS_FILE = "events.jsonl"
 LOCK_FILE = "events.lock"
+SNAPSHOT_FILE = "events.snapshot"
+SNAPSHOT_FORMAT = 1
+SNAPSHOT_EVERY = 50_000  # events between snapshots: bounds the replay when a run is opened
+CHUNK = 8 << 20  # the log is read in pieces of this size, never whole
 
 log = logging.getLogger(__name__)
 
@@ -54,19 +66,29 @@ class RunLocked(ConfigError):
     """Another process is writing this run directory."""
 
 
-def describe_bad(raw: bytes) -> str:
-    """Why a line is not an event, short: the line itself may be megabytes of garbage."""
+def parse_line(raw: bytes) -> tuple[dict[str, Any] | None, str]:
+    """A line parsed once: (the event, "") or (None, why it is not one), kept short since the
+    line itself may be megabytes of garbage. orjson first; the standard parser for what orjson
+    refuses but `json.dumps` writes (NaN, Infinity, integers beyond 64 bits)."""
     try:
-        event = json.loads(raw)
-    except ValueError as e:
-        return f"not JSON ({str(e)[:120]})"
+        event = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        try:
+            event = json.loads(raw)
+        except ValueError as e:
+            return None, f"not JSON ({str(e)[:120]})"
     if not isinstance(event, dict):
-        return f"a JSON {type(event).__name__}, not an object"
+        return None, f"a JSON {type(event).__name__}, not an object"
     if not isinstance(event.get("type"), str):
-        return "no string `type` field"
+        return None, "no string `type` field"
     if not isinstance(event.get("ts"), (int, float)) or isinstance(event.get("ts"), bool):
-        return "no numeric `ts` field"
-    return ""
+        return None, "no numeric `ts` field"
+    return event, ""
+
+
+def describe_bad(raw: bytes) -> str:
+    """Why a line is not an event ("" if it is one)."""
+    return parse_line(raw)[1]
 
 
 def replay_problem(error: Exception) -> str:
@@ -113,11 +135,11 @@ def scan(data: bytes) -> Scan:
             out.torn = data[start:]
             break
         raw = data[start:end + 1]
-        why = describe_bad(raw)
-        if why:
+        event, why = parse_line(raw)
+        if event is None:
             out.bad.append((number, raw, why))
         else:
-            out.events.append(json.loads(raw))
+            out.events.append(event)
             out.lines.append(number)
         start = end + 1
     out.good_bytes = start
@@ -264,48 +286,191 @@ class WriterLock:
 atexit.register(WriterLock.release_all)
 
 
+class StaleSnapshot(Exception):
+    """A snapshot that does not describe this log (or this code): the log is replayed whole."""
+
+
+class _SnapshotUnpickler(pickle.Unpickler):
+    """Loads only our own pydantic models and enums, each with the fields it had when written:
+    a run directory from elsewhere cannot run code through its snapshot, and a snapshot written
+    by other code is never read into objects of a different shape."""
+
+    def __init__(self, data: io.BytesIO, classes: Mapping[str, str]) -> None:
+        super().__init__(data)
+        self.classes = classes
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module.split(".")[0] not in OUR_PACKAGES:
+            raise StaleSnapshot(f"refers to {module}.{name}")
+        cls = super().find_class(module, name)
+        if not isinstance(cls, type) or self.classes.get(f"{module}.{name}") != fingerprint(cls):
+            raise StaleSnapshot(f"{module}.{name} changed since the snapshot was written")
+        return cls
+
+
+OUR_PACKAGES = ("engine", "search", "silva", "writeup", "review", "actors", "cluster", "sandbox")
+
+
+def fingerprint(cls: type) -> str:
+    """The shape of a model or enum class: its field names and annotations, or its values."""
+    if isinstance(cls, type) and issubclass(cls, BaseModel):
+        # Without memory addresses, which an annotation's validators show and differ per process.
+        shape = re.sub(r" at 0x[0-9a-f]+", "", repr([(k, repr(f.annotation)) for k, f in cls.model_fields.items()]))
+    elif isinstance(cls, type) and issubclass(cls, Enum):
+        shape = repr([m.value for m in cls])
+    else:
+        return ""
+    return hashlib.sha256(shape.encode()).hexdigest()[:16]
+
+
 class EventLog:
-    """The events of one run. A writer holds the run's lock; a reader touches nothing."""
+    """The events of one run. A writer holds the run's lock; a reader touches nothing.
+
+    The log keeps no events in memory: only each event's byte offset. `events` and `read()`
+    read them back from the file. `Journal` replays a snapshot of its state (when one matches
+    the log, byte for byte, up to the offset it was taken at) plus the events after it, and a
+    writer writes a new snapshot every SNAPSHOT_EVERY events (docs/engine.md, "Driver scaling").
+    """
 
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = path
         self.read_only = read_only
+        self.offsets = array("q")  # byte offset of each event's line
+        self.end = 0  # bytes of complete lines replayed or appended
+        self.snapshot_count = 0  # events the newest snapshot covers
+        self._hash = hashlib.sha256()  # of the first `end` bytes, which a snapshot is checked against
+        self._lines: list[int] | None = None  # line numbers, for a log over given events
+        self._given: list[dict[str, Any]] | None = None
         self._lock: WriterLock | None = None
         self._file: Any = None
+        self._group = 0  # nesting depth of group commits
+        self._unsynced = False
         if not read_only:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._lock = WriterLock(path.parent)
-        try:
-            found = scan(read_events_file(path))
-            if found.bad:
-                line, _, why = found.bad[0]
-                raise JournalDamaged(path, line, why, more=len(found.bad) - 1)
-            self.events = found.events
-            self.lines = found.lines
-            if not read_only:
-                if found.torn:
-                    self._set_aside_torn(found)
-                self._file = self._open_append()
-        except BaseException:
-            self._release()
-            raise
 
     @classmethod
     def in_memory(cls, path: Path, events: list[dict[str, Any]], lines: list[int]) -> EventLog:
         """A read-only log over given events (repair replays candidates without a file)."""
-        obj = cls.__new__(cls)
-        obj.path, obj.read_only, obj._lock, obj._file = path, True, None, None
-        obj.events, obj.lines = events, lines
+        obj = cls(path, read_only=True)
+        obj._given, obj._lines = events, lines
         return obj
 
-    def _set_aside_torn(self, found: Scan) -> None:
+    @property
+    def snapshot_path(self) -> Path:
+        return self.path.with_name(SNAPSHOT_FILE)
+
+    @property
+    def count(self) -> int:
+        return len(self._given) if self._given is not None else len(self.offsets)
+
+    @property
+    def events(self) -> Sequence[dict[str, Any]]:
+        """Every event, read back from the file on demand (use `read(types)` to pick some)."""
+        return self._given if self._given is not None else EventStream(self)
+
+    # -- opening ---------------------------------------------------------------------------
+    def load_snapshot(self, attrs: Sequence[str]) -> dict[str, Any] | None:
+        """The replayed state a snapshot holds, when it matches this log and a state with
+        `attrs`; the replay then starts after it. None (replay everything) otherwise."""
+        if self._given is not None or not self.snapshot_path.is_file():
+            return None
+        try:
+            state = self._read_snapshot(attrs)
+        except (StaleSnapshot, OSError, ValueError, EOFError, pickle.UnpicklingError, KeyError, TypeError,
+                AttributeError) as e:
+            log.info("%s: snapshot not used (%s); replaying the whole log", self.snapshot_path, e)
+            self.offsets, self.end, self._hash, self.snapshot_count = array("q"), 0, hashlib.sha256(), 0
+            return None
+        return state
+
+    def _read_snapshot(self, attrs: Sequence[str]) -> dict[str, Any]:
+        with self.snapshot_path.open("rb") as f:
+            head = json.loads(f.readline())
+            payload = f.read()
+        if head.get("format") != SNAPSHOT_FORMAT or sorted(head["attrs"]) != sorted(attrs):
+            raise StaleSnapshot("written by another version")
+        if hashlib.sha256(payload).hexdigest() != head["payload_sha256"]:
+            raise StaleSnapshot("its content does not match its digest")
+        offset = int(head["offset"])
+        digest = hashlib.sha256()
+        with self.path.open("rb") as f:
+            left = offset
+            while left > 0:
+                chunk = f.read(min(CHUNK, left))
+                if not chunk:
+                    raise StaleSnapshot(f"the log is shorter than the {offset} bytes it covers")
+                digest.update(chunk)
+                left -= len(chunk)
+        if digest.hexdigest() != head["log_sha256"]:
+            raise StaleSnapshot("the log's first bytes differ from those it was taken on")
+        body = _SnapshotUnpickler(io.BytesIO(payload), head["classes"]).load()
+        offsets = array("q")
+        offsets.frombytes(body["offsets"])
+        if len(offsets) != head["events"]:
+            raise StaleSnapshot("wrong number of offsets")
+        self.offsets, self.end, self._hash, self.snapshot_count = offsets, offset, digest, len(offsets)
+        return dict(body["state"])
+
+    def replay(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(index, event) of each event after the snapshot, each line parsed once. After a line
+        that is not an event, nothing more is yielded and JournalDamaged is raised at the end
+        (naming the first such line); a last line without its newline is a torn write: a writer
+        sets it aside, a reader ignores it."""
+        if self._given is not None:
+            yield from enumerate(self._given)
+            return
+        bad: list[tuple[int, str]] = []
+        torn = b""
+        try:
+            f = self.path.open("rb")
+        except FileNotFoundError:
+            f = None
+        except OSError as e:
+            raise ConfigError(f"{self.path}: cannot read ({e.strerror})") from None
+        if f is not None:
+            with f:
+                f.seek(self.end)
+                pos, number = self.end, len(self.offsets)
+                while True:
+                    chunk = f.read(CHUNK)
+                    if not chunk:
+                        break
+                    data = torn + chunk
+                    start = 0
+                    while True:
+                        end = data.find(b"\n", start)
+                        if end < 0:
+                            break
+                        raw = data[start:end + 1]
+                        start = end + 1
+                        number += 1
+                        event, why = parse_line(raw)
+                        if event is None:
+                            bad.append((number, why))
+                        if bad:  # counted, not replayed: the first bad line is what is reported
+                            continue
+                        self.offsets.append(pos)
+                        self._hash.update(raw)
+                        pos += len(raw)
+                        yield len(self.offsets) - 1, event
+                    torn = data[start:]
+                self.end = pos
+        if bad:
+            raise JournalDamaged(self.path, bad[0][0], bad[0][1], more=len(bad) - 1)
+        if not self.read_only:
+            if torn:
+                self._set_aside_torn(torn)
+            self._file = self._open_append()
+
+    def _set_aside_torn(self, torn: bytes) -> None:
         kept = side_file(self.path, "torn")
-        write_durably(kept, found.torn)
+        write_durably(kept, torn)
         with self.path.open("r+b") as f:
-            f.truncate(found.good_bytes)
+            f.truncate(self.end)
             os.fsync(f.fileno())
         log.warning("%s: dropped a partial last line (%d bytes, a write cut off by a crash); kept in %s",
-                    self.path, len(found.torn), kept.name)
+                    self.path, len(torn), kept.name)
 
     def _open_append(self) -> Any:
         try:
@@ -315,22 +480,99 @@ class EventLog:
 
     def damaged(self, index: int, error: Exception) -> JournalDamaged:
         """The error for event `index`, which parsed but could not be replayed."""
-        line = self.lines[index] if index < len(self.lines) else index + 1
+        line = self._lines[index] if self._lines is not None and index < len(self._lines) else index + 1
         return JournalDamaged(self.path, line, replay_problem(error))
 
+    # -- reading back ------------------------------------------------------------------------
+    def read(self, *types: str, start: int = 0, stop: int | None = None) -> Iterator[dict[str, Any]]:
+        """Events `start` to `stop` (of the given types, if any), streamed from the file."""
+        if self._given is not None:
+            yield from (e for e in self._given[start:stop] if not types or e["type"] in types)
+            return
+        count = self.count
+        stop = count if stop is None else min(stop, count)
+        if start >= stop:
+            return
+        begin, end = self.offsets[start], self.offsets[stop] if stop < count else self.end
+        # json.dumps writes `"type": "<type>"`: most lines are skipped without parsing them.
+        marks = [f'"type": "{t}"'.encode() for t in types]
+        with self.path.open("rb") as f:
+            f.seek(begin)
+            left, rest = end - begin, b""
+            while left > 0:
+                chunk = f.read(min(CHUNK, left))
+                if not chunk:
+                    break
+                left -= len(chunk)
+                lines = (rest + chunk).split(b"\n")
+                rest = lines.pop()
+                for raw in lines:
+                    if marks and not any(m in raw for m in marks):
+                        continue
+                    event = parse_line(raw)[0]
+                    if event is not None and (not types or event["type"] in types):
+                        yield event
+
+    # -- writing -------------------------------------------------------------------------------
     def append(self, type_: str, **data: Any) -> dict[str, Any]:
         if self._file is None:
             raise RuntimeError(f"{self.path} was opened read-only (or closed); it cannot be appended to")
-        event = {"seq": len(self.events), "ts": time.time(), "type": type_, **data}
-        self._file.write(json.dumps(event, default=str).encode() + b"\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self.events.append(event)
-        self.lines.append((self.lines[-1] if self.lines else 0) + 1)
+        event = {"seq": self.count, "ts": time.time(), "type": type_, **data}
+        line = json.dumps(event, default=str).encode() + b"\n"
+        self._file.write(line)
+        self._file.flush()  # in the kernel: a killed driver loses nothing
+        if self._group:
+            self._unsynced = True
+        else:
+            os.fsync(self._file.fileno())
+        self.offsets.append(self.end)
+        self.end += len(line)
+        self._hash.update(line)
         return event
+
+    @contextmanager
+    def group(self) -> Iterator[None]:
+        """Group commit: events appended inside are written at once and fsynced together at the
+        end (or at `sync()`). The caller must act on none of them before that."""
+        self._group += 1
+        try:
+            yield
+        finally:
+            self._group -= 1
+            if not self._group:
+                self.sync()
+
+    def sync(self) -> None:
+        """Make every appended event durable (a no-op when nothing is waiting)."""
+        if self._unsynced and self._file is not None:
+            os.fsync(self._file.fileno())
+        self._unsynced = False
+
+    # -- snapshots -----------------------------------------------------------------------------
+    def snapshot_due(self) -> bool:
+        return self._file is not None and self.count - self.snapshot_count >= SNAPSHOT_EVERY
+
+    def write_snapshot(self, state: Mapping[str, Any], classes: Iterable[type]) -> None:
+        """Replace the snapshot by `state` as of now (atomically: a crash leaves the old one)."""
+        self.sync()
+        payload = pickle.dumps({"state": dict(state), "offsets": self.offsets.tobytes()}, protocol=5)
+        head = {
+            "format": SNAPSHOT_FORMAT, "events": self.count, "offset": self.end, "attrs": sorted(state),
+            "log_sha256": self._hash.hexdigest(), "payload_sha256": hashlib.sha256(payload).hexdigest(),
+            "classes": {f"{c.__module__}.{c.__qualname__}": fingerprint(c) for c in classes},
+        }
+        tmp = self.snapshot_path.with_name(SNAPSHOT_FILE + ".tmp")
+        with tmp.open("wb") as f:
+            f.write(json.dumps(head).encode() + b"\n")
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.snapshot_path)
+        self.snapshot_count = self.count
 
     def _release(self) -> None:
         if self._file is not None:
+            self.sync()
             self._file.close()
             self._file = None
         if self._lock is not None:
@@ -339,3 +581,34 @@ class EventLog:
 
     def close(self) -> None:
         self._release()
+
+
+class EventStream(Sequence[dict[str, Any]]):
+    """A file-backed log's events, read back on demand: the log keeps only their offsets."""
+
+    def __init__(self, log: EventLog) -> None:
+        self._log = log
+
+    def __len__(self) -> int:
+        return self._log.count
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return self._log.read()
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        n = len(self)
+        if isinstance(i, slice):
+            start, stop, step = i.indices(n)
+            events = list(self._log.read(start=start, stop=stop)) if start < stop else []
+            return events if step == 1 else list(self)[i]
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        return next(self._log.read(start=i, stop=i + 1))

@@ -9,14 +9,33 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from enum import Enum
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel
 
 from engine.eventlog import EVENTS_FILE, EventLog, check_references
 from engine.node import AttemptResult, MetricSpec, Node, NodeStatus, StepResult, primary_of
 from engine.node import EVENT_FORMAT
 
 __all__ = ["EVENTS_FILE", "EventLog", "Journal"]
+
+
+def _model_classes(value: Any, into: set[type]) -> None:
+    """The pydantic model classes inside a value (an outcome may nest models in lists and dicts)."""
+    if isinstance(value, BaseModel):
+        into.add(type(value))
+        for v in value.__dict__.values():
+            _model_classes(v, into)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _model_classes(v, into)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _model_classes(v, into)
+    elif isinstance(value, Enum):
+        into.add(type(value))
 
 
 class Journal:
@@ -46,12 +65,22 @@ class Journal:
         self._unfinished: dict[str, None] = {}
         self._unfinished_by_idea: dict[str, int] = {}
         self._status: dict[NodeStatus, dict[str, None]] = {NodeStatus.GOOD: {}, NodeStatus.BUGGY: {}}
-        for i, event in enumerate(log.events):
+        state = log.load_snapshot([k for k in self.__dict__ if k != "log"])
+        if state is not None:
+            self.__dict__.update(state)
+        error: Exception | None = None
+        for i, event in log.replay():
+            if error is not None:
+                continue  # read on: a line that is not an event, further down, is reported first
             try:
                 check_references(event, self.nodes)
                 self._apply(event)
             except (KeyError, TypeError, ValueError) as e:  # a well-formed line with wrong content
-                raise log.damaged(i, e) from None
+                error = log.damaged(i, e)
+        if error is not None:
+            raise error
+        if log.snapshot_due():  # a big log that had none (or an old one): the next open is fast
+            self.snapshot()
 
     @classmethod
     def open(cls, run_dir: Path, *, read_only: bool = False) -> Journal:
@@ -67,7 +96,20 @@ class Journal:
     def record(self, type_: str, **data: Any) -> dict[str, Any]:
         event = self.log.append(type_, **data)
         self._apply(event)
+        if self.log.snapshot_due():
+            self.snapshot()
         return event
+
+    def snapshot(self) -> None:
+        """Write the replayed state for the next open to start from (engine/eventlog.py)."""
+        state = {k: v for k, v in self.__dict__.items() if k != "log"}
+        classes: set[type] = {NodeStatus, MetricSpec}
+        for n in self.nodes.values():
+            classes.add(type(n))
+            classes.update(type(x) for x in (n.execution, n.origin, *n.metrics))
+            for value in (n.outcome, *n.steps.values()):
+                _model_classes(value, classes)
+        self.log.write_snapshot(state, (c for c in classes if c is not type(None)))
 
     def add_node(self, node: Node) -> Node:
         node.id = node.id or self.new_node_id()
@@ -227,9 +269,15 @@ class Journal:
         seen = dict.fromkeys(self.plan_stages)
         for idea, stage in self.stage_started:
             seen.setdefault(stage)
-        for n in self.nodes.values():
-            seen.setdefault(n.stage)
+        for key in self._by_stage:
+            if key[0] is None:
+                seen.setdefault(key[1])
         return list(seen)
+
+    @property
+    def ideas(self) -> list[str]:
+        """Ideas with nodes or a started stage, in the order they first appeared."""
+        return list(dict.fromkeys([*self._by_idea, *(idea for idea, _ in self.stage_started)]))
 
     @property
     def primary_metric(self) -> MetricSpec | None:
@@ -242,9 +290,10 @@ class Journal:
         spec = self.primary_metric
         if spec is None:
             return None
+        if stage:  # the stage's nodes only: cost grows with the stage, not the run
+            return spec.best(self.in_stage(stage, *kinds, idea=idea or None))
         return spec.best(
-            n for n in self.good_nodes
-            if (not stage or n.stage == stage) and (not kinds or n.kind in kinds) and (not idea or n.idea == idea)
+            n for n in self.good_nodes if (not kinds or n.kind in kinds) and (not idea or n.idea == idea)
         )
 
     def elapsed_s(self, now: float | None = None) -> float:

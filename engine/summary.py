@@ -23,7 +23,7 @@ class StageRow:
 
 def stage_rows(journal: Journal) -> list[StageRow]:
     spec = journal.primary_metric
-    ideas = sorted({n.idea for n in journal} | {k[0] for k in journal.stage_started}) or ["default"]
+    ideas = sorted(journal.ideas) or ["default"]
     rows = []
     for idea in ideas:
         for stage in journal.stage_names:

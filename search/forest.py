@@ -123,9 +123,10 @@ class Forest:
     def __init__(self, trees: Sequence[GrowingTree], max_in_flight: int, allocation: Allocation) -> None:
         self.trees, self.max_in_flight, self.allocation = list(trees), max_in_flight, allocation
         self.by_name = {t.name: t for t in trees}
+        self.open_trees = list(trees)
 
     def propose(self, slots: int) -> list[Node]:
-        active = self.allocation.live([t for t in self.trees if not t.stopped() and t.finished() is None])
+        active = self.allocation.live(self._open())
         if not active:
             return []
         # Each tree is asked once per round (its proposals enter the journal only afterwards).
@@ -142,6 +143,15 @@ class Forest:
             carry = cap - len(got)
             out += got
         return out
+
+    def _open(self) -> list[GrowingTree]:
+        """Trees that may still grow. A tree that stopped or finished never grows again (its
+        budgets and the journal only move forward), so it is dropped for good: a forest of
+        thousands of ideas is not scanned whole at every completion."""
+        still = [t for t in self.open_trees if not t.stopped() and t.finished() is None]
+        if len(still) < len(self.open_trees):
+            self.open_trees = still
+        return still
 
     def job_for(self, node: Node, attempt: int) -> Job:
         return self.by_name[node.idea].job_for(node, attempt)

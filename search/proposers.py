@@ -23,6 +23,16 @@ MIN_FIT_POINTS = 4  # below this a surrogate is noise: fall back to space fillin
 EXPLORATION = 0.3  # weight of distance-to-tried against predicted (standardized) metric
 
 
+_DECODED: dict[tuple[str, int], list[tuple[dict[str, Any], str]]] = {}
+
+
+@functools.lru_cache(maxsize=64)
+def _sobol(dim: int, seed: int) -> np.ndarray:
+    pool = qmc.Sobol(d=dim, scramble=True, seed=seed).random(POOL_SIZE)
+    pool.flags.writeable = False  # shared by every proposer with this dimension and seed
+    return pool
+
+
 def canonical(params: dict[str, Any]) -> str:
     return json.dumps(params, sort_keys=True, default=str)
 
@@ -32,13 +42,16 @@ class Proposer:
         self.space = space
         self.names = sorted(space)
         self.kind = kind
-        dim = max(len(self.names), 1)
-        self.pool = qmc.Sobol(d=dim, scramble=True, seed=seed).random(POOL_SIZE)
+        self.pool = _sobol(max(len(self.names), 1), seed)
+        self._key = (json.dumps({n: space[n].model_dump(mode="json") for n in self.names}, sort_keys=True), seed)
 
-    @functools.cached_property
+    @property
     def decoded(self) -> list[tuple[dict[str, Any], str]]:
-        """The pool as settings with their keys, decoded once (it never changes)."""
-        return [(p, canonical(p)) for p in map(self._decode, self.pool)]
+        """The pool as settings with their keys, decoded once per space and seed (a template
+        forest has a proposer per tree and stage, all on the same space)."""
+        if self._key not in _DECODED:
+            _DECODED[self._key] = [(p, canonical(p)) for p in map(self._decode, self.pool)]
+        return _DECODED[self._key]
 
     def _decode(self, u: Sequence[float]) -> dict[str, Any]:
         return {n: self.space[n].from_unit(float(x)) for n, x in zip(self.names, u)}
@@ -57,16 +70,19 @@ class Proposer:
         if not self.names:
             return []
         seen = {canonical({k: t[k] for k in self.names}) for t in tried}
+        in_order = self.kind == "sobol" or len(scored) < MIN_FIT_POINTS  # Sobol order is already space filling
         candidates: list[dict[str, Any]] = []
         keys: set[str] = set()  # a set: a list made each call quadratic in the pool size
         for p, key in self.decoded:
             if key not in seen and key not in keys:
                 candidates.append(dict(p))  # callers own what they get; the pool stays as decoded
                 keys.add(key)
+                if in_order and len(candidates) >= n:
+                    break
         if not candidates:
             return []
-        if self.kind == "sobol" or len(scored) < MIN_FIT_POINTS:
-            return candidates[:n]  # Sobol order is already space filling
+        if in_order:
+            return candidates[:n]
         return self._by_surrogate(n, candidates, tried, scored)
 
     def _by_surrogate(

@@ -44,9 +44,9 @@ class Progress:
         self.interval_s = interval_from_env() if interval_s is None else interval_s
         self.live: Live | None = None
         self._last_line = ""
-        self._last_print = float("-inf")
-        self._held: str | None = None  # a changed line waiting for the interval to pass
-        self._last_render = 0.0
+        self._last_check = float("-inf")  # when a line was last made (printed if it changed)
+        self._held: Journal | None = None  # changed within the interval: its line waits for the interval
+        self._next_render = 0.0
 
     def __enter__(self) -> Progress:
         if self.console.is_terminal:
@@ -58,32 +58,38 @@ class Progress:
         if self.live is not None:
             self.live.__exit__(t, e, tb)
         elif self._held is not None:
-            self._write(self._held)  # the final state always reaches the log
+            self._emit(self._held, time.monotonic())  # the final state always reaches the log
 
     def update(self, journal: Journal) -> None:
+        """Called by the driver after every change: what it costs is paid only when a line or a
+        redraw is due, so the driver's cost per completion does not grow with the run."""
         now = time.monotonic()
         if self.live is not None:
-            if now - self._last_render >= MIN_INTERVAL_S:
+            if now >= self._next_render:
+                start = time.perf_counter()
                 self.live.update(self.table(journal))
-                self._last_render = now
+                # A big run's table takes longer to build: redraws stay under 5% of the driver's time.
+                self._next_render = now + max(MIN_INTERVAL_S, 20 * (time.perf_counter() - start))
             return
+        if now - self._last_check < self.interval_s:
+            self._held = journal  # its line is made when the interval has passed, or at the end
+            return
+        self._held = None
+        self._emit(journal, now)
+
+    def _emit(self, journal: Journal, now: float) -> None:
+        self._last_check = now
         line = self.line(journal)
         if line == self._last_line:  # elapsed time alone is no news
             return
         self._last_line = line
-        stamped = f"[{journal.elapsed_s(now=time.time()):6.0f}s] {line}"
-        if now - self._last_print >= self.interval_s:
-            self._write(stamped)
-            self._last_print = now
-        else:
-            self._held = stamped
+        self._write(f"[{journal.elapsed_s(now=time.time()):6.0f}s] {line}")
 
     def _write(self, line: str) -> None:
         # Straight to the stream: rich would wrap (or crop) at its guessed width of 80 columns.
         out: TextIO = self.console.file
         out.write(line + "\n")
         out.flush()
-        self._held = None
 
     def table(self, journal: Journal) -> Table:
         spec = journal.primary_metric

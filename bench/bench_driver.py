@@ -1,0 +1,333 @@
+"""Driver scaling benchmark (issue 16, part 5; benchmarks b and c). Writes bench/results/driver.json.
+
+Journals of 1k, 10k and 100k nodes are generated through the Journal API, shaped as a template
+forest writes them: one tree per `variants:` entry, each through the four template stages (1
+baseline, 60 tuning, 20 method and 1 ablation nodes, 3 seed replicates and an aggregate per
+stage: 98 nodes), so a 100k-node run has 1,020 ideas and 4,080 stages. On each:
+- (b) `Journal.open` (time, resident memory), `silva status` (a fresh process, start-up
+  included), and the driver's cost per completion: the real `silva.lifecycle.execute` (dispatch
+  loop, template forest strategy, compute meter, progress line) continuing the run on 64 fresh
+  variants, with an executor whose experiments finish in simulated time (no processes). The run
+  sits on tmpfs, so this is the driver's own cost, not the disk's.
+- (c) the same driver with 1,000 simulated slots on the largest journal, on disk, every event
+  made durable before anything is acted on (group commit: engine/executor.py `GroupCommit`).
+Each measurement runs in its own process (clean resident memory figures).
+
+    .venv/bin/python bench/bench_driver.py [--sizes 1000,10000,100000] [--completions 2000]
+    .venv/bin/python bench/bench_driver.py --code DIR --label before   # another checkout, same journals
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import itertools
+import json
+import math
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "bench" / "results" / "driver.json"
+STAGES = (("preliminary", "baseline", 1), ("hyperparameter", "hyperparameter", 60), ("agenda", "method", 20),
+          ("ablation", "ablation", 1))
+REPLICATES = 3
+NODES_PER_VARIANT = sum(n + REPLICATES + 1 for _, _, n in STAGES)  # 98
+LIVE_VARIANTS = 64  # fresh trees the driver grows while it is measured
+TEMPLATE = {
+    "name": "quad",
+    "command": ["{python}", "experiment.py"],
+    "metrics": [{"name": "score", "direction": "maximize", "primary": True}, {"name": "cost", "direction": "minimize"}],
+    "hyperparameters": {"x": {"type": "float", "low": 0.0, "high": 1.0, "default": 0.5},
+                        "y": {"type": "choice", "values": [0, 1, 2], "default": 1}},
+    "method": {"name": "bonus", "param": "method"},
+    "ablations": [{"name": "penalty", "param": "ab"}],
+}
+TARGETS = {"per_completion_ms": 5.0, "open_s": 5.0, "status_s": 3.0, "driver_rss_mb": 1024.0,
+           "completions_per_s_1000_slots": 200.0}
+
+
+# -- simulated experiments -------------------------------------------------------------------
+def stdout_of(rng: random.Random) -> str:
+    """What a training script prints: about 700 bytes, as in a real node's stdout tail."""
+    return "".join(f"epoch {k:3d} loss {rng.random():.5f} val {rng.random():.5f}\n" for k in range(20))
+
+
+def simulated_result(params: dict[str, Any], seed: int | None, rng: random.Random, start: float, took: float) -> Any:
+    from engine.node import AttemptResult, ExecSummary, MetricValue
+
+    x, y = float(params.get("x", 0.5)), float(params.get("y", 1))
+    score = 1.0 - (x - 0.3) ** 2 - 0.1 * y + 0.05 * bool(params.get("method")) - 0.02 * bool(params.get("ab"))
+    score += 0.01 * rng.gauss(0, 1) + 0.001 * (seed or 0)
+    buggy = rng.random() < 0.03
+    return AttemptResult(
+        status="buggy" if buggy else "good", reason="Traceback: simulated failure" if buggy else "",
+        metrics=[] if buggy else [MetricValue(name="score", value=score, direction="maximize"),
+                                  MetricValue(name="cost", value=x + y, direction="minimize")],
+        execution=ExecSummary(exit_code=1 if buggy else 0, wall_s=took, cpu_s=took, stdout_tail=stdout_of(rng)),
+        workspace="nodes/sim/attempt-1", worker="sim:0", started_at=start, finished_at=start + took,
+    )
+
+
+class SimExecutor:
+    """Experiments that end after lognormal simulated durations (median 300 s); no processes.
+    `wait` returns the next one to end at once, so all the wall time measured is the driver's."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.rng = random.Random(seed)
+        self.now = time.time()
+        self.heap: list[tuple[float, int]] = []
+        self.jobs: dict[int, tuple[Any, float, float]] = {}
+        self.ids = itertools.count()
+        self.marks: list[float] = []  # perf_counter at each completion
+
+    def submit(self, job: Any, resources: Any) -> int:
+        handle = next(self.ids)
+        took = 300.0 * math.exp(self.rng.gauss(0, 1))
+        self.jobs[handle] = (job, self.now, took)
+        heapq.heappush(self.heap, (self.now + took, handle))
+        return handle
+
+    def wait(self, handles: Any, timeout: float) -> Any:
+        from engine.executor import JobDone
+        from engine.node import AttemptResult
+
+        while self.heap:
+            end, handle = heapq.heappop(self.heap)
+            if handle in self.jobs:
+                break
+        else:
+            return None
+        job, start, took = self.jobs.pop(handle)
+        self.now = max(self.now, end)
+        params = getattr(job, "params", None)
+        result = (simulated_result(params, getattr(job, "seed", 0), self.rng, start, took) if params is not None
+                  else AttemptResult(status="good", started_at=start, finished_at=start + took, worker="sim:0"))
+        self.marks.append(time.perf_counter())
+        return JobDone(handle, result)
+
+    def cancel(self, handle: int) -> None:
+        self.jobs.pop(handle, None)
+
+    def shutdown(self) -> None:
+        pass
+
+
+# -- generating a journal ----------------------------------------------------------------------
+def write_run(work: Path, n_nodes: int) -> Path:
+    """A template-forest run of about `n_nodes` finished nodes, plus LIVE_VARIANTS unstarted trees."""
+    import yaml
+
+    from engine.journal import Journal
+    from engine.node import Node, Origin
+    from silva.config import RunConfig
+
+    tpl = work / "template"
+    tpl.mkdir(parents=True, exist_ok=True)
+    (tpl / "experiment.py").write_text("raise SystemExit('the benchmark simulates experiments')\n")
+    (tpl / "template.yaml").write_text(yaml.safe_dump(TEMPLATE))
+    done = max(1, round(n_nodes / NODES_PER_VARIANT))
+    variants = [{"name": f"v{i:05d}", "fixed": {"q": i}} for i in range(done + LIVE_VARIANTS)]
+    cfg = RunConfig.model_validate({
+        "name": "driver", "template": str(tpl), "output_dir": str(work / "runs"), "seed": 0,
+        "replicates": REPLICATES, "proposer": "sobol",
+        "stages": {s: {"max_nodes": n} for s, _, n in STAGES},
+        "budgets": {"wall_clock_s": None, "node_timeout_s": 600},
+        "executor": {"kind": "inprocess", "max_in_flight": 64}, "sandbox": "none", "variants": variants,
+    })
+    run = work / f"run-{n_nodes}"
+    shutil.rmtree(run, ignore_errors=True)
+    run.mkdir(parents=True)
+    (run / "config.yaml").write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
+    j = Journal.open(run)
+    rng = random.Random(n_nodes)
+    clock = [time.time() - 3600.0 * 24]
+
+    def finish(node: Node, good: bool = False) -> Node:
+        node = j.add_node(node)
+        j.attempt_started(node.id, 1)
+        took = 300.0 * math.exp(rng.gauss(0, 1))
+        result = simulated_result(node.params, node.seed, rng, clock[0], took)
+        if good and result.status != "good":
+            result = simulated_result(node.params, node.seed, random.Random(0), clock[0], took)
+        j.record("compute_used", node_id=node.id, attempt=1, idea=node.idea, kind=node.kind, how="finished",
+                 num_gpus=0.0, num_cpus=1.0, seconds=took, gpu_s=0.0, cpu_s=took,
+                 started_at=result.started_at, finished_at=result.finished_at)
+        j.attempt_finished(node.id, 1, result)
+        clock[0] += took / 64
+        return j.nodes[node.id]
+
+    # Fsynced per batch of one variant: 400k separate fsyncs would take most of an hour here.
+    with j.log.group():
+        j.record("run_started", config=cfg.model_dump(mode="json"), metrics=TEMPLATE["metrics"],
+                 stages=[s for s, _, _ in STAGES])
+        j.record("session_started", resumed=False)
+    for v in variants[:done]:
+        idea, fixed = v["name"], v["fixed"]
+        root: Node | None = None
+        with j.log.group():
+            for stage, kind, count in STAGES:
+                j.record("stage_started", idea=idea, stage=stage, root=root.id if root else None)
+                searched = []
+                for k in range(count):
+                    params = {"x": rng.random(), "y": rng.choice([0, 1, 2]), "method": stage in ("agenda", "ablation"),
+                              "ab": stage == "ablation", **fixed}
+                    searched.append(finish(Node(
+                        parent_id=root.id if root else None, stage=stage, kind=kind, idea=idea, seed=0,
+                        plan=f"try x={params['x']:.4f}, y={params['y']}", params=params,
+                        origin=Origin(ablation="penalty" if stage == "ablation" else ""),
+                    ), good=count == 1))
+                best = max((n for n in searched if n.metric("score") is not None), key=lambda n: n.metric("score") or 0)
+                j.record("stage_best", idea=idea, stage=stage, node_id=best.id, metric="score",
+                         value=best.metric("score"), reason=f"node budget of {count} used; best on score")
+                reps = [finish(Node(parent_id=best.id, stage=stage, kind="replication", idea=idea, seed=i,
+                                    plan=f"seed replicate {i} of {best.id}", params=best.params,
+                                    origin=Origin(label=kind))) for i in range(1, REPLICATES + 1)]
+                agg = finish(Node(parent_id=best.id, stage=stage, kind="aggregation", idea=idea,
+                                  plan=f"aggregate {REPLICATES} seed replicates of {best.id}",
+                                  refs=[best.id, *[r.id for r in reps]]))
+                j.record("stage_ended", idea=idea, stage=stage, best_node_id=best.id, aggregate_node_id=agg.id,
+                         reason=f"node budget of {count} used; best on score")
+                root = best
+    j.record("run_stopped", reason="interrupted by the user", budget=None, signal="SIGINT")
+    j.log.close()
+    return run
+
+
+# -- measurements (each in a child process) ------------------------------------------------------
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def child_open(run: Path) -> dict[str, Any]:
+    from engine.journal import Journal
+
+    start = time.perf_counter()
+    j = Journal.open(run, read_only=True)
+    return {"open_s": time.perf_counter() - start, "open_rss_mb": rss_mb(), "nodes": len(j.nodes)}
+
+
+def child_driver(run: Path, completions: int, slots: int) -> dict[str, Any]:
+    from rich.console import Console
+
+    from silva.lifecycle import execute, open_run
+    from silva.progress import Progress
+
+    start = time.perf_counter()
+    cfg, journal = open_run(run)
+    opened = time.perf_counter() - start
+    nodes = len(journal.nodes)
+    budgets = cfg.budgets.model_copy(update={"max_nodes": nodes + completions + slots})
+    cfg = cfg.model_copy(update={"budgets": budgets,
+                                 "executor": cfg.executor.model_copy(update={"max_in_flight": slots})})
+    sim = SimExecutor()
+    with open(os.devnull, "w") as sink, Progress(Console(file=sink, force_terminal=False)) as progress:
+        outcome = execute(cfg, journal, on_change=progress.update, executor=sim)
+    journal.log.close()
+    warm = completions // 5
+    marks = sim.marks[warm:completions]
+    per = (marks[-1] - marks[0]) / (len(marks) - 1)
+    return {"nodes_before": nodes, "completions": len(sim.marks), "measured": len(marks) - 1,
+            "per_completion_ms": per * 1e3, "completions_per_s": 1 / per, "open_s": opened,
+            "driver_rss_mb": rss_mb(), "outcome": outcome.status, "slots": slots}
+
+
+def in_child(code: Path, *args: str) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    out = subprocess.run([sys.executable, __file__, "--code", str(code), "--child", *args], env=env, cwd=code,
+                         capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"child {args} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def time_status(code: Path, run: Path) -> float:
+    script = "import sys; from silva.cli.main import main; raise SystemExit(main(['status', sys.argv[1]]))"
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", script, str(run)], env={**os.environ, "PYTHONPATH": str(code)},
+                         cwd=code, capture_output=True, text=True, check=False)
+    took = time.perf_counter() - start
+    if out.returncode != 0:
+        raise RuntimeError(f"silva status failed:\n{out.stderr[-3000:]}")
+    return took
+
+
+def copy_run(run: Path, where: Path) -> Path:
+    target = where / f"{run.name}-copy"
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(run, target)
+    return target
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1000,10000,100000")
+    ap.add_argument("--completions", type=int, default=2000, help="completions measured per size")
+    ap.add_argument("--slots", type=int, default=64)
+    ap.add_argument("--big-slots", type=int, default=1000, help="slots of benchmark (c)")
+    ap.add_argument("--big-completions", type=int, default=3000)
+    ap.add_argument("--code", type=Path, default=REPO, help="the checkout to measure")
+    ap.add_argument("--label", default="current", help="key of these figures in driver.json")
+    ap.add_argument("--work", type=Path, default=Path("/dev/shm/silva-bench-driver"),
+                    help="where the journals are kept (tmpfs; reused between runs)")
+    ap.add_argument("--disk", type=Path, default=Path(tempfile.gettempdir()), help="an on-disk folder for (c)")
+    ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        what, *rest = args.child
+        if what == "open":
+            print(json.dumps(child_open(Path(rest[0]))))
+        elif what == "driver":
+            print(json.dumps(child_driver(Path(rest[0]), int(rest[1]), int(rest[2]))))
+        elif what == "generate":
+            start = time.perf_counter()
+            run = write_run(Path(rest[0]), int(rest[1]))
+            print(json.dumps({"run": str(run), "generate_s": time.perf_counter() - start}))
+        return
+    sizes = [int(s) for s in args.sizes.split(",")]
+    args.work.mkdir(parents=True, exist_ok=True)
+    figures: dict[str, Any] = {"sizes": {}, "code": str(args.code), "cpus": os.cpu_count(),
+                               "load_avg": os.getloadavg()[0]}
+    run = args.work
+    for n in sizes:
+        run = args.work / f"run-{n}"
+        if not (run / "events.jsonl").is_file():
+            print(f"generating {n} nodes ...", flush=True)
+            print(" ", in_child(REPO, "generate", str(args.work), str(n)), flush=True)
+        row = in_child(args.code, "open", str(run))
+        row["status_s"] = time_status(args.code, run)
+        row["events_mb"] = (run / "events.jsonl").stat().st_size / 2**20
+        row["driver"] = in_child(args.code, "driver", str(copy_run(run, args.work)), str(args.completions),
+                                 str(args.slots))
+        figures["sizes"][str(n)] = row
+        print(f"{n}: {json.dumps(row)}", flush=True)
+        shutil.rmtree(args.work / f"{run.name}-copy", ignore_errors=True)
+    if args.big_slots:
+        on_disk = copy_run(run, args.disk)
+        try:
+            figures["slots"] = in_child(args.code, "driver", str(on_disk), str(args.big_completions), str(args.big_slots))
+        finally:
+            shutil.rmtree(on_disk, ignore_errors=True)
+        print(f"{args.big_slots} slots: {json.dumps(figures['slots'])}", flush=True)
+    results = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
+    results["targets"] = TARGETS
+    results[args.label] = figures
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"wrote {RESULTS}")
+
+
+if __name__ == "__main__":
+    if "--code" in sys.argv:  # measure that checkout: its packages first on the path
+        sys.path.insert(0, sys.argv[sys.argv.index("--code") + 1])
+    else:
+        sys.path.insert(0, str(REPO))
+    main()
