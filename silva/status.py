@@ -17,6 +17,7 @@ from silva.budget_lines import budget_text
 from silva.cost import throughput, throughput_lines
 from engine.summary import fmt, stage_rows
 from search.discovery.claims import status_line
+from search.stages import SUPPORT_KINDS
 
 
 def state_line(journal: Journal) -> str:
@@ -55,7 +56,7 @@ def render(run_dir: Path, cfg: RunConfig, journal: Journal) -> Group:
     budgets.add_row("wall clock (s)", f"{journal.elapsed_s():.0f}", fmt(b.wall_clock_s))
     budgets.add_row("nodes", str(len(journal.nodes)), str(b.max_nodes) if b.max_nodes else "-")
     for stage, sc in cfg.stages.items():
-        used = sum(1 for n in journal if n.stage == stage and n.kind not in ("replication", "aggregation"))
+        used = sum(1 for n in journal.in_stage(stage) if n.kind not in SUPPORT_KINDS)
         budgets.add_row(f"{stage} search nodes", str(used), str(sc.max_nodes))
     budgets.add_row("per-node timeout (s)", "-", fmt(b.node_timeout_s))
     llm = summarize(run_dir) if (run_dir / LEDGER_FILE).is_file() else None
