@@ -5,7 +5,7 @@ silva/config.py; engine code sees it through the `EngineSettings` protocol."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -158,3 +158,18 @@ def load_yaml(path: Path) -> Any:
         raise ConfigError(f"{path}: nested too deeply to be a Silva YAML file") from None
     finally:
         loader.dispose()
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def load_model(path: Path, model: type[M], what: str = "settings") -> M:
+    """A YAML file holding a mapping, validated as `model`; every problem is a ConfigError
+    naming the file, the field, the value and what is allowed."""
+    data = load_yaml(path)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of {what} at the top level, got {type(data).__name__}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(format_validation_error(str(path), e)) from None

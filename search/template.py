@@ -6,9 +6,9 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from engine.config import format_validation_error, load_yaml
+from engine.config import load_model
 from engine.errors import ConfigError
 from engine.node import MetricSpec
 
@@ -114,13 +114,7 @@ class Template:
     @classmethod
     def load(cls, root: Path) -> Template:
         path = root / TEMPLATE_FILE
-        data = load_yaml(path)
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path}: expected a mapping at the top level")
-        try:
-            spec = TemplateSpec.model_validate(data)
-        except ValidationError as e:
-            raise ConfigError(format_validation_error(str(path), e)) from None
+        spec = load_model(path, TemplateSpec, "template settings")
         names = spec.files or sorted(
             str(p.relative_to(root)) for p in root.rglob("*")
             if p.is_file() and p.name != TEMPLATE_FILE and "__pycache__" not in p.parts

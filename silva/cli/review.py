@@ -16,11 +16,11 @@ from typing import Any
 
 import click
 import typer
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 from typer.core import TyperGroup
 
-from engine.config import format_validation_error, load_yaml
+from engine.config import load_model
 from engine.errors import ConfigError
 from engine.journal import Journal
 from engine.llm import LLM, LLMConfig, build_gateway, resolve_keys, validate_llm_config
@@ -69,13 +69,7 @@ def load_settings(config: Path | None, papers: Sequence[Paper], reviews: int | N
             raise ConfigError("no LLM configured for reviewing: pass --config FILE with an `llm:` section whose "
                               "roles include `review` (a run directory uses its own config.yaml)")
         config = run_dir / CONFIG_SNAPSHOT
-    data = load_yaml(config)
-    if not isinstance(data, dict):
-        raise ConfigError(f"{config}: expected a mapping of settings at the top level")
-    try:
-        settings = ReviewSettings.model_validate(data)
-    except ValidationError as e:
-        raise ConfigError(format_validation_error(str(config), e)) from None
+    settings = load_model(config, ReviewSettings)
     if "review" not in settings.llm.roles:
         raise ConfigError(f"{config}: llm.roles.review is not set; map the `review` role to a model "
                           f"(roles configured: {', '.join(sorted(settings.llm.roles)) or 'none'})")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
-from engine.config import Strict, format_validation_error, load_yaml
+from engine.config import Strict, load_model
 from engine.errors import ConfigError
 from engine.llm.config import LLMConfig
 from engine.node import MetricSpec
@@ -38,13 +38,7 @@ class TopicConfig(Strict):
 
 def load_topic(path: Path, template: Path | None = None) -> TopicConfig:
     """Load and validate a topic file; paths are relative to it. `template` overrides the file's."""
-    data = load_yaml(path)
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping (topic, llm, literature, ...), got {type(data).__name__}")
-    try:
-        cfg = TopicConfig.model_validate(data)
-    except ValidationError as e:
-        raise ConfigError(format_validation_error(str(path), e)) from None
+    cfg = load_model(path, TopicConfig, "topic settings (topic, llm, literature, ...)")
     base = path.parent
     updates: dict[str, object] = {"datasets": [p if p.is_absolute() else (base / p).resolve() for p in cfg.datasets]}
     chosen = template if template is not None else (base / cfg.template if cfg.template is not None else None)
