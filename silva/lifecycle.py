@@ -47,7 +47,7 @@ def check_writeup(cfg: RunConfig) -> None:
     LLM spend: earlier systems found a missing pdflatex only after paying for the whole run."""
     if cfg.writeup is None:
         return
-    from writeup import preflight
+    from writeup.preflight import preflight
 
     preflight(cfg.writeup, sandbox=cfg.sandbox.provider, sandbox_options=cfg.sandbox.options,
               llm_writer=cfg.writeup.offline is not True and cfg.llm is not None and "writeup" in cfg.llm.roles)
