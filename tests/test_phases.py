@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from engine.journal import Journal
 from engine.llm.providers.base import ProviderCall
 from engine.node import NodeStatus
@@ -16,10 +18,11 @@ from tests.review.papers import scripted_reviewer
 from tests.search.agentic_helpers import LLM, agentic_config, idea_file, responder, start
 
 
-def test_a_template_run_ends_with_its_paper(tmp_path: Path) -> None:
+def test_a_template_run_ends_with_its_paper(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cfg = make_config(tmp_path, make_template(tmp_path / "tpl"), writeup={"offline": True})
     assert main(["run", str(cfg)]) == 0
     run_dir = next((tmp_path / "runs").iterdir())
+    assert f"paper: {run_dir / 'paper' / 'default' / 'paper.pdf'}\n" in capsys.readouterr().out
     j = Journal.open(run_dir, read_only=True)
     [paper] = j.in_stage("paper")
     assert paper.status == NodeStatus.GOOD and (run_dir / "paper" / "default" / "paper.pdf").is_file()

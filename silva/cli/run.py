@@ -17,12 +17,14 @@ EXIT_CODES = {"finished": 0, "budget": 0, "stuck": 1, "interrupted": 130}
 
 
 def report(console: Console, run_dir: Path, outcome: Outcome) -> int:
-    console.print(f"[bold]{outcome.status}[/bold]: {outcome.message}")
+    # soft_wrap: paths stay on one line (copyable) in logs and narrow terminals.
+    console.print(f"[bold]{outcome.status}[/bold]: {outcome.message}", soft_wrap=True)
+    for paper in sorted(run_dir.glob("paper/*/paper.pdf")):
+        console.print(f"paper: {paper}", highlight=False, soft_wrap=True)
     if outcome.status in ("interrupted", "budget", "stuck"):
-        # soft_wrap: a long run directory stays on one line (copyable) in logs and narrow terminals.
         console.print(f"results: {run_dir}\ncontinue with: silva resume {run_dir}", highlight=False, soft_wrap=True)
     else:
-        console.print(f"results: {run_dir}   (inspect: silva status {run_dir})", highlight=False)
+        console.print(f"results: {run_dir}   (inspect: silva status {run_dir})", highlight=False, soft_wrap=True)
     # 130 after SIGINT, 143 after SIGTERM: what shells and schedulers expect of a stopped job.
     return SIGNAL_EXIT_CODES.get(outcome.signal or "", EXIT_CODES[outcome.status])
 
