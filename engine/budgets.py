@@ -192,8 +192,8 @@ class ComputeMeter:
     ) -> None:
         self.journal, self.base, self.used_dollars, self.clock = journal, budgets, used_dollars, clock
         self.run_dir = journal.log.path.parent
-        self.spend = Spend.replay(journal.log.events)
-        self.budgets = effective_budgets(budgets, journal.log.events)
+        self.spend = Spend.replay(journal.log.read(COMPUTE_EVENT))
+        self.budgets = effective_budgets(budgets, journal.log.read(CHANGE_EVENT))
         self.held: dict[Handle, _Held] = {}
         self._polled = 0.0
 
@@ -364,9 +364,9 @@ def budget_lines(
     `dollar_points` are (ts, dollars) of LLM calls. The rate is taken over the last `window_s`
     of the run's activity (wall clock while it ran), so a stopped run's projection is what it
     would be on resume."""
-    events = journal.log.events
-    budgets = effective_budgets(base, events)
-    spend = Spend.replay(events)
+    events = journal.log.events  # read back from the file: only the event types needed are parsed
+    budgets = effective_budgets(base, journal.log.read(CHANGE_EVENT))
+    spend = Spend.replay(journal.log.read(COMPUTE_EVENT))
     live = journal.finished is None and journal.stop is None
     end = (now or time.time()) if live else (events[-1]["ts"] if events else 0.0)
     elapsed = journal.elapsed_s(now=end if live else None)

@@ -154,10 +154,11 @@ class Allocation:
         if self.cfg.policy != "fair" and (score is None or score not in PROGRESS_SCORES):
             raise ValueError(f"allocation {self.cfg.policy!r}: the {self.plan_.mode} mode declares no progress score")
         self.progress = PROGRESS_SCORES[score] if score is not None else None
-        for e in self.journal.log.events:  # a resumed run: decisions already made stand
-            if e["type"] == EVENT:
-                self._replay(e)
-        if not any(e["type"] == EVENT for e in self.journal.log.events):
+        made = False
+        for e in self.journal.log.read(EVENT):  # a resumed run: decisions already made stand
+            self._replay(e)
+            made = True
+        if not made:
             self._record(decision="policy", policy=self.cfg.policy, ideas=len(self.ideas),
                          eta=self.cfg.eta, min_ideas=self.cfg.min_ideas)
 
@@ -181,8 +182,8 @@ class Allocation:
 
     def _tail(self) -> None:
         """Fold new journal events into the bandit's arms (incremental: cost per event, not per run)."""
-        events = self.journal.log.events
-        for e in events[self._offset:]:
+        log = self.journal.log
+        for e in log.read("node_created", "attempt_finished", "stage_best", start=self._offset):
             kind = e["type"]
             if kind == "node_created":
                 self.node_idea[e["node"]["id"]] = e["node"].get("idea", "default")
@@ -201,7 +202,7 @@ class Allocation:
             elif kind == "stage_best" and e.get("stage") == self.plan_.first and e.get("idea") in self.arms:
                 info = self.by_name[e["idea"]]
                 self.arms[e["idea"]].baseline = info.spec.oriented(e.get("value")) if info.spec else None
-        self._offset = len(events)
+        self._offset = log.count
 
     # -- budgets ----------------------------------------------------------------------------
     def gpu_hours(self, idea: str) -> float:
@@ -250,7 +251,8 @@ class Allocation:
 
     def live(self, active: Sequence[T]) -> list[T]:
         """The active trees that may receive slots now (decisions are journaled as they are made)."""
-        self._tail()
+        if self.cfg.policy == "bandit":  # only the bandit keeps score of every result
+            self._tail()
         self.open = {t.name for t in active}
         for t in active:
             if t.name not in self.stopped:

@@ -40,7 +40,7 @@ def line(b: BudgetLine) -> str:
 
 
 def allocation_lines(journal: Journal) -> list[str]:
-    events = [e for e in journal.log.events if e["type"] == "allocation"]
+    events = list(journal.log.read("allocation"))
     if not events:
         return []
     policy = next((e["policy"] for e in events if e.get("decision") == "policy"), "fair")

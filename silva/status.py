@@ -20,6 +20,9 @@ from search.discovery.claims import status_line
 from search.stages import SUPPORT_KINDS
 
 
+MAX_STAGE_ROWS = 40
+
+
 def state_line(journal: Journal) -> str:
     if journal.finished is not None:
         return f"finished: {journal.finished['reason']}"
@@ -44,6 +47,12 @@ def render(run_dir: Path, cfg: RunConfig, journal: Journal) -> Group:
     for col in ("idea", "stage", "done", "good", "buggy", "running", "best node", f"best {spec.name if spec else ''}"):
         stages.add_column(col)
     rows = stage_rows(journal)
+    if len(rows) > MAX_STAGE_ROWS:  # a forest of a thousand ideas: its open stages, then the latest ended
+        active = [r for r in rows if not r.ended or r.running][:MAX_STAGE_ROWS]
+        ended = [r for r in rows if r.ended and not r.running]
+        shown = {id(r) for r in active + ended[len(ended) - (MAX_STAGE_ROWS - len(active)):]}
+        stages.caption = f"{len(rows) - len(shown)} more stage(s) not shown (`silva export` has every node)"
+        rows = [r for r in rows if id(r) in shown]
     for r in rows:
         stages.add_row(r.idea, r.stage, str(r.done), str(r.good), str(r.buggy), str(r.running),
                        r.best_node or "-", fmt(r.best_value))

@@ -100,9 +100,8 @@ class DiscoveryState:
 
     # -- replay ---------------------------------------------------------------------------------
     def sync(self) -> None:
-        events = self.journal.log.events
-        while self._offset < len(events):
-            self._apply(events[self._offset])
+        for e in self.journal.log.read(start=self._offset):  # streamed from the file
+            self._apply(e)
             self._offset += 1
 
     def _apply(self, e: dict[str, Any]) -> None:
@@ -178,4 +177,4 @@ class DiscoveryState:
         return done[-1].reflection.guidance() if done and done[-1].reflection else ""
 
     def last_seq(self) -> int:
-        return len(self.journal.log.events)
+        return self.journal.log.count
