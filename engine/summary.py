@@ -21,12 +21,21 @@ class StageRow:
     ended: str | None  # why the stage ended, if it did
 
 
-def stage_rows(journal: Journal) -> list[StageRow]:
+def stage_rows(journal: Journal, open_only: bool = False) -> list[StageRow]:
+    """`open_only`: just the stages not ended or with nodes in flight (what a live display
+    shows), found from the journal's indexes rather than from every stage of the run."""
     spec = journal.primary_metric
     ideas = sorted(journal.ideas) or ["default"]
+    wanted: set[tuple[str, str]] | None = None
+    if open_only:
+        wanted = {k for k in journal.stage_started if k not in journal.stage_ended}
+        wanted |= {(n.idea, n.stage) for n in journal.unfinished}
+        ideas = sorted({idea for idea, _ in wanted})
     rows = []
     for idea in ideas:
         for stage in journal.stage_names:
+            if wanted is not None and (idea, stage) not in wanted:
+                continue
             nodes = journal.in_stage(stage, idea=idea)
             if not nodes and (idea, stage) not in journal.stage_started:
                 continue

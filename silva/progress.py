@@ -106,8 +106,8 @@ class Progress:
         counts = {s: 0 for s in NodeStatus}
         for n in journal:
             counts[n.status] += 1
-        rows = stage_rows(journal)
-        forest = len({r.idea for r in rows}) > 1
+        rows = stage_rows(journal, open_only=True)
+        forest = len(journal.ideas) > 1
         parts = [
             f"{len(journal.nodes)} nodes: {counts[NodeStatus.GOOD]} good, {counts[NodeStatus.BUGGY]} buggy, "
             f"{counts[NodeStatus.RUNNING]} running"
