@@ -308,6 +308,7 @@ def main() -> None:
         row["driver"] = in_child(args.code, "driver", str(copy_run(run, args.work)), str(args.completions),
                                  str(args.slots))
         figures["sizes"][str(n)] = row
+        save(args.label, figures)  # a run cut short still leaves the sizes it measured
         print(f"{n}: {json.dumps(row)}", flush=True)
         shutil.rmtree(args.work / f"{run.name}-copy", ignore_errors=True)
     if args.big_slots:
@@ -317,12 +318,16 @@ def main() -> None:
         finally:
             shutil.rmtree(on_disk, ignore_errors=True)
         print(f"{args.big_slots} slots: {json.dumps(figures['slots'])}", flush=True)
+    save(args.label, figures)
+    print(f"wrote {RESULTS}")
+
+
+def save(label: str, figures: dict[str, Any]) -> None:
     results = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
     results["targets"] = TARGETS
-    results[args.label] = figures
+    results[label] = figures
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"wrote {RESULTS}")
 
 
 if __name__ == "__main__":
