@@ -10,7 +10,7 @@ stage: 98 nodes), so a 100k-node run has 1,020 ideas and 4,080 stages. On each:
   variants, with an executor whose experiments finish in simulated time (no processes). The run
   sits on tmpfs, so this is the driver's own cost, not the disk's.
 - (c) the same driver with 1,000 simulated slots on the largest journal, on disk, every event
-  made durable before anything is acted on (group commit: engine/executor.py `GroupCommit`).
+  made durable before anything is acted on (group commit: engine/groupcommit.py).
 Each measurement runs in its own process (clean resident memory figures).
 
     .venv/bin/python bench/bench_driver.py [--sizes 1000,10000,100000] [--completions 2000]
