@@ -18,13 +18,14 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from engine.llm import LLM, Gateway, LLMConfig, LLMError
 from engine.llm.providers.base import Provider
-from engine.llm.types import Completion, LLMRequest
+from engine.llm.types import Completion, EmbedRequest, Embeddings, LLMRequest
 
 ACTOR_RETRIES = 3  # an in-flight call to a restarting actor fails; the cache makes a retry free
 
@@ -43,6 +44,9 @@ class GatewayActor:
     async def complete(self, request: LLMRequest) -> Completion:
         return await self._gateway.acomplete(request)
 
+    async def embed(self, request: EmbedRequest) -> Embeddings:
+        return await self._gateway.aembed(request)
+
     async def close(self) -> None:
         await self._gateway.aclose()
 
@@ -55,10 +59,17 @@ class ActorTransport:
         self.handle = handle
 
     def call(self, request: LLMRequest) -> Completion:
+        return self._ask(self.handle.complete, request)
+
+    def embed(self, request: EmbedRequest) -> Embeddings:
+        return self._ask(self.handle.embed, request)
+
+    @staticmethod
+    def _ask(method: Any, request: Any) -> Any:
         attempt = 0
         while True:
             try:
-                return ray.get(self.handle.complete.remote(request))
+                return ray.get(method.remote(request))
             except RayTaskError as exc:
                 if isinstance(exc.cause, LLMError):
                     raise exc.cause from None

@@ -6,6 +6,7 @@ ledger), providers for Anthropic, OpenAI(-compatible) and scripted answers.
     llm = build_gateway(cfg, run_dir, dollars, keys).client()      # in-process
     llm = actors.gateway.start_gateway_actor(cfg, run_dir, dollars, keys=keys)   # on Ray
     plan = llm.complete(messages, role="code", output_type=Plan, node_id=...)
+    vectors = llm.embed(texts)                     # role "embedding": an embedding model
 """
 
 from __future__ import annotations
@@ -27,7 +28,17 @@ from engine.llm.gateway import Gateway
 from engine.llm.ledger import LEDGER_FILE, CallRecord, render_summary, summarize
 from engine.llm.providers.base import Provider
 from engine.llm.structured import extract_code, extract_code_blocks, extract_json
-from engine.llm.types import Completion, ImagePart, LLMRequest, Message, TextPart, Usage
+from engine.llm.types import (
+    EMBEDDING_ROLE,
+    Completion,
+    EmbedRequest,
+    Embeddings,
+    ImagePart,
+    LLMRequest,
+    Message,
+    TextPart,
+    Usage,
+)
 from engine.llm.validate import resolve_keys, take_api_keys, validate_llm_config
 
 
@@ -48,6 +59,7 @@ __all__ = [
     "LLM", "Transport", "Gateway", "build_gateway", "validate_llm_config", "resolve_keys", "take_api_keys",
     "LLMConfig", "ProviderConfig", "ModelSpec", "RoleConfig", "Capabilities", "Price", "ScriptRule",
     "Message", "TextPart", "ImagePart", "Completion", "Usage", "LLMRequest", "Provider",
+    "EMBEDDING_ROLE", "EmbedRequest", "Embeddings",
     "LLMError", "LLMConfigError", "BudgetExceeded", "LLMCallError", "StructuredOutputError", "CacheMiss",
     "CallRecord", "LEDGER_FILE", "summarize", "render_summary",
     "extract_code", "extract_code_blocks", "extract_json",

@@ -7,6 +7,9 @@ a resume re-runs an interrupted node as a new attempt, and that attempt must fin
 already paid for. A deliberate retry of a failed step is a new node (a debug child), so it has a
 new identity and gets a fresh answer. `mode="replay"` reproduces a run from the cache alone (a
 miss is an error, never a silent new call).
+Embeddings are cached per text, keyed on provider, model id, requested dimensions and the text,
+without the node: a vector is a function of the text alone (no sampling), so any node, and a
+resumed run, reuses it, and a batch that adds one text to a bank pays for that text only.
 Entries are written to a temp file and renamed, so a crash never leaves a half entry.
 """
 
@@ -16,12 +19,15 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
+from engine.llm.config import ResolvedModel
 from engine.llm.providers.base import ProviderCall
-from engine.llm.types import Completion
+from engine.llm.types import CachedVector, Completion
+
+M = TypeVar("M", bound=BaseModel)
 
 CACHE_VERSION = 2  # 1 keyed on the attempt counter: its entries are never matched again
 
@@ -39,6 +45,15 @@ def cache_key(call: ProviderCall, node_id: str | None) -> str:
         "reasoning_effort": call.reasoning_effort,
         "schema": call.output_schema.model_dump(mode="json", by_alias=True) if call.output_schema else None,
     }
+    return _digest(material)
+
+
+def embedding_key(model: ResolvedModel, dimensions: int | None, text: str) -> str:
+    return _digest({"v": CACHE_VERSION, "kind": "embedding", "provider": model.provider, "model": model.model,
+                    "dimensions": dimensions, "text": text})
+
+
+def _digest(material: dict[str, Any]) -> str:
     blob = json.dumps(material, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()
 
@@ -52,21 +67,33 @@ class ResponseCache:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> Completion | None:
+        return self._read(key, Completion)
+
+    def put(self, key: str, completion: Completion) -> None:
+        self._write(key, completion)
+
+    def get_vector(self, key: str) -> CachedVector | None:
+        return self._read(key, CachedVector)
+
+    def put_vector(self, key: str, entry: CachedVector) -> None:
+        self._write(key, entry)
+
+    def _read(self, key: str, kind: type[M]) -> M | None:
         if self.mode == "off":
             return None
         path = self._path(key)
         try:
-            return Completion.model_validate_json(path.read_bytes())
+            return kind.model_validate_json(path.read_bytes())
         except FileNotFoundError:
             return None
         except ValidationError:
             return None  # an entry from an older format: treat as absent, it will be rewritten
 
-    def put(self, key: str, completion: Completion) -> None:
+    def _write(self, key: str, entry: BaseModel) -> None:
         if self.mode != "read_write":
             return
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(completion.model_dump_json())
+        tmp.write_text(entry.model_dump_json())
         os.replace(tmp, path)

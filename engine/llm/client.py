@@ -10,13 +10,15 @@ from pydantic import BaseModel
 
 from engine.llm.errors import StructuredOutputError
 from engine.llm.structured import ParseFailure, output_schema, parse_output, reask
-from engine.llm.types import Completion, LLMRequest, Message
+from engine.llm.types import EMBEDDING_ROLE, Completion, EmbedRequest, Embeddings, LLMRequest, Message
 
 T = TypeVar("T", bound=BaseModel)
 
 
 class Transport(Protocol):
     def call(self, request: LLMRequest) -> Completion: ...
+
+    def embed(self, request: EmbedRequest) -> Embeddings: ...
 
 
 class LLM:
@@ -74,6 +76,21 @@ class LLM:
                 reasks += 1
                 turns = [*turns, *reask(completion, failure)]
                 completion = ask(turns)
+
+    def embed(
+        self, texts: Sequence[str], *, role: str = EMBEDDING_ROLE, node_id: str | None = None,
+        stage: str | None = None, idea: str | None = None,
+    ) -> list[list[float]]:
+        """One vector per text, in order, from the model `role` maps to (it must have the
+        `embeddings` capability). Cached per text, so texts embedded before cost nothing.
+        Raises `BudgetExceeded` when the run's dollars are spent, `LLMConfigError` when the role
+        cannot embed."""
+        if isinstance(texts, str):
+            raise TypeError("LLM.embed takes a sequence of texts, not one string")
+        if not texts:
+            return []
+        request = EmbedRequest(texts=tuple(texts), role=role, node_id=node_id, stage=stage, idea=idea)
+        return [list(v) for v in self.transport.embed(request).vectors]
 
 
 def _as_messages(messages: str | Message | Sequence[Message]) -> list[Message]:

@@ -16,6 +16,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 ProviderKind = Literal["anthropic", "openai", "openai_compatible", "scripted"]
+# Kinds with an embeddings endpoint. Anthropic has none (it points users to third parties).
+EMBEDDING_KINDS: tuple[ProviderKind, ...] = ("openai", "openai_compatible", "scripted")
 
 
 class _Strict(BaseModel):
@@ -51,12 +53,14 @@ class ProviderConfig(_Strict):
 
 
 class Capabilities(_Strict):
+    chat: bool = True  # answers chat completions (false for embedding-only models)
+    embeddings: bool = False  # returns embedding vectors (the `embedding` role needs it)
     vision: bool = False
     tools: bool = False  # forced tool/function call usable for structured output
     json_schema: bool = False  # native JSON-schema constrained output
     reasoning: bool = False  # takes an effort setting; token limit counts hidden reasoning
     temperature: bool = True  # accepts a sampling temperature
-    context_tokens: int = Field(128_000, gt=0)
+    context_tokens: int = Field(128_000, gt=0)  # for embedding models: the limit per input text
     max_output_tokens: int = Field(8_192, gt=0)
 
 
@@ -85,6 +89,9 @@ class RoleConfig(_Strict):
     temperature: float = Field(0.7, ge=0, le=2)
     max_tokens: int = Field(4096, gt=0)
     reasoning_effort: Literal["low", "medium", "high"] | None = None
+    dimensions: int | None = Field(
+        None, gt=0, description="embedding role only: vector length asked of models that can shorten (text-embedding-3)"
+    )
 
 
 class CacheConfig(_Strict):

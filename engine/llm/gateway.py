@@ -3,7 +3,8 @@
 Per call: resolve the role, check capabilities, look in the cache, reserve against the dollar
 budget, wait for the provider's rate limits and a concurrency slot, call with a deadline, retry
 transient failures with exponential backoff and jitter (honouring Retry-After), then settle the
-budget, write the cache and append to the ledger. The same object runs in-process (tests, a
+budget, write the cache and append to the ledger. Embeddings take the same path per batch of
+texts the cache lacks (each text cached on its own). The same object runs in-process (tests, a
 single-machine run: `call` drives a private event loop thread) or inside the Ray gateway actor
 (`actors.gateway`, which awaits `acomplete` on the actor's own loop).
 """
@@ -11,27 +12,35 @@ single-machine run: `call` drives a private event loop thread) or inside the Ray
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import random
 import threading
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from engine.llm.budget import Budget
-from engine.llm.cache import ResponseCache, cache_key
+from engine.llm.cache import ResponseCache, cache_key, embedding_key
 from engine.llm.client import LLM
-from engine.llm.config import LLMConfig, ProviderConfig, resolve_model
+from engine.llm.config import EMBEDDING_KINDS, LLMConfig, Price, ProviderConfig, resolve_model
 from engine.llm.errors import BudgetExceeded, CacheMiss, LLMCallError, LLMConfigError
 from engine.llm.ledger import LEDGER_FILE, CallRecord, Ledger
-from engine.llm.providers.base import Provider, ProviderCall, ProviderError
+from engine.llm.providers.base import EmbedCall, EmbeddingProvider, Provider, ProviderCall, ProviderError
 from engine.llm.ratelimit import Limiter
-from engine.llm.types import Completion, LLMRequest, Message
+from engine.llm.types import CachedVector, Completion, EmbedRequest, Embeddings, LLMRequest, Message, Usage
 
 log = logging.getLogger(__name__)
 
 IMAGE_TOKENS = 1600  # a 1092x1092 image is about this many tokens on current vision models
+# One embeddings request holds at most this many texts and estimated tokens: below OpenAI's
+# limits (2048 inputs, 300k tokens summed) with room for the estimate's error.
+EMBED_BATCH_TEXTS = 256
+EMBED_BATCH_TOKENS = 150_000
+
+R = TypeVar("R", Completion, Embeddings)
+T = TypeVar("T")
 
 
 def estimate_tokens(messages: tuple[Message, ...], chars_per_token: float) -> int:
@@ -87,7 +96,14 @@ class Gateway:
     # -- public ------------------------------------------------------------------------------
     def call(self, request: LLMRequest) -> Completion:
         """Synchronous entry point (the `Transport` protocol of `engine.llm.client.LLM`)."""
-        future: Future[Completion] = asyncio.run_coroutine_threadsafe(self.acomplete(request), self._ensure_loop())
+        return self._run(self.acomplete(request))
+
+    def embed(self, request: EmbedRequest) -> Embeddings:
+        """Synchronous entry point for embeddings (the `Transport` protocol)."""
+        return self._run(self.aembed(request))
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._ensure_loop())
         return future.result()
 
     async def acomplete(self, request: LLMRequest) -> Completion:
@@ -114,7 +130,9 @@ class Gateway:
             raise
         dollars = 0.0
         try:
-            completion = await self._call_with_retries(call, pcfg, est_in + call.max_tokens)
+            provider = self._provider(call.model.provider)
+            completion = await self._with_retries(call.model.provider, call.model.model, call.role, pcfg,
+                                                  est_in + call.max_tokens, lambda: provider.complete(call))
             usage = completion.usage
             dollars = price.dollars(usage.input_tokens, usage.output_tokens, usage.cached_tokens)
         except Exception as exc:  # recorded whatever it is, then re-raised unchanged
@@ -127,6 +145,72 @@ class Gateway:
         self.cache.put(key, completion)
         self._record(request, call, completion, key=key)
         return completion
+
+    async def aembed(self, request: EmbedRequest) -> Embeddings:
+        """Vectors for `request.texts`, in order. Texts the cache holds cost nothing (one cache-hit
+        ledger record covers them); the others are sent in batches, each admitted by the budget,
+        rate-limited, retried, priced and recorded like a completion."""
+        call, pcfg, price = self._resolve_embed(request)
+        keys = [embedding_key(call.model, call.dimensions, t) for t in request.texts]
+        found: dict[int, CachedVector] = {}
+        for i, key in enumerate(keys):
+            if (entry := self.cache.get_vector(key)) is not None:
+                found[i] = entry
+        missing = [i for i in range(len(keys)) if i not in found]
+        batch_key = _combined(keys)
+        if found:
+            self._record_embed(request, call, key=batch_key if not missing else _combined([keys[i] for i in found]),
+                               tokens=sum(e.tokens for e in found.values()), cache_hit=True)
+        if missing and self.cache.mode == "replay":
+            self._record_embed(request, call, key=batch_key, error="cache miss in replay mode")
+            raise CacheMiss(f"replay: {len(missing)} text(s) of a {request.role!r} embeddings call (node "
+                            f"{request.node_id}) are not in the cache; the replayed run embedded something new")
+        usage, dollars, retries, latency = 0, 0.0, 0, 0.0
+        for batch in _batches(missing, [len(request.texts[i]) / 3.0 for i in missing]):
+            texts = tuple(request.texts[i] for i in batch)
+            result = await self._embed_batch(request, call, pcfg, price, texts, _combined([keys[i] for i in batch]))
+            weights = [max(1, len(t)) for t in texts]
+            for i, vector, weight in zip(batch, result.vectors, weights):
+                # The API reports tokens per request; each text's share is apportioned by length.
+                entry = CachedVector(vector=vector, tokens=round(result.usage.input_tokens * weight / sum(weights)))
+                self.cache.put_vector(keys[i], entry)
+                found[i] = entry
+            usage += result.usage.input_tokens
+            dollars += result.dollars
+            retries += result.retries
+            latency += result.latency_s
+        return Embeddings(
+            vectors=tuple(found[i].vector for i in range(len(keys))),
+            usage=Usage(input_tokens=usage), provider=call.model.provider, model=call.model.model,
+            dollars=dollars, cache_hit=not missing, latency_s=latency, retries=retries,
+        )
+
+    async def _embed_batch(self, request: EmbedRequest, call: EmbedCall, pcfg: ProviderConfig, price: Price,
+                           texts: tuple[str, ...], key: str) -> Embeddings:
+        batch = EmbedCall(model=call.model, texts=texts, role=call.role, timeout_s=call.timeout_s,
+                          dimensions=call.dimensions)
+        est = int(sum(len(t) for t in texts) / 3.0)
+        try:
+            reservation = await self.budget.reserve(price.dollars(est, 0, 0), request.role)
+        except BudgetExceeded as exc:
+            self._record_embed(request, call, key=key, error=f"budget: {exc}")
+            raise
+        provider = self._provider(call.model.provider)
+        assert isinstance(provider, EmbeddingProvider)  # checked by _resolve_embed
+        dollars = 0.0
+        try:
+            result = await self._with_retries(call.model.provider, call.model.model, call.role, pcfg, est,
+                                              lambda: provider.embed(batch))
+            dollars = price.dollars(result.usage.input_tokens, 0, 0)
+        except Exception as exc:  # recorded whatever it is, then re-raised unchanged
+            self._record_embed(request, call, key=key, error=str(exc) or type(exc).__name__)
+            raise
+        finally:
+            await self.budget.settle(reservation, dollars)
+        result = result.model_copy(update={"dollars": dollars})
+        self._record_embed(request, call, key=key, tokens=result.usage.input_tokens, dollars=dollars,
+                           latency_s=result.latency_s, retries=result.retries)
+        return result
 
     def client(self) -> LLM:
         """An `LLM` client bound to this in-process gateway."""
@@ -166,6 +250,8 @@ class Gateway:
                                  f"(configured: {', '.join(sorted(self.cfg.roles)) or 'none'})")
         model = resolve_model(self.cfg, role.model)
         caps = model.capabilities
+        if not caps.chat:
+            raise LLMConfigError(chat_caps_problem(request.role, role.model))
         n_images = sum(len(m.images) for m in request.messages)
         if n_images and not caps.vision:
             raise LLMCallError(f"role {request.role!r} sent {n_images} image(s) but model {role.model!r} has no "
@@ -187,6 +273,33 @@ class Gateway:
         )
         return call, pcfg
 
+    def _resolve_embed(self, request: EmbedRequest) -> tuple[EmbedCall, ProviderConfig, Price]:
+        role = self.cfg.roles.get(request.role)
+        if role is None:
+            raise LLMConfigError(f"no model configured for LLM role {request.role!r}; add it under llm.roles, "
+                                 "mapped to an embedding model (e.g. text-embedding-3-small)")
+        model = resolve_model(self.cfg, role.model)
+        pcfg = self.cfg.providers[model.provider]
+        if pcfg.kind not in EMBEDDING_KINDS:
+            raise LLMConfigError(embedding_kind_problem(request.role, role.model, model.provider, pcfg.kind))
+        if not model.capabilities.embeddings:
+            raise LLMConfigError(embedding_caps_problem(request.role, role.model, model.model))
+        if model.price is None:
+            raise LLMConfigError(f"model {model.name!r} ({model.model}) has no price; "
+                                 "set llm.models.<name>.price (input USD per million tokens)")
+        for i, text in enumerate(request.texts):
+            if not text.strip():
+                raise LLMCallError(f"role {request.role!r}: text {i} is empty; embeddings APIs refuse empty input")
+            if len(text) / 4.0 > model.capabilities.context_tokens:
+                raise LLMCallError(f"role {request.role!r}: text {i} of ~{int(len(text) / 4)} tokens exceeds the "
+                                   f"{model.capabilities.context_tokens}-token input limit of {role.model!r}")
+        if not isinstance(self._provider(model.provider), EmbeddingProvider):
+            # A provider passed in from Python (build_gateway(providers=...)) that cannot embed.
+            raise LLMConfigError(embedding_kind_problem(request.role, role.model, model.provider, pcfg.kind))
+        call = EmbedCall(model=model, texts=request.texts, role=request.role, timeout_s=pcfg.timeout_s,
+                         dimensions=role.dimensions)
+        return call, pcfg, model.price
+
     def _provider(self, name: str) -> Provider:
         if name not in self._providers:
             self._providers[name] = build_provider(name, self.cfg.providers[name], self._keys.get(name))
@@ -197,14 +310,14 @@ class Gateway:
             self._limiters[name] = Limiter(pcfg.rpm, pcfg.tpm, pcfg.max_concurrency)
         return self._limiters[name]
 
-    async def _call_with_retries(self, call: ProviderCall, pcfg: ProviderConfig, est_tokens: int) -> Completion:
-        name = call.model.provider
-        provider, limiter = self._provider(name), self._limiter(name, pcfg)
+    async def _with_retries(self, name: str, model_id: str, role: str, pcfg: ProviderConfig, est_tokens: int,
+                            attempt_once: Callable[[], Awaitable[R]]) -> R:
+        limiter = self._limiter(name, pcfg)
         error = ProviderError("not attempted", retryable=False)
         for attempt in range(pcfg.max_retries + 1):
             async with limiter.slot(est_tokens):
                 try:
-                    result = await asyncio.wait_for(provider.complete(call), timeout=pcfg.timeout_s)
+                    result = await asyncio.wait_for(attempt_once(), timeout=pcfg.timeout_s)
                     if limiter.tokens is not None:
                         used = result.usage.input_tokens + result.usage.output_tokens
                         limiter.tokens.give_back(max(0, est_tokens - used))
@@ -218,10 +331,10 @@ class Gateway:
             delay = self._backoff(pcfg, attempt, error.retry_after)
             if error.retry_after is not None:
                 limiter.pause(delay)
-            log.info("LLM %s/%s: %s; retry %d in %.2fs", name, call.model.model, error, attempt + 1, delay)
+            log.info("LLM %s/%s: %s; retry %d in %.2fs", name, model_id, error, attempt + 1, delay)
             await asyncio.sleep(delay)
         tries = "not retryable" if not error.retryable else f"after {pcfg.max_retries + 1} attempts"
-        raise LLMCallError(f"LLM call to provider {name!r} model {call.model.model!r} for role {call.role!r} "
+        raise LLMCallError(f"LLM call to provider {name!r} model {model_id!r} for role {role!r} "
                            f"failed ({tries}): {error}")
 
     @staticmethod
@@ -248,3 +361,47 @@ class Gateway:
             stop_reason=completion.stop_reason if completion else None,
             error=error, key=key,
         ))
+
+    def _record_embed(self, request: EmbedRequest, call: EmbedCall, *, key: str, tokens: int = 0,
+                      dollars: float = 0.0, cache_hit: bool = False, latency_s: float = 0.0, retries: int = 0,
+                      error: str | None = None) -> None:
+        self.ledger.append(CallRecord(
+            role=request.role, node_id=request.node_id, stage=request.stage, idea=request.idea,
+            provider=call.model.provider, model=call.model.model, input_tokens=tokens, dollars=dollars,
+            cache_hit=cache_hit, latency_s=latency_s, retries=retries, error=error, key=key,
+        ))
+
+
+def chat_caps_problem(role: str, model: str) -> str:
+    return (f"role {role!r} maps to model {model!r}, an embedding model (capabilities.chat is false); "
+            "map it to a chat model")
+
+
+def embedding_kind_problem(role: str, model: str, provider: str, kind: str) -> str:
+    return (f"role {role!r} maps to model {model!r} on provider {provider!r} of kind {kind}, which has no "
+            "embeddings API (Anthropic offers none); map it to an embedding model on an openai or "
+            "openai_compatible provider (e.g. text-embedding-3-small), or leave the role out to use the "
+            "offline TF-IDF fallback")
+
+
+def embedding_caps_problem(role: str, model: str, model_id: str) -> str:
+    return (f"role {role!r} maps to model {model!r} ({model_id}), which cannot embed "
+            "(capabilities.embeddings is false); map it to an embedding model such as text-embedding-3-small, "
+            "or set capabilities.embeddings: true on a model that serves embeddings")
+
+
+def _combined(keys: list[str]) -> str:
+    """One ledger key for a set of per-text keys: the same texts again give the same key."""
+    return hashlib.sha256("".join(keys).encode()).hexdigest()
+
+
+def _batches(indexes: list[int], est_tokens: list[float]) -> list[list[int]]:
+    out: list[list[int]] = []
+    size = 0.0
+    for i, tokens in zip(indexes, est_tokens):
+        if not out or len(out[-1]) == EMBED_BATCH_TEXTS or size + tokens > EMBED_BATCH_TOKENS:
+            out.append([])
+            size = 0.0
+        out[-1].append(i)
+        size += tokens
+    return out

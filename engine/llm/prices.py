@@ -10,6 +10,8 @@ from __future__ import annotations
 from engine.llm.config import Capabilities, Price
 
 _VISION_TOOLS = dict(vision=True, tools=True)
+# Embedding models: no chat, one input text may hold up to 8192 tokens, billed on input only.
+_EMBEDDING = Capabilities(chat=False, embeddings=True, temperature=False, context_tokens=8_192)
 
 DEFAULT_MODELS: dict[str, tuple[Capabilities, Price]] = {
     "claude-opus-4-5": (
@@ -54,4 +56,7 @@ DEFAULT_MODELS: dict[str, tuple[Capabilities, Price]] = {
         ),
         Price(input=1.1, output=4.4, cached_input=0.275),
     ),
+    "text-embedding-3-small": (_EMBEDDING, Price(input=0.02, output=0.0)),
+    "text-embedding-3-large": (_EMBEDDING, Price(input=0.13, output=0.0)),
+    "text-embedding-ada-002": (_EMBEDDING, Price(input=0.10, output=0.0)),
 }

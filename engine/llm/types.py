@@ -11,7 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-ROLES: tuple[str, ...] = ("code", "feedback", "selection", "vision", "writeup", "review", "ideation")
+ROLES: tuple[str, ...] = ("code", "feedback", "selection", "vision", "writeup", "review", "ideation", "embedding")
+EMBEDDING_ROLE = "embedding"  # the role `LLM.embed` asks by default; it maps to an embedding model
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -117,3 +118,33 @@ class LLMRequest(_Frozen):
     # For the ledger only: the cache identity is node + step + content, so a resumed attempt
     # finds what an earlier attempt of the same node paid for (engine/llm/cache.py).
     attempt: int = 0
+
+
+class EmbedRequest(_Frozen):
+    """Texts to embed, for a role mapped to a model with the `embeddings` capability."""
+
+    texts: tuple[str, ...] = Field(min_length=1)
+    role: str = EMBEDDING_ROLE
+    node_id: str | None = None
+    stage: str | None = None
+    idea: str | None = None
+
+
+class Embeddings(_Frozen):
+    """One vector per text, in the order of the request's texts."""
+
+    vectors: tuple[tuple[float, ...], ...]
+    usage: Usage = Usage()  # input tokens only: an embedding call has no output tokens
+    provider: str = ""
+    model: str = ""
+    dollars: float = 0.0
+    cache_hit: bool = False  # every vector came from the cache
+    latency_s: float = 0.0
+    retries: int = 0
+
+
+class CachedVector(_Frozen):
+    """One text's vector in the response cache, with its share of the tokens paid for it."""
+
+    vector: tuple[float, ...]
+    tokens: int = 0

@@ -1,8 +1,10 @@
 """Start-of-run checks: every problem an LLM config can have is reported before work is spent.
 
 Checked: roles name known roles and configured models; models name configured providers and
-have a price; token limits fit the model; the vision role can see; providers that need a key
-have it in the environment; every endpoint in use accepts a TCP connection.
+have a price; token limits fit the model; the vision role can see; the embedding role maps to a
+model that can embed on a provider with an embeddings API (never Anthropic), and the other roles
+to chat models; providers that need a key have it in the environment; every endpoint in use
+accepts a TCP connection.
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ import socket
 from collections.abc import Mapping, MutableMapping
 from urllib.parse import urlsplit
 
-from engine.llm.config import LLMConfig, ProviderConfig, resolve_model
+from engine.llm.config import EMBEDDING_KINDS, LLMConfig, ProviderConfig, resolve_model
 from engine.llm.errors import LLMConfigError
-from engine.llm.types import ROLES
+from engine.llm.types import EMBEDDING_ROLE, ROLES
 
 DEFAULT_ENDPOINTS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
 KEYED_KINDS = ("anthropic", "openai")
@@ -38,7 +40,26 @@ def _problems(cfg: LLMConfig, env: Mapping[str, str]) -> list[str]:
     for role, rc in cfg.roles.items():
         if rc.model not in cfg.models or cfg.models[rc.model].provider not in cfg.providers:
             continue
-        caps = resolve_model(cfg, rc.model).capabilities
+        model = resolve_model(cfg, rc.model)
+        caps = model.capabilities
+        if role == EMBEDDING_ROLE:
+            kind = cfg.providers[model.provider].kind
+            if kind not in EMBEDDING_KINDS:
+                problems.append(f"llm.roles.{role}: model {rc.model!r} is on provider {model.provider!r} of kind "
+                                f"{kind}, which has no embeddings API (Anthropic offers none); map the role to an "
+                                "embedding model on an openai or openai_compatible provider (e.g. "
+                                "text-embedding-3-small), or remove it to use the offline TF-IDF fallback")
+            elif not caps.embeddings:
+                problems.append(f"llm.roles.{role}: model {rc.model!r} ({model.model}) cannot embed "
+                                "(capabilities.embeddings is false); map the role to an embedding model such as "
+                                "text-embedding-3-small, or set capabilities.embeddings: true on a model that "
+                                "serves embeddings")
+            continue  # temperature and max_tokens mean nothing to an embeddings call
+        if rc.dimensions is not None:
+            problems.append(f"llm.roles.{role}: dimensions applies to the {EMBEDDING_ROLE} role only")
+        if not caps.chat:
+            problems.append(f"llm.roles.{role}: model {rc.model!r} ({model.model}) is an embedding model "
+                            "(capabilities.chat is false); map the role to a chat model")
         if rc.max_tokens > caps.max_output_tokens:
             problems.append(f"llm.roles.{role}: max_tokens {rc.max_tokens} exceeds model {rc.model!r}'s "
                             f"output limit of {caps.max_output_tokens}")

@@ -1,7 +1,8 @@
-"""A local HTTP server speaking the Anthropic Messages and OpenAI Chat Completions wire formats.
+"""A local HTTP server speaking the Anthropic Messages, OpenAI Chat Completions and OpenAI
+Embeddings wire formats.
 
-One threaded server on 127.0.0.1:0 answers both `/v1/messages` and `/v1/chat/completions`, so the
-real SDKs can be driven without network. Replies are programmable: a FIFO script of `Reply`
+One threaded server on 127.0.0.1:0 answers `/v1/messages`, `/v1/chat/completions` and
+`/v1/embeddings`, so the real SDKs can be driven without network. Replies are programmable: a FIFO script of `Reply`
 objects, then a default; faults (429 with Retry-After, 5xx, slow bodies, malformed JSON,
 truncated output) are replies like any other. An optional server-side token bucket returns 429
 when callers exceed a configured request rate, which is what the gateway benchmark runs against.
@@ -10,6 +11,7 @@ when callers exceed a configured request rate, which is what the gateway benchma
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import threading
 import time
@@ -28,7 +30,8 @@ ReplyKind = Literal["text", "json", "status", "malformed", "truncated"]
 class Reply:
     kind: ReplyKind = "text"
     text: str = "ok"
-    data: dict[str, Any] | None = None  # for kind="json": answered as tool call or JSON text
+    # kind="json": answered as tool call or JSON text; on /v1/embeddings, the whole response body
+    data: dict[str, Any] | None = None
     status: int = 200
     retry_after: str | None = None
     delay_s: float = 0.0
@@ -148,8 +151,17 @@ class FakeLLMServer:
             return _error(reply.status, f"scripted {reply.status}", extra)
         if reply.kind == "malformed":
             return 200, {"content-type": "application/json"}, b'{"id": "msg_1", "content": [ {"ty'
+        if path.endswith("/embeddings"):
+            if body.get("encoding_format") != "float":
+                return _error(400, "this fake server only speaks encoding_format=float")
+            payload = reply.data if reply.kind == "json" else _embeddings_body(body, reply)
+            return 200, {"content-type": "application/json"}, json.dumps(payload).encode()
         build = _anthropic_body if path.endswith("/messages") else _openai_body
         return 200, {"content-type": "application/json"}, json.dumps(build(body, reply)).encode()
+
+    @property
+    def embedding_requests(self) -> list[Recorded]:
+        return [r for r in self.requests if r.path.endswith("/embeddings")]
 
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
@@ -241,6 +253,26 @@ def _openai_body(req: dict[str, Any], reply: Reply) -> dict[str, Any]:
             "total_tokens": inp + out,
             "prompt_tokens_details": {"cached_tokens": cached},
         },
+    }
+
+
+def fake_vector(text: str, dims: int = 8) -> list[float]:
+    """The vector the fake server returns for `text`: bytes of its SHA-256, scaled to [0, 1]."""
+    digest = hashlib.sha256(text.encode()).digest() * (dims // 32 + 1)
+    return [b / 255 for b in digest[:dims]]
+
+
+def _embeddings_body(req: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    texts = [req["input"]] if isinstance(req["input"], str) else list(req["input"])
+    dims = int(req.get("dimensions") or 8)
+    data = [{"object": "embedding", "index": i, "embedding": fake_vector(t, dims)} for i, t in enumerate(texts)]
+    # Reversed, each with its index: a client that trusts position rather than `index` is caught.
+    data.reverse()
+    return {
+        "object": "list",
+        "data": data,
+        "model": req.get("model", "fake"),
+        "usage": {"prompt_tokens": reply.usage[0], "total_tokens": reply.usage[0]},
     }
 
 

@@ -66,3 +66,25 @@ def test_budget_stop_reaches_workers_as_budget_exceeded(
         ray.kill(llm.transport.handle)
     assert "budget of $0.00 is spent" in message
     assert fake.requests == []
+
+
+def test_embeddings_go_through_the_actor(fake: FakeLLMServer, tmp_path: Path, ray_cluster: None) -> None:
+    import ray
+
+    from actors.gateway import start_gateway_actor
+    from engine.llm import Capabilities, Price
+    from tests.llm.fake_servers import fake_vector
+
+    def worker_embed(llm: LLM, texts: list[str]) -> list[list[float]]:
+        return llm.embed(texts, node_id="n1")
+
+    cfg = make_cfg("openai", fake.url, caps=Capabilities(chat=False, embeddings=True),
+                   price=Price(input=1.0, output=0.0), roles={"embedding": {"model": "m"}})
+    llm = start_gateway_actor(cfg, tmp_path, None, keys={"p": TEST_KEY})
+    try:
+        vectors = ray.get(ray.remote(num_cpus=0.1)(worker_embed).remote(llm, ["a", "b"]), timeout=60)
+    finally:
+        ray.kill(llm.transport.handle)
+    assert vectors == [fake_vector("a"), fake_vector("b")]
+    assert [r.body["input"] for r in fake.requests] == [["a", "b"]]
+    assert summarize(tmp_path)["by_role"]["embedding"]["calls"] == 1

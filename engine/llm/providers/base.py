@@ -7,10 +7,10 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from engine.llm.config import ResolvedModel
-from engine.llm.types import Completion, Message, OutputSchema, TextPart
+from engine.llm.types import Completion, Embeddings, Message, OutputSchema, TextPart
 
 
 @dataclass(frozen=True)
@@ -27,10 +27,28 @@ class ProviderCall:
     output_schema: OutputSchema | None = None
 
 
+@dataclass(frozen=True)
+class EmbedCall:
+    """One embeddings request (a batch of texts the cache did not have), resolved by the gateway."""
+
+    model: ResolvedModel
+    texts: tuple[str, ...]
+    role: str
+    timeout_s: float
+    dimensions: int | None = None
+
+
 class Provider(Protocol):
     async def complete(self, call: ProviderCall) -> Completion: ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class EmbeddingProvider(Protocol):
+    """A provider with an embeddings endpoint (OpenAI, OpenAI-compatible, scripted)."""
+
+    async def embed(self, call: EmbedCall) -> Embeddings: ...
 
 
 class ProviderError(Exception):

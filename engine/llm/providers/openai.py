@@ -1,14 +1,21 @@
-"""OpenAI Chat Completions through the `openai` SDK; also any OpenAI-compatible endpoint by base URL
-(vLLM, Ollama, a LiteLLM proxy, OpenRouter)."""
+"""OpenAI Chat Completions and Embeddings through the `openai` SDK; also any OpenAI-compatible
+endpoint by base URL (vLLM, Ollama, a LiteLLM proxy, OpenRouter)."""
 
 from __future__ import annotations
 
 import json
+import math
 import time
 from typing import Any
 
-from engine.llm.providers.base import ProviderCall, ProviderError, classify_sdk_error, with_schema_instruction
-from engine.llm.types import Completion, ImagePart, Message, StopReason, Usage
+from engine.llm.providers.base import (
+    EmbedCall,
+    ProviderCall,
+    ProviderError,
+    classify_sdk_error,
+    with_schema_instruction,
+)
+from engine.llm.types import Completion, Embeddings, ImagePart, Message, StopReason, Usage
 
 _STOP: dict[str, StopReason] = {
     "stop": "end",
@@ -112,5 +119,52 @@ class OpenAIProvider:
             latency_s=time.monotonic() - start,
         )
 
+    async def embed(self, call: EmbedCall) -> Embeddings:
+        start = time.monotonic()
+        # encoding_format="float": the SDK otherwise asks for base64, which several compatible
+        # servers do not implement, and decodes it to float32.
+        params: dict[str, Any] = {"model": call.model.model, "input": list(call.texts),
+                                  "encoding_format": "float", "timeout": call.timeout_s}
+        if call.dimensions is not None:
+            params["dimensions"] = call.dimensions
+        try:
+            resp = await self._client.embeddings.create(**params)
+        except Exception as exc:  # classified: the gateway decides whether to retry
+            raise classify_sdk_error(exc, self._sdk) from exc
+        usage = getattr(resp, "usage", None)
+        return Embeddings(
+            vectors=_vectors(resp, len(call.texts)),
+            usage=Usage(input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0)),
+            provider=self.name,
+            model=call.model.model,
+            latency_s=time.monotonic() - start,
+        )
+
     async def aclose(self) -> None:
         await self._client.close()
+
+
+def _vectors(resp: Any, expected: int) -> tuple[tuple[float, ...], ...]:
+    """The response's vectors ordered by `index`, checked: one per input, same length, finite.
+
+    The SDK builds response objects without validating them, so a body that is JSON but not an
+    embeddings list gets here; it is reported as malformed (retryable, like an unparsable body)."""
+    data = getattr(resp, "data", None)
+    if not isinstance(data, list) or len(data) != expected:
+        got = len(data) if isinstance(data, list) else type(data).__name__
+        raise ProviderError(f"malformed embeddings response: expected {expected} vectors, got {got}", retryable=True)
+    by_index: dict[int, tuple[float, ...]] = {}
+    for item in data:
+        index, vector = getattr(item, "index", None), getattr(item, "embedding", None)
+        if not isinstance(index, int) or not isinstance(vector, list) or not vector:
+            raise ProviderError("malformed embeddings response: an item lacks an integer index or a vector list",
+                                retryable=True)
+        if not all(isinstance(x, (int, float)) and math.isfinite(x) for x in vector):
+            raise ProviderError(f"malformed embeddings response: vector {index} holds non-numbers", retryable=True)
+        by_index[index] = tuple(float(x) for x in vector)
+    if sorted(by_index) != list(range(expected)):
+        raise ProviderError(f"malformed embeddings response: indexes {sorted(by_index)} are not 0..{expected - 1}",
+                            retryable=True)
+    if len({len(v) for v in by_index.values()}) != 1:
+        raise ProviderError("malformed embeddings response: vectors of different lengths", retryable=True)
+    return tuple(by_index[i] for i in range(expected))

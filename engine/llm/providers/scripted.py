@@ -1,20 +1,25 @@
 """A provider that answers by rule or by function: tests and offline demos, no network, no key.
 
 Token usage is synthetic (about four characters a token) so accounting, budgets and rate limits
-behave as they would with a real model.
+behave as they would with a real model. Embeddings are a hashed bag of words: deterministic in
+every process (blake2b, not Python's salted `hash`), so texts sharing words are close.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+import math
 import re
 import time
 from collections.abc import Callable, Sequence
 
 from engine.llm.config import ScriptRule
-from engine.llm.providers.base import ProviderCall
-from engine.llm.types import Completion, Message, Usage
+from engine.llm.providers.base import EmbedCall, ProviderCall
+from engine.llm.types import Completion, Embeddings, Message, Usage
+
+EMBED_DIMENSIONS = 256  # when the role asks for no `dimensions`
 
 ScriptFn = Callable[[ProviderCall], str]
 
@@ -39,6 +44,7 @@ class ScriptedProvider:
         self._default = default
         self._delay_s = delay_s
         self.calls: list[ProviderCall] = []
+        self.embed_calls: list[EmbedCall] = []
 
     def _answer(self, call: ProviderCall) -> str:
         last_user = last_user_text(call.messages)
@@ -76,8 +82,32 @@ class ScriptedProvider:
             latency_s=time.monotonic() - start,
         )
 
+    async def embed(self, call: EmbedCall) -> Embeddings:
+        start = time.monotonic()
+        self.embed_calls.append(call)
+        if self._delay_s:
+            await asyncio.sleep(self._delay_s)
+        dims = call.dimensions or EMBED_DIMENSIONS
+        return Embeddings(
+            vectors=tuple(hashed_bag_of_words(t, dims) for t in call.texts),
+            usage=Usage(input_tokens=sum(_tokens(t) for t in call.texts)),
+            provider=self.name,
+            model=call.model.model,
+            latency_s=time.monotonic() - start,
+        )
+
     async def aclose(self) -> None:
         return None
+
+
+def hashed_bag_of_words(text: str, dims: int) -> tuple[float, ...]:
+    """Each lower-cased word adds +-1 at a hashed position; the vector is L2-normalised."""
+    vec = [0.0] * dims
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "big")
+        vec[h % dims] += 1.0 if (h >> 63) & 1 else -1.0
+    norm = math.sqrt(sum(x * x for x in vec))
+    return tuple(x / norm for x in vec) if norm else tuple(vec)
 
 
 def last_user_text(messages: Sequence[Message]) -> str:
