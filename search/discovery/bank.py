@@ -1,8 +1,9 @@
 """Claim embeddings, novelty against a bank, and pruning the bank to K by greedy max-min distance.
 
-Embeddings are offline TF-IDF (scikit-learn) of each claim's statement and variables. Any object
-with `embed(texts) -> array (n, d)` can stand in (the `Embedder` protocol): the LLM gateway has
-no embeddings call yet, so TF-IDF is what runs today.
+Each claim is embedded from its statement and variables. Any object with `embed(texts) -> array
+(n, d)` can stand in (the `Embedder` protocol). With an `embedding` role in the LLM config the
+vectors come from the LLM gateway (`GatewayEmbedder`: an OpenAI or OpenAI-compatible embedding
+model, accounted, cached per text); without one, offline TF-IDF (scikit-learn) is used.
 """
 
 from __future__ import annotations
@@ -12,9 +13,21 @@ from typing import Protocol
 
 import numpy as np
 
+from engine.llm import EMBEDDING_ROLE, LLM, BudgetExceeded, LLMConfig, LLMError
+
 
 class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class HasHypothesis(Protocol):
+    statement: str
+    variables: list[str]
+
+
+def claim_text(h: HasHypothesis) -> str:
+    """What is embedded for a claim: its statement and the variables it uses."""
+    return f"{h.statement} {' '.join(h.variables)}"
 
 
 class TfidfEmbedder:
@@ -30,6 +43,51 @@ class TfidfEmbedder:
         except ValueError:  # only stop words or empty strings: every text is alike
             return np.ones((len(texts), 1))
         return np.asarray(matrix.todense())
+
+
+class GatewayEmbedder:
+    """Vectors from `LLM.embed` for the `embedding` role, attributed in the ledger to a node.
+
+    A call that fails for good (retries exhausted, a malformed answer) is answered by TF-IDF for
+    that call, and `fallback` says why: novelty and bank diversity guide the search, they are not
+    worth a failed node. A spent budget is no such failure: `BudgetExceeded` propagates, so the
+    run stops cleanly as it does for any other call.
+    """
+
+    def __init__(self, llm: LLM, *, node_id: str | None = None, stage: str | None = None,
+                 idea: str | None = None) -> None:
+        self.llm, self.node_id, self.stage, self.idea = llm, node_id, stage, idea
+        self.fallback = ""
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 1))
+        try:
+            vectors = self.llm.embed(list(texts), node_id=self.node_id, stage=self.stage, idea=self.idea)
+        except BudgetExceeded:
+            raise
+        except LLMError as e:
+            self.fallback = f"embeddings call failed, TF-IDF used: {str(e)[:500]}"
+            return TfidfEmbedder().embed(texts)
+        return np.asarray(vectors, dtype=float)
+
+
+def has_embedding_role(llm_cfg: LLMConfig | None) -> bool:
+    """True when the run's LLM config maps the `embedding` role (so the gateway embeds)."""
+    return llm_cfg is not None and EMBEDDING_ROLE in llm_cfg.roles
+
+
+def make_embedder(llm: LLM | None, use_gateway: bool, *, node_id: str | None = None, stage: str | None = None,
+                  idea: str | None = None) -> GatewayEmbedder | TfidfEmbedder:
+    """The gateway's embeddings when an embedding role is configured, else offline TF-IDF."""
+    if use_gateway and llm is not None:
+        return GatewayEmbedder(llm, node_id=node_id, stage=stage, idea=idea)
+    return TfidfEmbedder()
+
+
+def fallback_reason(embedder: Embedder) -> str:
+    """Why TF-IDF answered instead of the gateway ("" when it did not)."""
+    return embedder.fallback if isinstance(embedder, GatewayEmbedder) else ""
 
 
 def cosine_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -27,7 +27,7 @@ from engine.llm import LLM, BudgetExceeded, LLMError, Message
 from engine.node import AttemptResult, BudgetRefusal, ExecSummary, MetricValue
 from engine.outcome import Outcome
 from sandbox.base import Limits, get_provider, kept_artifacts, workspace_file
-from search.discovery.bank import TfidfEmbedder, novelty
+from search.discovery.bank import Embedder, claim_text, fallback_reason, make_embedder, novelty
 from search.discovery.evidence import MAX_RESULT_BYTES, Hypothesis, TestOutcome
 from search.discovery.prompts import SYSTEM, Reflection, ScoredHypothesis, SeedCandidates, vision_prompt
 from search.operators.evaluate import png_bytes
@@ -37,6 +37,7 @@ STATS_SOURCE = (Path(__file__).parent / STATS_MODULE).read_bytes()
 CODE_FILE, RESULT_FILE = "hypothesis.py", "silva_test.json"
 DATA_IN_WORKSPACE = "data/data.parquet"
 PROPOSING_KINDS = ("hypothesis", "seed", "refine")
+BANK_KINDS = ("seed", "refine")  # ExperiGen's: their claims may enter the bank
 
 
 class DiscoveryOutcome(Outcome):
@@ -51,6 +52,7 @@ class DiscoveryOutcome(Outcome):
     reflection: Reflection | None = None
     candidates: list[dict[str, Any]] = []  # seed: every candidate with plausibility, novelty, score
     llm_calls: int = 0
+    embedding_fallback: str = ""  # why TF-IDF stood in for the gateway's embeddings, if it did
 
 
 @dataclass
@@ -72,6 +74,7 @@ class DiscoveryJob:
     vision: bool = False
     bank_texts: list[str] = field(default_factory=list)
     novelty_weight: float = 1.0
+    embed_with_gateway: bool = False  # an `embedding` role is configured: LLM.embed, not TF-IDF
     sandbox_options: dict[str, Any] = field(default_factory=dict)
 
     def run(self, gpu_ids: Sequence[int]) -> AttemptResult:
@@ -115,11 +118,20 @@ class DiscoveryJob:
                                  attempt=self.attempt)
 
     def _propose(self, out: DiscoveryOutcome) -> Hypothesis | None:
-        if self.kind != "seed":
-            return self._ask(Hypothesis, "code", out)  # type: ignore[no-any-return]
+        embedder = make_embedder(self.llm, self.embed_with_gateway, node_id=self.node_id, stage=self.stage,
+                                 idea=self.idea)
+        hypothesis = self._seed(out, embedder) if self.kind == "seed" else self._ask(Hypothesis, "code", out)
+        if self.kind in BANK_KINDS and self.embed_with_gateway:
+            # An ExperiGen claim may enter the bank: its vector, cached now, spares the driver a
+            # network call when it prunes the bank (a seed's is usually cached already: a free hit).
+            embedder.embed([claim_text(hypothesis)])
+        out.embedding_fallback = fallback_reason(embedder)
+        return hypothesis
+
+    def _seed(self, out: DiscoveryOutcome, embedder: Embedder) -> Hypothesis:
         seeds: SeedCandidates = self._ask(SeedCandidates, "code", out)
-        texts = [_claim_text(c) for c in seeds.candidates]
-        novel = novelty(texts, self.bank_texts, TfidfEmbedder())
+        texts = [claim_text(c) for c in seeds.candidates]
+        novel = novelty(texts, self.bank_texts, embedder)
         scored = [(c.plausibility + self.novelty_weight * nv, i) for i, (c, nv) in enumerate(zip(seeds.candidates, novel))]
         best = max(scored)[1]
         out.candidates = [
@@ -168,10 +180,6 @@ def _validate(raw: bytes, out: DiscoveryOutcome) -> TestOutcome | None:
     except (ValueError, ValidationError) as e:
         out.error = f"{RESULT_FILE} is invalid: {str(e)[:500]}"
         return None
-
-
-def _claim_text(h: Hypothesis) -> str:
-    return f"{h.statement} {' '.join(h.variables)}"
 
 
 def _kept(ws: Path, path: str) -> bool:

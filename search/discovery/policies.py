@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from engine.node import Node
 from search.discovery import gates
-from search.discovery.bank import TfidfEmbedder, prune_max_min
+from search.discovery.bank import claim_text, fallback_reason, prune_max_min
 from search.discovery.job import DiscoveryJob
 from search.discovery.prompts import hypothesis_prompt, refine_prompt, seed_prompt
 from search.discovery.state import Record
@@ -105,8 +105,7 @@ class ExperiGen:
         ctx = self.s.context(seq, int(node.params["iteration"]), self.d.history)
         if node.kind == "seed":
             bank = [st.records[i] for i in st.bank(seq)]
-            job.bank_texts = [f"{r.hypothesis.statement} {' '.join(r.hypothesis.variables)}"
-                              for r in bank if r.hypothesis]
+            job.bank_texts = [claim_text(r.hypothesis) for r in bank if r.hypothesis]
             job.prompt = seed_prompt(ctx, [self.s.tested(r, seq) for r in bank if r.hypothesis],
                                      self.d.seed_candidates)
             return
@@ -141,9 +140,12 @@ class ExperiGen:
     def _enter_bank(self, best: str) -> None:
         st = self.s.state
         ids = [*st.bank(), best]
-        texts = [f"{h.statement} {' '.join(h.variables)}" for h in (st.records[i].hypothesis for i in ids) if h]
-        kept = prune_max_min(ids, texts, self.d.bank_capacity, TfidfEmbedder(), keep_first=best)
-        self.s.record("bank_updated", added=best, bank=kept, pruned=[i for i in ids if i not in kept])
+        texts = [claim_text(h) for h in (st.records[i].hypothesis for i in ids) if h]
+        embedder = self.s.embedder(best)
+        kept = prune_max_min(ids, texts, self.d.bank_capacity, embedder, keep_first=best)
+        fallback = fallback_reason(embedder)
+        self.s.record("bank_updated", added=best, bank=kept, pruned=[i for i in ids if i not in kept],
+                      **({"embedding_fallback": fallback} if fallback else {}))
 
     def confirms(self, rec: Record) -> bool:
         return rec.chain is not None and self.s.state.ended_chains.get(rec.chain) == rec.id

@@ -24,6 +24,7 @@ from engine.node import Node
 from sandbox.base import Limits
 from search.config import SearchSettings
 from search.discovery import gates
+from search.discovery.bank import Embedder, has_embedding_role, make_embedder
 from search.discovery.claims import Claim, ClaimStore, counts
 from search.discovery.config import DiscoveryConfig
 from search.discovery.data import HELDOUT, TRAIN, Split, describe, load_prior, make_split, read_table
@@ -41,6 +42,7 @@ class DiscoveryStrategy:
         from search.discovery.policies import make_policy
 
         self.cfg, self.dcfg, self.journal, self.llm, self.vision = cfg, dcfg, journal, llm, vision
+        self.embed_with_gateway = has_embedding_role(cfg.llm)
         self.run_dir = journal.log.path.parent
         seed = dcfg.split_seed if dcfg.split_seed is not None else cfg.seed
         self.split: Split = make_split(self.run_dir, journal, dcfg.data, fraction=dcfg.heldout_fraction, seed=seed,
@@ -74,7 +76,7 @@ class DiscoveryStrategy:
             data_file=self.split.table(part),
             images_dir=self.split.images(part) if self.dcfg.image_column else None,
             llm=None if node.kind == "heldout" else self.llm, vision=self.vision,
-            novelty_weight=self.dcfg.novelty_weight,
+            novelty_weight=self.dcfg.novelty_weight, embed_with_gateway=self.embed_with_gateway,
         )
         seq = int(node.params.get("context_seq", self.state.last_seq()))
         if node.kind == "heldout":
@@ -100,6 +102,11 @@ class DiscoveryStrategy:
         self.state.sync()
         self.write_store()
         return Finish("complete", reason)
+
+    def embedder(self, node_id: str) -> Embedder:
+        """Embeddings on the driver (bank pruning), attributed to `node_id` in the ledger."""
+        node = self.journal.nodes[node_id]
+        return make_embedder(self.llm, self.embed_with_gateway, node_id=node_id, stage=node.stage, idea=node.idea)
 
     # -- absorbing finished nodes ---------------------------------------------------------------
     def _open(self) -> list[Node]:
