@@ -25,7 +25,11 @@ class TopicConfig(Strict):
     reflections: int = Field(2, ge=0, description="rounds in which the LLM criticises and improves each idea")
     novelty_rounds: int = Field(3, ge=1, description="literature queries per idea before the novelty decision")
     papers_per_query: int = Field(8, ge=1, le=100)
-    max_similarity: float = Field(0.8, gt=0, le=1, description="an idea this similar to an archived one is a duplicate")
+    max_similarity: float = Field(
+        0.8, gt=0, le=1,
+        description="an idea this similar (cosine) to an archived one is a duplicate; embedding models place "
+                    "unrelated texts closer than TF-IDF does, so a topic with an embedding role wants a higher value",
+    )
     seed: int = 0
     llm: LLMConfig
     literature: LiteratureConfig = Field(default_factory=LiteratureConfig)

@@ -17,7 +17,7 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from engine.errors import ConfigError
-from engine.llm import LLM, Message
+from engine.llm import EMBEDDING_ROLE, LLM, Message
 from engine.node import MetricSpec
 from search.idea import Idea
 from silva.ideation.archive import Archive, IdeaRecord, Novelty, NoveltyRound, Scores
@@ -93,6 +93,8 @@ class Ideator:
 
             self.fixed_metrics = list(Template.load(cfg.template).spec.metrics)
         self.context = template_context(cfg.template) if cfg.template is not None else ""
+        # Duplicates are judged on the gateway's embeddings when the topic maps an embedding role.
+        self.embedder = llm if EMBEDDING_ROLE in cfg.llm.roles else None
 
     def ask(self, step: str, body: str, output: type[T]) -> T:
         return self.llm.complete([Message.system(SYSTEM), Message.user(f"[silva-ideation] step={step}\n{body}")],
@@ -122,10 +124,11 @@ class Ideator:
         common = {"name": idea.name, "idea": dump, "scores": scores, "parents": [p.name for p in parents],
                   "template": str(self.cfg.template) if self.cfg.template else None}
         others = [r for r in self.archive.records if r.status != "duplicate"]
-        closest = most_similar(idea_text(dump), [idea_text(r.idea) for r in others])
+        closest = most_similar(idea_text(dump), [idea_text(r.idea) for r in others], self.embedder)
         if closest is not None and closest[1] >= self.cfg.max_similarity:
             twin = others[closest[0]]
-            novelty = Novelty(verdict="duplicate", reason=f"text similarity {closest[1]:.2f} to {twin.name} "
+            method = "embedding" if self.embedder is not None else "TF-IDF"
+            novelty = Novelty(verdict="duplicate", reason=f"{method} similarity {closest[1]:.2f} to {twin.name} "
                               f"(threshold {self.cfg.max_similarity})")
             record = IdeaRecord(**common, status="duplicate", novelty=novelty, duplicate_of=twin.name,
                                 similarity=closest[1])
