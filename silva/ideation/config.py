@@ -27,8 +27,8 @@ class TopicConfig(Strict):
     papers_per_query: int = Field(8, ge=1, le=100)
     max_similarity: float = Field(
         0.8, gt=0, le=1,
-        description="an idea this similar (cosine) to an archived one is a duplicate; embedding models place "
-                    "unrelated texts closer than TF-IDF does, so a topic with an embedding role wants a higher value",
+        description="an idea this similar (cosine) to an archived one is a duplicate; TF-IDF and embedding "
+                    "models put cosines on different scales, so set it for the one in use",
     )
     seed: int = 0
     llm: LLMConfig
