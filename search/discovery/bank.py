@@ -13,7 +13,7 @@ from typing import Protocol
 
 import numpy as np
 
-from engine.llm import EMBEDDING_ROLE, LLM, BudgetExceeded, LLMConfig, LLMError
+from engine.llm import EMBEDDING_ROLE, LLM, BudgetExceeded, CacheMiss, LLMConfig, LLMError
 
 
 class Embedder(Protocol):
@@ -50,13 +50,15 @@ class GatewayEmbedder:
 
     A call that fails for good (retries exhausted, a malformed answer) is answered by TF-IDF for
     that call, and `fallback` says why: novelty and bank diversity guide the search, they are not
-    worth a failed node. A spent budget is no such failure: `BudgetExceeded` propagates, so the
-    run stops cleanly as it does for any other call.
+    worth a failed node. A replay's cache miss propagates (the replay diverged), and so does a
+    spent budget in a job (`BudgetExceeded`: the run stops cleanly as for any other call); on the
+    driver (`in_driver`), where no job can hand the refusal back, a spent budget falls back too.
     """
 
     def __init__(self, llm: LLM, *, node_id: str | None = None, stage: str | None = None,
-                 idea: str | None = None) -> None:
+                 idea: str | None = None, in_driver: bool = False) -> None:
         self.llm, self.node_id, self.stage, self.idea = llm, node_id, stage, idea
+        self.in_driver = in_driver
         self.fallback = ""
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -64,8 +66,13 @@ class GatewayEmbedder:
             return np.zeros((0, 1))
         try:
             vectors = self.llm.embed(list(texts), node_id=self.node_id, stage=self.stage, idea=self.idea)
-        except BudgetExceeded:
+        except CacheMiss:
             raise
+        except BudgetExceeded as e:
+            if not self.in_driver:
+                raise
+            self.fallback = f"LLM budget spent, TF-IDF used: {str(e)[:500]}"
+            return TfidfEmbedder().embed(texts)
         except LLMError as e:
             self.fallback = f"embeddings call failed, TF-IDF used: {str(e)[:500]}"
             return TfidfEmbedder().embed(texts)
@@ -78,10 +85,10 @@ def has_embedding_role(llm_cfg: LLMConfig | None) -> bool:
 
 
 def make_embedder(llm: LLM | None, use_gateway: bool, *, node_id: str | None = None, stage: str | None = None,
-                  idea: str | None = None) -> GatewayEmbedder | TfidfEmbedder:
+                  idea: str | None = None, in_driver: bool = False) -> GatewayEmbedder | TfidfEmbedder:
     """The gateway's embeddings when an embedding role is configured, else offline TF-IDF."""
     if use_gateway and llm is not None:
-        return GatewayEmbedder(llm, node_id=node_id, stage=stage, idea=idea)
+        return GatewayEmbedder(llm, node_id=node_id, stage=stage, idea=idea, in_driver=in_driver)
     return TfidfEmbedder()
 
 

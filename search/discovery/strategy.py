@@ -106,7 +106,8 @@ class DiscoveryStrategy:
     def embedder(self, node_id: str) -> Embedder:
         """Embeddings on the driver (bank pruning), attributed to `node_id` in the ledger."""
         node = self.journal.nodes[node_id]
-        return make_embedder(self.llm, self.embed_with_gateway, node_id=node_id, stage=node.stage, idea=node.idea)
+        return make_embedder(self.llm, self.embed_with_gateway, node_id=node_id, stage=node.stage, idea=node.idea,
+                             in_driver=True)
 
     # -- absorbing finished nodes ---------------------------------------------------------------
     def _open(self) -> list[Node]:

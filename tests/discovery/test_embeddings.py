@@ -55,7 +55,7 @@ def test_bank_pruning_on_the_driver_uses_the_gateway(tmp_path: Path) -> None:
         dcfg=SimpleNamespace(bank_capacity=2),
         state=SimpleNamespace(bank=lambda: ["a", "b"], records={
             k: SimpleNamespace(hypothesis=SimpleNamespace(statement=v, variables=["x"])) for k, v in claims.items()}),
-        embedder=lambda node_id: make_embedder(gw.client(), True, node_id=node_id),
+        embedder=lambda node_id: make_embedder(gw.client(), True, node_id=node_id, in_driver=True),
         record=lambda type_, **data: recorded.append({"type": type_, **data}),
     )
     try:
@@ -98,7 +98,9 @@ def test_gateway_embedder_prunes_with_the_servers_vectors(fake: FakeLLMServer, t
         gw.close()
     spent = gateway_for(cfg, tmp_path / "spent", dollars=0.0)
     try:
-        with pytest.raises(BudgetExceeded):
+        with pytest.raises(BudgetExceeded):  # in a job: the run stops cleanly
             make_embedder(spent.client(), True).embed(["y"])
+        on_driver = make_embedder(spent.client(), True, in_driver=True)  # no job to hand the refusal back
+        assert on_driver.embed(["y", "z"]).shape[0] == 2 and "budget" in on_driver.fallback  # type: ignore[union-attr]
     finally:
         spent.close()
