@@ -165,8 +165,12 @@ class Gateway:
             self._record_embed(request, call, key=batch_key, error="cache miss in replay mode")
             raise CacheMiss(f"replay: {len(missing)} text(s) of a {request.role!r} embeddings call (node "
                             f"{request.node_id}) are not in the cache; the replayed run embedded something new")
+        same: dict[str, list[int]] = {}  # a text repeated in one request is sent once
+        for i in missing:
+            same.setdefault(keys[i], []).append(i)
+        unique = [idxs[0] for idxs in same.values()]
         usage, dollars, retries, latency = 0, 0.0, 0, 0.0
-        for batch in _batches(missing, [len(request.texts[i]) / 3.0 for i in missing]):
+        for batch in _batches(unique, [len(request.texts[i]) / 3.0 for i in unique]):
             texts = tuple(request.texts[i] for i in batch)
             result = await self._embed_batch(request, call, pcfg, price, texts, _combined([keys[i] for i in batch]))
             weights = [max(1, len(t)) for t in texts]
@@ -174,7 +178,7 @@ class Gateway:
                 # The API reports tokens per request; each text's share is apportioned by length.
                 entry = CachedVector(vector=vector, tokens=round(result.usage.input_tokens * weight / sum(weights)))
                 self.cache.put_vector(keys[i], entry)
-                found[i] = entry
+                found.update((j, entry) for j in same[keys[i]])
             usage += result.usage.input_tokens
             dollars += result.dollars
             retries += result.retries

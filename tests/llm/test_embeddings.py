@@ -157,10 +157,10 @@ def test_cache_hit_on_repeat_pays_only_new_texts(fake: FakeLLMServer, tmp_path: 
     try:
         assert resumed.client().embed(["b", "a"], node_id="other") == [original[1], original[0]]
         assert len(fake.embedding_requests) == 1  # answered from disk, whatever the node
-        grown = resumed.client().embed(["a", "b", "c"])
+        grown = resumed.client().embed(["a", "b", "c", "c"])  # a repeated text is sent once
     finally:
         resumed.close()
-    assert grown[:2] == original and grown[2] == fake_vector("c")
+    assert grown[:2] == original and grown[2] == grown[3] == fake_vector("c")
     assert [r.body["input"] for r in fake.embedding_requests] == [["a", "b"], ["c"]]
     records = read_records(tmp_path / LEDGER_FILE)
     assert [(r.cache_hit, r.dollars) for r in records] == [
