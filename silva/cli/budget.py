@@ -25,7 +25,7 @@ def budget(
     """Raise or lower the budgets of a running or stopped run."""
     from engine.budgets import CHANGE_EVENT, Spend, check_change, limit_of, parse_amount, write_request
     from engine.errors import ConfigError
-    from engine.eventlog import RunLocked
+    from engine.writerlock import RunLocked
     from engine.journal import Journal
     from engine.llm.ledger import LEDGER_FILE, read_records
     from silva import lifecycle

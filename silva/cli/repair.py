@@ -15,7 +15,8 @@ def repair(
     yes: bool = typer.Option(False, "--yes", "-y", help="write without asking"),
 ) -> int:
     """Keep every good event, move bad lines to events.jsonl.bad-<time>; asks before writing."""
-    from engine.eventlog import EVENTS_FILE, WriterLock
+    from engine.eventlog import EVENTS_FILE
+    from engine.writerlock import WriterLock
     from engine.repair import apply_repair, plan_repair
 
     if not (run_dir / EVENTS_FILE).is_file():

@@ -18,7 +18,8 @@ import pytest
 from rich.console import Console
 
 from engine.dispatch import Outcome
-from engine.eventlog import EVENTS_FILE, LOCK_FILE
+from engine.eventlog import EVENTS_FILE
+from engine.writerlock import LOCK_FILE
 from engine.journal import Journal
 from silva.cli.main import main
 from silva.cli.run import report

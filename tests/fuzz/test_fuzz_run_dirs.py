@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.eventlog import EVENTS_FILE, LOCK_FILE
+from engine.eventlog import EVENTS_FILE
+from engine.writerlock import LOCK_FILE
 from silva.cli.main import main
 from tests.engine.test_integrity import snapshot
 from tests.fuzz import strategies as fz
