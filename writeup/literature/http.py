@@ -27,7 +27,7 @@ class HttpSource:
         self._client = httpx.Client(headers=dict(headers), timeout=timeout_s, follow_redirects=True)
         self._limiter = RateLimiter(requests_per_s)
         self._max_retries = max_retries
-        self._backoff = wait_exponential_jitter(initial=backoff_s, max=60.0)
+        self._backoff = wait_exponential_jitter(multiplier=backoff_s, max=60.0)
 
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
