@@ -85,16 +85,6 @@ def _idea_metrics(journal: Journal) -> dict[str, str]:
     return out
 
 
-def _speculative(journal: Journal, node: Node, stages: list[str], stage_index: dict[str, int]) -> bool:
-    """Grown while an earlier stage of its tree was still open (replicates or aggregation running)."""
-    k = stage_index.get(node.stage, 0)
-    for stage in stages[:k]:
-        ended = journal.stage_ended.get((node.idea, stage))
-        if (node.idea, stage) in journal.stage_started and (ended is None or ended["ts"] > node.created_at):
-            return True
-    return False
-
-
 def node_revisions(journal: Journal, records: list[CallRecord]) -> dict[str, str]:
     """A token per node that changes whenever anything shown in its details changes."""
     events: dict[str, int] = defaultdict(int)
@@ -129,7 +119,7 @@ def forest_data(run_dir: Path, cfg: RunConfig, journal: Journal, records: list[C
     cols: dict[str, list[Any]] = {c: [] for c in ("id", "p", "i", "s", "k", "st", "v", "f", "r", "t")}
     for nid in ids:
         n = journal.nodes[nid]
-        flags = (BEST * (nid in best) | SPECULATIVE * _speculative(journal, n, stages, stage_index)
+        flags = (BEST * (nid in best) | SPECULATIVE * n.origin.speculative
                  | HELDOUT_CHOICE * (nid in chosen) | LOST * (nid in lost) | ROOT * (nid in roots))
         cols["id"].append(nid)
         cols["p"].append(index.get(n.parent_id, -1) if n.parent_id else -1)

@@ -104,3 +104,25 @@ def test_model_proposer_moves_toward_the_optimum() -> None:
     best_model = max(v for _, v in scored)
     best_random = max(f(s) for s in Proposer(space, seed=0, kind="sobol").propose(12, [], []))
     assert best_model >= best_random
+
+
+def test_speculative_replicates_are_journaled_and_used_when_their_node_wins(tmp_path: Path) -> None:
+    # One slot frees while the stage's other search nodes still run: it replicates the provisional best.
+    j = run(tmp_path, fixed={"sleep": 0.3}, search={"speculate": True},
+            stages={"preliminary": {"max_nodes": 1}, "hyperparameter": {"max_nodes": 4},
+                    "agenda": {"max_nodes": 3}, "ablation": {"max_nodes": 1}})
+    assert j.finished is not None and j.finished["reason"] == "all four stages complete"
+    speculative = [n for n in j if n.origin.speculative]
+    assert speculative and all(n.kind == "replication" for n in speculative)
+    for stage in STAGES:  # the aggregate uses exactly `replicates` replicates of the decided best
+        ended = j.stage_ended[("default", stage)]
+        agg = j.nodes[ended["aggregate_node_id"]]
+        assert len(agg.refs) == 1 + 2 and all(j.nodes[r].parent_id == ended["best_node_id"] for r in agg.refs[1:])
+    from silva.config import load_config
+    from silva.view.data import SPECULATIVE, forest_data
+
+    run_dir = j.log.path.parent
+    data = forest_data(run_dir, load_config(run_dir / "config.yaml", check_files=False), j, [],
+                       {n: "" for n in j.nodes}, 100)
+    flagged = {nid for nid, f in zip(data.nodes["id"], data.nodes["f"]) if f & SPECULATIVE}
+    assert flagged == {n.id for n in speculative}  # the view marks what the journal records

@@ -183,7 +183,7 @@
       return '<span><svg width="14" height="14">' + shape(data.shapes[i], 7, 7, 5, 'fill="#667085"') + "</svg> " + esc(k) + "</span>";
     }));
     legend.push('<span><svg width="16" height="16"><circle class="ring" cx="8" cy="8" r="6"/></svg> stage best</span>');
-    legend.push('<span><svg width="16" height="16"><circle class="node good spec" cx="8" cy="8" r="5"/></svg> speculative (grown before the earlier stage finished)</span>');
+    legend.push('<span><svg width="16" height="16"><circle class="node good spec" cx="8" cy="8" r="5"/></svg> speculative (started before the decision it depends on)</span>');
     if (data.heldout.length) legend.push('<span><svg width="18" height="18"><circle class="ring heldout" cx="9" cy="9" r="7"/></svg> held-out choice</span>');
     $("legend").innerHTML = legend.join("");
   }
