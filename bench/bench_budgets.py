@@ -17,7 +17,6 @@ of the budget (median with a bootstrap 95% interval over seeds).
 from __future__ import annotations
 
 import heapq
-import itertools
 import json
 import math
 import sys
@@ -33,11 +32,10 @@ import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
 from engine.attempt import ExperimentJob  # noqa: E402
-from engine.config import Resources  # noqa: E402
-from engine.executor import Handle, Job, JobDone  # noqa: E402
-from engine.node import AttemptResult, MetricValue  # noqa: E402
+from engine.node import MetricValue  # noqa: E402
 from silva import lifecycle  # noqa: E402
 from silva.config import load_config  # noqa: E402
+from tests.budgets.support import VirtualClockExecutor  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "budgets.json"
 IDEAS = 32
@@ -81,38 +79,21 @@ def true_quality(p: dict[str, Any]) -> float:
     return 0.5 + p["gain"] * tune + (p["bonus"] if p["method"] else 0.0) - (0.01 if p["ab"] else 0.0)
 
 
-class SimExecutor:
-    """No processes: a virtual clock; a job's result comes back when its drawn duration is over."""
+class SimExecutor(VirtualClockExecutor):
+    """Experiments take lognormal hours; they score the idea's true quality plus noise."""
+
+    support_s = 36.0  # 0.01 h
 
     def __init__(self, seed: int) -> None:
+        super().__init__()
         self.rng = np.random.default_rng(seed)
-        self.now = 1.0e9  # virtual epoch seconds
-        self.pending: dict[Handle, tuple[float, float, Job]] = {}
-        self.ids = itertools.count()
 
-    def submit(self, job: Job, resources: Resources) -> Handle:
-        handle = next(self.ids)
-        hours = float(self.rng.lognormal(math.log(MEDIAN_H), SIGMA)) if isinstance(job, ExperimentJob) else 0.01
-        self.pending[handle] = (self.now, self.now + hours * 3600, job)
-        return handle
+    def duration_s(self, job: ExperimentJob) -> float:
+        return float(self.rng.lognormal(math.log(MEDIAN_H), SIGMA)) * 3600
 
-    def wait(self, handles: Sequence[Handle], timeout: float) -> JobDone | None:
-        if not handles:
-            return None
-        handle = min(handles, key=lambda h: self.pending[h][1])
-        start, end, job = self.pending.pop(handle)
-        self.now = max(self.now, end)
-        result = AttemptResult(status="good", started_at=start, finished_at=end, worker="sim")
-        if isinstance(job, ExperimentJob):
-            score = true_quality(job.params) + float(self.rng.normal(0, NOISE))
-            result.metrics = [MetricValue(name="score", value=score, direction="maximize")]
-        return JobDone(handle, result)
-
-    def cancel(self, handle: Handle) -> None:
-        self.pending.pop(handle, None)
-
-    def shutdown(self) -> None:
-        pass
+    def metrics(self, job: ExperimentJob) -> list[MetricValue]:
+        score = true_quality(job.params) + float(self.rng.normal(0, NOISE))
+        return [MetricValue(name="score", value=score, direction="maximize")]
 
 
 def config(root: Path, seed: int, policy: str, variants: list[dict[str, Any]], budget: float) -> Path:

@@ -14,18 +14,27 @@ from engine.node import AttemptResult, MetricValue
 from tests.helpers import make_config, make_template
 
 
-class VirtualExecutor:
-    """Each experiment takes `hours` of virtual time; its score is the template's quadratic."""
+class VirtualClockExecutor:
+    """No processes: a virtual clock; a job's result comes back when its duration is over.
+    Subclasses say how long an experiment takes and what it scores."""
 
-    def __init__(self, hours: float = 1.0) -> None:
-        self.hours, self.now = hours, 1.0e9
+    support_s = 1.0  # virtual seconds of a job that is not an experiment (aggregation, selection)
+
+    def __init__(self) -> None:
+        self.now = 1.0e9  # virtual epoch seconds
         self.pending: dict[Handle, tuple[float, float, Job]] = {}
         self.ids = itertools.count()
         self.submitted: list[tuple[float, str]] = []  # (virtual time, node id)
 
+    def duration_s(self, job: ExperimentJob) -> float:
+        raise NotImplementedError
+
+    def metrics(self, job: ExperimentJob) -> list[MetricValue]:
+        raise NotImplementedError
+
     def submit(self, job: Job, resources: Resources) -> Handle:
         handle = next(self.ids)
-        took = self.hours * 3600 if isinstance(job, ExperimentJob) else 1.0
+        took = self.duration_s(job) if isinstance(job, ExperimentJob) else self.support_s
         self.pending[handle] = (self.now, self.now + took, job)
         self.submitted.append((self.now, job.node_id))
         return handle
@@ -38,9 +47,7 @@ class VirtualExecutor:
         self.now = max(self.now, end)
         result = AttemptResult(status="good", started_at=start, finished_at=end)
         if isinstance(job, ExperimentJob):
-            p = job.params
-            score = p.get("quality", 0.0) + 1.0 - (p["x"] - 0.3) ** 2 + (0.05 if p["method"] else 0.0)
-            result.metrics = [MetricValue(name="score", value=score), MetricValue(name="cost", value=1.0)]
+            result.metrics = self.metrics(job)
         return JobDone(handle, result)
 
     def cancel(self, handle: Handle) -> None:
@@ -48,6 +55,22 @@ class VirtualExecutor:
 
     def shutdown(self) -> None:
         pass
+
+
+class VirtualExecutor(VirtualClockExecutor):
+    """Each experiment takes `hours` of virtual time; its score is the template's quadratic."""
+
+    def __init__(self, hours: float = 1.0) -> None:
+        super().__init__()
+        self.hours = hours
+
+    def duration_s(self, job: ExperimentJob) -> float:
+        return self.hours * 3600
+
+    def metrics(self, job: ExperimentJob) -> list[MetricValue]:
+        p = job.params
+        score = p.get("quality", 0.0) + 1.0 - (p["x"] - 0.3) ** 2 + (0.05 if p["method"] else 0.0)
+        return [MetricValue(name="score", value=score), MetricValue(name="cost", value=1.0)]
 
 
 def forest_config(tmp: Path, n: int = 4, **overrides: Any) -> Path:
