@@ -3,8 +3,11 @@
 - `fair` (default): every live idea gets an equal share of the slots; an idea that cannot use
   its share passes it on.
 - `successive_halving`: asynchronous successive halving over ideas, in the manner of ASHA (Li et
-  al., MLSys 2020). Rung r is the end of the r-th stage of the idea's `StagePlan` (its best-node
-  decision). An idea that reaches a rung goes on only if its progress score there is in the top
+  al., MLSys 2020). The rungs are points of the idea's `StagePlan`: each stage's end (its
+  best-node decision) and, with `rungs: geometric`, points inside each search stage after
+  min_rung_nodes, x eta, x eta^2 ... of its search nodes (ASHA's resource levels); an idea's
+  stage holds no more search nodes than its next rung inside it until the idea goes on from
+  that rung. An idea that reaches a rung goes on only if its progress score there is in the top
   1/eta of the ideas that reached that rung so far; otherwise it waits (no slots) until more
   ideas arrive and it makes the cut, or until no live idea can still reach the rung, when it is
   stopped. A stopped idea's unspent share of the GPU budget returns to the pool, and, as in
@@ -31,9 +34,10 @@ from typing import Any, Protocol, TypeVar
 from engine.budgets import ComputeMeter
 from engine.dispatch import Finish
 from engine.journal import Journal
-from engine.node import MetricSpec
+from engine.node import MetricSpec, Node
 from search.config import AllocationConfig, IdeaBudgets
 from search.plan import StagePlan
+from search.stages import SUPPORT_KINDS
 
 EVENT = "allocation"
 
@@ -48,8 +52,61 @@ class Tree(Protocol):
 T = TypeVar("T", bound=Tree)
 
 
+# -- rungs --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Rung:
+    """Where successive halving compares ideas: after the first `nodes` search nodes of `stage`
+    (a rung inside the stage), or at the stage's best-node decision (`nodes` None)."""
+
+    stage: str
+    nodes: int | None = None
+
+    def where(self) -> str:
+        return f"the end of stage {self.stage}" if self.nodes is None else f"{self.nodes} search node(s) of stage {self.stage}"
+
+
+def plan_rungs(plan: StagePlan, cfg: AllocationConfig, stage_nodes: Mapping[str, int] | None) -> tuple[Rung, ...]:
+    """The rungs of a plan, in the order an idea reaches them. `stage_ends`: each stage's end but
+    the last (that is the idea's finish). `geometric`: inside each search stage, after
+    min_rung_nodes x eta^k of its search nodes, below its configured number (ASHA's resource
+    levels); not inside the first stage (its best is what the progress score is measured from)
+    nor inside a stage that runs a fixed list from its root (ablations: nothing to search).
+    `geometric_and_stage_ends`: both."""
+    out: list[Rung] = []
+    for k, spec in enumerate(plan.stages):
+        size = (stage_nodes or {}).get(spec.name)
+        if cfg.rungs != "stage_ends" and k > 0 and not spec.from_root_only and size is not None:
+            n, level = cfg.min_rung_nodes, 0
+            while n < size:
+                out.append(Rung(spec.name, n))
+                level += 1
+                n = max(n + 1, round(cfg.min_rung_nodes * cfg.eta**level))
+        if cfg.rungs != "geometric" and spec.name != plan.last:
+            out.append(Rung(spec.name))
+    return tuple(out)
+
+
+def rung_nodes(journal: Journal, idea: str, rung: Rung) -> list[Node]:
+    """The first `rung.nodes` search nodes of the rung's stage, oldest first (all of the stage's
+    nodes for a stage-end rung): what the idea is judged on there, the same whenever it is read."""
+    nodes = [n for n in journal.in_stage(rung.stage, idea=idea) if n.kind not in SUPPORT_KINDS]
+    return nodes if rung.nodes is None else nodes[: rung.nodes]
+
+
+def reached(journal: Journal, idea: str, rung: Rung) -> bool:
+    """A stage-end rung: the stage's best node is decided. A rung inside a stage: its first
+    `nodes` search nodes are all finished, or the stage was decided with fewer."""
+    decided = journal.stage_best.get((idea, rung.stage))
+    if rung.nodes is None:
+        return decided is not None and decided.get("node_id") is not None
+    if decided is not None:
+        return True
+    nodes = rung_nodes(journal, idea, rung)
+    return len(nodes) == rung.nodes and all(n.is_finished for n in nodes)
+
+
 # -- progress scores, by the name a StagePlan declares ---------------------------------------
-ProgressScore = Callable[[Journal, StagePlan, str, str, MetricSpec], float | None]
+ProgressScore = Callable[[Journal, StagePlan, str, Rung, MetricSpec], float | None]
 
 
 def relative(value: float | None, baseline: float | None) -> float | None:
@@ -59,14 +116,22 @@ def relative(value: float | None, baseline: float | None) -> float | None:
     return (value - baseline) / (abs(baseline) if abs(baseline) > 1e-12 else 1.0)
 
 
-def best_over_baseline(journal: Journal, plan: StagePlan, idea: str, stage: str, spec: MetricSpec) -> float | None:
-    """The idea's best validation metric so far (the best of the decided stage bests up to and
-    including `stage`), oriented, relative to its baseline node (the best node of the plan's
-    first stage). The baseline is among those bests, so the score is never below zero: a stage
-    whose search only found worse settings leaves the idea where it was, it does not count
-    against it (one unlucky tuning draw must not rank a good idea below a hopeless one)."""
-    base = spec.oriented(journal.stage_best.get((idea, plan.first), {}).get("value"))
-    values = [spec.oriented(journal.stage_best.get((idea, s), {}).get("value")) for s in plan.names[: plan.names.index(stage) + 1]]
+def best_over_baseline(journal: Journal, plan: StagePlan, idea: str, rung: Rung, spec: MetricSpec) -> float | None:
+    """The idea's best validation metric so far, oriented, relative to its baseline node (the
+    best node of the plan's first stage). So far: the decided bests of the stages before the
+    rung's, and the rung's own stage's decided best (a stage-end rung, or a stage decided before
+    it had the rung's number of search nodes) or the best of its first `nodes` search nodes. The
+    baseline is among those, so the score is never below zero: a stage whose search only found
+    worse settings leaves the idea where it was, it does not count against it (one unlucky
+    tuning draw must not rank a good idea below a hopeless one)."""
+    best = journal.stage_best
+    base = spec.oriented(best.get((idea, plan.first), {}).get("value"))
+    values = [spec.oriented(best.get((idea, s), {}).get("value")) for s in plan.before(rung.stage)]
+    nodes = rung_nodes(journal, idea, rung) if rung.nodes is not None else []
+    if rung.nodes is None or len(nodes) < rung.nodes:
+        values.append(spec.oriented(best.get((idea, rung.stage), {}).get("value")))
+    else:
+        values += [spec.score(n) for n in nodes]
     return relative(max((v for v in values if v is not None), default=None), base)
 
 
@@ -132,10 +197,11 @@ class Allocation:
     plan_: StagePlan
     ideas: list[IdeaInfo]
     meter: ComputeMeter | None = None
-    # The run's search nodes per stage: what successive halving extends for promoted ideas
-    # (None: stage budgets stay as configured).
+    # The run's search nodes per stage: where geometric rungs go, and what successive halving
+    # extends for promoted ideas (None: no rungs inside stages, stage budgets stay as configured).
     stage_nodes: Mapping[str, int] | None = None
     stopped: dict[str, str] = field(default_factory=dict)  # idea -> why
+    # Rungs by their 1-based index in `rungs`:
     promoted: dict[str, int] = field(default_factory=dict)  # idea -> highest rung it went on from
     waiting: dict[str, int] = field(default_factory=dict)  # idea -> rung it waits at
     scores: dict[int, dict[str, float | None]] = field(default_factory=dict)  # rung -> idea -> score
@@ -154,13 +220,19 @@ class Allocation:
         if self.cfg.policy != "fair" and (score is None or score not in PROGRESS_SCORES):
             raise ValueError(f"allocation {self.cfg.policy!r}: the {self.plan_.mode} mode declares no progress score")
         self.progress = PROGRESS_SCORES[score] if score is not None else None
+        if self.cfg.rungs != "stage_ends" and self.stage_nodes is None:
+            raise ValueError("geometric rungs need the stages' search nodes (stage_nodes)")
+        self.rungs = plan_rungs(self.plan_, self.cfg, self.stage_nodes)
+        self.rung_index = {r: k for k, r in enumerate(self.rungs, start=1)}
+        self._reached: dict[str, int] = {}  # idea -> rungs reached so far (only ever grows)
         made = False
         for e in self.journal.log.read(EVENT):  # a resumed run: decisions already made stand
             self._replay(e)
             made = True
         if not made:
             self._record(decision="policy", policy=self.cfg.policy, ideas=len(self.ideas),
-                         eta=self.cfg.eta, min_ideas=self.cfg.min_ideas)
+                         eta=self.cfg.eta, min_ideas=self.cfg.min_ideas,
+                         **({"rungs": [r.where() for r in self.rungs]} if self.cfg.policy == "successive_halving" else {}))
 
     # -- journal ----------------------------------------------------------------------------
     def _record(self, **data: Any) -> None:
@@ -168,17 +240,24 @@ class Allocation:
 
     def _replay(self, e: dict[str, Any]) -> None:
         idea, decision = e.get("idea"), e.get("decision")
-        if decision == "stopped" and idea is not None:
+        if idea is None:
+            return
+        if decision == "stopped":
             self.stopped[idea] = e["reason"]
-        elif decision == "promoted" and idea is not None:
-            self.promoted[idea] = max(self.promoted.get(idea, 0), e["rung"])
-            self.waiting.pop(idea, None)
-        elif decision == "waiting" and idea is not None:
-            self.waiting[idea] = e["rung"]
-        elif decision == "extended" and idea is not None:
+        elif decision == "extended":
             self.extended[(idea, e["stage"])] = e["max_nodes"]
-        if decision in ("promoted", "waiting", "stopped") and "rung" in e and idea is not None:
-            self.scores.setdefault(e["rung"], {})[idea] = e.get("score")
+        if "rung" not in e:
+            return
+        # Rungs are matched by where they are, not by index: the index is this plan's.
+        r = self.rung_index.get(Rung(e["stage"], e.get("nodes")))
+        if r is None:
+            return
+        if decision == "promoted":
+            self.promoted[idea] = max(self.promoted.get(idea, 0), r)
+            self.waiting.pop(idea, None)
+        elif decision == "waiting":
+            self.waiting[idea] = r
+        self.scores.setdefault(r, {})[idea] = e.get("score")
 
     def _tail(self) -> None:
         """Fold new journal events into the bandit's arms (incremental: cost per event, not per run)."""
@@ -219,8 +298,21 @@ class Allocation:
         return left / len(open_) if open_ else None
 
     def max_nodes(self, idea: str, stage: str, configured: int) -> int:
-        """Search nodes of an idea's stage: the configured number, or more once extended."""
-        return max(configured, self.extended.get((idea, stage), configured))
+        """Search nodes of an idea's stage: the configured number, or more once extended; no
+        more than its next rung inside the stage until the idea goes on from that rung."""
+        n = max(configured, self.extended.get((idea, stage), configured))
+        held = self.held_at(idea)
+        return min(n, held.nodes) if held is not None and held.stage == stage and held.nodes is not None else n
+
+    def held_at(self, idea: str) -> Rung | None:
+        """The rung inside a stage that the idea's growth stops at until it goes on from there:
+        its next rung, when that is one inside a stage (ASHA runs a configuration up to a rung's
+        resource only). None under the other policies, for pinned ideas, and past the rungs."""
+        if self.cfg.policy != "successive_halving" or self.by_name[idea].budgets.pinned:
+            return None
+        done = self.promoted.get(idea, 0)
+        nxt = self.rungs[done] if done < len(self.rungs) else None
+        return nxt if nxt is not None and nxt.nodes is not None else None
 
     def _over_own_budget(self, info: IdeaInfo) -> str | None:
         if self.meter is None:
@@ -272,42 +364,45 @@ class Allocation:
             # ASHA hands a free worker to the promotion at the highest rung first (its best score
             # first) and only then to work lower down: each tree may take every slot it can use,
             # in that order (tried: an equal share per tree matched fair less often in the bench).
+            # But first, each tree with nothing in flight gets one slot: it may have reached a rung
+            # that only its stage manager records (a stage's best-node decision is made when the
+            # tree is asked), and ASHA compares an idea at a rung when it arrives, not once the
+            # ideas above it leave a slot free (without this, in the bench, ideas started late
+            # reached their first rung only after the first ideas had spent a third of the budget).
             def standing(t: T) -> tuple[float, ...]:
                 r = self.promoted.get(t.name, 0)
                 score = self.scores.get(r, {}).get(t.name)
                 return (-r, -(score if score is not None else -math.inf), t.inflight(), self.index[t.name])
-            return [(t, max_in_flight) for t in sorted(live, key=standing)]
+            ranked = sorted(live, key=standing)
+            return [(t, 1) for t in ranked if t.inflight() == 0] + [(t, max_in_flight) for t in ranked if t.inflight()]
         order = sorted(live, key=lambda t: (t.inflight(), self.index[t.name]))
         fair = math.ceil(max_in_flight / len(order)) if order else 0
         return [(t, fair) for t in order]
 
     # -- successive halving -----------------------------------------------------------------
     def rung(self, idea: str) -> int:
-        """Stages of the plan whose best-node decision the idea has, counted from the first."""
-        r = 0
-        for stage in self.plan_.names:
-            decided = self.journal.stage_best.get((idea, stage))
-            if decided is None or decided.get("node_id") is None:
-                break
+        """How many of the rungs the idea has reached, in order."""
+        r = self._reached.get(idea, 0)
+        while r < len(self.rungs) and reached(self.journal, idea, self.rungs[r]):
             r += 1
+        self._reached[idea] = r
         return r
 
     def _score(self, idea: str, rung: int) -> float | None:
         info = self.by_name[idea]
         if info.spec is None or self.progress is None:
             return None
-        return self.progress(self.journal, self.plan_, idea, self.plan_.names[rung - 1], info.spec)
+        return self.progress(self.journal, self.plan_, idea, self.rungs[rung - 1], info.spec)
 
     def _halve(self, active: Sequence[Tree]) -> None:
-        last = len(self.plan_.names)  # the final stage end is the idea's finish, not a rung
         rungs = {t.name: self.rung(t.name) for t in active}
         for name, r in rungs.items():
-            for k in range(1, min(r, last - 1) + 1):
+            for k in range(1, r + 1):
                 known = self.scores.setdefault(k, {})
                 if name not in known:
                     known[name] = self._score(name, k)
         pending = sorted(
-            ((r, n) for n, r in rungs.items() if 0 < r < last and self.promoted.get(n, 0) < r),
+            ((r, n) for n, r in rungs.items() if r > 0 and self.promoted.get(n, 0) < r),
             key=lambda rn: (rn[0], self.index[rn[1]]),
         )
         for r, name in pending:
@@ -318,7 +413,8 @@ class Allocation:
                 scores[name], list(scores.values()), self.cfg.eta, pinned=self.by_name[name].budgets.pinned,
                 final=not could_arrive, keep=alive <= self.cfg.min_ideas,
             )
-            numbers = {"rung": r, "stage": self.plan_.names[r - 1], "score": scores[name], "k": d.k,
+            rung = self.rungs[r - 1]
+            numbers = {"rung": r, "stage": rung.stage, "nodes": rung.nodes, "score": scores[name], "k": d.k,
                        "threshold": d.threshold if math.isfinite(d.threshold) else None,
                        "scores": dict(scores), "why": d.why}
             if d.decision == "promoted":
@@ -331,7 +427,7 @@ class Allocation:
                     self._record(idea=name, decision="waiting", **numbers)
             else:
                 self.waiting.pop(name, None)
-                self._stop(name, f"stopped by successive halving at the end of stage {numbers['stage']} "
+                self._stop(name, f"stopped by successive halving at {rung.where()} "
                            f"(score {_fmt(scores[name])}, needed {_fmt(d.threshold)}: {d.why})",
                            cause="successive_halving", **numbers)
 
@@ -348,17 +444,23 @@ class Allocation:
             return
         for t in promoted:
             r = self.rung(t.name)
-            if r == 0 or r >= len(self.plan_.names) or self.promoted.get(t.name, 0) != r:
-                continue  # not yet past a rung, past its last stage, or at a rung still undecided
-            stage = self.plan_.names[r]
+            if r == 0 or self.promoted.get(t.name, 0) != r:
+                continue  # not yet past a rung, or at a rung still undecided
+            stage = self._stage_after(r)
             configured = self.stage_nodes.get(stage)
-            if configured is None or self.plan_[stage].from_root_only:
-                continue  # a stage that runs a fixed list (ablations) has nothing to extend
+            if configured is None or self.plan_[stage].from_root_only or (t.name, stage) in self.journal.stage_best:
+                continue  # a stage that runs a fixed list (ablations) or is decided has nothing to extend
             nodes = math.ceil(configured * growth)
             if nodes > self.max_nodes(t.name, stage, configured):
                 self.extended[(t.name, stage)] = nodes
                 self._record(idea=t.name, decision="extended", stage=stage, max_nodes=nodes,
                              configured=configured, growth=round(growth, 6), share=share, equal_share=equal)
+
+    def _stage_after(self, r: int) -> str:
+        """The stage an idea searches once it has gone on from rung r: the rung's own stage for a
+        rung inside it, the next stage after a stage-end rung (never the last stage's end)."""
+        rung = self.rungs[r - 1]
+        return rung.stage if rung.nodes is not None else self.plan_.names[self.plan_.names.index(rung.stage) + 1]
 
     # -- bandit -------------------------------------------------------------------------------
     def _bandit(self, live: Sequence[T], max_in_flight: int) -> list[tuple[T, int]]:

@@ -74,6 +74,13 @@ class AllocationConfig(Strict):
     policy: Literal["fair", "successive_halving", "bandit"] = "fair"
     eta: float = Field(3.0, gt=1, description="successive halving: an idea goes on if in the top 1/eta at a rung")
     min_ideas: int = Field(1, ge=1, description="successive halving never stops ideas below this many")
+    rungs: Literal["stage_ends", "geometric", "geometric_and_stage_ends"] = Field(
+        "stage_ends", description="successive halving: where ideas are compared: at each stage's end; inside each "
+        "search stage after min_rung_nodes, x eta, x eta^2 ... of its search nodes (ASHA's resource levels); or both"
+    )
+    min_rung_nodes: int = Field(
+        1, ge=1, description="successive halving, geometric rungs: a stage's search nodes at its first rung inside it"
+    )
     exploration: float = Field(1.0, ge=0, description="bandit: weight of the upper-confidence term")
     min_share: float = Field(
         0.2, ge=0, le=1, description="bandit: each live idea gets at least this fraction of an equal share of GPU time"

@@ -2,17 +2,18 @@
 
 Each `IdeaTree` is the stage manager over the agentic search of one idea, then its phases
 after the search (the held-out selection when configured), within the idea's own node and dollar budgets. The
-`Forest` is the dispatcher's strategy: free slots go first to the tree with the least work in
-flight, each tree capped at its fair share unless the others leave slots unused.
+`Forest` is the dispatcher's strategy: the forest's allocation policy (search/allocation.py)
+decides which trees get free slots, in which order, and how many search nodes each tree's
+stages hold (`TreeSettings`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from search.allocation import Allocation, IdeaInfo
-from search.config import AllocationConfig, IdeaSource, SearchSettings
+from search.config import AllocationConfig, IdeaSource, SearchConfig, SearchSettings, StageConfig
 from engine.budgets import ComputeMeter
 from engine.dispatch import Finish
 from engine.executor import Job
@@ -30,10 +31,39 @@ from search.stages import StageManager
 from search.template import Template
 from search.template_idea import TemplateSeed
 
+class TreeSettings:
+    """The run's settings as one tree's stage manager reads them: each stage's search nodes as
+    the allocation has them for this idea (configured, extended, or held at a rung inside the
+    stage), everything else as is."""
+
+    def __init__(self, cfg: SearchSettings, allocation: Allocation, idea: str) -> None:
+        self._cfg, self._allocation, self._idea = cfg, allocation, idea
+
+    @property
+    def stages(self) -> dict[str, StageConfig]:
+        out = {}
+        for name, stage in self._cfg.stages.items():
+            n = self._allocation.max_nodes(self._idea, name, stage.max_nodes)
+            out[name] = stage if n == stage.max_nodes else stage.model_copy(update={"max_nodes": n})
+        return out
+
+    @property
+    def search(self) -> SearchConfig:
+        # Held at a rung inside a stage, the stage's provisional best is not the one it will
+        # decide: replicating it speculatively would spend compute on a decision not yet due.
+        search = self._cfg.search
+        if search.speculate and self._allocation.held_at(self._idea) is not None:
+            return search.model_copy(update={"speculate": False})
+        return search
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cfg, name)
+
+
 class IdeaTree:
     def __init__(
         self, cfg: SearchSettings, journal: Journal, idea: Idea, source: IdeaSource, llm: LLM,
-        spent: Callable[[str], float], more_phases: Callable[[str], list[Phase]] | None = None,
+        spent: Callable[[str], float], allocation: Allocation, more_phases: Callable[[str], list[Phase]] | None = None,
         template: TemplateSeed | None = None,
     ) -> None:
         self.cfg, self.journal, self.idea, self.source, self.spent = cfg, journal, idea, source, spent
@@ -41,7 +71,8 @@ class IdeaTree:
         assert cfg.llm is not None
         role = "selection" if "selection" in cfg.llm.roles else "feedback"
         chooser = LLMChooser(llm, idea, cfg.search.tie_tolerance, role)
-        self.stages = StageManager(cfg, journal, self.search, PLAN, idea.name, spec=idea.primary, chooser=chooser)
+        settings: Any = TreeSettings(cfg, allocation, idea.name)  # a SearchSettings by delegation
+        self.stages = StageManager(settings, journal, self.search, PLAN, idea.name, spec=idea.primary, chooser=chooser)
         self.phases: list[Phase] = [HeldoutPhase(cfg, journal, idea, self.search)] if cfg.search.heldout else []
         self.phases += more_phases(idea.name) if more_phases is not None else []
         self.notes = ExperimentNotes(journal.log.path.parent, journal, idea, self.search.label)
@@ -177,7 +208,8 @@ def build_forest(
     sources = cfg.idea_sources()
     seed = TemplateSeed.from_template(template) if template is not None else None
     ideas = [seed.adapt(i) if seed else i for i in load_ideas(sources)]
-    trees = [IdeaTree(cfg, journal, idea, src, llm, spent, more_phases, seed) for idea, src in zip(ideas, sources)]
-    infos = [IdeaInfo(t.name, t.idea.primary, t.source) for t in trees]
-    return Forest(trees, cfg.executor.max_in_flight,
-                  Allocation(allocation or AllocationConfig(), journal, PLAN, infos, meter))
+    infos = [IdeaInfo(idea.name, idea.primary, src) for idea, src in zip(ideas, sources)]
+    nodes = {s: cfg.stages[s].max_nodes for s in PLAN.names if s in cfg.stages}
+    policy = Allocation(allocation or AllocationConfig(), journal, PLAN, infos, meter, stage_nodes=nodes)
+    trees = [IdeaTree(cfg, journal, idea, src, llm, spent, policy, more_phases, seed) for idea, src in zip(ideas, sources)]
+    return Forest(trees, cfg.executor.max_in_flight, policy)

@@ -3,7 +3,7 @@
 Each variant is the run's template with some parameters fixed (`fixed:` merged over the
 template's own), grown through the template mode's `StagePlan` by its own `StageManager` and
 `TemplateSearch`, under its own budgets, with the forest's allocation policy across variants
-(which may give a promoted variant's search stage more nodes: `Allocation.max_nodes`).
+(which sets each variant's stage sizes: `Allocation.max_nodes`, read through `TreeSettings`).
 """
 
 from __future__ import annotations
@@ -17,31 +17,12 @@ from engine.executor import Job
 from engine.journal import Journal
 from engine.node import Node
 from search.allocation import Allocation, IdeaInfo
-from search.config import AllocationConfig, SearchSettings, StageConfig, TemplateVariant
-from search.forest import Forest
+from search.config import AllocationConfig, SearchSettings, TemplateVariant
+from search.forest import Forest, TreeSettings
 from search.stages import StageManager
 from search.template import Template
 from search.template_plan import PLAN
 from search.template_search import TemplateSearch
-
-
-class TreeSettings:
-    """The run's settings as one tree's stage manager reads them: each stage's search nodes as
-    the allocation has them for this idea (configured, or extended), everything else as is."""
-
-    def __init__(self, cfg: SearchSettings, allocation: Allocation, idea: str) -> None:
-        self._cfg, self._allocation, self._idea = cfg, allocation, idea
-
-    @property
-    def stages(self) -> dict[str, StageConfig]:
-        out = {}
-        for name, stage in self._cfg.stages.items():
-            n = self._allocation.max_nodes(self._idea, name, stage.max_nodes)
-            out[name] = stage if n == stage.max_nodes else stage.model_copy(update={"max_nodes": n})
-        return out
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._cfg, name)
 
 
 class TemplateTree:

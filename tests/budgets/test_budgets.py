@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import signal
 import subprocess
@@ -16,9 +15,9 @@ import pytest
 from engine.budgets import CHANGE_EVENT, REQUESTS_DIR, ComputeMeter, Spend
 from engine.config import Budgets
 from engine.journal import EVENTS_FILE, Journal
-from search.allocation import Allocation, IdeaInfo, best_over_baseline, rung_decision
+from search.allocation import Allocation, IdeaInfo, Rung, best_over_baseline, rung_decision
 from search.config import AllocationConfig, IdeaBudgets, StageConfig
-from search.template_forest import TreeSettings
+from search.forest import TreeSettings
 from search.template_plan import PLAN
 from silva import lifecycle
 from silva.cli.main import main
@@ -156,11 +155,11 @@ def test_rung_decision_on_hand_made_scores() -> None:
 
 
 class Tree:
-    def __init__(self, name: str) -> None:
-        self.name = name
+    def __init__(self, name: str, inflight: int = 0) -> None:
+        self.name, self._inflight = name, inflight
 
     def inflight(self) -> int:
-        return 0
+        return self._inflight
 
 
 def test_successive_halving_stops_ideas_returns_budget_and_spares_the_pinned(tmp_path: Path) -> None:
@@ -199,9 +198,9 @@ def test_progress_score_is_the_best_so_far_and_never_below_the_baseline(tmp_path
     for stage, value in zip(PLAN.names, (1.0, 0.8, 1.3)):
         j.record("stage_best", idea="a", stage=stage, node_id=f"n-{stage}", value=value)
     # An unlucky tuning stage (0.8 below the baseline's 1.0) leaves the idea at its baseline ...
-    assert best_over_baseline(j, PLAN, "a", PLAN.names[1], spec) == 0.0
+    assert best_over_baseline(j, PLAN, "a", Rung(PLAN.names[1]), spec) == 0.0
     # ... and a later stage's better result counts from the baseline, not from the unlucky stage.
-    assert best_over_baseline(j, PLAN, "a", PLAN.names[2], spec) == pytest.approx(0.3)
+    assert best_over_baseline(j, PLAN, "a", Rung(PLAN.names[2]), spec) == pytest.approx(0.3)
     j.log.close()
 
 
@@ -221,9 +220,11 @@ def test_successive_halving_gives_freed_budget_and_slots_to_promoted_ideas(tmp_p
     nodes = {name: 4 for name in PLAN.names}
     cfg = AllocationConfig(policy="successive_halving", eta=3)
     alloc = Allocation(cfg, j, PLAN, ideas, meter, stage_nodes=nodes)
-    live = alloc.live([Tree(i) for i in gains])
-    # ASHA order: the promoted ideas at the highest rung, best score first, each may take every slot.
-    assert [(t.name, cap) for t, cap in alloc.plan(live, 8)] == [("b", 8), ("a", 8)]
+    assert [t.name for t in alloc.live([Tree(i) for i in gains])] == ["a", "b"]
+    # ASHA order: the promoted ideas at the highest rung, best score first, each may take every
+    # slot; a tree with nothing in flight first gets one (it may have a rung decision to record).
+    assert [(t.name, cap) for t, cap in alloc.plan([Tree("a", 2), Tree("b", 1)], 8)] == [("b", 8), ("a", 8)]
+    assert [(t.name, cap) for t, cap in alloc.plan([Tree("a", 2), Tree("b")], 8)] == [("b", 1), ("a", 8)]
     # Four ideas stopped having spent 1 GPU-hour of their 10: the two left share 56, 2.8 equal
     # shares each, so their next stage (agenda) gets ceil(4 x 2.8) = 12 search nodes instead of 4.
     extended = {e["idea"]: e for e in j.log.events if e["type"] == "allocation" and e["decision"] == "extended"}

@@ -58,3 +58,36 @@ def test_heldout_selection_uses_data_the_search_never_saw(tmp_path: Path) -> Non
     assert (h["node_id"], h["heldout_value"]) == (best_run.parent_id, best_run.metric("val_accuracy"))
     assert h["search_value"] == j.nodes[h["node_id"]].metric("val_accuracy")
     assert "held-out selection" in (run_dir / "notes" / "noise" / "journal.md").read_text()
+
+
+def test_agentic_forest_holds_ideas_at_rungs_and_extends_the_promoted_one(tmp_path: Path) -> None:
+    """Successive halving with rungs inside stages on an agentic forest: each idea's agenda stage
+    holds one search node until the first rung, the two ideas not in the top third stop there,
+    and the budget they return extends the promoted idea's agenda stage (IdeaTree reads
+    Allocation.max_nodes through TreeSettings, as the template forest does)."""
+    ideas = [idea_file(tmp_path, "sym"),
+             idea_file(tmp_path, "asym", hypothesis="Under asymmetric noise a numpy logistic regression learns the flips."),
+             idea_file(tmp_path, "third", hypothesis="Label smoothing helps a numpy logistic regression under 30% noise.")]
+    stages = {"preliminary": {"max_nodes": 2}, "hyperparameter": {"max_nodes": 1}, "agenda": {"max_nodes": 3},
+              "ablation": {"max_nodes": 1}}
+    cfg = agentic_config(tmp_path, ideas=ideas, replicates=1, stages=stages,
+                         allocation={"policy": "successive_halving", "rungs": "geometric"},
+                         budgets={"wall_clock_s": 300, "node_timeout_s": 30, "gpu_hours": 1.0},
+                         resources={"default": {"num_cpus": 1, "num_gpus": 0.25}})
+    outcome, j = start(cfg, responder(plots=False))
+    assert outcome.status == "finished"
+    events = [e for e in j.log.events if e["type"] == "allocation"]
+    assert events[0]["rungs"] == ["1 search node(s) of stage agenda"]
+    decided = {e["idea"]: e for e in events if e.get("decision") in ("promoted", "stopped")}
+    winner = next(i for i, e in decided.items() if e["decision"] == "promoted")
+    assert [e["decision"] for e in decided.values()].count("stopped") == 2
+    assert all((e["rung"], e["stage"], e["nodes"]) == (1, "agenda", 1) for e in decided.values())
+    extended = next(e for e in events if e.get("decision") == "extended")
+    assert extended["idea"] == winner and extended["stage"] == "agenda" and extended["max_nodes"] > 3
+
+    def searched(idea: str) -> int:
+        return len([n for n in j.in_stage("agenda", idea=idea) if n.kind not in ("replication", "aggregation", "selection")])
+
+    assert searched(winner) == extended["max_nodes"]
+    assert all(searched(i) == 1 for i in decided if i != winner)
+    assert all((winner, s) in j.stage_ended for s in STAGES)
