@@ -24,9 +24,8 @@ import logging
 import math
 import os
 import time
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +35,12 @@ from engine.config import Budgets, Resources
 from engine.errors import ConfigError
 from engine.executor import Executor, Handle, Job, JobDone
 from engine.journal import Journal
+from engine.totals import CHANGE_EVENT, COMPUTE_EVENT, Spend, Usage
+
+__all__ = ["CHANGE_EVENT", "COMPUTE_EVENT", "ComputeMeter", "Spend", "Usage", "budget_lines", "effective_budgets"]
 
 log = logging.getLogger(__name__)
 
-COMPUTE_EVENT = "compute_used"
-CHANGE_EVENT = "budget_changed"
 REQUESTS_DIR = "budget-requests"
 CHANGEABLE = ("gpu_hours", "cpu_hours", "dollars", "wall_clock_s")
 UNITS = {"gpu_hours": "GPU-hours", "cpu_hours": "CPU-hours", "dollars": "dollars", "wall_clock_s": "seconds of wall clock"}
@@ -48,28 +48,6 @@ POLL_S = 1.0  # how often the live driver looks for budget requests
 # Steps that hold the node's resources (search/operators/job.py: `holds_resources`); a job
 # without steps journals none. Used only to charge jobs a dead driver left running.
 HOLDING_STEPS = ("", "all", "run")
-ENDS = ("attempt_finished", "step_finished", "attempt_lost", "attempt_cancelled")
-
-
-class Usage(BaseModel):
-    """Resource-seconds held; `gpu_hours`/`cpu_hours` for people."""
-
-    seconds: float = 0.0  # wall time of the jobs that held anything
-    gpu_s: float = 0.0
-    cpu_s: float = 0.0
-
-    @property
-    def gpu_hours(self) -> float:
-        return self.gpu_s / 3600
-
-    @property
-    def cpu_hours(self) -> float:
-        return self.cpu_s / 3600
-
-    def add(self, other: Usage) -> None:
-        self.seconds += other.seconds
-        self.gpu_s += other.gpu_s
-        self.cpu_s += other.cpu_s
 
 
 def charge(seconds: float, resources: Resources) -> Usage:
@@ -81,42 +59,9 @@ def holds_any(resources: Resources) -> bool:
     return resources.num_gpus > 0 or resources.num_cpus > 0
 
 
-def event_usage(e: Mapping[str, Any]) -> Usage:
-    return Usage(seconds=e.get("seconds", 0.0), gpu_s=e.get("gpu_s", 0.0), cpu_s=e.get("cpu_s", 0.0))
-
-
-@dataclass
-class Spend:
-    """Compute spent, from the journal's `compute_used` events: in total, per idea, over time."""
-
-    total: Usage = field(default_factory=Usage)
-    by_idea: dict[str, Usage] = field(default_factory=lambda: defaultdict(Usage))
-    charged: set[tuple[str, int, str]] = field(default_factory=set)  # (node, attempt, step)
-    timeline: list[tuple[float, float, float]] = field(default_factory=list)  # (ts, cumulative GPU-s, CPU-s)
-
-    def apply(self, e: Mapping[str, Any]) -> None:
-        u = event_usage(e)
-        self.total.add(u)
-        self.by_idea[str(e.get("idea", "default"))].add(u)
-        self.charged.add((e["node_id"], int(e["attempt"]), str(e.get("step", ""))))
-        self.timeline.append((float(e["ts"]), self.total.gpu_s, self.total.cpu_s))
-
-    @classmethod
-    def replay(cls, events: Iterable[Mapping[str, Any]]) -> Spend:
-        spend = cls()
-        for e in events:
-            if e["type"] == COMPUTE_EVENT:
-                spend.apply(e)
-        return spend
-
-
-def effective_budgets(base: Budgets, events: Iterable[Mapping[str, Any]]) -> Budgets:
-    """The config's budgets with every journaled change applied, in order."""
-    changes: dict[str, float | None] = {}
-    for e in events:
-        if e["type"] == CHANGE_EVENT:
-            changes.update(e["changes"])
-    return base.model_copy(update=changes) if changes else base
+def effective_budgets(base: Budgets, changes: Mapping[str, float | None]) -> Budgets:
+    """The config's budgets with the journaled changes (`journal.totals.budget_changes`) applied."""
+    return base.model_copy(update=dict(changes)) if changes else base
 
 
 def limit_of(budgets: Budgets, name: str) -> float | None:
@@ -192,17 +137,16 @@ class ComputeMeter:
     ) -> None:
         self.journal, self.base, self.used_dollars, self.clock = journal, budgets, used_dollars, clock
         self.run_dir = journal.log.path.parent
-        self.spend = Spend.replay(journal.log.read(COMPUTE_EVENT))
-        self.budgets = effective_budgets(budgets, journal.log.read(CHANGE_EVENT))
+        self.spend = journal.totals.spend  # kept by the journal as it records each charge
+        self.budgets = effective_budgets(budgets, journal.totals.budget_changes)
         self.held: dict[Handle, _Held] = {}
         self._polled = 0.0
 
     # -- session start -------------------------------------------------------------------
     def start_session(self, resources_for: Callable[[str], Resources]) -> None:
         """Charge jobs a dead driver left running (once), then apply pending budget requests."""
-        for held, until in orphans(self.journal.log.events, resources_for):
-            if (held.node_id, held.attempt, held.step) not in self.spend.charged:
-                self._record(held, charge(until - held.since, held.resources), "orphan", orphan=True)
+        for held, until in orphans(self.journal, resources_for):
+            self._record(held, charge(until - held.since, held.resources), "orphan", orphan=True)
         self.poll(force=True)
 
     # -- charging ------------------------------------------------------------------------
@@ -230,12 +174,11 @@ class ComputeMeter:
             self._record(held, charge(self.clock() - held.since, held.resources), "cancelled")
 
     def _record(self, held: _Held, usage: Usage, how: str, **more: Any) -> None:
-        event = self.journal.record(
+        self.journal.record(  # the journal adds it to its totals, `self.spend`
             COMPUTE_EVENT, node_id=held.node_id, attempt=held.attempt, idea=held.idea, kind=held.kind,
             how=how, num_gpus=held.resources.num_gpus, num_cpus=held.resources.num_cpus,
             **({"step": held.step} if held.step else {}), **usage.model_dump(), **more,
         )
-        self.spend.apply(event)
 
     def watch(self, executor: Executor) -> Executor:
         """The executor, charging every job that holds resources as it ends."""
@@ -319,30 +262,16 @@ class MeteredExecutor:
         return getattr(self._inner, name)  # e.g. a RayExecutor's `cluster`
 
 
-def orphans(events: Sequence[Mapping[str, Any]], resources_for: Callable[[str], Resources]) -> list[tuple[_Held, float]]:
-    """Jobs started in a session that ended (the driver died) before their end was journaled,
-    each with the last timestamp of that session."""
-    kinds: dict[str, tuple[str, str]] = {}
-    open_: dict[tuple[str, int], _Held] = {}
+def orphans(journal: Journal, resources_for: Callable[[str], Resources]) -> list[tuple[_Held, float]]:
+    """Jobs that held resources, started in a session that ended (the driver died) before their
+    end was journaled and not charged since, each with the last timestamp of that session."""
     out: list[tuple[_Held, float]] = []
-    last_ts = 0.0
-    for e in events:
-        kind = e["type"]
-        if kind == "session_started":
-            out += [(h, last_ts) for h in open_.values()]
-            open_.clear()
-        elif kind == "node_created":
-            kinds[e["node"]["id"]] = (e["node"]["kind"], e["node"].get("idea", "default"))
-        elif kind == "attempt_started":
-            node_kind, idea = kinds[e["node_id"]]
-            res = resources_for(node_kind)
-            step = str(e.get("step", ""))
-            # A pipelined LLM step holds nothing; only a whole attempt or its run step holds resources.
-            if holds_any(res) and step in HOLDING_STEPS:
-                open_[(e["node_id"], e["attempt"])] = _Held(e["node_id"], e["attempt"], step, idea, node_kind, res, e["ts"])
-        elif kind in ENDS or kind == COMPUTE_EVENT:
-            open_.pop((e.get("node_id", ""), e.get("attempt", -1)), None)
-        last_ts = float(e["ts"])
+    for h in journal.totals.jobs.orphans.values():
+        node = journal.nodes[h.node_id]
+        res = resources_for(node.kind)
+        # A pipelined LLM step holds nothing; only a whole attempt or its run step holds resources.
+        if holds_any(res) and h.step in HOLDING_STEPS:
+            out.append((_Held(h.node_id, h.attempt, h.step, node.idea, node.kind, res, h.since), h.until))
     return out
 
 
@@ -364,11 +293,10 @@ def budget_lines(
     `dollar_points` are (ts, dollars) of LLM calls. The rate is taken over the last `window_s`
     of the run's activity (wall clock while it ran), so a stopped run's projection is what it
     would be on resume."""
-    events = journal.log.events  # read back from the file: only the event types needed are parsed
-    budgets = effective_budgets(base, journal.log.read(CHANGE_EVENT))
-    spend = Spend.replay(journal.log.read(COMPUTE_EVENT))
+    budgets = effective_budgets(base, journal.totals.budget_changes)
+    spend = journal.totals.spend
     live = journal.finished is None and journal.stop is None
-    end = (now or time.time()) if live else (events[-1]["ts"] if events else 0.0)
+    end = (now or time.time()) if live else journal.totals.jobs.last_ts
     elapsed = journal.elapsed_s(now=end if live else None)
     active_window = min(window_s, elapsed)
 

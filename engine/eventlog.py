@@ -15,7 +15,6 @@ Integrity rules (docs/engine.md, "Journal integrity"):
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import logging
 import os
@@ -23,12 +22,13 @@ import pickle
 import re
 import time
 from array import array
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, BinaryIO, overload
 
 import orjson
 from pydantic import BaseModel, ValidationError
@@ -38,9 +38,10 @@ from engine.writerlock import WriterLock
 
 EVENTS_FILE = "events.jsonl"
 SNAPSHOT_FILE = "events.snapshot"
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 2  # 2: with each event's type
 SNAPSHOT_EVERY = 50_000  # events between snapshots: bounds the replay when a run is opened
 CHUNK = 8 << 20  # the log is read in pieces of this size, never whole
+SEEK_SHARE = 8  # `read(types)` seeks to each event when at most 1 in this many is wanted
 
 log = logging.getLogger(__name__)
 
@@ -174,11 +175,13 @@ class _SnapshotUnpickler(pickle.Unpickler):
     a run directory from elsewhere cannot run code through its snapshot, and a snapshot written
     by other code is never read into objects of a different shape."""
 
-    def __init__(self, data: io.BytesIO, classes: Mapping[str, str]) -> None:
+    def __init__(self, data: BinaryIO, classes: Mapping[str, str]) -> None:
         super().__init__(data)
         self.classes = classes
 
     def find_class(self, module: str, name: str) -> Any:
+        if (module, name) == ("collections", "defaultdict"):  # its factory passes this same check
+            return defaultdict
         if module.split(".")[0] not in OUR_PACKAGES:
             raise StaleSnapshot(f"refers to {module}.{name}")
         cls = super().find_class(module, name)
@@ -191,8 +194,10 @@ OUR_PACKAGES = ("engine", "search", "silva", "writeup", "review", "actors", "clu
 
 
 def fingerprint(cls: type) -> str:
-    """The shape of a model or enum class: its field names and annotations, or its values."""
-    if isinstance(cls, type) and issubclass(cls, BaseModel):
+    """The shape of a model, dataclass or enum class: its field names and annotations, or its values."""
+    if is_dataclass(cls):
+        shape = repr([(f.name, str(f.type)) for f in fields(cls)])
+    elif isinstance(cls, type) and issubclass(cls, BaseModel):
         # Without memory addresses, which an annotation's validators show and differ per process.
         shape = re.sub(r" at 0x[0-9a-f]+", "", repr([(k, repr(f.annotation)) for k, f in cls.model_fields.items()]))
     elif isinstance(cls, type) and issubclass(cls, Enum):
@@ -215,6 +220,9 @@ class EventLog:
         self.path = path
         self.read_only = read_only
         self.offsets = array("q")  # byte offset of each event's line
+        self.types = array("H")  # each event's type, as its position in `type_names`
+        self.type_names: list[str] = []
+        self._type_codes: dict[str, int] = {}
         self.end = 0  # bytes of complete lines replayed or appended
         self.snapshot_count = 0  # events the newest snapshot covers
         self._hash = hashlib.sha256()  # of the first `end` bytes, which a snapshot is checked against
@@ -260,36 +268,39 @@ class EventLog:
                 AttributeError) as e:
             log.info("%s: snapshot not used (%s); replaying the whole log", self.snapshot_path, e)
             self.offsets, self.end, self._hash, self.snapshot_count = array("q"), 0, hashlib.sha256(), 0
+            self.types, self.type_names, self._type_codes = array("H"), [], {}
             return None
         return state
 
     def _read_snapshot(self, attrs: Sequence[str]) -> dict[str, Any]:
         with self.snapshot_path.open("rb") as f:
             head = json.loads(f.readline())
-            payload = f.read()
-        if head.get("format") != SNAPSHOT_FORMAT or sorted(head["attrs"]) != sorted(attrs):
-            raise StaleSnapshot("written by another version")
-        if hashlib.sha256(payload).hexdigest() != head["payload_sha256"]:
-            raise StaleSnapshot("its content does not match its digest")
+            if head.get("format") != SNAPSHOT_FORMAT or sorted(head["attrs"]) != sorted(attrs):
+                raise StaleSnapshot("written by another version")
+            start = f.tell()
+            if _digest(f, None).hexdigest() != head["payload_sha256"]:
+                raise StaleSnapshot("its content does not match its digest")
+            self._check_log(head)
+            f.seek(start)  # unpickled from the file: the payload's bytes are never all in memory
+            body = _SnapshotUnpickler(f, head["classes"]).load()
+        offsets, types = array("q"), array("H")
+        offsets.frombytes(body["offsets"])
+        types.frombytes(body["types"])
+        if not len(offsets) == len(types) == head["events"]:
+            raise StaleSnapshot("wrong number of offsets")
+        self.offsets, self.types, self.snapshot_count = offsets, types, len(offsets)
+        self.type_names = list(body["type_names"])
+        self._type_codes = {t: i for i, t in enumerate(self.type_names)}
+        return dict(body["state"])
+
+    def _check_log(self, head: Mapping[str, Any]) -> None:
+        """StaleSnapshot unless the log's first bytes are those the snapshot was taken on."""
         offset = int(head["offset"])
-        digest = hashlib.sha256()
         with self.path.open("rb") as f:
-            left = offset
-            while left > 0:
-                chunk = f.read(min(CHUNK, left))
-                if not chunk:
-                    raise StaleSnapshot(f"the log is shorter than the {offset} bytes it covers")
-                digest.update(chunk)
-                left -= len(chunk)
+            digest = _digest(f, offset)
         if digest.hexdigest() != head["log_sha256"]:
             raise StaleSnapshot("the log's first bytes differ from those it was taken on")
-        body = _SnapshotUnpickler(io.BytesIO(payload), head["classes"]).load()
-        offsets = array("q")
-        offsets.frombytes(body["offsets"])
-        if len(offsets) != head["events"]:
-            raise StaleSnapshot("wrong number of offsets")
-        self.offsets, self.end, self._hash, self.snapshot_count = offsets, offset, digest, len(offsets)
-        return dict(body["state"])
+        self.end, self._hash = offset, digest
 
     def replay(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """(index, event) of each event after the snapshot, each line parsed once. After a line
@@ -330,6 +341,7 @@ class EventLog:
                         if bad:  # counted, not replayed: the first bad line is what is reported
                             continue
                         self.offsets.append(pos)
+                        self.types.append(self._type_code(event["type"]))
                         self._hash.update(raw)
                         pos += len(raw)
                         yield len(self.offsets) - 1, event
@@ -357,6 +369,13 @@ class EventLog:
         except OSError as e:
             raise ConfigError(f"{self.path}: cannot open for writing ({e.strerror})") from None
 
+    def _type_code(self, type_: str) -> int:
+        code = self._type_codes.get(type_)
+        if code is None:
+            code = self._type_codes[type_] = len(self.type_names)
+            self.type_names.append(type_)
+        return code
+
     def damaged(self, index: int, error: Exception) -> JournalDamaged:
         """The error for event `index`, which parsed but could not be replayed."""
         line = self._lines[index] if self._lines is not None and index < len(self._lines) else index + 1
@@ -372,6 +391,15 @@ class EventLog:
         stop = count if stop is None else min(stop, count)
         if start >= stop:
             return
+        if types:
+            codes = {self._type_codes[t] for t in types if t in self._type_codes}
+            if not codes:
+                return
+            wanted = [i for i, c in enumerate(self.types[start:stop], start) if c in codes]
+            if len(wanted) * SEEK_SHARE <= stop - start:  # a few events of a big log: read just those
+                yield from self._read_at(wanted)
+                return
+            start, stop = wanted[0], wanted[-1] + 1
         begin, end = self.offsets[start], self.offsets[stop] if stop < count else self.end
         # json.dumps writes `"type": "<type>"`: most lines are skipped without parsing them.
         marks = [f'"type": "{t}"'.encode() for t in types]
@@ -392,6 +420,18 @@ class EventLog:
                     if event is not None and (not types or event["type"] in types):
                         yield event
 
+    def _read_at(self, indexes: Sequence[int]) -> Iterator[dict[str, Any]]:
+        """The events at these indexes (ascending), each line read on its own."""
+        count = self.count
+        with self.path.open("rb") as f:
+            for i in indexes:
+                begin = self.offsets[i]
+                f.seek(begin)
+                raw = f.read((self.offsets[i + 1] if i + 1 < count else self.end) - begin)
+                event = parse_line(raw)[0]
+                if event is not None:
+                    yield event
+
     # -- writing -------------------------------------------------------------------------------
     def append(self, type_: str, **data: Any) -> dict[str, Any]:
         if self._file is None:
@@ -405,6 +445,7 @@ class EventLog:
         else:
             os.fsync(self._file.fileno())
         self.offsets.append(self.end)
+        self.types.append(self._type_code(type_))
         self.end += len(line)
         self._hash.update(line)
         return event
@@ -434,7 +475,8 @@ class EventLog:
     def write_snapshot(self, state: Mapping[str, Any], classes: Iterable[type]) -> None:
         """Replace the snapshot by `state` as of now (atomically: a crash leaves the old one)."""
         self.sync()
-        payload = pickle.dumps({"state": dict(state), "offsets": self.offsets.tobytes()}, protocol=5)
+        payload = pickle.dumps({"state": dict(state), "offsets": self.offsets.tobytes(),
+                                "types": self.types.tobytes(), "type_names": list(self.type_names)}, protocol=5)
         head = {
             "format": SNAPSHOT_FORMAT, "events": self.count, "offset": self.end, "attrs": sorted(state),
             "log_sha256": self._hash.hexdigest(), "payload_sha256": hashlib.sha256(payload).hexdigest(),
@@ -460,6 +502,22 @@ class EventLog:
 
     def close(self) -> None:
         self._release()
+
+
+def _digest(f: Any, size: int | None) -> Any:
+    """SHA-256 of the next `size` bytes of a file (to its end if None), read in pieces."""
+    digest = hashlib.sha256()
+    left = size
+    while left is None or left > 0:
+        chunk = f.read(CHUNK if left is None else min(CHUNK, left))
+        if not chunk:
+            if left is not None:
+                raise StaleSnapshot(f"the log is shorter than the {size} bytes it covers")
+            break
+        digest.update(chunk)
+        if left is not None:
+            left -= len(chunk)
+    return digest
 
 
 class EventStream(Sequence[dict[str, Any]]):

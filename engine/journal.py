@@ -19,8 +19,37 @@ from pydantic import BaseModel
 from engine.eventlog import EVENTS_FILE, EventLog, check_references
 from engine.node import AttemptResult, MetricSpec, Node, NodeStatus, StepResult, primary_of
 from engine.node import EVENT_FORMAT
+from engine.totals import CLASSES as TOTALS_CLASSES
+from engine.totals import Totals
 
 __all__ = ["EVENTS_FILE", "EventLog", "Journal"]
+
+FREEZE_NODES = 10_000  # a replay this big moves its objects out of the cyclic collector's sight
+_ALL_FIELDS: dict[type, set[str]] = {}
+
+
+def _share_fields_set(model: BaseModel) -> None:
+    """Give a model (and the models in it) that has every field set one set shared by its class.
+
+    Pydantic keeps a set of the fields given per instance: a node and its parts would carry
+    4 KB of identical sets (400 MB at 100k nodes). A set holding every field never changes
+    (setting a field adds a name already in it), so one set can serve all such instances."""
+    full = _ALL_FIELDS.get(type(model))
+    if full is None:
+        full = _ALL_FIELDS[type(model)] = set(type(model).model_fields)
+    if model.__pydantic_fields_set__ is not full and model.__pydantic_fields_set__ == full:
+        object.__setattr__(model, "__pydantic_fields_set__", full)
+    for value in model.__dict__.values():
+        if isinstance(value, BaseModel):
+            _share_fields_set(value)
+        elif isinstance(value, list):
+            for v in value:
+                if isinstance(v, BaseModel):
+                    _share_fields_set(v)
+        elif isinstance(value, dict):
+            for v in value.values():
+                if isinstance(v, BaseModel):
+                    _share_fields_set(v)
 
 
 def _model_classes(value: Any, into: set[type]) -> None:
@@ -58,6 +87,7 @@ class Journal:
         self.plan_stages: list[str] = []  # the search mode's stage names, in order (opaque here)
         self.event_format = EVENT_FORMAT
         self.sessions: list[tuple[float, float]] = []  # (start ts, last ts) per driver session
+        self.totals = Totals()  # compute spent, budget changes, attempt time, orphaned jobs
         # Incremental indexes, updated per event, so that no question the driver asks per
         # completion scans the whole run (dicts as insertion-ordered sets: creation order).
         self._children: dict[str | None, list[str]] = {}
@@ -66,12 +96,18 @@ class Journal:
         self._unfinished: dict[str, None] = {}
         self._unfinished_by_idea: dict[str, int] = {}
         self._status: dict[NodeStatus, dict[str, None]] = {NodeStatus.GOOD: {}, NodeStatus.BUGGY: {}}
+        self._stages: dict[str, None] = {}  # stages started or grown in, in the order first seen
+        self.discards = 0  # node_discarded events so far: the dispatcher cancels such nodes' jobs
         # Replay makes millions of objects and frees none: the cyclic collector would rescan
         # them again and again (3x the time of a 100k-node open), so it waits until the end.
         collecting = gc.isenabled()
         gc.disable()
         try:
             self._replay(log)
+            if len(self.nodes) >= FREEZE_NODES:
+                # They live as long as the journal: each full collection would rescan them all
+                # (a second per collection at 100k nodes).
+                gc.freeze()
         finally:
             if collecting:
                 gc.enable()
@@ -115,7 +151,7 @@ class Journal:
     def snapshot(self) -> None:
         """Write the replayed state for the next open to start from (engine/eventlog.py)."""
         state = {k: v for k, v in self.__dict__.items() if k != "log"}
-        classes: set[type] = {NodeStatus, MetricSpec}
+        classes: set[type] = {NodeStatus, MetricSpec, *TOTALS_CLASSES}
         for n in self.nodes.values():
             classes.add(type(n))
             classes.update(type(x) for x in (n.execution, n.origin, *n.metrics))
@@ -141,6 +177,12 @@ class Journal:
             self.record("step_finished", node_id=node_id, attempt=attempt, step=result.step,
                         result=result.model_dump(mode="json"))
 
+    def discard(self, node_id: str, reason: str) -> None:
+        """Drop a node its strategy no longer needs (speculative work whose premise failed): it
+        gets no further step, and stage views leave it out. Its results so far stay journaled."""
+        if self.nodes[node_id].status != NodeStatus.DISCARDED:
+            self.record("node_discarded", node_id=node_id, reason=reason)
+
     def attempt_finished(self, node_id: str, attempt: int, result: AttemptResult) -> bool:
         """Record a result; False (and nothing recorded) if the node already has one."""
         if self.nodes[node_id].is_finished:
@@ -151,6 +193,7 @@ class Journal:
     # -- replay --------------------------------------------------------------------------
     def _apply(self, e: dict[str, Any]) -> None:
         kind = e["type"]
+        self.totals.apply(e)
         if kind == "session_started":
             self.sessions.append((e["ts"], e["ts"]))
             self.stop = None  # a resumed run is running again
@@ -163,6 +206,7 @@ class Journal:
             self.event_format = e.get("format", 1)
         elif kind == "node_created":
             node = Node.model_validate(e["node"])
+            _share_fields_set(node)
             self.nodes[node.id] = node
             self._index(node)
         elif kind == "attempt_started":
@@ -179,6 +223,8 @@ class Journal:
             node.status = NodeStatus.PENDING  # until its next step starts
         elif kind == "attempt_finished":
             self._apply_result(self.nodes[e["node_id"]], AttemptResult.model_validate(e["result"]))
+        elif kind == "node_discarded":
+            self._apply_discard(self.nodes[e["node_id"]], e["reason"])
         elif kind in ("attempt_lost", "attempt_cancelled"):
             node = self.nodes[e["node_id"]]
             node.lost_attempts += kind == "attempt_lost"
@@ -187,6 +233,7 @@ class Journal:
                 node.status = NodeStatus.PENDING
         elif kind == "stage_started":
             self.stage_started[(e["idea"], e["stage"])] = e
+            self._stages.setdefault(e["stage"])
         elif kind == "stage_best":
             self.stage_best[(e["idea"], e["stage"])] = e
         elif kind == "stage_ended":
@@ -205,6 +252,7 @@ class Journal:
         for key in ((node.idea, node.stage), (None, node.stage)):
             self._by_stage.setdefault(key, []).append(node.id)
         self._by_idea.setdefault(node.idea, []).append(node.id)
+        self._stages.setdefault(node.stage)
         if not node.is_finished:
             self._unfinished[node.id] = None
             self._unfinished_by_idea[node.idea] = self._unfinished_by_idea.get(node.idea, 0) + 1
@@ -228,6 +276,18 @@ class Journal:
         node.outcome = r.outcome
         node.finished_at = r.finished_at
         node.cost_usd += r.cost_usd
+        _share_fields_set(node)
+
+    def _apply_discard(self, node: Node, reason: str) -> None:
+        if node.is_finished:
+            self._status.get(node.status, {}).pop(node.id, None)
+        else:
+            self._unfinished.pop(node.id, None)
+            self._unfinished_by_idea[node.idea] -= 1
+        node.status = NodeStatus.DISCARDED
+        node.reason = reason
+        node.open_attempt = None
+        self.discards += 1
 
     # -- derived views -------------------------------------------------------------------
     def __iter__(self) -> Iterator[Node]:
@@ -236,10 +296,11 @@ class Journal:
     def children(self, node_id: str | None) -> list[Node]:
         return [self.nodes[i] for i in self._children.get(node_id, [])]
 
-    def in_stage(self, stage: str, *kinds: str, idea: str | None = None) -> list[Node]:
-        """Nodes of a stage (of one idea), oldest first: cost grows with the stage, not the run."""
+    def in_stage(self, stage: str, *kinds: str, idea: str | None = None, discarded: bool = False) -> list[Node]:
+        """Nodes of a stage (of one idea), oldest first: cost grows with the stage, not the run.
+        Discarded nodes are no part of their stage's work: left out unless `discarded`."""
         nodes = (self.nodes[i] for i in self._by_stage.get((idea, stage), []))
-        return [n for n in nodes if not kinds or n.kind in kinds]
+        return [n for n in nodes if (not kinds or n.kind in kinds) and (discarded or n.status != NodeStatus.DISCARDED)]
 
     def of_idea(self, idea: str) -> list[Node]:
         return [self.nodes[i] for i in self._by_idea.get(idea, [])]
@@ -278,13 +339,7 @@ class Journal:
     @property
     def stage_names(self) -> list[str]:
         """Stages in the plan's order, then any others nodes were grown in (e.g. held-out)."""
-        seen = dict.fromkeys(self.plan_stages)
-        for idea, stage in self.stage_started:
-            seen.setdefault(stage)
-        for key in self._by_stage:
-            if key[0] is None:
-                seen.setdefault(key[1])
-        return list(seen)
+        return list(dict.fromkeys([*self.plan_stages, *self._stages]))
 
     @property
     def ideas(self) -> list[str]:

@@ -203,7 +203,7 @@ def throughput(cfg: RunConfig, journal: Journal, records: Sequence[CallRecord], 
     elapsed = journal.elapsed_s(now=(now or time.time()) if live else None)
     finished = sum(n.is_finished for n in journal)
     end = now or time.time()
-    busy = sum((s.end if s.end is not None else end) - s.start for s in attempt_spans(journal.log.read("attempt_started", "attempt_finished", "attempt_lost", "attempt_cancelled")))
+    busy = journal.totals.busy.seconds(end)  # kept per event by the journal: no log read
     slots = cfg.executor.max_in_flight
     paid = [r for r in records if not r.cache_hit]
     dollars = sum(r.dollars for r in paid)

@@ -23,7 +23,7 @@ def budget(
     wall_clock_s: str | None = typer.Option(None, "--wall-clock-s", help="new wall-clock budget in seconds"),
 ) -> int:
     """Raise or lower the budgets of a running or stopped run."""
-    from engine.budgets import CHANGE_EVENT, Spend, check_change, limit_of, parse_amount, write_request
+    from engine.budgets import CHANGE_EVENT, check_change, effective_budgets, limit_of, parse_amount, write_request
     from engine.errors import ConfigError
     from engine.writerlock import RunLocked
     from engine.journal import Journal
@@ -37,7 +37,7 @@ def budget(
     cfg, journal = lifecycle.open_run(run_dir, read_only=True)
     if journal.finished is not None:
         raise ConfigError(f"{run_dir}: the run has finished ({journal.finished['reason']}); a budget has nothing to continue")
-    spend = Spend.replay(journal.log.events)
+    spend = journal.totals.spend
     used = {"gpu_hours": spend.total.gpu_hours, "cpu_hours": spend.total.cpu_hours,
             "dollars": sum(r.dollars for r in read_records(run_dir / LEDGER_FILE)), "wall_clock_s": journal.elapsed_s()}
     check_change(changes, used)
@@ -50,9 +50,7 @@ def budget(
                       f"`silva status {run_dir}` shows the new limits", highlight=False)
         return 0
     try:
-        from engine.budgets import effective_budgets
-
-        current = effective_budgets(cfg.budgets, writer.log.events)
+        current = effective_budgets(cfg.budgets, writer.totals.budget_changes)
         writer.record(CHANGE_EVENT, changes=changes, previous={k: limit_of(current, k) for k in changes},
                       source="silva budget")
     finally:

@@ -1,0 +1,155 @@
+"""Running totals the journal keeps per event, so that views and a driver's session start read
+them instead of the whole log: compute spent (`compute_used`), budget changes
+(`budget_changed`), the time attempts held a worker, and the jobs a dead driver left running.
+
+Each number has this one definition; `Journal` feeds every event it applies into a `Totals`,
+which is part of its snapshot (engine/eventlog.py), so a big run's totals cost nothing to open.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+COMPUTE_EVENT = "compute_used"
+CHANGE_EVENT = "budget_changed"
+ATTEMPT_ENDS = ("attempt_finished", "attempt_lost", "attempt_cancelled")
+JOB_ENDS = (*ATTEMPT_ENDS, "step_finished")  # events that end a job (a step of an attempt or all of it)
+
+
+class Usage(BaseModel):
+    """Resource-seconds held; `gpu_hours`/`cpu_hours` for people."""
+
+    seconds: float = 0.0  # wall time of the jobs that held anything
+    gpu_s: float = 0.0
+    cpu_s: float = 0.0
+
+    @property
+    def gpu_hours(self) -> float:
+        return self.gpu_s / 3600
+
+    @property
+    def cpu_hours(self) -> float:
+        return self.cpu_s / 3600
+
+    def add(self, other: Usage) -> None:
+        self.seconds += other.seconds
+        self.gpu_s += other.gpu_s
+        self.cpu_s += other.cpu_s
+
+
+def event_usage(e: Mapping[str, Any]) -> Usage:
+    return Usage(seconds=e.get("seconds", 0.0), gpu_s=e.get("gpu_s", 0.0), cpu_s=e.get("cpu_s", 0.0))
+
+
+@dataclass
+class Spend:
+    """Compute spent, from the journal's `compute_used` events: in total, per idea, over time."""
+
+    total: Usage = field(default_factory=Usage)
+    by_idea: defaultdict[str, Usage] = field(default_factory=lambda: defaultdict(Usage))
+    timeline: list[tuple[float, float, float]] = field(default_factory=list)  # (ts, cumulative GPU-s, CPU-s)
+
+    def apply(self, e: Mapping[str, Any]) -> None:
+        u = event_usage(e)
+        self.total.add(u)
+        self.by_idea[str(e.get("idea", "default"))].add(u)
+        self.timeline.append((float(e["ts"]), self.total.gpu_s, self.total.cpu_s))
+
+    @classmethod
+    def replay(cls, events: Iterable[Mapping[str, Any]]) -> Spend:
+        spend = cls()
+        for e in events:
+            if e["type"] == COMPUTE_EVENT:
+                spend.apply(e)
+        return spend
+
+
+@dataclass
+class Busy:
+    """Time attempts held a worker: from `attempt_started` to the event that ended the attempt
+    (a pipelined attempt's steps share its number: its span starts at its last step's start)."""
+
+    ended_s: float = 0.0  # spans that ended
+    running: dict[tuple[str, int], float] = field(default_factory=dict)  # (node, attempt) -> start
+
+    def apply(self, e: Mapping[str, Any]) -> None:
+        if e["type"] == "attempt_started":
+            self.running[(e["node_id"], e["attempt"])] = float(e["ts"])
+        elif e["type"] in ATTEMPT_ENDS:
+            start = self.running.pop((e["node_id"], e["attempt"]), None)
+            if start is not None:
+                self.ended_s += float(e["ts"]) - start
+
+    def seconds(self, now: float) -> float:
+        """Ended spans plus the running ones up to `now`."""
+        return self.ended_s + sum(now - start for start in self.running.values())
+
+
+@dataclass
+class Held:
+    """A job that was running when its driver died: charged once, at a later session's start."""
+
+    node_id: str
+    attempt: int
+    step: str
+    since: float  # its attempt_started
+    until: float  # that session's last event: the machine was held at least that long
+
+
+@dataclass
+class Jobs:
+    """Jobs started in the current session and not yet ended or charged; at the next
+    `session_started` they become orphans until a `compute_used` charges them."""
+
+    running: dict[tuple[str, int], tuple[str, float]] = field(default_factory=dict)  # -> (step, started)
+    orphans: dict[tuple[str, int, str], Held] = field(default_factory=dict)
+    last_ts: float = 0.0
+
+    def apply(self, e: Mapping[str, Any]) -> None:
+        kind = e["type"]
+        if kind == "session_started":
+            for (node_id, attempt), (step, since) in self.running.items():
+                self.orphans[(node_id, attempt, step)] = Held(node_id, attempt, step, since, self.last_ts)
+            self.running.clear()
+        elif kind == "attempt_started":
+            self.running[(e["node_id"], e["attempt"])] = (str(e.get("step", "")), float(e["ts"]))
+        elif kind in JOB_ENDS or kind == COMPUTE_EVENT:
+            self.running.pop((e.get("node_id", ""), e.get("attempt", -1)), None)
+            if kind == COMPUTE_EVENT:
+                self.orphans.pop((e["node_id"], int(e["attempt"]), str(e.get("step", ""))), None)
+        self.last_ts = float(e["ts"])
+
+
+@dataclass
+class Totals:
+    """Every running total, fed one event at a time by the journal."""
+
+    spend: Spend = field(default_factory=Spend)
+    busy: Busy = field(default_factory=Busy)
+    jobs: Jobs = field(default_factory=Jobs)
+    budget_changes: dict[str, float | None] = field(default_factory=dict)  # the latest of each
+
+    def apply(self, e: Mapping[str, Any]) -> None:
+        kind = e["type"]
+        if kind == COMPUTE_EVENT:
+            self.spend.apply(e)
+        elif kind == CHANGE_EVENT:
+            self.budget_changes.update(e["changes"])
+        self.busy.apply(e)
+        self.jobs.apply(e)
+
+    @classmethod
+    def replay(cls, events: Iterable[Mapping[str, Any]]) -> Totals:
+        """The totals of events read from a log (what the journal's own must equal)."""
+        totals = cls()
+        for e in events:
+            totals.apply(e)
+        return totals
+
+
+CLASSES: tuple[type, ...] = (Usage, Spend, Busy, Held, Jobs, Totals)  # what a snapshot of them holds
