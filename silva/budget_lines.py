@@ -55,7 +55,8 @@ def allocation_lines(journal: Journal) -> list[str]:
             back = e.get("returned_gpu_hours")
             out.append(f"  {e['reason']}" + (f"; {back:.2f} GPU-hours back to the pool" if back else ""))
     for idea, e in sorted(waiting.items()):
-        out.append(f"  idea {idea} waits at the end of stage {e['stage']} (score {e['score']}, {e['why']})")
+        where = f"after {e['nodes']} search node(s) of stage" if e.get("nodes") else "at the end of stage"
+        out.append(f"  idea {idea} waits {where} {e['stage']} (score {e['score']}, {e['why']})")
     last = next((e for e in reversed(events) if e.get("decision") == "bandit"), None)
     if last is not None:
         out.append(f"  bandit: next slots to {last['first'] or '-'}; starving: {', '.join(last['starving']) or 'none'}")

@@ -168,6 +168,8 @@ def test_a_run_stopped_mid_stage_resumes_with_its_rung_decisions_standing(
     held = {e["idea"]: e["rung"] for e in decisions(j, "waiting").values()}
     assert held, "the run stopped with ideas waiting at a rung inside the agenda stage"
     j.log.close()
+    assert main(["status", str(run_dir)]) == 0
+    assert "waits after 3 search node(s) of stage agenda" in capsys.readouterr().out
     assert main(["budget", str(run_dir), "--gpu-hours", "200"]) == 0
     capsys.readouterr()
     cfg, j = lifecycle.open_run(run_dir)
