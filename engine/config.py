@@ -139,7 +139,9 @@ def load_yaml(path: Path) -> Any:
     except OSError as e:
         raise ConfigError(f"{path}: cannot read ({e.strerror})") from None
     try:
-        loader = yaml.SafeLoader(text)  # its reader refuses control characters here
+        # libyaml's parser when built in (a run's 100 KB config snapshot: 0.1 s, not 1.5 s); both
+        # readers refuse control characters here.
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML: {_trimmed(str(e), 3 * MAX_ECHO)}") from None
     try:

@@ -16,7 +16,6 @@ from engine.llm.ledger import LEDGER_FILE, read_records, render_summary, summari
 from silva.budget_lines import budget_text
 from silva.cost import throughput, throughput_lines
 from engine.summary import fmt, stage_rows
-from search.discovery.claims import status_line
 from search.stages import SUPPORT_KINDS
 
 
@@ -74,10 +73,11 @@ def render(run_dir: Path, cfg: RunConfig, journal: Journal) -> Group:
     # Nodes per hour, utilization, calls and dollars per node, projected spend (silva/cost.py).
     rates = Text("\n".join(throughput_lines(throughput(cfg, journal, read_records(run_dir / LEDGER_FILE)))))
     # Compute and changed budgets, projected exhaustion, allocation decisions (issue 18).
-    return Group(head, stages, ended, budgets, budget_text(run_dir, cfg, journal), llm_lines(run_dir, journal, llm), rates)
+    return Group(head, stages, ended, budgets, budget_text(run_dir, cfg, journal),
+                 llm_lines(run_dir, journal, llm, discovery=cfg.mode == "discovery"), rates)
 
 
-def llm_lines(run_dir: Path, journal: Journal, llm: dict[str, Any] | None) -> Text:
+def llm_lines(run_dir: Path, journal: Journal, llm: dict[str, Any] | None, discovery: bool = False) -> Text:
     """LLM mode: the ledger's totals, ideas stopped by their own budget, held-out choices."""
     lines = [render_summary(llm)] if llm else []
     for idea, e in sorted(journal.idea_stopped.items()):
@@ -90,9 +90,12 @@ def llm_lines(run_dir: Path, journal: Journal, llm: dict[str, Any] | None) -> Te
         )
     if (run_dir / "notes").is_dir():
         lines.append(f"experimental journal: {run_dir / 'notes'}")
-    claims = status_line(run_dir)  # discovery runs: the claim store's counts
-    if claims:
-        lines.append(claims)
+    if discovery:  # the claim store's counts (imported only here: it loads pandas, half a second)
+        from search.discovery.claims import status_line
+
+        claims = status_line(run_dir)
+        if claims:
+            lines.append(claims)
     return Text("\n".join(lines))
 
 
