@@ -121,6 +121,7 @@ class Dispatcher:
         self.clock = StepClock()
         # Nodes created but without a result: after a resume they continue from their last step.
         self.backlog: list[str] = [n.id for n in journal.unfinished]
+        self.discards = journal.discards
 
     def run(self) -> Outcome:
         try:
@@ -198,11 +199,25 @@ class Dispatcher:
         left = self._node_budget_left()
         if want > 0 and (left is None or left > 0):
             proposed = self.strategy.propose(want if left is None else min(want, left))
+            self._drop_discarded()
             for node in proposed:
                 self._route(self.journal.add_node(node))
             self._start_ready()
             if proposed:
                 self.on_change()
+
+    def _drop_discarded(self) -> None:
+        """Jobs of nodes the strategy discarded meanwhile (speculative work whose premise failed)
+        are cancelled: their slots go to work that is still wanted."""
+        if self.journal.discards == self.discards:
+            return
+        self.discards = self.journal.discards
+        self.ready = deque((n, job) for n, job in self.ready if not n.is_finished)
+        for handle, running in list(self.inflight.items()):
+            if self.journal.nodes[running.node_id].is_finished:
+                self.executor.cancel(handle)
+                del self.inflight[handle]
+                self.journal.record("attempt_cancelled", node_id=running.node_id, attempt=running.attempt)
 
     def _route(self, node: Node) -> None:
         """The node's next job: started now if it holds no slot, else queued for a free slot."""
@@ -236,7 +251,8 @@ class Dispatcher:
             self.clock.add(running, c.result)
             if isinstance(c.result, StepResult):
                 self.journal.step_finished(node_id, attempt, c.result)
-                self._route(self.journal.nodes[node_id])
+                if not self.journal.nodes[node_id].is_finished:  # else discarded meanwhile
+                    self._route(self.journal.nodes[node_id])
             else:
                 self.journal.attempt_finished(node_id, attempt, c.result)
             return

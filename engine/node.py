@@ -24,6 +24,7 @@ class NodeStatus(StrEnum):
     RUNNING = "running"
     BUGGY = "buggy"
     GOOD = "good"
+    DISCARDED = "discarded"  # speculative work its strategy no longer needs: no further step, not searched
 
 
 class MetricSpec(BaseModel):
@@ -198,7 +199,7 @@ class Node(BaseModel):
 
     @property
     def is_finished(self) -> bool:
-        return self.status in (NodeStatus.GOOD, NodeStatus.BUGGY)
+        return self.status in (NodeStatus.GOOD, NodeStatus.BUGGY, NodeStatus.DISCARDED)
 
     def metric(self, name: str) -> float | None:
         for m in self.metrics:

@@ -11,6 +11,7 @@ With a template (search/template_idea.py), stage 1 starts from the template's co
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 from search.config import SearchSettings
@@ -71,6 +72,10 @@ class AgenticSearch:
 
     def search_done(self, journal: Journal, stage: str, root: Node | None) -> str | None:
         nodes = self.nodes(stage)
+        # A model that names only settings or ablations its prompt listed as tried has run out of them.
+        spent = next((n for n in nodes if n.is_finished and operator_outcome(n).exhausted), None)
+        if spent is not None:
+            return f"no new {spent.kind} left: at {spent.id} the model named only ones already tried"
         if stage == "preliminary":
             good = next((n for n in nodes if n.status == NodeStatus.GOOD), None)
             return f"first good node {good.id}" if good else None
@@ -118,8 +123,14 @@ class AgenticSearch:
                 return job
         parent = self.journal.nodes[node.parent_id] if node.parent_id else None
         second = self.journal.nodes[node.refs[0]] if node.refs else None
-        claims = ClaimBook(self.run_dir, self.idea.name, node.stage, node.kind) if node.kind in ("hyperparameter", "ablation") else None
-        job.claims = claims
+        claims = None
+        if node.kind in ("hyperparameter", "ablation"):
+            void = frozenset(n.id for n in self.journal.in_stage(node.stage, node.kind, idea=self.idea.name, discarded=True)
+                             if n.status == NodeStatus.DISCARDED)
+            claims = ClaimBook(self.run_dir, self.idea.name, node.stage, node.kind, void)
+        # Its own claim (from an attempt cut short) is not "tried": the node may pick it again.
+        tried = [key for owner, key in claims.tried() if owner != node.id] if claims else []
+        job.claims = dataclasses.replace(claims, listed=frozenset(tried)) if claims else None
         job.parent_code = parent.code if parent else ""
         job.parent_plot_code = operator_outcome(parent).plot_code if parent else ""
         job.prompt = code_prompt(CodeRequest(
@@ -128,8 +139,7 @@ class AgenticSearch:
                               job.params, sorted(self.template.files) if self.template else ()),
             parent=parent, second=second,
             history=[n for n in self.nodes(node.stage) if n.is_finished and n.id not in (node.parent_id, *node.refs)][-HISTORY:],
-            # Its own claim (from an attempt cut short) is not "tried": the node may pick it again.
-            tried=[key for owner, key in claims.tried() if owner != node.id] if claims else [],
+            tried=tried,
         ))
         if node.stage == "hyperparameter":
             job.tuning_history = self._tuning_history(node)

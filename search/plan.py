@@ -41,6 +41,11 @@ class StagePlan:
         """The stages that come before `name`, in order."""
         return self.names[: self.names.index(name)]
 
+    def after(self, name: str) -> str | None:
+        """The stage that comes next after `name` (None after the last)."""
+        i = self.names.index(name) + 1
+        return self.names[i] if i < len(self.names) else None
+
     @property
     def first(self) -> str:
         return self.stages[0].name

@@ -130,12 +130,16 @@ class StageManager:
                 return self.search.propose(j, stage, root, min(slots, budget_left)), True
             if any(not n.is_finished for n in searched):
                 # Decide only once every search node of the stage is in; meanwhile free slots
-                # replicate the provisional best (kept if it is decided best: docs/engine.md).
+                # take speculative work from the provisional best (docs/engine.md).
                 return self._speculate(stage, searched, slots), True
             selection = self._decide(stage, searched, early or f"node budget of {len(searched)} used")
-            if selection is not None:
-                return selection, True
+            if selection is not None:  # an LLM's second opinion first: speculate while it thinks
+                return selection + self._speculate(stage, searched, slots - len(selection)), True
         decision = j.stage_best[key]
+        nxt = self.plan.after(stage)
+        if nxt is not None and self._key(nxt) not in j.stage_started:
+            # Here rather than in _decide: a driver killed between the two still discards.
+            self._discard_speculation(stage, j.nodes[decision["node_id"]] if decision["node_id"] else None)
         if decision["node_id"] is None:
             j.record("stage_ended", idea=self.idea, stage=stage, best_node_id=None, reason=decision["reason"])
             return [], False
@@ -199,9 +203,12 @@ class StageManager:
         )
 
     def _speculate(self, stage: str, searched: list[Node], slots: int) -> list[Node]:
-        """Seed replicates of the stage's provisional best while its last search nodes run: work
-        the stage needs anyway if that node is decided best (it then counts as its replicates),
-        recorded as speculative (and left unused) if another node is."""
+        """Work for free slots while a stage's last search nodes run, all of it from the stage's
+        provisional best (its best finished node so far), recorded as speculative:
+        - its seed replicates: if it is decided best they are its replicates (the stage ends
+          sooner), else they stay in the journal unused;
+        - then the next stage's first search nodes grown from it: kept as that stage's nodes if
+          it is decided best, discarded (`node_discarded`, their jobs cancelled) if not."""
         spec = self.spec or self.journal.primary_metric
         if not self.cfg.search.speculate or spec is None or slots <= 0:
             return []
@@ -210,7 +217,35 @@ class StageManager:
             return []
         done = [r for r in self.journal.in_stage(stage, REPLICATION, idea=self.idea) if r.parent_id == provisional.id]
         need = min(slots, self.cfg.replicates - len(done))
-        return [self._replicate(provisional, len(done) + 1 + i, speculative=True) for i in range(need)]
+        out = [self._replicate(provisional, len(done) + 1 + i, speculative=True) for i in range(need)]
+        return out + self._speculate_next(stage, provisional, slots - len(out))
+
+    def _speculate_next(self, stage: str, provisional: Node, slots: int) -> list[Node]:
+        nxt = self.plan.after(stage)
+        if nxt is None or slots <= 0 or self._key(nxt) in self.journal.stage_started:
+            return []
+        # A better provisional best replaces the premise: the set grown from the old one is
+        # discarded (its jobs cancelled, its slots freed) and a new set grows from the new one.
+        for n in self.search_nodes(nxt):
+            if n.parent_id != provisional.id:
+                self.journal.discard(n.id, f"speculative: grew from {n.parent_id}, but {provisional.id} is now "
+                                           f"{stage}'s provisional best")
+        ahead = self.search_nodes(nxt)
+        budget = self.cfg.stages[nxt].max_nodes - len(ahead)
+        nodes = self.search.propose(self.journal, nxt, provisional, min(slots, budget)) if budget > 0 else []
+        for n in nodes:
+            n.origin = n.origin.model_copy(update={"speculative": True})
+        return nodes
+
+    def _discard_speculation(self, stage: str, best: Node | None) -> None:
+        """The next stage's speculative nodes that did not grow from the decided best."""
+        nxt = self.plan.after(stage)
+        if nxt is None:
+            return
+        for n in self.search_nodes(nxt):
+            if n.origin.speculative and (best is None or n.parent_id != best.id):
+                self.journal.discard(n.id, f"speculative: grew from {n.parent_id}, but {stage}'s best is "
+                                           f"{best.id if best else 'none'}")
 
     def _aggregate(self, stage: str, best: Node, replicates: list[Node]) -> Node:
         refs = [best.id] + [r.id for r in replicates]

@@ -28,7 +28,7 @@ from search.operators.claims import ClaimBook
 from search.operators.outcome import CodeChange, OperatorOutcome
 from search.operators.evaluate import Evaluation, critique, judge, new_pngs, png_bytes, read_metrics
 from search.operators.prompts import SYSTEM
-from search.operators.schemas import accept, proposal_type
+from search.operators.schemas import LISTED_AS_TRIED, accept, proposal_type
 
 LLM_OPERATORS = ("draft", "debug", "improve", "hyperparameter", "ablation", "crossover")
 RERUN_OPERATORS = ("replication", "heldout", "template")
@@ -63,6 +63,7 @@ class Proposed(Outcome):
     hyperparameters: dict[str, Any] = Field(default_factory=dict)
     ablation: str = ""
     proposal_error: str = ""
+    exhausted: bool = False  # the model's last answer named a setting or ablation its prompt listed as tried
     llm_calls: int = 0
 
 
@@ -162,7 +163,8 @@ class OperatorJob:
         except BudgetExceeded:
             raise
         except LLMError as e:
-            return Proposed(proposal_error=str(e)[:1000], llm_calls=1)
+            return Proposed(proposal_error=str(e)[:1000], llm_calls=1,
+                            exhausted=LISTED_AS_TRIED in str(e))
         accepted = accept(proposal, self.parent_code)
         return Proposed(
             code=accepted.code, plan=proposal.plan, plot_code=accepted.plot_code or self.parent_plot_code,
@@ -222,7 +224,7 @@ class OperatorJob:
         outcome = OperatorOutcome(
             operator=self.operator, split=self.split, plot_code=proposed.plot_code,  # type: ignore[arg-type]
             code_change=proposed.code_change, diff_error=proposed.diff_error,
-            hyperparameters=proposed.hyperparameters, ablation=proposed.ablation,
+            hyperparameters=proposed.hyperparameters, ablation=proposed.ablation, exhausted=proposed.exhausted,
             status_rule=rule, judgement=ev.judgement, judgement_error=ev.judgement_error,
             plot_critique=ev.critique, critique_error=ev.critique_error,
             plots=[str(rel / p) for p in ev.plots], results_notes=ran.results_notes if ran else "",

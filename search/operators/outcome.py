@@ -23,6 +23,7 @@ class OperatorOutcome(Outcome):
     diff_error: str = ""
     hyperparameters: dict[str, Any] = Field(default_factory=dict, description="the setting a tuning step tried")
     ablation: str = ""
+    exhausted: bool = Field(False, description="the proposal failed: every setting or ablation it named was already tried")
     judgement: Judgement | None = None
     judgement_error: str = ""
     plot_critique: PlotCritique | None = None

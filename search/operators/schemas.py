@@ -91,12 +91,18 @@ def proposal_type(
     return CheckedProposal
 
 
+# A proposal naming what its prompt listed as tried: the model has run out (`Proposed.exhausted`).
+# Naming one that another node claimed meanwhile is a race, not a sign of that.
+LISTED_AS_TRIED = "which the prompt listed as tried"
+
+
 def _claim(claims: ClaimBook | None, key: str, node_id: str, what: str) -> None:
     if claims is None:
         return
     owner = claims.claim(key, node_id)
     if owner is not None:
-        raise ValueError(f"the {what} {key} was already tried by node {owner}; propose one not tried yet")
+        listed = f", {LISTED_AS_TRIED}" if key in claims.listed else ""
+        raise ValueError(f"the {what} {key} was already tried by node {owner}{listed}; propose one not tried yet")
 
 
 def accept(p: Proposal, parent_code: str) -> Accepted:

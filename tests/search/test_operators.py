@@ -134,6 +134,23 @@ def test_a_claimed_setting_is_reasked_until_untried(tmp_path: Path) -> None:
     assert [k for _, k in book.tried()] == ['{"lr": 0.1}', '{"lr": 0.2}']
 
 
+def test_naming_only_listed_settings_marks_the_node_exhausted_and_a_race_does_not(tmp_path: Path) -> None:
+    book = ClaimBook(tmp_path, "idea", "ablation", "ablation")
+    book.claim("no_filter", "n0000")
+
+    def answer(call: ProviderCall) -> str:  # a model with no other ablation to offer
+        if call.role != "code":
+            return json.dumps(OK_JUDGEMENT)
+        return json.dumps({"plan": "p", "code": GOOD, "ablation": "no_filter"})
+
+    listed = ClaimBook(tmp_path, "idea", "ablation", "ablation", listed=frozenset({"no_filter"}))
+    r, _ = run_job(tmp_path, answer, operator="ablation", stage="ablation", claims=listed)
+    assert r.status == "buggy" and op(r).exhausted and op(r).status_rule == "proposal"
+    # The same answer when the claim was made after the prompt was written: a race, not exhaustion.
+    r, _ = run_job(tmp_path, answer, operator="ablation", stage="ablation", claims=book)
+    assert r.status == "buggy" and not op(r).exhausted
+
+
 def test_heldout_reruns_see_the_heldout_split_and_data(tmp_path: Path) -> None:
     data = tmp_path / "test.csv"
     data.write_text("1,2\n")

@@ -106,18 +106,26 @@ def test_model_proposer_moves_toward_the_optimum() -> None:
     assert best_model >= best_random
 
 
-def test_speculative_replicates_are_journaled_and_used_when_their_node_wins(tmp_path: Path) -> None:
-    # One slot frees while the stage's other search nodes still run: it replicates the provisional best.
+def test_speculative_work_is_journaled_and_used_when_its_node_wins(tmp_path: Path) -> None:
+    # Slots free while a stage's other search nodes still run: they replicate the provisional best
+    # and grow the next stage from it.
     j = run(tmp_path, fixed={"sleep": 0.3}, search={"speculate": True},
             stages={"preliminary": {"max_nodes": 1}, "hyperparameter": {"max_nodes": 4},
                     "agenda": {"max_nodes": 3}, "ablation": {"max_nodes": 1}})
     assert j.finished is not None and j.finished["reason"] == "all four stages complete"
     speculative = [n for n in j if n.origin.speculative]
-    assert speculative and all(n.kind == "replication" for n in speculative)
+    assert {n.kind for n in speculative} >= {"replication"}
     for stage in STAGES:  # the aggregate uses exactly `replicates` replicates of the decided best
         ended = j.stage_ended[("default", stage)]
         agg = j.nodes[ended["aggregate_node_id"]]
         assert len(agg.refs) == 1 + 2 and all(j.nodes[r].parent_id == ended["best_node_id"] for r in agg.refs[1:])
+        root = j.stage_started[("default", stage)]["root"]
+        searched = [n for n in j.in_stage(stage) if n.kind not in ("replication", "aggregation")]
+        assert len(searched) <= {"preliminary": 1, "hyperparameter": 4, "agenda": 3, "ablation": 1}[stage]
+        # Speculative search nodes that stayed are the stage's own: grown from its decided root.
+        assert all(n.parent_id == root for n in searched if n.origin.speculative)
+    discarded = [n for n in j if n.status.value == "discarded"]
+    assert all(n.origin.speculative for n in discarded)
     from silva.config import load_config
     from silva.view.data import SPECULATIVE, forest_data
 

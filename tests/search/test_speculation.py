@@ -1,0 +1,145 @@
+"""Speculation at stage ends (docs/engine.md): while a stage's last search nodes run, free slots
+take replicates of its provisional best and the next stage's first nodes grown from it; the
+next stage keeps them if that node is decided best and discards them (no further step, left out
+of every stage view, their claims void) if not."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from engine.journal import Journal
+from engine.node import AttemptResult, MetricSpec, MetricValue, Node, NodeStatus
+from search.operators.claims import ClaimBook
+from search.plan import StagePlan, StageSpec
+from search.stages import StageManager
+
+SPEC = MetricSpec(name="score", direction="maximize", primary=True)
+PLAN = StagePlan(mode="test", stages=(StageSpec("a", grows="try", ends="budget"), StageSpec("b", grows="try", ends="budget")))
+
+
+class Search:
+    """Grows every node from the stage's root; never ends a stage early."""
+
+    def propose(self, journal: Journal, stage: str, root: Node | None, slots: int) -> list[Node]:
+        return [Node(stage=stage, kind="try", parent_id=root.id if root else None, plan=f"try {i}") for i in range(slots)]
+
+    def search_done(self, journal: Journal, stage: str, root: Node | None) -> str | None:
+        return None
+
+    def job_for(self, node: Node, attempt: int) -> Any:
+        raise AssertionError("not run here")
+
+    def label(self, node: Node) -> str:
+        return node.plan
+
+
+def manager(tmp: Path, speculate: bool = True) -> tuple[Journal, StageManager]:
+    j = Journal.open(tmp)
+    j.record("run_started", config={}, metrics=[SPEC.model_dump()], stages=list(PLAN.names), format=2)
+    cfg = SimpleNamespace(stages={"a": SimpleNamespace(max_nodes=2), "b": SimpleNamespace(max_nodes=2)},
+                          replicates=1, seed=0, search=SimpleNamespace(speculate=speculate))
+    return j, StageManager(cfg, j, Search(), PLAN, idea="default")  # type: ignore[arg-type]
+
+
+def add(j: Journal, nodes: list[Node]) -> list[Node]:
+    return [j.add_node(n) for n in nodes]
+
+
+def finish(j: Journal, node: Node, score: float) -> None:
+    j.attempt_started(node.id, 1)
+    now = time.time()
+    j.attempt_finished(node.id, 1, AttemptResult(
+        status="good", metrics=[MetricValue(name="score", value=score, direction="maximize")],
+        started_at=now, finished_at=now))
+
+
+def stage_a_with_one_node_running(tmp: Path) -> tuple[Journal, StageManager, Node, Node, list[Node]]:
+    j, sm = manager(tmp)
+    first, second = add(j, sm.propose(2))
+    finish(j, first, 0.5)
+    j.attempt_started(second.id, 1)
+    ahead = add(j, sm.propose(4))  # stage a's budget is spent and `second` still runs
+    return j, sm, first, second, ahead
+
+
+def test_free_slots_replicate_the_provisional_best_and_grow_the_next_stage_from_it(tmp_path: Path) -> None:
+    j, sm, first, _, ahead = stage_a_with_one_node_running(tmp_path)
+    assert [(n.stage, n.kind, n.parent_id) for n in ahead] == [
+        ("a", "replication", first.id), ("b", "try", first.id), ("b", "try", first.id)]
+    assert all(n.origin.speculative for n in ahead)
+    assert ("default", "b") not in j.stage_started  # the next stage has not started: its root is not decided
+    assert sm.propose(4) == []  # the next stage's budget is used: nothing more to speculate
+
+
+def test_the_next_stage_keeps_its_speculative_nodes_when_their_premise_is_decided_best(tmp_path: Path) -> None:
+    j, sm, first, second, ahead = stage_a_with_one_node_running(tmp_path)
+    finish(j, second, 0.4)
+    sm.propose(4)
+    assert j.stage_best[("default", "a")]["node_id"] == first.id
+    assert j.stage_started[("default", "b")]["root"] == first.id
+    b_nodes = j.in_stage("b", idea="default")
+    assert [n.id for n in b_nodes] == [n.id for n in ahead[1:]]  # kept, and the budget is theirs
+    assert all(n.status != NodeStatus.DISCARDED for n in j)
+    replicate = ahead[0]
+    finish(j, replicate, 0.5)
+    agg = [n for n in sm.propose(4) if n.kind == "aggregation"]
+    assert agg and agg[0].refs == [first.id, replicate.id]  # the speculative replicate is the stage's
+
+
+def test_the_next_stage_discards_them_when_another_node_is_decided_best(tmp_path: Path) -> None:
+    j, sm, first, second, ahead = stage_a_with_one_node_running(tmp_path)
+    finish(j, second, 0.9)
+    fresh = add(j, sm.propose(4))
+    assert j.stage_best[("default", "a")]["node_id"] == second.id
+    spec_b = [n.id for n in ahead if n.stage == "b"]
+    assert all(j.nodes[i].status == NodeStatus.DISCARDED for i in spec_b)
+    assert "but" in j.nodes[spec_b[0]].reason and second.id in j.nodes[spec_b[0]].reason
+    assert j.unfinished_count() == len([n for n in j if n.status in (NodeStatus.PENDING, NodeStatus.RUNNING)])
+    b_nodes = [n for n in fresh if n.stage == "b"]
+    assert len(b_nodes) == 2 and all(n.parent_id == second.id and not n.origin.speculative for n in b_nodes)
+    assert {n.id for n in j.in_stage("b", idea="default")} == {n.id for n in b_nodes}  # discarded left out
+    assert set(spec_b) <= {n.id for n in j.in_stage("b", idea="default", discarded=True)}
+    # The replicate of `first` stays in the journal, unused: `second` gets its own.
+    assert [n.parent_id for n in fresh if n.kind == "replication"] == [second.id]
+    # The discards and decisions survive a reopen exactly.
+    j.log.close()
+    again = Journal.open(tmp_path, read_only=True)
+    assert {i for i in again.nodes if again.nodes[i].status == NodeStatus.DISCARDED} == set(spec_b)
+    assert again.unfinished_count() == j.unfinished_count()
+
+
+def test_a_better_provisional_best_replaces_the_speculative_set(tmp_path: Path) -> None:
+    j, sm = manager(tmp_path)
+    sm.cfg.stages["a"].max_nodes = 3
+    first, second, third = add(j, sm.propose(3))
+    finish(j, first, 0.5)
+    for n in (second, third):
+        j.attempt_started(n.id, 1)
+    old = [n for n in add(j, sm.propose(4)) if n.stage == "b"]
+    assert old and all(n.parent_id == first.id for n in old)
+    finish(j, second, 0.8)  # `third` still runs: a new provisional best
+    new = [n for n in add(j, sm.propose(4)) if n.stage == "b"]
+    assert all(j.nodes[n.id].status == NodeStatus.DISCARDED for n in old)
+    assert new and all(n.parent_id == second.id and n.origin.speculative for n in new)
+
+
+def test_without_speculate_the_stage_end_waits(tmp_path: Path) -> None:
+    j, sm = manager(tmp_path, speculate=False)
+    first, second = add(j, sm.propose(2))
+    finish(j, first, 0.5)
+    j.attempt_started(second.id, 1)
+    assert sm.propose(4) == []
+
+
+def test_claims_of_discarded_nodes_are_void_and_listed_ones_are_told_apart(tmp_path: Path) -> None:
+    book = ClaimBook(tmp_path, "idea", "ablation", "ablation")
+    assert book.claim("no_filter", "n1") is None
+    assert ClaimBook(tmp_path, "idea", "ablation", "ablation").claim("no_filter", "n2") == "n1"
+    # n1 was discarded: its claim is void and n2 takes the ablation over.
+    takeover = ClaimBook(tmp_path, "idea", "ablation", "ablation", void=frozenset({"n1"}))
+    assert takeover.tried() == []
+    assert takeover.claim("no_filter", "n2") is None
+    assert book.tried() == [("n2", "no_filter")]
