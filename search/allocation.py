@@ -3,18 +3,19 @@
 - `fair` (default): every live idea gets an equal share of the slots; an idea that cannot use
   its share passes it on.
 - `successive_halving`: asynchronous successive halving over ideas, in the manner of ASHA (Li et
-  al., MLSys 2020). The rungs are points of the idea's `StagePlan`: each stage's end (its
-  best-node decision) and, with `rungs: geometric`, points inside each search stage after
-  min_rung_nodes, x eta, x eta^2 ... of its search nodes (ASHA's resource levels); an idea's
-  stage holds no more search nodes than its next rung inside it until the idea goes on from
-  that rung. An idea that reaches a rung goes on only if its progress score there is in the top
-  1/eta of the ideas that reached that rung so far; otherwise it waits (no slots) until more
-  ideas arrive and it makes the cut, or until no live idea can still reach the rung, when it is
-  stopped. A stopped idea's unspent share of the GPU budget returns to the pool, and, as in
+  al., MLSys 2020). The rungs are points of the idea's `StagePlan` (`plan_rungs`): each stage's
+  end, its best-node decision (`rungs: stage_ends`), or points inside each search stage after
+  min_rung_nodes, x eta, x eta^2 ... of its search nodes, ASHA's resource levels (`geometric`),
+  or both; an idea's stage holds no more search nodes than its next rung inside it until the
+  idea goes on from that rung. An idea that reaches a rung goes on only if its progress score
+  there is in the top 1/eta of the ideas that reached that rung so far; otherwise it waits (no
+  slots) until more ideas arrive and it makes the cut, or until no live idea can still reach
+  the rung, when it is stopped. A stopped idea's unspent share of the GPU budget returns to the pool, and, as in
   ASHA, what stopped ideas leave goes to the promoted ones: a promoted idea's current search
   stage gets more nodes in proportion to its grown share of the pool (an `extended` decision),
-  and free slots go to the ideas at the highest rung first (ASHA's promotions before new work).
-  Pinned ideas never wait or stop; at least `min_ideas` ideas are never stopped.
+  and free slots go to the ideas at the highest rung first (ASHA's promotions before new work),
+  after one slot to each idle idea (so a rung arrival is recorded when it happens). Pinned
+  ideas are never held, never wait, never stop; at least `min_ideas` ideas are never stopped.
 - `bandit`: ideas as arms; reward = improvement of the idea's best oriented metric over its
   baseline, per GPU-hour it spent; an upper-confidence rule picks where free slots go, and an
   idea below `min_share` of an equal share of GPU time is served first so none starves.
