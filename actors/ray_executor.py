@@ -24,7 +24,7 @@ from ray.exceptions import (
 )
 
 from engine.config import ExecutorConfig, Resources
-from engine.executor import JobDone, Handle, Job, run_job
+from engine.executor import JobDone, Handle, Job, run_job, slots_for
 from engine.node import AttemptResult
 
 LOST = (WorkerCrashedError, NodeDiedError, ObjectLostError, OwnerDiedError)
@@ -137,6 +137,12 @@ class RayExecutor:
             return JobDone(handle, None, lost="cancelled")
         except RayTaskError as e:  # run_job catches job errors; this is a failure to unpickle or similar
             return JobDone(handle, AttemptResult(status="buggy", reason=f"task error: {str(e)[:2000]}"))
+
+    def capacity(self, resources: Resources) -> int:
+        """Jobs of this shape the cluster's resources hold now: nodes joining or leaving (the
+        autoscaler, `ray start` by hand) change it."""
+        total = ray.cluster_resources()
+        return slots_for(total.get("CPU", 0.0), total.get("GPU", 0.0), resources)
 
     def cancel(self, handle: Handle) -> None:
         ref = self._refs.pop(handle, None)

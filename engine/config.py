@@ -58,7 +58,10 @@ def default_resources() -> dict[str, Resources]:
 class ExecutorConfig(Strict):
     kind: Literal["ray", "inprocess"] = "ray"
     address: str | None = Field(None, description="Ray address; None starts a private local cluster")
-    max_in_flight: int = Field(4, ge=1, description="experiment slots: attempts holding resources at once")
+    max_in_flight: int | None = Field(
+        None, ge=1, description="experiment slots: attempts holding resources at once; null: as many as the cluster "
+        "holds of the default node kind (its GPUs / the kind's GPUs, CPUs likewise), followed as nodes join or leave"
+    )
     lookahead: int | None = Field(
         None, ge=0, description="proposals thinking ahead of free slots; null derives it from measured LLM and experiment times"
     )

@@ -20,12 +20,13 @@ from typing import Literal, Protocol
 
 from engine.budgets import ComputeMeter
 from engine.config import EngineSettings
-from engine.executor import NO_RESOURCES, Executor, Handle, Job, JobDone, holds_resources, step_of
+from engine.executor import NO_RESOURCES, Executor, Handle, Job, JobDone, capacity, holds_resources, step_of
 from engine.journal import Journal
 from engine.node import AttemptResult, Node, NodeStatus, StepResult
 
 MAX_LOST = 3
 POLL_S = 0.5  # how often budgets are re-checked while every slot is busy
+CAPACITY_POLL_S = 5.0  # how often slots follow the cluster when `max_in_flight` is not set
 
 
 @dataclass(frozen=True)
@@ -122,11 +123,15 @@ class Dispatcher:
         # Nodes created but without a result: after a resume they continue from their last step.
         self.backlog: list[str] = [n.id for n in journal.unfinished]
         self.discards = journal.discards
+        # Experiment slots: the config's, or what the cluster holds (followed as it changes).
+        self.slots = cfg.executor.max_in_flight or journal.slots or 1
+        self._capacity_at = -CAPACITY_POLL_S
 
     def run(self) -> Outcome:
         try:
             while True:
                 self._check_budgets()
+                self._follow_cluster()
                 self._fill_slots()
                 if not self.inflight and not self.ready:
                     finish = self.strategy.finished()
@@ -177,14 +182,31 @@ class Dispatcher:
         if left is not None and left <= 0:
             raise BudgetStop("max_nodes", f"node budget of {self.cfg.budgets.max_nodes} node(s) used up")
 
+    def _follow_cluster(self) -> None:
+        """Without `max_in_flight`, slots are the jobs of the default node kind the cluster holds:
+        re-read every CAPACITY_POLL_S, journaled when they change, told to the strategy (a
+        forest's shares are of the slots)."""
+        now = time.monotonic()
+        if self.cfg.executor.max_in_flight is not None or now - self._capacity_at < CAPACITY_POLL_S:
+            return
+        self._capacity_at = now
+        slots = capacity(self.executor, self.cfg.resources_for("default"))
+        if slots is None or (slots == self.slots and self.journal.slots == slots):
+            return
+        self.slots = slots
+        self.journal.record("slots_changed", slots=slots)
+        changed = getattr(self.strategy, "capacity_changed", None)
+        if changed is not None:
+            changed(slots)
+
     # -- submitting ---------------------------------------------------------------------
     @property
     def lookahead(self) -> int:
         fixed = self.cfg.executor.lookahead
-        return fixed if fixed is not None else self.clock.lookahead(self.cfg.executor.max_in_flight)
+        return fixed if fixed is not None else self.clock.lookahead(self.slots)
 
     def _free_slots(self) -> int:
-        return self.cfg.executor.max_in_flight - sum(r.holds for r in self.inflight.values())
+        return self.slots - sum(r.holds for r in self.inflight.values())
 
     def _fill_slots(self) -> None:
         if self.compute is not None and self.compute.exhausted() is not None:

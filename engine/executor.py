@@ -8,6 +8,7 @@ outcome: an `AttemptResult` (the job ran; the experiment may still be buggy) or 
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import socket
 import time
@@ -69,6 +70,20 @@ class Executor(Protocol):
     def shutdown(self) -> None: ...
 
 
+def slots_for(cpus: float, gpus: float | None, resources: Resources) -> int:
+    """Experiment jobs of one node kind's shape that fit in `cpus` and `gpus` (None: GPUs not
+    counted): the fewer of GPUs / the kind's GPUs and CPUs / its CPUs, at least one."""
+    fits = [math.floor(have / need + 1e-9) for have, need in ((gpus, resources.num_gpus), (cpus, resources.num_cpus))
+            if have is not None and need > 0]
+    return max(1, min(fits) if fits else math.floor(cpus))
+
+
+def capacity(executor: Executor, resources: Resources) -> int | None:
+    """Experiment slots the executor's cluster holds now for jobs of `resources` (None: it cannot tell)."""
+    ask = getattr(executor, "capacity", None)
+    return ask(resources) if ask is not None else None
+
+
 def run_job(job: Job, gpu_ids: Sequence[int] = ()) -> AttemptResult | StepResult:
     """Run a job on a worker. A job's own exception is a buggy result, never a crash of the run."""
     started = time.time()
@@ -107,6 +122,10 @@ class InProcessExecutor:
         if future.cancelled():
             return JobDone(handle, None, lost="cancelled")
         return JobDone(handle, future.result())
+
+    def capacity(self, resources: Resources) -> int:
+        """This machine's CPUs over the kind's (the threads ignore GPUs)."""
+        return slots_for(os.cpu_count() or 1, None, resources)
 
     def cancel(self, handle: Handle) -> None:
         future = self._futures.pop(handle, None)

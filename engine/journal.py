@@ -98,6 +98,7 @@ class Journal:
         self._status: dict[NodeStatus, dict[str, None]] = {NodeStatus.GOOD: {}, NodeStatus.BUGGY: {}}
         self._stages: dict[str, None] = {}  # stages started or grown in, in the order first seen
         self.discards = 0  # node_discarded events so far: the dispatcher cancels such nodes' jobs
+        self.slots: int | None = None  # experiment slots the cluster held, when they follow it (`slots_changed`)
         # Replay makes millions of objects and frees none: the cyclic collector would rescan
         # them again and again (3x the time of a 100k-node open), so it waits until the end.
         collecting = gc.isenabled()
@@ -223,6 +224,8 @@ class Journal:
             node.status = NodeStatus.PENDING  # until its next step starts
         elif kind == "attempt_finished":
             self._apply_result(self.nodes[e["node_id"]], AttemptResult.model_validate(e["result"]))
+        elif kind == "slots_changed":
+            self.slots = e["slots"]
         elif kind == "node_discarded":
             self._apply_discard(self.nodes[e["node_id"]], e["reason"])
         elif kind in ("attempt_lost", "attempt_cancelled"):

@@ -156,6 +156,10 @@ class Forest:
         self.by_name = {t.name: t for t in trees}
         self.open_trees = list(trees)
 
+    def capacity_changed(self, slots: int) -> None:
+        """The dispatcher's slots followed the cluster: shares are of the new number."""
+        self.max_in_flight = slots
+
     def propose(self, slots: int) -> list[Node]:
         active = self.allocation.live(self._open())
         if not active:
@@ -212,4 +216,4 @@ def build_forest(
     nodes = {s: cfg.stages[s].max_nodes for s in PLAN.names if s in cfg.stages}
     policy = Allocation(allocation or AllocationConfig(), journal, PLAN, infos, meter, stage_nodes=nodes)
     trees = [IdeaTree(cfg, journal, idea, src, llm, spent, policy, more_phases, seed) for idea, src in zip(ideas, sources)]
-    return Forest(trees, cfg.executor.max_in_flight, policy)
+    return Forest(trees, cfg.executor.max_in_flight or 1, policy)  # or: the dispatcher tells it the cluster's

@@ -77,4 +77,4 @@ def build_template_forest(
     nodes = {s: cfg.stages[s].max_nodes for s in PLAN.names if s in cfg.stages}
     policy = Allocation(allocation, journal, PLAN, infos, meter, stage_nodes=nodes)
     trees = [TemplateTree(cfg, journal, template, v, policy) for v in variants]
-    return Forest(trees, cfg.executor.max_in_flight, policy)
+    return Forest(trees, cfg.executor.max_in_flight or 1, policy)  # or: the dispatcher tells it the cluster's

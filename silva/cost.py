@@ -204,7 +204,7 @@ def throughput(cfg: RunConfig, journal: Journal, records: Sequence[CallRecord], 
     finished = sum(n.is_finished for n in journal)
     end = now or time.time()
     busy = journal.totals.busy.seconds(end)  # kept per event by the journal: no log read
-    slots = cfg.executor.max_in_flight
+    slots = cfg.executor.max_in_flight or journal.slots or 1
     paid = [r for r in records if not r.cache_hit]
     dollars = sum(r.dollars for r in paid)
     per_node = dollars / finished if finished else None

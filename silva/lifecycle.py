@@ -6,6 +6,7 @@ executors (actors/), imported lazily so that `silva status` never loads Ray.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -18,7 +19,7 @@ from silva.signals import stop_on_signals
 from engine.budgets import ComputeMeter
 from engine.dispatch import Dispatcher, Outcome, Strategy
 from engine.errors import ConfigError
-from engine.executor import Executor, InProcessExecutor
+from engine.executor import Executor, InProcessExecutor, slots_for
 from engine.groupcommit import GroupCommit
 from engine.journal import EVENTS_FILE, Journal
 from sandbox.base import SandboxUnavailable, get_provider
@@ -92,7 +93,8 @@ def build_strategy(
 def build_executor(cfg: RunConfig) -> Executor:
     if cfg.executor.kind == "inprocess":
         # Threads for the slots plus for steps that only wait on an LLM (they take no slot).
-        return InProcessExecutor(cfg.executor.max_in_flight + cfg.executor.max_llm_steps)
+        slots = cfg.executor.max_in_flight or slots_for(os.cpu_count() or 1, None, cfg.resources_for("default"))
+        return InProcessExecutor(slots + cfg.executor.max_llm_steps)
     from actors.ray_executor import RayExecutor
 
     return RayExecutor(cfg.executor)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from engine.config import Resources
 from engine.dispatch import StopRequested
-from engine.executor import Executor, Handle, Job
+from engine.executor import Executor, Handle, Job, capacity
 
 if TYPE_CHECKING:
     from engine.executor import JobDone
@@ -65,6 +65,9 @@ class _StopAtWait:
 
     def cancel(self, handle: Handle) -> None:
         self._inner.cancel(handle)
+
+    def capacity(self, resources: Resources) -> int | None:
+        return capacity(self._inner, resources)
 
     def shutdown(self) -> None:
         self._inner.shutdown()

@@ -96,7 +96,7 @@ def _executor(cfg: AutoBenchConfig) -> Executor:
     if cfg.executor.kind == "inprocess":
         from engine.executor import InProcessExecutor
 
-        return InProcessExecutor(cfg.executor.max_in_flight)
+        return InProcessExecutor(cfg.executor.max_in_flight or os.cpu_count() or 1)
     from actors.ray_executor import RayExecutor
 
     return RayExecutor(cfg.executor)

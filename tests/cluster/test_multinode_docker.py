@@ -53,7 +53,7 @@ def test_run_spreads_over_workers_survives_a_lost_worker_and_a_killed_driver(tmp
     shared = tmp_path / "shared"
     tpl = make_template(shared / "tpl", fixed={"sleep": 2.5})
     cfg = make_config(
-        shared, tpl, executor={"kind": "ray", "address": "auto", "max_in_flight": 4}, sandbox="local",
+        shared, tpl, executor={"kind": "ray", "address": "auto"}, sandbox="local",  # slots follow the cluster
         stages={"preliminary": {"max_nodes": 10}, "hyperparameter": {"max_nodes": 10},
                 "agenda": {"max_nodes": 6}, "ablation": {"max_nodes": 2}},
         output_dir=str(shared / "runs"),
@@ -111,5 +111,8 @@ def test_run_spreads_over_workers_survives_a_lost_worker_and_a_killed_driver(tmp
         assert retry["attempt"] > e["attempt"] and not retry["result"]["worker"].startswith("w1:")
     hosts = finished_on(after)
     assert hosts["w1"] > 0 and hosts["w2"] > 0 and hosts["w3"] > 0 and hosts["head"] == 0, hosts
+    # Slots followed the cluster: two workers of 2 CPUs, then a worker lost and one added.
+    first_session = [e["slots"] for e in before if e["type"] == "slots_changed"]
+    assert first_session[0] == 4 and len(first_session) >= 2, first_session
     joined = [e for e in after if e["type"] == "cluster_joined"]
     assert len(joined) == 2 and all(e["kind"] == "joined" for e in joined)  # first run and resume

@@ -146,3 +146,45 @@ def test_job_exception_is_a_buggy_node(tmp_path: Path) -> None:
     j = journal(tmp_path)
     assert Dispatcher(config(), j, S([0.0]), InProcessExecutor(1)).run().status == "finished"
     assert j.nodes["n0000"].status == NodeStatus.BUGGY and "boom in operator" in j.nodes["n0000"].reason
+
+
+class GrowingCluster(InProcessExecutor):
+    """An executor whose cluster holds one slot until `grow_at`, then three (a node joined)."""
+
+    def __init__(self, grow_at: float) -> None:
+        super().__init__(8)
+        self.grow_at = grow_at
+
+    def capacity(self, resources: object) -> int:
+        return 1 if time.monotonic() < self.grow_at else 3
+
+
+def test_without_max_in_flight_slots_follow_the_cluster(tmp_path: Path, monkeypatch: object) -> None:
+    import engine.dispatch
+
+    monkeypatch.setattr(engine.dispatch, "CAPACITY_POLL_S", 0.05)  # type: ignore[attr-defined]
+    strategy = FixedStrategy([0.3] * 12)
+    told: list[int] = []
+    strategy.capacity_changed = told.append  # type: ignore[attr-defined]
+    executor = GrowingCluster(grow_at=time.monotonic() + 1.0)
+    j = journal(tmp_path)
+    outcome = Dispatcher(config(executor={"kind": "inprocess"}), j, strategy, executor).run()
+    assert outcome.status == "finished"
+    assert [e["slots"] for e in j.log.read("slots_changed")] == [1, 3] == told and j.slots == 3
+
+    def most_at_once(until: float, after: float = 0.0) -> int:
+        spans = [(s, e) for _, s, e in strategy.log if s < until and e > after]
+        return max(sum(s <= t < e for s, e in spans) for t, _ in spans) if spans else 0
+
+    assert most_at_once(executor.grow_at - 0.05) == 1  # one slot while the cluster had one
+    assert most_at_once(float("inf"), after=executor.grow_at + 0.4) == 3  # three once it grew
+
+
+def test_slots_for_counts_the_scarcer_resource() -> None:
+    from engine.config import Resources
+    from engine.executor import slots_for
+
+    assert slots_for(16, 4, Resources(num_cpus=2, num_gpus=0.5)) == 8  # GPUs: 4 / 0.5
+    assert slots_for(6, 4, Resources(num_cpus=2, num_gpus=1)) == 3  # CPUs: 6 / 2
+    assert slots_for(6, None, Resources(num_cpus=1, num_gpus=1)) == 6  # GPUs not counted (in-process)
+    assert slots_for(8, 0, Resources(num_cpus=1, num_gpus=1)) == 1  # none fit yet: one, so demand shows
