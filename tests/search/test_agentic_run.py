@@ -203,3 +203,18 @@ def test_tuning_ends_when_the_llm_judges_it_converged(tmp_path) -> None:  # type
     assert ended.startswith("LLM judged tuning converged at n") and len(tuned) < 8
     converged = [n for n in tuned if op(n).judgement.converged]  # type: ignore[union-attr]
     assert converged and all(op(n).judgement.converged is False for n in tuned if n not in converged)  # type: ignore[union-attr]
+
+
+def test_ablation_stage_ends_when_the_model_has_no_new_ablation(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # The scripted scientist knows three ablations; a stage budget of eight would otherwise pay
+    # three re-asks for each of five proposals that can only repeat one.
+    cfg = agentic_config(tmp_path, replicates=1,
+                         stages={"hyperparameter": {"max_nodes": 1}, "agenda": {"max_nodes": 1}, "ablation": {"max_nodes": 8}},
+                         executor={"kind": "inprocess", "max_in_flight": 1})
+    outcome, j = start(cfg, responder(plots=False))
+    assert outcome.status == "finished"
+    ablations = j.in_stage("ablation", "ablation")
+    assert {op(n).ablation for n in ablations if n.status.value == "good"} == {"no_standardize", "random_filter", "no_filtering"}
+    spent = [n for n in ablations if op(n).exhausted]
+    assert len(spent) == 1 and len(ablations) == 4  # the fourth named a listed one: the search ended there
+    assert j.stage_ended[("noise", "ablation")]["reason"].startswith(f"no new ablation left: at {spent[0].id}")
