@@ -9,6 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from engine.blobs import inline
 from engine.journal import Journal
 
 
@@ -34,7 +35,7 @@ def export_parquet(journal: Journal, out_dir: Path) -> list[Path]:
     events = pa.Table.from_pylist([
         {"seq": e["seq"], "ts": e["ts"], "type": e["type"],
          "node_id": e.get("node_id") or e.get("node", {}).get("id"),
-         "data": json.dumps({k: v for k, v in e.items() if k not in ("seq", "ts", "type")}, default=str)}
+         "data": json.dumps(inline({k: v for k, v in e.items() if k not in ("seq", "ts", "type")}), default=str)}
         for e in journal.log.events
     ])
     paths = [out_dir / "nodes.parquet", out_dir / "events.parquet"]

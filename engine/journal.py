@@ -3,6 +3,8 @@
 Every state change is one JSON line, flushed and fsynced before the change is acted on. The
 `Journal` is the replay of those events; everything else (best node, debug depth, leaves) is
 derived, never stored. A torn last line (a crash mid-write) is dropped when the log is reopened.
+Running totals (engine/totals.py) and indexes are kept per event; large payloads live in
+content-addressed blobs (engine/blobs.py), and replayed nodes hold references to them.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from engine.blobs import BlobWriter, raw
 from engine.eventlog import EVENTS_FILE, EventLog, check_references
 from engine.node import AttemptResult, MetricSpec, Node, NodeStatus, StepResult, primary_of
 from engine.node import EVENT_FORMAT
@@ -24,6 +27,7 @@ from engine.totals import Totals
 
 __all__ = ["EVENTS_FILE", "EventLog", "Journal"]
 
+NOT_STATE = ("log", "_blobs")  # what a snapshot leaves out
 FREEZE_NODES = 10_000  # a replay this big moves its objects out of the cyclic collector's sight
 _ALL_FIELDS: dict[type, set[str]] = {}
 
@@ -73,6 +77,7 @@ class Journal:
 
     def __init__(self, log: EventLog) -> None:
         self.log = log
+        self._blobs = BlobWriter(log.path.parent)  # also makes the run's blobs readable here
         self.nodes: dict[str, Node] = {}
         self.metric_specs: list[MetricSpec] = []
         # Keyed by (idea, stage): one tree per idea can share a journal (a forest).
@@ -116,7 +121,7 @@ class Journal:
             self.snapshot()
 
     def _replay(self, log: EventLog) -> None:
-        state = log.load_snapshot([k for k in self.__dict__ if k != "log"])
+        state = log.load_snapshot([k for k in self.__dict__ if k not in NOT_STATE])
         if state is not None:
             self.__dict__.update(state)
         error: Exception | None = None
@@ -151,7 +156,7 @@ class Journal:
 
     def snapshot(self) -> None:
         """Write the replayed state for the next open to start from (engine/eventlog.py)."""
-        state = {k: v for k, v in self.__dict__.items() if k != "log"}
+        state = {k: v for k, v in self.__dict__.items() if k not in NOT_STATE}
         classes: set[type] = {NodeStatus, MetricSpec, *TOTALS_CLASSES}
         for n in self.nodes.values():
             classes.add(type(n))
@@ -163,7 +168,7 @@ class Journal:
     def add_node(self, node: Node) -> Node:
         node.id = node.id or self.new_node_id()
         node.created_at = node.created_at or time.time()
-        self.record("node_created", node=node.model_dump(mode="json"))
+        self.record("node_created", node=self._blobs.dump(node))
         return self.nodes[node.id]
 
     def new_node_id(self) -> str:
@@ -176,7 +181,7 @@ class Journal:
         """An intermediate step of a pipelined attempt is in: its output waits for the next step."""
         if not self.nodes[node_id].is_finished:
             self.record("step_finished", node_id=node_id, attempt=attempt, step=result.step,
-                        result=result.model_dump(mode="json"))
+                        result=self._blobs.dump(result))
 
     def discard(self, node_id: str, reason: str) -> None:
         """Drop a node its strategy no longer needs (speculative work whose premise failed): it
@@ -188,7 +193,7 @@ class Journal:
         """Record a result; False (and nothing recorded) if the node already has one."""
         if self.nodes[node_id].is_finished:
             return False
-        self.record("attempt_finished", node_id=node_id, attempt=attempt, result=result.model_dump(mode="json"))
+        self.record("attempt_finished", node_id=node_id, attempt=attempt, result=self._blobs.dump(result))
         return True
 
     # -- replay --------------------------------------------------------------------------
@@ -273,9 +278,11 @@ class Journal:
         node.metrics = r.metrics
         node.execution = r.execution
         node.artifacts = r.artifacts
-        # An LLM operator writes its node's plan and code on the worker: they arrive with the result.
-        node.code = r.code or node.code
-        node.plan = r.plan or node.plan
+        # An LLM operator writes its node's plan and code on the worker: they arrive with the
+        # result (as blob references when large: copied, not read).
+        for name in ("code", "plan"):
+            if raw(r, name):
+                setattr(node, name, raw(r, name))
         node.outcome = r.outcome
         node.finished_at = r.finished_at
         node.cost_usd += r.cost_usd

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from engine.blobs import Text, lazy_text
 from engine.outcome import Outcome, OutcomeField, legacy_outcome
 
 if TYPE_CHECKING:
@@ -77,8 +78,8 @@ class ExecSummary(BaseModel):
     oom_killed: bool = False
     wall_s: float = 0.0
     cpu_s: float = 0.0
-    stdout_tail: str = ""
-    stderr_tail: str = ""
+    stdout_tail: Text = ""
+    stderr_tail: Text = ""
 
 
 class BudgetRefusal(BaseModel):
@@ -130,8 +131,8 @@ class AttemptResult(BaseModel):
     started_at: float = 0.0
     finished_at: float = 0.0
     cost_usd: float = 0.0
-    code: str | None = Field(None, description="the node's code, when the attempt wrote it (LLM operators)")
-    plan: str | None = Field(None, description="the node's plan, when the attempt wrote it")
+    code: Text | None = Field(None, description="the node's code, when the attempt wrote it (LLM operators)")
+    plan: Text | None = Field(None, description="the node's plan, when the attempt wrote it")
     refusal: BudgetRefusal | None = None
     outcome: OutcomeField = None
 
@@ -160,8 +161,8 @@ class Node(BaseModel):
     stage: str
     kind: str  # baseline, hyperparameter, method, ablation, replication, aggregation, draft, debug, ...
     idea: str = "default"
-    plan: str = ""
-    code: str = ""
+    plan: Text = ""
+    code: Text = ""
     params: dict[str, Any] = Field(default_factory=dict)
     seed: int | None = None
     status: NodeStatus = NodeStatus.PENDING
@@ -210,3 +211,9 @@ class Node(BaseModel):
     def outcome_as(self, cls: type[O]) -> O | None:
         """The node's outcome if it is of family `cls`, else None."""
         return self.outcome if isinstance(self.outcome, cls) else None
+
+
+# Payloads: stored as content-addressed blobs when large, read back when used (engine/blobs.py).
+lazy_text(ExecSummary, "stdout_tail", "stderr_tail")
+lazy_text(AttemptResult, "code", "plan")
+lazy_text(Node, "plan", "code")

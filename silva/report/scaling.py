@@ -54,7 +54,7 @@ def curves(run_dir: Path, journal: Journal) -> pd.DataFrame:
                 rows.append({"idea": who, "gpu_hours": gpu.get(who, 0.0), "dollars": usd.get(who, 0.0),
                              "best": best[who] if spec.direction == "maximize" else -best[who]})
 
-    for e in journal.log.events:
+    for e in journal.log.read("node_created", "compute_used", "attempt_finished"):
         while k < len(ledger) and ledger[k][0] <= e["ts"]:
             _, idea, d = ledger[k]
             usd[idea] = usd.get(idea, 0.0) + d
@@ -106,7 +106,7 @@ def stops(journal: Journal) -> pd.DataFrame:
         {"idea": e["idea"], "cause": e.get("cause", ""), "rung": e.get("rung"), "stage": e.get("stage"),
          "score": e.get("score"), "threshold": e.get("threshold"), "gpu_hours": e.get("gpu_hours"),
          "returned_gpu_hours": e.get("returned_gpu_hours"), "reason": e.get("reason")}
-        for e in journal.log.events if e["type"] == "allocation" and e.get("decision") == "stopped"
+        for e in journal.log.read("allocation") if e.get("decision") == "stopped"
     ]
     return pd.DataFrame(rows, columns=["idea", "cause", "rung", "stage", "score", "threshold", "gpu_hours",
                                        "returned_gpu_hours", "reason"])

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from engine.journal import Journal
 from engine.llm.ledger import CallRecord
 from engine.node import Node, NodeStatus
+from engine.totals import ATTEMPT_ENDS
 from silva.config import RunConfig
 from silva.cost import Span, Spend, attempt_spans, remaining_nodes, spend, throughput, throughput_lines
 from silva.status import state_line
@@ -114,7 +115,8 @@ def forest_data(run_dir: Path, cfg: RunConfig, journal: Journal, records: list[C
     metric = _idea_metrics(journal)
     best = {e["node_id"] for e in journal.stage_best.values() if e.get("node_id")}
     chosen = {e["node_id"] for e in journal.heldout.values() if e.get("node_id")}
-    lost = {s.node_id for s in attempt_spans(journal.log.events) if s.ended in ("lost", "cancelled")}
+    lost = {s.node_id for s in attempt_spans(journal.log.read("attempt_started", *ATTEMPT_ENDS))
+            if s.ended in ("lost", "cancelled")}
     roots = {e.get("root") for e in journal.stage_started.values() if e.get("root")}
     cols: dict[str, list[Any]] = {c: [] for c in ("id", "p", "i", "s", "k", "st", "v", "f", "r", "t")}
     for nid in ids:
