@@ -10,10 +10,10 @@
   idea goes on from that rung. An idea that reaches a rung goes on only if its progress score
   there is in the top 1/eta of the ideas that reached that rung so far; otherwise it waits (no
   slots) until more ideas arrive and it makes the cut, or until no live idea can still reach
-  the rung, when it is stopped. A stopped idea's unspent share of the GPU budget returns to the pool, and, as in
-  ASHA, what stopped ideas leave goes to the promoted ones: a promoted idea's current search
-  stage gets more nodes in proportion to its grown share of the pool (an `extended` decision),
-  and free slots go to the ideas at the highest rung first (ASHA's promotions before new work),
+  the rung, when it is stopped. A stopped idea's unspent share of the GPU budget returns to
+  the pool, and, as in ASHA, what stopped ideas leave goes to the promoted ones: a promoted
+  idea's current search stage gets more nodes in proportion to its grown share of the pool (an
+  `extended` decision), and free slots go to the ideas at the highest rung first (ASHA's promotions before new work),
   after one slot to each idle idea (so a rung arrival is recorded when it happens). Pinned
   ideas are never held, never wait, never stop; at least `min_ideas` ideas are never stopped.
 - `bandit`: ideas as arms; reward = improvement of the idea's best oriented metric over its
@@ -63,7 +63,9 @@ class Rung:
     nodes: int | None = None
 
     def where(self) -> str:
-        return f"the end of stage {self.stage}" if self.nodes is None else f"{self.nodes} search node(s) of stage {self.stage}"
+        if self.nodes is None:
+            return f"the end of stage {self.stage}"
+        return f"{self.nodes} search node(s) of stage {self.stage}"
 
 
 def plan_rungs(plan: StagePlan, cfg: AllocationConfig, stage_nodes: Mapping[str, int] | None) -> tuple[Rung, ...]:
