@@ -11,7 +11,10 @@ stage: 98 nodes), so a 100k-node run has 1,020 ideas and 4,080 stages. On each:
   sits on tmpfs, so this is the driver's own cost, not the disk's.
 - (c) the same driver with 1,000 simulated slots on the largest journal, on disk, every event
   made durable before anything is acted on (group commit: engine/groupcommit.py).
-Each measurement runs in its own process (clean resident memory figures).
+Each measurement runs in its own process (clean resident memory figures). The simulated
+output tails (about 700 characters) are over engine/blobs.py's MIN_CHARS: they are stored as
+content-addressed blobs, as a real node's would be. The machine's load average is recorded with
+every figure (a shared machine's wall times are not CPU times).
 
     .venv/bin/python bench/bench_driver.py [--sizes 1000,10000,100000] [--completions 2000]
     .venv/bin/python bench/bench_driver.py --code DIR --label before   # another checkout, same journals
@@ -88,6 +91,7 @@ class SimExecutor:
         self.jobs: dict[int, tuple[Any, float, float]] = {}
         self.ids = itertools.count()
         self.marks: list[float] = []  # perf_counter at each completion
+        self.cpu_marks: list[float] = []  # process_time at each completion
 
     def submit(self, job: Any, resources: Any) -> int:
         handle = next(self.ids)
@@ -112,6 +116,7 @@ class SimExecutor:
         result = (simulated_result(params, getattr(job, "seed", 0), self.rng, start, took) if params is not None
                   else AttemptResult(status="good", started_at=start, finished_at=start + took, worker="sim:0"))
         self.marks.append(time.perf_counter())
+        self.cpu_marks.append(time.process_time())
         return JobDone(handle, result)
 
     def cancel(self, handle: int) -> None:
@@ -211,8 +216,10 @@ def child_open(run: Path) -> dict[str, Any]:
     from engine.journal import Journal
 
     start = time.perf_counter()
+    cpu = time.process_time()
     j = Journal.open(run, read_only=True)
-    return {"open_s": time.perf_counter() - start, "open_rss_mb": rss_mb(), "nodes": len(j.nodes)}
+    return {"open_s": time.perf_counter() - start, "open_cpu_s": time.process_time() - cpu, "open_rss_mb": rss_mb(),
+            "nodes": len(j.nodes), "from_snapshot": j.log.snapshot_count > 0}
 
 
 def child_driver(run: Path, completions: int, slots: int) -> dict[str, Any]:
@@ -233,10 +240,11 @@ def child_driver(run: Path, completions: int, slots: int) -> dict[str, Any]:
         outcome = execute(cfg, journal, on_change=progress.update, executor=sim)
     journal.log.close()
     warm = completions // 5
-    marks = sim.marks[warm:completions]
+    marks, cpu = sim.marks[warm:completions], sim.cpu_marks[warm:completions]
     per = (marks[-1] - marks[0]) / (len(marks) - 1)
     return {"nodes_before": nodes, "completions": len(sim.marks), "measured": len(marks) - 1,
-            "per_completion_ms": per * 1e3, "completions_per_s": 1 / per, "open_s": opened,
+            "per_completion_ms": per * 1e3, "per_completion_cpu_ms": (cpu[-1] - cpu[0]) / (len(cpu) - 1) * 1e3,
+            "completions_per_s": 1 / per, "open_s": opened,
             "driver_rss_mb": rss_mb(), "outcome": outcome.status, "slots": slots}
 
 
@@ -249,15 +257,18 @@ def in_child(code: Path, *args: str) -> dict[str, Any]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def time_status(code: Path, run: Path) -> float:
+def time_status(code: Path, run: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of `silva status` in a fresh process, start-up included."""
     script = "import sys; from silva.cli.main import main; raise SystemExit(main(['status', sys.argv[1]]))"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", script, str(run)], env={**os.environ, "PYTHONPATH": str(code)},
                          cwd=code, capture_output=True, text=True, check=False)
     took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
         raise RuntimeError(f"silva status failed:\n{out.stderr[-3000:]}")
-    return took
+    return took, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def copy_run(run: Path, where: Path) -> Path:
@@ -303,8 +314,9 @@ def main() -> None:
             print(f"generating {n} nodes ...", flush=True)
             print(" ", in_child(REPO, "generate", str(args.work), str(n)), flush=True)
         row = in_child(args.code, "open", str(run))
-        row["status_s"] = time_status(args.code, run)
+        row["status_s"], row["status_cpu_s"] = time_status(args.code, run)
         row["events_mb"] = (run / "events.jsonl").stat().st_size / 2**20
+        row["load_avg"] = os.getloadavg()[0]
         row["driver"] = in_child(args.code, "driver", str(copy_run(run, args.work)), str(args.completions),
                                  str(args.slots))
         figures["sizes"][str(n)] = row
@@ -315,6 +327,8 @@ def main() -> None:
         on_disk = copy_run(run, args.disk)
         try:
             figures["slots"] = in_child(args.code, "driver", str(on_disk), str(args.big_completions), str(args.big_slots))
+            figures["slots"]["load_avg"] = os.getloadavg()[0]
+            figures["slots"]["disk"] = str(args.disk)
         finally:
             shutil.rmtree(on_disk, ignore_errors=True)
         print(f"{args.big_slots} slots: {json.dumps(figures['slots'])}", flush=True)
