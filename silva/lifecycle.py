@@ -20,6 +20,7 @@ from engine.budgets import ComputeMeter
 from engine.dispatch import Dispatcher, Outcome, Strategy
 from engine.errors import ConfigError
 from engine.executor import Executor, InProcessExecutor, slots_for
+from engine.node import EVENT_FORMAT
 from engine.groupcommit import GroupCommit
 from engine.journal import EVENTS_FILE, Journal
 from sandbox.base import SandboxUnavailable, get_provider
@@ -137,7 +138,8 @@ def create_run(cfg: RunConfig) -> tuple[Path, Journal]:
     run_dir.mkdir(parents=True)
     (run_dir / CONFIG_SNAPSHOT).write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
     journal = Journal.open(run_dir)
-    journal.record("run_started", config=cfg.model_dump(mode="json"), metrics=metrics, stages=list(cfg.plan.names))
+    journal.record("run_started", config=cfg.model_dump(mode="json"), metrics=metrics, stages=list(cfg.plan.names),
+                   format=EVENT_FORMAT)
     return run_dir, journal
 
 

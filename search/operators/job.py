@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from engine.attempt import failure_reason, fresh_workspace, summarize
+from engine.blobs import Text, lazy_text, register
 from engine.contract import PARAMS_FILE, RESULTS_FILE, ResultsFile, params_payload
 from engine.llm import LLM, BudgetExceeded, LLMError, Message
 from engine.llm.types import Completion, LLMRequest
@@ -55,9 +56,9 @@ class Proposed(Outcome):
     """The think step's output: the node's plan and code (or why the proposal failed)."""
 
     family: str = "proposed"
-    code: str = ""
-    plan: str = ""
-    plot_code: str = ""
+    code: Text = ""
+    plan: Text = ""
+    plot_code: Text = ""
     code_change: CodeChange = "rerun"
     diff_error: str = ""
     hyperparameters: dict[str, Any] = Field(default_factory=dict)
@@ -65,6 +66,10 @@ class Proposed(Outcome):
     proposal_error: str = ""
     exhausted: bool = False  # the model's last answer named a setting or ablation its prompt listed as tried
     llm_calls: int = 0
+
+
+# The proposal's code and plans are payloads: stored as blobs when large (engine/blobs.py).
+lazy_text(Proposed, "code", "plan", "plot_code")
 
 
 class Ran(Outcome):
@@ -123,6 +128,7 @@ class OperatorJob:
 
     def run(self, gpu_ids: Sequence[int]) -> AttemptResult | StepResult:
         started = time.time()
+        register(self.run_dir)  # on a worker too: a proposal from the journal may name blobs of the run
         counter = _Counting(self.llm.transport) if self.llm is not None else None
         llm = LLM(counter, max_reasks=self.llm.max_reasks) if self.llm is not None and counter is not None else None
         try:

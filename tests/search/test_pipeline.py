@@ -13,6 +13,7 @@ import pytest
 
 from engine.config import Resources
 from engine.executor import Handle, InProcessExecutor, Job, JobDone, step_of
+from engine.blobs import is_ref
 from engine.journal import Journal
 from engine.llm.ledger import LEDGER_FILE, read_records
 from silva import lifecycle
@@ -81,6 +82,11 @@ def test_only_the_run_step_holds_the_gpu_and_no_llm_call_happens_during_it(tmp_p
         elif e["type"] == "step_finished" and e["step"] == "run":
             held[e["node_id"]] = (held[e["node_id"]][0], e["ts"])
     assert held and all(end < float("inf") for _, end in held.values())
+    # A proposal's code is a payload: a blob reference in the event, the text on the node.
+    think = next(e for e in j.log.events if e["type"] == "step_finished" and e["step"] == "think"
+                 and len(j.nodes[e["node_id"]].code) >= 512)
+    assert is_ref(think["result"]["outcome"]["code"])
+    assert j.nodes[think["node_id"]].steps["think"].code == j.nodes[think["node_id"]].code  # type: ignore[union-attr]
     calls = [r for r in read_records(run_dir / LEDGER_FILE) if r.node_id in held]
     assert calls
     for r in calls:  # the node's own LLM calls fall outside the span its GPU was held
