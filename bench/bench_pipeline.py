@@ -2,10 +2,13 @@
 search quality? Writes bench/results/pipeline.json and prints two tables.
 
 (a) Utilization of the four-stage agentic search, one idea, 4 and 16 slots, LLM latency / experiment
-    median = 0, 1 and 4, with the pipeline (think / run / judge steps, look-ahead) on and off. The
-    LLM is a fake OpenAI-compatible server on 127.0.0.1 that answers every schema with the scripted
-    scientist's content after a lognormal latency; experiments sleep lognormal durations inside
-    real numpy code. Utilization = experiment time (the sandboxed run's wall time) / (slots x makespan).
+    median = 0, 1 and 4, with the pipeline (think / run / judge steps, look-ahead, speculation)
+    on and off. The LLM is a fake OpenAI-compatible server on 127.0.0.1 that answers every schema
+    with the scripted scientist's content after a lognormal latency; experiments sleep lognormal
+    durations inside real numpy code. Utilization = experiment time (the run's wall time) /
+    (slots x makespan). The ratio is taken against the experiments' measured median wall time
+    (sleep plus the real code's own time, measured in the ratio-0 runs), not the sleep alone.
+    Each stage has 2 x slots search nodes: a stage of 8 could fill at most half of 16 slots.
 (d) Best noise-free quality reached for a fixed node budget by the offline template search at 1, 4
     and 16 slots, without and with look-ahead (proposals made before a slot frees), over seeds.
 """
@@ -16,6 +19,7 @@ import argparse
 import importlib.util
 import json
 import math
+import os
 import random
 import statistics
 import sys
@@ -38,7 +42,11 @@ from tests.llm.fake_servers import FakeLLMServer, Recorded, Reply  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "pipeline.json"
 MEDIAN_S, SIGMA, CAP_S = 0.5, 1.0, 7.5  # experiments: lognormal, median 0.5 s (scaled down from 4 s; cap 60 s)
-STAGES = {s: {"max_nodes": 8} for s in ("preliminary", "hyperparameter", "agenda", "ablation")}
+STAGE_NAMES = ("preliminary", "hyperparameter", "agenda", "ablation")
+
+
+def stages(slots: int) -> dict[str, dict[str, int]]:
+    return {s: {"max_nodes": 2 * slots} for s in STAGE_NAMES}
 ROLE_OF = {"Proposal": "code", "Judgement": "feedback", "PlotCritique": "vision", "BestChoice": "selection"}
 
 
@@ -63,8 +71,8 @@ def scientist() -> Any:
     return module
 
 
-def fake_llm(server: FakeLLMServer, ratio: float, seed: int) -> None:
-    """The server answers as the scripted scientist would, after lognormal(ratio x median) seconds."""
+def fake_llm(server: FakeLLMServer, median_s: float, seed: int) -> None:
+    """The server answers as the scripted scientist would, after lognormal(median_s) seconds."""
     responder = scientist().Responder(sleep=(MEDIAN_S, SIGMA), plots=False)
     rng = random.Random(seed)
 
@@ -77,7 +85,7 @@ def fake_llm(server: FakeLLMServer, ratio: float, seed: int) -> None:
             for m in body["messages"]
         ]
         data = json.loads(responder(Call(ROLE_OF.get(schema, "feedback"), messages)))
-        delay = min(rng.lognormvariate(math.log(ratio * MEDIAN_S), SIGMA), 8 * ratio * MEDIAN_S) if ratio else 0.0
+        delay = min(rng.lognormvariate(math.log(median_s), SIGMA), 8 * median_s) if median_s else 0.0
         reply = Reply.json(data)
         reply.delay_s = delay
         return reply
@@ -90,7 +98,7 @@ def agentic_run(tmp: Path, url: str, slots: int, pipeline: bool, seed: int) -> d
     (tmp / "idea.yaml").write_text(yaml.safe_dump(idea))
     (tmp / "run.yaml").write_text(yaml.safe_dump({
         "name": "pipe", "idea": "idea.yaml", "output_dir": str(tmp / "runs"), "replicates": 2, "seed": seed,
-        "stages": STAGES, "search": {"num_drafts": 2, "pipeline": pipeline, "speculate": pipeline},
+        "stages": stages(slots), "search": {"num_drafts": 2, "pipeline": pipeline, "speculate": pipeline},
         "budgets": {"wall_clock_s": 1800, "node_timeout_s": CAP_S * 4},
         "executor": {"kind": "inprocess", "max_in_flight": slots, "lookahead": None if pipeline else 0},
         "sandbox": "none",
@@ -105,25 +113,36 @@ def agentic_run(tmp: Path, url: str, slots: int, pipeline: bool, seed: int) -> d
     outcome = lifecycle.execute(cfg, journal)
     makespan = time.monotonic() - started
     j = Journal.open(run_dir, read_only=True)
-    busy = sum(n.execution.wall_s for n in j if n.execution is not None)
+    walls = [n.execution.wall_s for n in j if n.execution is not None and n.execution.wall_s > 0]
+    busy = sum(walls)
     return {
         "slots": slots, "pipeline": pipeline, "outcome": outcome.status, "nodes": len(j.nodes),
         "makespan_s": round(makespan, 1), "experiment_s": round(busy, 1),
+        "experiment_median_s": round(statistics.median(walls), 2) if walls else None,
         "utilization": round(busy / (slots * makespan), 3),
         "speculative": sum(n.origin.speculative for n in j),
+        "discarded": sum(n.status.value == "discarded" for n in j),
     }
 
 
 def bench_utilization(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     for slots in args.slots:
-        for ratio in args.ratios:
-            for pipeline in (False, True):
+        # Measured by this slot count's ratio-0 run without the pipeline (this time, or saved before).
+        saved = json.loads(RESULTS.read_text()).get("utilization", []) if RESULTS.is_file() else []
+        experiment_median = next((r["experiment_median_s"] for r in saved if r["slots"] == slots and r["ratio"] == 0
+                                  and not r["pipeline"] and r.get("experiment_median_s")), MEDIAN_S)
+        for ratio in sorted(args.ratios):
+            for pipeline in args.pipeline:
                 with FakeLLMServer() as server, tempfile.TemporaryDirectory() as tmp:
-                    fake_llm(server, ratio, seed=slots * 10 + int(ratio))
+                    fake_llm(server, ratio * experiment_median, seed=slots * 10 + int(ratio))
                     row = agentic_run(Path(tmp), server.url, slots, pipeline, seed=0)
-                row.update(ratio=ratio, llm_requests=len(server.requests))
+                if ratio == 0 and not pipeline and row["experiment_median_s"]:
+                    experiment_median = row["experiment_median_s"]
+                row.update(ratio=ratio, llm_median_s=round(ratio * experiment_median, 2), llm_requests=len(server.requests))
+                row["load_avg"] = round(os.getloadavg()[0], 2)
                 rows.append(row)
+                save(rows)
                 print(f"  slots {slots:>2} ratio {ratio:g} pipeline {'on ' if pipeline else 'off'}: "
                       f"utilization {row['utilization']:.2f} ({row['nodes']} nodes, {row['makespan_s']} s)", flush=True)
     return rows
@@ -167,24 +186,36 @@ def bench_quality(args: argparse.Namespace) -> list[dict[str, Any]]:
     return rows
 
 
+def save(rows: list[dict[str, Any]] | None = None, quality: list[dict[str, Any]] | None = None) -> None:
+    """Merge into the results file: a row replaces the one of its (slots, ratio, pipeline), so a
+    run cut short, or one of a few settings, keeps the figures measured before."""
+    old = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
+    key = lambda r: (r["slots"], r["ratio"], r["pipeline"])  # noqa: E731
+    merged = {key(r): r for r in old.get("utilization", [])} | {key(r): r for r in rows or []}
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps({
+        "setup": {"experiment": f"lognormal(median {MEDIAN_S} s, sigma {SIGMA}) sleep inside real numpy code, cap {CAP_S} s",
+                  "llm": "fake OpenAI-compatible server, lognormal(ratio x measured experiment median, sigma 1), cap 8x",
+                  "stages": "2 x slots search nodes each", "replicates": 2, "executor": "inprocess",
+                  "sandbox": "none"},
+        "utilization": sorted(merged.values(), key=key), "quality": quality if quality is not None else old.get("quality", []),
+    }, indent=2))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--slots", type=int, nargs="+", default=[4, 16])
     ap.add_argument("--ratios", type=float, nargs="+", default=[0.0, 1.0, 4.0])
-    ap.add_argument("--seeds", type=int, default=6)
+    ap.add_argument("--seeds", type=int, default=6, help="seeds of (d); 0 skips it")
+    ap.add_argument("--pipeline", choices=["off", "on"], nargs="+", default=["off", "on"])
     ap.add_argument("--budget", type=int, default=24, help="tuning nodes per run in (d)")
     args = ap.parse_args()
+    args.pipeline = [p == "on" for p in args.pipeline]
     print("(a) utilization of the four-stage agentic search (experiment time / slots x makespan)")
-    utilization = bench_utilization(args)
-    print(f"(d) best noise-free quality at a fixed node budget ({args.budget} tuning nodes), {args.seeds} seeds")
-    quality = bench_quality(args)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({
-        "setup": {"experiment": f"lognormal(median {MEDIAN_S} s, sigma {SIGMA}), cap {CAP_S} s",
-                  "llm": "fake OpenAI-compatible server, lognormal(ratio x median, sigma 1)",
-                  "stages": STAGES, "replicates": 2, "executor": "inprocess", "sandbox": "none"},
-        "utilization": utilization, "quality": quality,
-    }, indent=2))
+    bench_utilization(args)
+    if args.seeds:
+        print(f"(d) best noise-free quality at a fixed node budget ({args.budget} tuning nodes), {args.seeds} seeds")
+        save(quality=bench_quality(args))
     print(f"results in {RESULTS}")
 
 
