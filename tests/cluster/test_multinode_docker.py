@@ -51,10 +51,10 @@ def test_run_spreads_over_workers_survives_a_lost_worker_and_a_killed_driver(tmp
 
     image = ensure_node_image()
     shared = tmp_path / "shared"
-    tpl = make_template(shared / "tpl", fixed={"sleep": 2.5})
+    tpl = make_template(shared / "tpl", fixed={"sleep": 4.0})  # long enough to outlast a worker's start
     cfg = make_config(
         shared, tpl, executor={"kind": "ray", "address": "auto", "max_in_flight": None}, sandbox="local",  # slots follow the cluster
-        stages={"preliminary": {"max_nodes": 10}, "hyperparameter": {"max_nodes": 10},
+        stages={"preliminary": {"max_nodes": 10}, "hyperparameter": {"max_nodes": 16},
                 "agenda": {"max_nodes": 6}, "ablation": {"max_nodes": 2}},
         output_dir=str(shared / "runs"),
     )
@@ -79,7 +79,7 @@ def test_run_spreads_over_workers_survives_a_lost_worker_and_a_killed_driver(tmp
         # 2. A worker added mid-run: the slots follow (two workers of 2 CPUs, then three).
         cluster.start_worker("w3")
         wait_for(lambda: any(e["type"] == "slots_changed" and e["slots"] == 6 for e in events(run_dir)),
-                 timeout=120, poll=0.5, what="the slots to follow the third worker")
+                 timeout=240, poll=0.5, what="the slots to follow the third worker")
         # 3. A worker killed while one of its attempts runs; the added worker picks up work.
         wait_for(lambda: in_flight_on(run_dir, events(run_dir), "w1"), timeout=120, poll=0.2,
                  what="an attempt in flight on w1")

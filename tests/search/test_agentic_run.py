@@ -37,9 +37,9 @@ def first_agenda_improve() -> object:
 def test_four_stages_with_bug_timeout_and_rejected_plots(tmp_path) -> None:  # type: ignore[no-untyped-def]
     cfg = agentic_config(
         tmp_path, search={"num_drafts": 2, "debug_prob": 1.0, "max_debug_depth": 2},
-        # 8 s bounds the timed-out draft and each plot script (matplotlib's import alone takes
+        # 15 s bounds the timed-out draft and each plot script (matplotlib's import alone takes
         # seconds on a loaded machine: a tighter bound rejected good figures as unrendered).
-        budgets={"node_timeout_s": 8}, executor={"kind": "inprocess", "max_in_flight": 2},
+        budgets={"node_timeout_s": 15}, executor={"kind": "inprocess", "max_in_flight": 2},
         # Two slots and four agenda nodes: by the fourth, the rejected node is in and gets its debug.
         stages={"agenda": {"max_nodes": 4}},
     )
@@ -50,7 +50,7 @@ def test_four_stages_with_bug_timeout_and_rejected_plots(tmp_path) -> None:  # t
     # Stage 1: a draft with a bug and a draft that times out; a debug step fixes one of them.
     bug, slow = j.nodes["n0000"], j.nodes["n0001"]
     assert bug.status == NodeStatus.BUGGY and "NameError" in bug.reason and op(bug).status_rule == "execution"
-    assert slow.status == NodeStatus.BUGGY and "timed out after 8 s" in slow.reason
+    assert slow.status == NodeStatus.BUGGY and "timed out after 15 s" in slow.reason
     assert slow.execution is not None and slow.execution.timed_out
     prelim_best = j.nodes[j.stage_ended[("noise", "preliminary")]["best_node_id"]]
     assert prelim_best.kind == "debug" and prelim_best.parent_id in ("n0000", "n0001")
