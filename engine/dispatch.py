@@ -4,7 +4,8 @@ Never waits on a batch: as soon as one job finishes, its result is journaled and
 is asked for more work to fill the freed slot. Lost attempts (dead worker or node) are retried
 on a fresh attempt, at most MAX_LOST times per node; a node gets one result only.
 
-Jobs that hold experiment resources (a sandboxed run) take one of `max_in_flight` slots; jobs
+Jobs that hold experiment resources (a sandboxed run) take one of the slots (`max_in_flight`, or the
+cluster's capacity: `_follow_cluster`); jobs
 that only wait on an LLM (a pipelined attempt's think and judge steps, a selection) take none
 and run beside them. Look-ahead keeps proposals thinking ahead of free slots, so a freed slot
 starts an experiment at once: `ready` holds nodes whose next step waits for a slot.
