@@ -17,6 +17,9 @@ class StageSpec:
     default_max_nodes: int = 4
     from_root_only: bool = False  # every node varies the stage's root (ablations), never each other
     final_candidate: bool = False  # its good nodes are candidates for the final held-out choice
+    # The stage refines its root (tuning): the root competes for the stage's best, so a stage
+    # whose nodes are all worse hands its root on, never a worse setting.
+    keeps_root: bool = False
 
 
 @dataclass(frozen=True)

@@ -132,7 +132,7 @@ class StageManager:
                 # Decide only once every search node of the stage is in; meanwhile free slots
                 # take speculative work from the provisional best (docs/engine.md).
                 return self._speculate(stage, searched, slots), True
-            selection = self._decide(stage, searched, early or f"node budget of {len(searched)} used")
+            selection = self._decide(stage, self._contenders(stage, searched), early or f"node budget of {len(searched)} used")
             if selection is not None:  # an LLM's second opinion first: speculate while it thinks
                 return selection + self._speculate(stage, searched, slots - len(selection)), True
         decision = j.stage_best[key]
@@ -144,10 +144,10 @@ class StageManager:
             j.record("stage_ended", idea=self.idea, stage=stage, best_node_id=None, reason=decision["reason"])
             return [], False
         best = j.nodes[decision["node_id"]]
-        replicates = [n for n in j.in_stage(stage, REPLICATION, idea=self.idea) if n.parent_id == best.id]
+        replicates = self._replicates(stage, best)
         if len(replicates) < self.cfg.replicates:
             need = min(slots, self.cfg.replicates - len(replicates))
-            return [self._replicate(best, len(replicates) + 1 + i) for i in range(need)], False
+            return [self._replicate(best, stage, len(replicates) + 1 + i) for i in range(need)], False
         earlier_open = any(self._key(s) not in j.stage_ended for s in self.plan.before(stage))
         if any(not n.is_finished for n in replicates) or earlier_open:
             return [], False  # the aggregate compares with the previous stage's, so it waits for it
@@ -162,11 +162,24 @@ class StageManager:
         )
         return [], False
 
-    def _decide(self, stage: str, searched: list[Node], why_ended: str) -> list[Node] | None:
-        """Record the stage's best node; when the chooser must be asked, the selection node to
-        run first (None once decided, or while it runs: [] )."""
+    def _contenders(self, stage: str, searched: list[Node]) -> list[Node]:
+        """The nodes that can be the stage's best: its search nodes, and its root where the plan
+        says the stage keeps it (a tuning stage whose settings are all worse hands its root on)."""
+        root = self.root_for(stage) if self.plan[stage].keeps_root else None
+        return searched + ([root] if root is not None else [])
+
+    def _replicates(self, stage: str, best: Node) -> list[Node]:
+        """The seed replicates of `best` as this stage's best: a kept root's are those its own
+        stage ran (the same seeds again would repeat the same runs), then any made here."""
+        stages = dict.fromkeys((best.stage, stage))
+        return [n for s in stages for n in self.journal.in_stage(s, REPLICATION, idea=self.idea) if n.parent_id == best.id]
+
+    def _decide(self, stage: str, contenders: list[Node], why_ended: str) -> list[Node] | None:
+        """Record the stage's best node among `contenders`; when the chooser must be asked, the
+        selection node to run first (None once decided, or while it runs: [] )."""
         spec = self.spec or self.journal.primary_metric
-        good = [n for n in searched if n.status == NodeStatus.GOOD]
+        good = [n for n in contenders if n.status == NodeStatus.GOOD]
+        searched = [n for n in contenders if n.stage == stage]
         ranked = spec.ranked(good) if spec is not None else []
         best = ranked[0] if ranked else None
         selection: Selection | None = None
@@ -184,6 +197,8 @@ class StageManager:
             reason = f"stage {stage} found no good node in {len(searched)} node(s) ({why_ended})"
         else:
             reason = f"{why_ended}; best of {len(good)} good node(s) on {spec.name if spec else '?'}"
+            if best.stage != stage:
+                reason += f": its root {best.id}, which no node of the stage beat"
             if selection is not None:
                 reason += f" ({selection.by})"
         self.journal.record(
@@ -194,10 +209,10 @@ class StageManager:
         )
         return None
 
-    def _replicate(self, best: Node, index: int, speculative: bool = False) -> Node:
+    def _replicate(self, best: Node, stage: str, index: int, speculative: bool = False) -> Node:
         origin = best.origin.model_copy(update={"label": self.search.label(best), "speculative": speculative})
         return Node(
-            parent_id=best.id, stage=best.stage, kind=REPLICATION,
+            parent_id=best.id, stage=stage, kind=REPLICATION,
             idea=self.idea, plan=f"seed replicate {index} of {best.id}", code=best.code,
             params=best.params, seed=self.cfg.seed + index, origin=origin,
         )
@@ -212,12 +227,12 @@ class StageManager:
         spec = self.spec or self.journal.primary_metric
         if not self.cfg.search.speculate or spec is None or slots <= 0:
             return []
-        provisional = spec.best(n for n in searched if n.is_finished)
+        provisional = spec.best(n for n in self._contenders(stage, searched) if n.is_finished)
         if provisional is None:
             return []
-        done = [r for r in self.journal.in_stage(stage, REPLICATION, idea=self.idea) if r.parent_id == provisional.id]
+        done = self._replicates(stage, provisional)
         need = min(slots, self.cfg.replicates - len(done))
-        out = [self._replicate(provisional, len(done) + 1 + i, speculative=True) for i in range(need)]
+        out = [self._replicate(provisional, stage, len(done) + 1 + i, speculative=True) for i in range(need)]
         return out + self._speculate_next(stage, provisional, slots - len(out))
 
     def _speculate_next(self, stage: str, provisional: Node, slots: int) -> list[Node]:

@@ -134,3 +134,26 @@ def test_speculative_work_is_journaled_and_used_when_its_node_wins(tmp_path: Pat
                        {n: "" for n in j.nodes}, 100)
     flagged = {nid for nid, f in zip(data.nodes["id"], data.nodes["f"]) if f & SPECULATIVE}
     assert flagged == {n.id for n in speculative}  # the view marks what the journal records
+
+
+def test_a_tuning_stage_that_finds_only_worse_settings_hands_its_root_on(tmp_path: Path) -> None:
+    """Defaults at the optimum: every tuned setting is worse, so the hyperparameter stage keeps
+    its root (the baseline), reuses the baseline's replicates, and the method is tried at the
+    defaults rather than at the least bad tuned setting."""
+    tpl = make_template(tmp_path / "tpl", hyperparameters={
+        "x": {"type": "float", "low": 0.0, "high": 1.0, "default": 0.3},
+        "y": {"type": "choice", "values": [0, 1, 2], "default": 0},
+    })
+    assert main(["run", str(make_config(tmp_path, tpl))]) == 0
+    j = Journal.open(next((tmp_path / "runs").iterdir()))
+    (baseline,) = j.in_stage("preliminary", "baseline")
+    tuned = j.in_stage("hyperparameter", "hyperparameter")
+    assert len(tuned) == 3 and all(n.metric("score") < baseline.metric("score") for n in tuned)  # type: ignore[operator]
+    decision = j.stage_best[("default", "hyperparameter")]
+    assert decision["node_id"] == baseline.id
+    assert f"its root {baseline.id}, which no node of the stage beat" in decision["reason"]
+    assert not j.in_stage("hyperparameter", "replication")  # the baseline's own replicates serve
+    agg = j.nodes[j.stage_ended[("default", "hyperparameter")]["aggregate_node_id"]]
+    assert agg.refs == [baseline.id, *[r.id for r in j.in_stage("preliminary", "replication")]]
+    first = j.in_stage("agenda", "method")[0]
+    assert first.parent_id == baseline.id and first.params == {**baseline.params, "method": True}
