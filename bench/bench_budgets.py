@@ -45,15 +45,18 @@ BUDGET_GPU_H = 450.0
 MEDIAN_H, SIGMA = 1.0, 0.5  # experiment duration on one GPU: lognormal
 NOISE = 0.01
 # name -> the run's `allocation:` section. Successive halving with the rungs (stage
-# ends), with rungs inside stages (geometric), and with both; then, as a sensitivity check on
-# the same seeds (policy settings, not the workload), geometric rungs with eta 2 and with the
-# first rung after two search nodes.
+# ends), with rungs inside stages (geometric), and with both; with the progress score
+# (the gain over each idea's own baseline) instead of the template mode's (the best metric so
+# far); then, as a sensitivity check on the same seeds (policy settings, not the workload),
+# geometric rungs with eta 2 and with the first rung after two search nodes.
 SH = "successive_halving"
 POLICIES: dict[str, dict[str, Any]] = {
     "fair": {"policy": "fair"},
     SH: {"policy": SH, "rungs": "stage_ends"},
     f"{SH}_geometric": {"policy": SH, "rungs": "geometric"},
     f"{SH}_geometric_and_stage_ends": {"policy": SH, "rungs": "geometric_and_stage_ends"},
+    f"{SH}_best_over_baseline": {"policy": SH, "rungs": "stage_ends", "progress": "best_over_baseline"},
+    f"{SH}_geometric_best_over_baseline": {"policy": SH, "rungs": "geometric", "progress": "best_over_baseline"},
     "bandit": {"policy": "bandit"},
     f"{SH}_geometric_eta2": {"policy": SH, "rungs": "geometric", "eta": 2},
     f"{SH}_geometric_min_rung_nodes2": {"policy": SH, "rungs": "geometric", "min_rung_nodes": 2},

@@ -138,7 +138,20 @@ def best_over_baseline(journal: Journal, plan: StagePlan, idea: str, rung: Rung,
     return relative(max((v for v in values if v is not None), default=None), base)
 
 
-PROGRESS_SCORES: dict[str, ProgressScore] = {"best_over_baseline": best_over_baseline}
+def best_so_far(journal: Journal, plan: StagePlan, idea: str, rung: Rung, spec: MetricSpec) -> float | None:
+    """The idea's best validation metric so far, oriented, not normalized: for ideas that share
+    one task and metric (a template's variants) the level reached is what the run is after."""
+    best = journal.stage_best
+    values = [spec.oriented(best.get((idea, s), {}).get("value")) for s in plan.before(rung.stage)]
+    nodes = rung_nodes(journal, idea, rung) if rung.nodes is not None else []
+    if rung.nodes is None or len(nodes) < rung.nodes:
+        values.append(spec.oriented(best.get((idea, rung.stage), {}).get("value")))
+    else:
+        values += [spec.score(n) for n in nodes]
+    return max((v for v in values if v is not None), default=None)
+
+
+PROGRESS_SCORES: dict[str, ProgressScore] = {"best_over_baseline": best_over_baseline, "best_so_far": best_so_far}
 
 
 @dataclass(frozen=True)
@@ -219,9 +232,10 @@ class Allocation:
         self.arms = {i.name: _Arm() for i in self.ideas}
         self.node_idea: dict[str, str] = {}
         self.open: set[str] = set(self.index)  # ideas neither finished nor stopped, as of the last round
-        score = self.plan_.progress
+        score = self.cfg.progress or self.plan_.progress
         if self.cfg.policy != "fair" and (score is None or score not in PROGRESS_SCORES):
             raise ValueError(f"allocation {self.cfg.policy!r}: the {self.plan_.mode} mode declares no progress score")
+        self.progress_name = score
         self.progress = PROGRESS_SCORES[score] if score is not None else None
         if self.cfg.rungs != "stage_ends" and self.stage_nodes is None:
             raise ValueError("geometric rungs need the stages' search nodes (stage_nodes)")
@@ -235,7 +249,8 @@ class Allocation:
         if not made:
             self._record(decision="policy", policy=self.cfg.policy, ideas=len(self.ideas),
                          eta=self.cfg.eta, min_ideas=self.cfg.min_ideas,
-                         **({"rungs": [r.where() for r in self.rungs]} if self.cfg.policy == "successive_halving" else {}))
+                         **({"rungs": [r.where() for r in self.rungs], "progress": self.progress_name}
+                            if self.cfg.policy == "successive_halving" else {}))
 
     # -- journal ----------------------------------------------------------------------------
     def _record(self, **data: Any) -> None:
@@ -454,7 +469,7 @@ class Allocation:
             if configured is None or self.plan_[stage].from_root_only or (t.name, stage) in self.journal.stage_best:
                 continue  # a stage that runs a fixed list (ablations) or is decided has nothing to extend
             nodes = math.ceil(configured * growth)
-            if nodes > self.max_nodes(t.name, stage, configured):
+            if nodes > self.extended.get((t.name, stage), configured):  # not max_nodes: a held idea's cap is its rung
                 self.extended[(t.name, stage)] = nodes
                 self._record(idea=t.name, decision="extended", stage=stage, max_nodes=nodes,
                              configured=configured, growth=round(growth, 6), share=share, equal_share=equal)

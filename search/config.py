@@ -81,6 +81,10 @@ class AllocationConfig(Strict):
     min_rung_nodes: int = Field(
         1, ge=1, description="successive halving, geometric rungs: a stage's search nodes at its first rung inside it"
     )
+    progress: Literal["best_over_baseline", "best_so_far"] | None = Field(
+        None, description="successive halving: what ideas are compared on at a rung; null: the search mode's own "
+        "(template: best_so_far, the variants share one task; agentic: best_over_baseline, each idea its own experiment)"
+    )
     exploration: float = Field(1.0, ge=0, description="bandit: weight of the upper-confidence term")
     min_share: float = Field(
         0.2, ge=0, le=1, description="bandit: each live idea gets at least this fraction of an equal share of GPU time"

@@ -15,7 +15,8 @@ import pytest
 from engine.budgets import CHANGE_EVENT, REQUESTS_DIR, ComputeMeter, Spend
 from engine.config import Budgets
 from engine.journal import EVENTS_FILE, Journal
-from search.allocation import Allocation, IdeaInfo, Rung, best_over_baseline, rung_decision
+from search.agentic_plan import PLAN as AGENTIC_PLAN
+from search.allocation import Allocation, IdeaInfo, Rung, best_over_baseline, best_so_far, rung_decision
 from search.config import AllocationConfig, IdeaBudgets, StageConfig
 from search.forest import TreeSettings
 from search.template_plan import PLAN
@@ -162,7 +163,13 @@ class Tree:
         return self._inflight
 
 
-def test_successive_halving_stops_ideas_returns_budget_and_spares_the_pinned(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("progress", "named", "c_score"), [
+    (None, "best_so_far", 1.1),  # the template mode's own score: the level reached
+    ("best_over_baseline", "best_over_baseline", 0.1),  # chosen in config: the gain over the baseline
+])
+def test_successive_halving_stops_ideas_returns_budget_and_spares_the_pinned(
+    tmp_path: Path, progress: str | None, named: str, c_score: float,
+) -> None:
     j = Journal.open(tmp_path / "run")
     j.record("run_started", config={}, metrics=[{"name": "score", "primary": True}], stages=list(PLAN.names))
     j.record("session_started", resumed=False)
@@ -176,14 +183,15 @@ def test_successive_halving_stops_ideas_returns_budget_and_spares_the_pinned(tmp
         j.record("stage_best", idea=idea, stage=PLAN.names[1], node_id=f"n{k}", value=1.0 + gain)
     meter = ComputeMeter(j, Budgets(gpu_hours=60.0))
     ideas = [IdeaInfo(i, spec, IdeaBudgets(pinned=i == "pinned")) for i in gains]
-    alloc = Allocation(AllocationConfig(policy="successive_halving", eta=3), j, PLAN, ideas, meter)
+    alloc = Allocation(AllocationConfig(policy="successive_halving", eta=3, progress=progress), j, PLAN, ideas, meter)
+    assert next(e for e in j.log.events if e["type"] == "allocation")["progress"] == named
     live = alloc.live([Tree(i) for i in gains])
     assert [t.name for t in live] == ["a", "b", "pinned"]
     stops = {e["idea"]: e for e in j.log.events if e["type"] == "allocation" and e["decision"] == "stopped"}
     assert set(stops) == {"c", "d", "e"} and set(j.idea_stopped) == {"c", "d", "e"}
     # Each had a sixth of 60 GPU-hours and spent one: the rest goes back to the pool.
     assert stops["c"]["returned_gpu_hours"] == pytest.approx(9.0)
-    assert stops["c"]["rung"] == 2 and stops["c"]["score"] == pytest.approx(0.1)
+    assert stops["c"]["rung"] == 2 and stops["c"]["score"] == pytest.approx(c_score)
     assert alloc.ended("c") is not None and alloc.ended("pinned") is None
     # A resumed run reads the decisions back.
     again = Allocation(AllocationConfig(policy="successive_halving", eta=3), j, PLAN, ideas, meter)
@@ -197,10 +205,19 @@ def test_progress_score_is_the_best_so_far_and_never_below_the_baseline(tmp_path
     spec = j.metric_specs[0]
     for stage, value in zip(PLAN.names, (1.0, 0.8, 1.3)):
         j.record("stage_best", idea="a", stage=stage, node_id=f"n-{stage}", value=value)
-    # An unlucky tuning stage (0.8 below the baseline's 1.0) leaves the idea at its baseline ...
-    assert best_over_baseline(j, PLAN, "a", Rung(PLAN.names[1]), spec) == 0.0
+    # Agentic ideas are different experiments: an idea's gain over its own baseline. An unlucky
+    # tuning stage (0.8 below the baseline's 1.0) leaves the idea at its baseline ...
+    assert AGENTIC_PLAN.progress == "best_over_baseline"
+    assert best_over_baseline(j, AGENTIC_PLAN, "a", Rung(PLAN.names[1]), spec) == 0.0
     # ... and a later stage's better result counts from the baseline, not from the unlucky stage.
-    assert best_over_baseline(j, PLAN, "a", Rung(PLAN.names[2]), spec) == pytest.approx(0.3)
+    assert best_over_baseline(j, AGENTIC_PLAN, "a", Rung(PLAN.names[2]), spec) == pytest.approx(0.3)
+    # A template's variants share one task and metric: the level reached, never below the baseline.
+    assert PLAN.progress == "best_so_far"
+    assert best_so_far(j, PLAN, "a", Rung(PLAN.names[1]), spec) == 1.0
+    assert best_so_far(j, PLAN, "a", Rung(PLAN.names[2]), spec) == pytest.approx(1.3)
+    j.record("run_started", config={}, metrics=[{"name": "loss", "direction": "minimize", "primary": True}],
+             stages=list(PLAN.names))
+    assert best_so_far(j, PLAN, "a", Rung(PLAN.names[2]), j.metric_specs[0]) == pytest.approx(-0.8)  # oriented
     j.log.close()
 
 
