@@ -21,7 +21,8 @@
   idea below `min_share` of an equal share of GPU time is served first so none starves.
 
 The progress score is declared by the search mode (`StagePlan.progress`, a name in
-PROGRESS_SCORES), never by stage name. Every decision is an `allocation` event with the numbers
+PROGRESS_SCORES; `allocation.progress` overrides it), never by stage name: the best metric so far
+for a template's variants (one task), the gain over the idea's own baseline for agentic ideas. Every decision is an `allocation` event with the numbers
 it used; state is rebuilt from those events on resume.
 """
 
