@@ -9,6 +9,10 @@ search quality? Writes bench/results/pipeline.json and prints two tables.
     (slots x makespan). The ratio is taken against the experiments' measured median wall time
     (sleep plus the real code's own time, measured in the ratio-0 runs), not the sleep alone.
     Each stage has 2 x slots search nodes: a stage of 8 could fill at most half of 16 slots.
+    Beside each figure: the most any scheduler could reach on that run's tree with its step
+    durations (the longest root-to-node chain of think, run and judge steps bounds the makespan
+    from below), and the utilization of kept work only (discarded speculation left out).
+    `--repeats 0 1 2` runs each setting with several run and latency seeds.
 (d) Best noise-free quality reached for a fixed node budget by the offline template search at 1, 4
     and 16 slots, without and with look-ahead (proposals made before a slot frees), over seeds.
 """
@@ -115,14 +119,42 @@ def agentic_run(tmp: Path, url: str, slots: int, pipeline: bool, seed: int) -> d
     j = Journal.open(run_dir, read_only=True)
     walls = [n.execution.wall_s for n in j if n.execution is not None and n.execution.wall_s > 0]
     busy = sum(walls)
+    # Discarded speculative work held its slot but bought nothing: utilization counts it (the
+    # slot was busy), kept utilization does not.
+    kept = sum(n.execution.wall_s for n in j if n.execution is not None and n.status.value != "discarded")
+    chain = critical_path_s(j)
     return {
         "slots": slots, "pipeline": pipeline, "outcome": outcome.status, "nodes": len(j.nodes),
         "makespan_s": round(makespan, 1), "experiment_s": round(busy, 1),
         "experiment_median_s": round(statistics.median(walls), 2) if walls else None,
         "utilization": round(busy / (slots * makespan), 3),
+        "utilization_kept": round(kept / (slots * makespan), 3),
+        # The most any scheduler could reach on this run's tree and step durations: a node's
+        # steps follow its parent's, so the makespan is at least the longest root-to-node chain.
+        "critical_path_s": round(chain, 1),
+        "utilization_bound": round(busy / (slots * max(chain, busy / slots)), 3),
         "speculative": sum(n.origin.speculative for n in j),
         "discarded": sum(n.status.value == "discarded" for n in j),
     }
+
+
+def critical_path_s(j: Journal) -> float:
+    """The longest chain of the run's tree: over every node, the time its own steps took (think,
+    run, judge: each from its start to its end, every attempt) plus its parent's chain. A child
+    is proposed from its finished parent, so no scheduler, with any number of slots, finishes
+    this tree with these step durations sooner."""
+    own: dict[str, float] = {}
+    started: dict[tuple[str, int], float] = {}
+    for e in j.log.read("attempt_started", "step_finished", "attempt_finished"):
+        key = (e["node_id"], int(e["attempt"]))
+        if e["type"] == "attempt_started":
+            started[key] = float(e["ts"])
+        elif key in started:
+            own[e["node_id"]] = own.get(e["node_id"], 0.0) + float(e["ts"]) - started.pop(key)
+    chain: dict[str, float] = {}
+    for n in j:  # in creation order: a parent before its children
+        chain[n.id] = own.get(n.id, 0.0) + (chain.get(n.parent_id, 0.0) if n.parent_id else 0.0)
+    return max(chain.values(), default=0.0)
 
 
 def bench_utilization(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -133,18 +165,20 @@ def bench_utilization(args: argparse.Namespace) -> list[dict[str, Any]]:
         experiment_median = next((r["experiment_median_s"] for r in saved if r["slots"] == slots and r["ratio"] == 0
                                   and not r["pipeline"] and r.get("experiment_median_s")), MEDIAN_S)
         for ratio in sorted(args.ratios):
-            for pipeline in args.pipeline:
+            for pipeline, repeat in [(p, r) for r in args.repeats for p in args.pipeline]:
                 with FakeLLMServer() as server, tempfile.TemporaryDirectory() as tmp:
-                    fake_llm(server, ratio * experiment_median, seed=slots * 10 + int(ratio))
-                    row = agentic_run(Path(tmp), server.url, slots, pipeline, seed=0)
+                    fake_llm(server, ratio * experiment_median, seed=slots * 10 + int(ratio) + 1000 * repeat)
+                    row = agentic_run(Path(tmp), server.url, slots, pipeline, seed=repeat)
                 if ratio == 0 and not pipeline and row["experiment_median_s"]:
                     experiment_median = row["experiment_median_s"]
-                row.update(ratio=ratio, llm_median_s=round(ratio * experiment_median, 2), llm_requests=len(server.requests))
+                row.update(ratio=ratio, repeat=repeat, llm_median_s=round(ratio * experiment_median, 2),
+                           llm_requests=len(server.requests))
                 row["load_avg"] = round(os.getloadavg()[0], 2)
                 rows.append(row)
                 save(rows)
-                print(f"  slots {slots:>2} ratio {ratio:g} pipeline {'on ' if pipeline else 'off'}: "
-                      f"utilization {row['utilization']:.2f} ({row['nodes']} nodes, {row['makespan_s']} s)", flush=True)
+                print(f"  slots {slots:>2} ratio {ratio:g} pipeline {'on ' if pipeline else 'off'} repeat {repeat}: "
+                      f"utilization {row['utilization']:.2f} ({row['utilization_kept']:.2f} kept) of at most {row['utilization_bound']:.2f} "
+                      f"({row['nodes']} nodes, {row['makespan_s']} s, longest chain {row['critical_path_s']} s)", flush=True)
     return rows
 
 
@@ -190,7 +224,7 @@ def save(rows: list[dict[str, Any]] | None = None, quality: list[dict[str, Any]]
     """Merge into the results file: a row replaces the one of its (slots, ratio, pipeline), so a
     run cut short, or one of a few settings, keeps the figures measured before."""
     old = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
-    key = lambda r: (r["slots"], r["ratio"], r["pipeline"])  # noqa: E731
+    key = lambda r: (r["slots"], r["ratio"], r["pipeline"], r.get("repeat", 0))  # noqa: E731
     merged = {key(r): r for r in old.get("utilization", [])} | {key(r): r for r in rows or []}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({
@@ -209,6 +243,8 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=6, help="seeds of (d); 0 skips it")
     ap.add_argument("--pipeline", choices=["off", "on"], nargs="+", default=["off", "on"])
     ap.add_argument("--budget", type=int, default=24, help="tuning nodes per run in (d)")
+    ap.add_argument("--repeats", type=int, nargs="+", default=[0],
+                    help="run seeds of (a): each setting once per seed (the run's seed and the LLM latencies')")
     args = ap.parse_args()
     args.pipeline = [p == "on" for p in args.pipeline]
     print("(a) utilization of the four-stage agentic search (experiment time / slots x makespan)")
