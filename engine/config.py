@@ -158,6 +158,8 @@ def load_yaml(path: Path) -> Any:
             )
         return loader.construct_document(node)
     except yaml.YAMLError as e:
+        if "maximum nesting depth" in str(e):  # PyYAML 6.0.3+ limits depth itself
+            raise ConfigError(f"{path}: nested too deeply to be a Silva YAML file") from None
         raise ConfigError(f"{path}: not valid YAML: {_trimmed(str(e), 3 * MAX_ECHO)}") from None
     except RecursionError:
         raise ConfigError(f"{path}: nested too deeply to be a Silva YAML file") from None
