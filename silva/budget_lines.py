@@ -43,8 +43,9 @@ def allocation_lines(journal: Journal) -> list[str]:
     events = list(journal.log.read("allocation"))
     if not events:
         return []
-    policy = next((e["policy"] for e in events if e.get("decision") == "policy"), "fair")
-    out = [f"allocation: {policy}"]
+    first = next((e for e in events if e.get("decision") == "policy"), {})
+    policy, progress = first.get("policy", "fair"), first.get("progress")
+    out = [f"allocation: {policy}" + (f" (ideas compared on {progress})" if progress else "")]
     waiting: dict[str, dict[str, object]] = {}
     for e in events:
         if e.get("decision") == "waiting":

@@ -265,6 +265,9 @@ def test_template_forest_runs_under_each_policy_and_reports_scaling(tmp_path: Pa
         decisions = [e for e in j.log.events if e["type"] == "allocation"]
         assert decisions[0]["policy"] == policy and len(decisions) > 1
         j.log.close()
+        if policy == "successive_halving":
+            assert main(["status", str(run_dir)]) == 0
+            assert "allocation: successive_halving (ideas compared on best_so_far)" in capsys.readouterr().out
     assert main(["report", "scaling", str(run_dir)]) == 0
     out = capsys.readouterr().out
     assert "(forest)" in out and "gain per extra GPU-h" in out
