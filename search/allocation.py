@@ -120,28 +120,14 @@ def relative(value: float | None, baseline: float | None) -> float | None:
     return (value - baseline) / (abs(baseline) if abs(baseline) > 1e-12 else 1.0)
 
 
-def best_over_baseline(journal: Journal, plan: StagePlan, idea: str, rung: Rung, spec: MetricSpec) -> float | None:
-    """The idea's best validation metric so far, oriented, relative to its baseline node (the
-    best node of the plan's first stage). So far: the decided bests of the stages before the
-    rung's, and the rung's own stage's decided best (a stage-end rung, or a stage decided before
-    it had the rung's number of search nodes) or the best of its first `nodes` search nodes. The
-    baseline is among those, so the score is never below zero: a stage whose search only found
-    worse settings leaves the idea where it was, it does not count against it (one unlucky
-    tuning draw must not rank a good idea below a hopeless one)."""
-    best = journal.stage_best
-    base = spec.oriented(best.get((idea, plan.first), {}).get("value"))
-    values = [spec.oriented(best.get((idea, s), {}).get("value")) for s in plan.before(rung.stage)]
-    nodes = rung_nodes(journal, idea, rung) if rung.nodes is not None else []
-    if rung.nodes is None or len(nodes) < rung.nodes:
-        values.append(spec.oriented(best.get((idea, rung.stage), {}).get("value")))
-    else:
-        values += [spec.score(n) for n in nodes]
-    return relative(max((v for v in values if v is not None), default=None), base)
-
-
 def best_so_far(journal: Journal, plan: StagePlan, idea: str, rung: Rung, spec: MetricSpec) -> float | None:
-    """The idea's best validation metric so far, oriented, not normalized: for ideas that share
-    one task and metric (a template's variants) the level reached is what the run is after."""
+    """The idea's best validation metric so far, oriented: the decided bests of the stages
+    before the rung's, and the rung's own stage's decided best (a stage-end rung, or a stage
+    decided before it had the rung's number of search nodes) or the best of its first `nodes`
+    search nodes. Not normalized: for ideas that share one task and metric (a template's
+    variants) the level reached is what the run is after. The baseline is among those values,
+    so a stage whose search only found worse settings leaves the idea where it was (one unlucky
+    tuning draw must not rank a good idea below a hopeless one)."""
     best = journal.stage_best
     values = [spec.oriented(best.get((idea, s), {}).get("value")) for s in plan.before(rung.stage)]
     nodes = rung_nodes(journal, idea, rung) if rung.nodes is not None else []
@@ -150,6 +136,14 @@ def best_so_far(journal: Journal, plan: StagePlan, idea: str, rung: Rung, spec: 
     else:
         values += [spec.score(n) for n in nodes]
     return max((v for v in values if v is not None), default=None)
+
+
+def best_over_baseline(journal: Journal, plan: StagePlan, idea: str, rung: Rung, spec: MetricSpec) -> float | None:
+    """`best_so_far` relative to the idea's baseline node (the best node of the plan's first
+    stage), never below zero: for ideas that are each their own experiment (agentic), whose
+    metrics may have other scales."""
+    base = spec.oriented(journal.stage_best.get((idea, plan.first), {}).get("value"))
+    return relative(best_so_far(journal, plan, idea, rung, spec), base)
 
 
 PROGRESS_SCORES: dict[str, ProgressScore] = {"best_over_baseline": best_over_baseline, "best_so_far": best_so_far}
