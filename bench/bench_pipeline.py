@@ -221,8 +221,8 @@ def bench_quality(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def save(rows: list[dict[str, Any]] | None = None, quality: list[dict[str, Any]] | None = None) -> None:
-    """Merge into the results file: a row replaces the one of its (slots, ratio, pipeline), so a
-    run cut short, or one of a few settings, keeps the figures measured before."""
+    """Merge into the results file: a row replaces the one of its (slots, ratio, pipeline,
+    repeat), so a run cut short, or one of a few settings, keeps the figures measured before."""
     old = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
     key = lambda r: (r["slots"], r["ratio"], r["pipeline"], r.get("repeat", 0))  # noqa: E731
     merged = {key(r): r for r in old.get("utilization", [])} | {key(r): r for r in rows or []}

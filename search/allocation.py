@@ -21,9 +21,10 @@
   idea below `min_share` of an equal share of GPU time is served first so none starves.
 
 The progress score is declared by the search mode (`StagePlan.progress`, a name in
-PROGRESS_SCORES; `allocation.progress` overrides it), never by stage name: the best metric so far
-for a template's variants (one task), the gain over the idea's own baseline for agentic ideas. Every decision is an `allocation` event with the numbers
-it used; state is rebuilt from those events on resume.
+PROGRESS_SCORES; `allocation.progress` overrides it), never by stage name: the best metric so
+far for a template's variants (one task), the gain over the idea's own baseline for agentic
+ideas. Every decision is an `allocation` event with the numbers it used; state is rebuilt from
+those events on resume.
 """
 
 from __future__ import annotations
@@ -230,7 +231,6 @@ class Allocation:
         score = self.cfg.progress or self.plan_.progress
         if self.cfg.policy != "fair" and (score is None or score not in PROGRESS_SCORES):
             raise ValueError(f"allocation {self.cfg.policy!r}: the {self.plan_.mode} mode declares no progress score")
-        self.progress_name = score
         self.progress = PROGRESS_SCORES[score] if score is not None else None
         if self.cfg.rungs != "stage_ends" and self.stage_nodes is None:
             raise ValueError("geometric rungs need the stages' search nodes (stage_nodes)")
@@ -244,7 +244,7 @@ class Allocation:
         if not made:
             self._record(decision="policy", policy=self.cfg.policy, ideas=len(self.ideas),
                          eta=self.cfg.eta, min_ideas=self.cfg.min_ideas,
-                         **({"rungs": [r.where() for r in self.rungs], "progress": self.progress_name}
+                         **({"rungs": [r.where() for r in self.rungs], "progress": score}
                             if self.cfg.policy == "successive_halving" else {}))
 
     # -- journal ----------------------------------------------------------------------------

@@ -132,7 +132,7 @@ class StageManager:
                 # Decide only once every search node of the stage is in; meanwhile free slots
                 # take speculative work from the provisional best (docs/engine.md).
                 return self._speculate(stage, searched, slots), True
-            selection = self._decide(stage, self._contenders(stage, searched), early or f"node budget of {len(searched)} used")
+            selection = self._decide(stage, searched, early or f"node budget of {len(searched)} used")
             if selection is not None:  # an LLM's second opinion first: speculate while it thinks
                 return selection + self._speculate(stage, searched, slots - len(selection)), True
         decision = j.stage_best[key]
@@ -174,12 +174,11 @@ class StageManager:
         stages = dict.fromkeys((best.stage, stage))
         return [n for s in stages for n in self.journal.in_stage(s, REPLICATION, idea=self.idea) if n.parent_id == best.id]
 
-    def _decide(self, stage: str, contenders: list[Node], why_ended: str) -> list[Node] | None:
-        """Record the stage's best node among `contenders`; when the chooser must be asked, the
+    def _decide(self, stage: str, searched: list[Node], why_ended: str) -> list[Node] | None:
+        """Record the stage's best node among its contenders; when the chooser must be asked, the
         selection node to run first (None once decided, or while it runs: [] )."""
         spec = self.spec or self.journal.primary_metric
-        good = [n for n in contenders if n.status == NodeStatus.GOOD]
-        searched = [n for n in contenders if n.stage == stage]
+        good = [n for n in self._contenders(stage, searched) if n.status == NodeStatus.GOOD]
         ranked = spec.ranked(good) if spec is not None else []
         best = ranked[0] if ranked else None
         selection: Selection | None = None
