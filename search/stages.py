@@ -198,6 +198,8 @@ class StageManager:
             reason = f"{why_ended}; best of {len(good)} good node(s) on {spec.name if spec else '?'}"
             if best.stage != stage:
                 reason += f": its root {best.id}, which no node of the stage beat"
+            elif any(n.stage != stage for n in good):
+                reason += ", its root among them"
             if selection is not None:
                 reason += f" ({selection.by})"
         self.journal.record(

@@ -45,6 +45,8 @@ def test_four_stages_with_replicates_and_aggregates(tmp_path: Path) -> None:
         assert (j.log.path.parent / agg.artifacts[1]).read_bytes().startswith(b"\x89PNG")
     # Promotion: each stage's search nodes grow from the previous stage's best.
     hp_best = j.stage_ended[("default", "hyperparameter")]["best_node_id"]
+    # The tuning stage's root competed, and its reason counts it (3 tuned + the baseline).
+    assert "best of 4 good node(s) on score, its root among them" in j.stage_best[("default", "hyperparameter")]["reason"]
     assert all(n.parent_id == hp_best for n in j.in_stage("agenda", "method"))
     assert all(n.params["method"] for n in j.in_stage("agenda", "method"))
     assert not any(n.params["method"] for n in j.in_stage("hyperparameter", "hyperparameter"))
