@@ -45,6 +45,16 @@ class Budget:
             self._in_flight += 1
             return estimate
 
+    def try_reserve(self, estimate: float) -> float | None:
+        """A reservation only if it fits now, never waiting: for optional calls (a hedged copy)."""
+        if self.limit is None:
+            return 0.0
+        if self.spent + self.reserved + estimate >= self.limit:
+            return None
+        self.reserved += estimate
+        self._in_flight += 1
+        return estimate
+
     async def settle(self, reservation: float, actual: float) -> None:
         self.spent += actual
         if self.limit is None:

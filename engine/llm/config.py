@@ -37,6 +37,15 @@ class ScriptRule(_Strict):
     respond: str | dict[str, Any] | Callable[..., str]
 
 
+class HedgeConfig(_Strict):
+    """Hedged requests (the tail at scale): a call still unanswered at this provider, model and
+    role's `quantile` latency is sent once more; the first answer wins, the other is cancelled."""
+
+    quantile: float = Field(0.9, gt=0, lt=1, description="hedge once a call outlasts this share of earlier calls")
+    min_samples: int = Field(20, ge=1, description="answered calls of the same provider, model and role needed first")
+    min_delay_s: float = Field(2.0, ge=0, description="never hedge a call sooner than this")
+
+
 class ProviderConfig(_Strict):
     kind: ProviderKind
     base_url: str | None = Field(None, description="endpoint; required for openai_compatible")
@@ -48,6 +57,7 @@ class ProviderConfig(_Strict):
     max_retries: int = Field(4, ge=0, description="retries of 429/5xx/connection errors/timeouts")
     backoff_base_s: float = Field(1.0, ge=0)
     backoff_max_s: float = Field(60.0, ge=0)
+    hedge: HedgeConfig | None = Field(default_factory=HedgeConfig, description="null: never send a call twice")
     rules: list[ScriptRule] = Field(default_factory=list, description="scripted provider only")
     default_response: str = Field("", description="scripted provider: answer when no rule matches")
 

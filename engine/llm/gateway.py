@@ -19,13 +19,14 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from engine.llm.budget import Budget
 from engine.llm.cache import ResponseCache, cache_key, embedding_key
 from engine.llm.client import LLM
 from engine.llm.config import EMBEDDING_KINDS, LLMConfig, Price, ProviderConfig, resolve_model
 from engine.llm.errors import BudgetExceeded, CacheMiss, LLMCallError, LLMConfigError
+from engine.llm.hedge import LatencyBook, Race, race
 from engine.llm.ledger import LEDGER_FILE, CallRecord, Ledger
 from engine.llm.providers.base import EmbedCall, EmbeddingProvider, Provider, ProviderCall, ProviderError
 from engine.llm.ratelimit import Limiter
@@ -78,7 +79,9 @@ class Gateway:
         self.run_dir = Path(run_dir)
         self.ledger = Ledger(self.run_dir / LEDGER_FILE)
         # A resumed run starts from what earlier sessions already paid.
-        self.budget = Budget(dollars, spent=sum(r.dollars for r in self.ledger.records()))
+        paid = self.ledger.records()
+        self.budget = Budget(dollars, spent=sum(r.dollars for r in paid))
+        self.latencies = LatencyBook(paid)  # when to hedge a slow call: from this run's calls so far
         self.cache = ResponseCache(cfg.cache.dir or self.run_dir / "llm_cache", cfg.cache.mode)
         self._keys = dict(keys or {})
         self._providers: dict[str, Provider] = dict(providers or {})
@@ -129,11 +132,27 @@ class Gateway:
             self._record(request, call, None, key=key, error=f"budget: {exc}")
             raise
         dollars = 0.0
+        hedge: float | None = None  # the second copy's reservation, once one is sent
+        won: Race[Completion] | None = None
+        book = (call.model.provider, call.model.model, call.role)
+
+        def may_hedge() -> bool:
+            # A copy never queues: not while the provider is at its concurrency limit or paused
+            # by a 429 (it would only add load), nor beyond the dollar budget.
+            nonlocal hedge
+            if not self._limiter(call.model.provider, pcfg).free_now():
+                return False
+            hedge = self.budget.try_reserve(reservation)
+            return hedge is not None
+
         try:
             provider = self._provider(call.model.provider)
-            completion = await self._with_retries(call.model.provider, call.model.model, call.role, pcfg,
-                                                  est_in + call.max_tokens, lambda: provider.complete(call))
-            usage = completion.usage
+            won = await race(
+                lambda: self._with_retries(call.model.provider, call.model.model, call.role, pcfg,
+                                           est_in + call.max_tokens, lambda: provider.complete(call)),
+                self.latencies.delay(book, pcfg.hedge), may_hedge,
+            )
+            completion, usage = won.result, won.result.usage
             dollars = price.dollars(usage.input_tokens, usage.output_tokens, usage.cached_tokens)
         except Exception as exc:  # recorded whatever it is, then re-raised unchanged
             self._record(request, call, None, key=key, error=str(exc) or type(exc).__name__)
@@ -141,10 +160,38 @@ class Gateway:
         finally:
             # Always: a reservation left behind would hold back every later caller.
             await self.budget.settle(reservation, dollars)
+            if hedge is not None and won is None:  # both copies failed: nothing answered, nothing billed
+                await self.budget.settle(hedge, 0.0)
+        # The first copy's time even when it lost (a lower bound), so the book's tail stays true.
+        self.latencies.add(book, won.first_s)
         completion = completion.model_copy(update={"dollars": dollars})
         self.cache.put(key, completion)
-        self._record(request, call, completion, key=key)
+        self._record(request, call, completion, key=key, hedge="won" if won.hedged else None)
+        if won.hedged:
+            await self._record_loser(request, call, won, key, hedge or 0.0)
         return completion
+
+    async def _record_loser(self, request: LLMRequest, call: ProviderCall, won: Race[Completion], key: str,
+                            reservation: float) -> None:
+        """The other copy of a hedged call: paid for real when it answered too, nothing when it
+        failed, and when cancelled charged as if it had read the whole prompt and written the
+        winner's output (providers may bill tokens generated before a disconnect), so the
+        budget never under-counts."""
+        price, winner, loser = call.model.price, won.result, won.loser
+        assert price is not None
+        if won.loser_error is not None:
+            await self.budget.settle(reservation, 0.0)
+            self._record(request, call, None, key=key, error=f"hedged copy: {won.loser_error}", hedge="lost")
+            return
+        usage = loser.usage if loser is not None else Usage(input_tokens=winner.usage.input_tokens,
+                                                            output_tokens=winner.usage.output_tokens)
+        dollars = price.dollars(usage.input_tokens, usage.output_tokens, usage.cached_tokens)
+        await self.budget.settle(reservation, dollars)
+        # Its running time, a lower bound when cancelled: with the winner's, the ledger keeps how
+        # long the first copy took (engine/llm/hedge.py LatencyBook).
+        copy = (loser or winner).model_copy(update={"usage": usage, "dollars": dollars, "retries": 0,
+                                                    "latency_s": won.loser_s})
+        self._record(request, call, copy, key=key, hedge="lost")
 
     async def aembed(self, request: EmbedRequest) -> Embeddings:
         """Vectors for `request.texts`, in order. Texts the cache holds cost nothing (one cache-hit
@@ -349,7 +396,7 @@ class Gateway:
         return min(pcfg.backoff_max_s, pcfg.backoff_base_s * 2**attempt) * random.uniform(0.5, 1.0)
 
     def _record(self, request: LLMRequest, call: ProviderCall, completion: Completion | None, *,
-                key: str, error: str | None = None) -> None:
+                key: str, error: str | None = None, hedge: Literal["won", "lost"] | None = None) -> None:
         usage = completion.usage if completion else None
         self.ledger.append(CallRecord(
             role=request.role, node_id=request.node_id, stage=request.stage, idea=request.idea,
@@ -363,7 +410,7 @@ class Gateway:
             retries=completion.retries if completion else 0,
             attempt=request.attempt,
             stop_reason=completion.stop_reason if completion else None,
-            error=error, key=key,
+            error=error, key=key, hedge=hedge,
         ))
 
     def _record_embed(self, request: EmbedRequest, call: EmbedCall, *, key: str, tokens: int = 0,

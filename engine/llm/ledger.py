@@ -11,7 +11,7 @@ import os
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -37,6 +37,9 @@ class CallRecord(BaseModel):
     stop_reason: str | None = None
     error: str | None = None
     key: str | None = None
+    # A hedged call (engine/llm/hedge.py) was sent twice: "won" on the answer's record; "lost" on
+    # the other copy's, whose cost is its real one if it answered too, else an estimate.
+    hedge: Literal["won", "lost"] | None = None
 
 
 class Ledger:
@@ -70,7 +73,7 @@ def read_records(path: Path) -> list[CallRecord]:
 
 
 def _empty() -> dict[str, Any]:
-    return {"calls": 0, "cache_hits": 0, "errors": 0, "input_tokens": 0, "output_tokens": 0,
+    return {"calls": 0, "cache_hits": 0, "errors": 0, "hedged": 0, "input_tokens": 0, "output_tokens": 0,
             "cached_tokens": 0, "dollars": 0.0}
 
 
@@ -78,6 +81,7 @@ def _add(total: dict[str, Any], rec: CallRecord) -> None:
     total["calls"] += 1
     if rec.error:
         total["errors"] += 1
+    total["hedged"] += rec.hedge == "lost"  # the second copies of hedged calls
     if rec.cache_hit:
         total["cache_hits"] += 1
         return  # a cache hit costs nothing and its tokens were counted when first paid
@@ -112,7 +116,8 @@ def render_summary(summary: dict[str, Any]) -> str:
     """A few lines of text for a terminal: the run line, then one line per role."""
     run = summary["run"]
     lines = [
-        f"LLM: {run['calls']} calls ({run['cache_hits']} cached, {run['errors']} failed), "
+        f"LLM: {run['calls']} calls ({run['cache_hits']} cached, {run['errors']} failed"
+        + (f", {run['hedged']} hedged copies" if run.get("hedged") else "") + "), "
         f"{run['input_tokens']} in / {run['output_tokens']} out tokens "
         f"({run['cached_tokens']} cached), ${run['dollars']:.4f}"
     ]

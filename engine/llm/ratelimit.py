@@ -54,6 +54,10 @@ class Limiter:
     def pause(self, seconds: float) -> None:
         self._paused_until = max(self._paused_until, time.monotonic() + seconds)
 
+    def free_now(self) -> bool:
+        """A call would start at once: a concurrency slot is free and no 429 pause holds."""
+        return not self._slots.locked() and self._paused_until <= time.monotonic()
+
     @asynccontextmanager
     async def slot(self, tokens: int) -> AsyncIterator[None]:
         async with self._slots:

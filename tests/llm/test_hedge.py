@@ -1,0 +1,143 @@
+"""Hedged requests through the real SDKs: a call slower than its role's usual latency is sent once
+more, the first answer wins, the other copy is paid for (or charged at an estimate) and the
+dollar budget, the concurrency limit and the ledger all see both."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.llm import LLMCallError
+from engine.llm.config import HedgeConfig
+from engine.llm.hedge import LatencyBook
+from engine.llm.ledger import LEDGER_FILE, CallRecord, read_records
+from tests.llm.fake_servers import FakeLLMServer, Reply
+from tests.llm.support import KINDS, PRICE, gateway_for, make_cfg
+
+QUICK = {"quantile": 0.5, "min_samples": 3, "min_delay_s": 0.2}
+
+
+def warm(gw: Any, n: int = 3) -> None:
+    """Calls that answer at once: the book learns what usual is."""
+    for i in range(n):
+        gw.client().complete(f"warm {i}", role="code")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_slow_call_is_sent_again_and_the_first_answer_wins(kind: str, fake: FakeLLMServer, tmp_path: Path) -> None:
+    gw = gateway_for(make_cfg(kind, fake.url, hedge=QUICK), tmp_path)
+    try:
+        warm(gw)
+        fake.script(Reply.ok("slow copy", delay_s=3.0), Reply.ok("fast copy"))
+        out = gw.client().complete("the slow one", role="code")
+        spent = gw.spent()
+    finally:
+        gw.close()
+    assert out.text == "fast copy"
+    assert len(fake.requests) == 5  # 3 warm-up calls, then the same request twice
+    assert fake.requests[3].body == fake.requests[4].body
+    records = read_records(tmp_path / LEDGER_FILE)
+    won, lost = records[-2:]
+    assert (won.hedge, lost.hedge) == ("won", "lost") and won.key == lost.key
+    # The cancelled copy is charged as if it had read the prompt and written the winner's answer.
+    assert lost.dollars == pytest.approx(won.dollars) and lost.dollars > 0 and lost.error is None
+    assert spent == pytest.approx(sum(r.dollars for r in records))
+
+
+def test_without_hedging_the_slow_call_is_awaited(fake: FakeLLMServer, tmp_path: Path) -> None:
+    gw = gateway_for(make_cfg("openai", fake.url, hedge=None), tmp_path)
+    try:
+        warm(gw)
+        fake.script(Reply.ok("slow copy", delay_s=0.6), Reply.ok("fast copy"))
+        out = gw.client().complete("the slow one", role="code")
+    finally:
+        gw.close()
+    assert out.text == "slow copy" and len(fake.requests) == 4
+    assert all(r.hedge is None for r in read_records(tmp_path / LEDGER_FILE))
+
+
+def test_no_hedge_before_enough_calls_are_seen(fake: FakeLLMServer, tmp_path: Path) -> None:
+    gw = gateway_for(make_cfg("openai", fake.url, hedge=QUICK), tmp_path)
+    try:
+        warm(gw, 2)  # min_samples is 3
+        fake.script(Reply.ok("slow copy", delay_s=0.6), Reply.ok("fast copy"))
+        out = gw.client().complete("the slow one", role="code")
+    finally:
+        gw.close()
+    assert out.text == "slow copy" and len(fake.requests) == 3
+
+
+def test_a_copy_is_never_sent_past_the_dollar_budget(fake: FakeLLMServer, tmp_path: Path) -> None:
+    cfg = make_cfg("openai", fake.url, hedge=QUICK)
+    gw = gateway_for(cfg, tmp_path, dollars=1.0)
+    try:
+        warm(gw)
+        # The call's worst case reserves most of what is left: a second reservation would not fit.
+        worst = PRICE.dollars(0, 256, 0)
+        gw.budget.spent = 1.0 - 1.5 * worst
+        fake.script(Reply.ok("slow copy", delay_s=0.6), Reply.ok("fast copy"))
+        out = gw.client().complete("x", role="code")
+    finally:
+        gw.close()
+    assert out.text == "slow copy" and len(fake.requests) == 4
+
+
+def test_a_copy_never_queues_behind_the_concurrency_limit(fake: FakeLLMServer, tmp_path: Path) -> None:
+    gw = gateway_for(make_cfg("openai", fake.url, hedge=QUICK, max_concurrency=1), tmp_path)
+    try:
+        warm(gw)
+        fake.script(Reply.ok("slow copy", delay_s=0.6), Reply.ok("fast copy"))
+        out = gw.client().complete("the slow one", role="code")
+    finally:
+        gw.close()
+    assert out.text == "slow copy" and len(fake.requests) == 4
+
+
+def test_when_one_copy_fails_the_other_answers(fake: FakeLLMServer, tmp_path: Path) -> None:
+    gw = gateway_for(make_cfg("openai", fake.url, hedge=QUICK, max_retries=0), tmp_path)
+    try:
+        warm(gw)
+        fake.script(Reply.ok("slow copy", delay_s=0.6), Reply.error(400))
+        out = gw.client().complete("the slow one", role="code")
+    finally:
+        gw.close()
+    assert out.text == "slow copy" and len(fake.requests) == 5
+    won, lost = read_records(tmp_path / LEDGER_FILE)[-2:]
+    assert won.hedge == "won" and lost.hedge == "lost"
+    assert "HTTP 400" in (lost.error or "") and lost.dollars == 0.0  # a refused copy bills nothing
+
+
+def test_when_both_copies_fail_the_call_fails_and_nothing_stays_reserved(fake: FakeLLMServer, tmp_path: Path) -> None:
+    gw = gateway_for(make_cfg("openai", fake.url, hedge=QUICK, max_retries=0), tmp_path, dollars=5.0)
+    try:
+        warm(gw)
+        fake.script(Reply("status", status=400, delay_s=0.6), Reply.error(400))
+        with pytest.raises(LLMCallError, match="HTTP 400"):
+            gw.client().complete("doomed", role="code")
+        assert len(fake.requests) == 5
+        assert gw.budget.reserved == 0.0 and gw.budget._in_flight == 0
+        assert gw.spent() == pytest.approx(sum(r.dollars for r in read_records(tmp_path / LEDGER_FILE)))
+    finally:
+        gw.close()
+
+
+def test_the_latency_book_reads_the_ledger_and_keeps_slow_copies_as_lower_bounds() -> None:
+    def rec(latency: float, **kw: Any) -> CallRecord:
+        return CallRecord(role="code", provider="p", model="m", latency_s=latency, **kw)
+
+    cfg = HedgeConfig(quantile=0.9, min_samples=10, min_delay_s=0.0)
+    book = LatencyBook([rec(1.0)] * 9 + [rec(50.0, error="boom"), rec(0.0, cache_hit=True)])
+    assert book.delay(("p", "m", "code"), cfg) is None  # 9 usable calls: not yet 10
+    book.add(("p", "m", "code"), 8.0)  # a first copy that lost after 8 s: at least that slow
+    assert book.delay(("p", "m", "code"), cfg) == 1.0
+    book.add(("p", "m", "code"), 9.0)
+    assert book.delay(("p", "m", "code"), cfg) == 8.0  # the tail includes the censored times
+    assert book.delay(("p", "m", "feedback"), cfg) is None  # each role has its own
+    assert book.delay(("p", "m", "code"), HedgeConfig(min_samples=1, min_delay_s=30.0)) == 30.0
+    assert book.delay(("p", "m", "code"), None) is None
+    # A hedged pair in the ledger counts once, as its first copy: the longer-running of the two.
+    pair = [rec(0.5, hedge="won", key="k"), rec(6.0, hedge="lost", key="k")]
+    resumed = LatencyBook([rec(1.0)] * 9 + pair)
+    assert resumed.delay(("p", "m", "code"), cfg.model_copy(update={"quantile": 0.95})) == 6.0
