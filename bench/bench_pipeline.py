@@ -2,8 +2,8 @@
 search quality? Writes bench/results/pipeline.json and prints two tables.
 
 (a) Utilization of the four-stage agentic search, one idea, 4 and 16 slots, LLM latency / experiment
-    median = 0, 1 and 4, with the pipeline (think / run / judge steps, look-ahead, speculation)
-    on and off. The LLM is a fake OpenAI-compatible server on 127.0.0.1 that answers every schema
+    median = 0, 1 and 4, with the pipeline (think / run / judge steps, look-ahead, speculation,
+    hedged LLM calls) on and off. The LLM is a fake OpenAI-compatible server on 127.0.0.1 that answers every schema
     with the scripted scientist's content after a lognormal latency; experiments sleep lognormal
     durations inside real numpy code. Utilization = experiment time (the run's wall time) /
     (slots x makespan). The ratio is taken against the experiments' measured median wall time
@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 
 from engine.journal import Journal  # noqa: E402
+from engine.llm.ledger import LEDGER_FILE, read_records  # noqa: E402
 from silva import lifecycle  # noqa: E402
 from silva.config import load_config  # noqa: E402
 from tests.helpers import make_config, make_template  # noqa: E402
@@ -106,7 +107,10 @@ def agentic_run(tmp: Path, url: str, slots: int, pipeline: bool, seed: int) -> d
         "budgets": {"wall_clock_s": 1800, "node_timeout_s": CAP_S * 4},
         "executor": {"kind": "inprocess", "max_in_flight": slots, "lookahead": None if pipeline else 0},
         "sandbox": "none",
-        "llm": {"providers": {"fake": {"kind": "openai_compatible", "base_url": f"{url}/v1", "max_concurrency": 256}},
+        # Off is the engine before issue 16: one job per node, no look-ahead, no speculation, and
+        # no hedged LLM calls (engine/llm/hedge.py: a call slower than its role's p90 is sent twice).
+        "llm": {"providers": {"fake": {"kind": "openai_compatible", "base_url": f"{url}/v1", "max_concurrency": 256,
+                                       **({} if pipeline else {"hedge": None})}},
                 "models": {"m": {"provider": "fake", "model": "fake-model", "price": {"input": 1.0, "output": 2.0},
                                  "capabilities": {"json_schema": True, "vision": False}}},
                 "roles": {r: {"model": "m", "max_tokens": 2048} for r in ("code", "feedback", "selection")}},
@@ -134,6 +138,7 @@ def agentic_run(tmp: Path, url: str, slots: int, pipeline: bool, seed: int) -> d
         "critical_path_s": round(chain, 1),
         "utilization_bound": round(busy / (slots * max(chain, busy / slots)), 3),
         "speculative": sum(n.origin.speculative for n in j),
+        "hedged_llm_copies": sum(r.hedge == "lost" for r in read_records(run_dir / LEDGER_FILE)),
         "discarded": sum(n.status.value == "discarded" for n in j),
     }
 
@@ -178,7 +183,8 @@ def bench_utilization(args: argparse.Namespace) -> list[dict[str, Any]]:
                 save(rows)
                 print(f"  slots {slots:>2} ratio {ratio:g} pipeline {'on ' if pipeline else 'off'} repeat {repeat}: "
                       f"utilization {row['utilization']:.2f} ({row['utilization_kept']:.2f} kept) of at most {row['utilization_bound']:.2f} "
-                      f"({row['nodes']} nodes, {row['makespan_s']} s, longest chain {row['critical_path_s']} s)", flush=True)
+                      f"({row['nodes']} nodes, {row['makespan_s']} s, longest chain {row['critical_path_s']} s, "
+                      f"{row['hedged_llm_copies']} hedged LLM copies)", flush=True)
     return rows
 
 

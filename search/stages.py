@@ -128,11 +128,18 @@ class StageManager:
             early = self.search.search_done(j, stage, root)
             if early is None and budget_left > 0:
                 return self.search.propose(j, stage, root, min(slots, budget_left)), True
-            if any(not n.is_finished for n in searched):
-                # Decide only once every search node of the stage is in; meanwhile free slots
-                # take speculative work from the provisional best (docs/engine.md).
+            out = [n for n in searched if not n.is_finished]
+            judged_only = self._cannot_win(stage, searched, out)
+            if out and not judged_only:
+                # Decide once every search node of the stage is in (or out only for a judgement
+                # that cannot make it the best); meanwhile free slots take speculative work
+                # from the provisional best (docs/engine.md).
                 return self._speculate(stage, searched, slots), True
-            selection = self._decide(stage, searched, early or f"node budget of {len(searched)} used")
+            why = early or f"node budget of {len(searched)} used"
+            if out:
+                why += (f" (not waiting for the judgement of {', '.join(n.id for n in out)}: "
+                        "the metric its run reported does not beat the best)")
+            selection = self._decide(stage, searched, why)
             if selection is not None:  # an LLM's second opinion first: speculate while it thinks
                 return selection + self._speculate(stage, searched, slots - len(selection)), True
         decision = j.stage_best[key]
@@ -167,6 +174,29 @@ class StageManager:
         says the stage keeps it (a tuning stage whose settings are all worse hands its root on)."""
         root = self.root_for(stage) if self.plan[stage].keeps_root else None
         return searched + ([root] if root is not None else [])
+
+    def _cannot_win(self, stage: str, searched: list[Node], out: list[Node]) -> bool:
+        """Whether every node still out has finished its run (a pipelined attempt's `run` step)
+        and waits only for its judgement, with a metric below the best finished contender's.
+        A judgement keeps a node's metric or rules the node out, so none of these can become
+        the stage's best: the decision need not wait for the LLM's slowest answers."""
+        spec = self.spec or self.journal.primary_metric
+        best = spec.best(n for n in self._contenders(stage, searched) if n.is_finished) if spec else None
+        if spec is None or best is None or not out:
+            return False
+        floor = spec.score(best)
+        assert floor is not None
+        for n in out:
+            ran = n.steps.get("run")
+            if ran is None:
+                return False
+            if getattr(ran, "run_problem", ""):
+                continue  # the run failed: the judgement will find it buggy
+            value = next((m.value for m in getattr(ran, "metrics", []) if m.name == spec.name), None)
+            score = spec.oriented(value)
+            if score is not None and score >= floor:
+                return False
+        return True
 
     def _replicates(self, stage: str, best: Node) -> list[Node]:
         """The seed replicates of `best` as this stage's best: a kept root's are those its own

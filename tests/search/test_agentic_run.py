@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import copy
 import json
 import threading
@@ -71,9 +72,12 @@ def test_four_stages_with_bug_timeout_and_rejected_plots(tmp_path) -> None:  # t
         searched = [n for n in j.in_stage(stage) if n.kind not in ("replication", "aggregation", "selection")]
         good = [n for n in searched if n.status == NodeStatus.GOOD]
         decision = j.stage_best[("noise", stage)]
-        # The LLM is asked (once, recorded) only when there is a choice to make.
-        assert ("selection" in decision) == (len(good) > 1)
-        if len(good) > 1:
+        # The LLM is asked (once, recorded) only when there is a choice to make: among the good
+        # nodes in when the stage was decided (not those whose judgement it did not wait for).
+        unwaited = re.search(r"not waiting for the judgement of ([n0-9, ]+):", decision["reason"])
+        known = [n for n in good if not unwaited or n.id not in unwaited.group(1).split(", ")]
+        assert ("selection" in decision) == (len(known) > 1)
+        if len(known) > 1:
             assert decision["selection"]["by"].startswith("metric") and decision["selection"]["llm_reason"]
         assert best.metric("val_accuracy") == max(n.metric("val_accuracy") for n in good)  # type: ignore[type-var]
         reps = [n for n in j.in_stage(stage, "replication") if n.parent_id == best.id]

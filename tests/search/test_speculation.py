@@ -10,8 +10,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from engine.journal import Journal
-from engine.node import AttemptResult, MetricSpec, MetricValue, Node, NodeStatus
+from engine.node import AttemptResult, ExecSummary, MetricSpec, MetricValue, Node, NodeStatus, StepResult
 from search.operators.claims import ClaimBook
 from search.plan import StagePlan, StageSpec
 from search.stages import StageManager
@@ -124,6 +125,43 @@ def test_a_better_provisional_best_replaces_the_speculative_set(tmp_path: Path) 
     new = [n for n in add(j, sm.propose(4)) if n.stage == "b"]
     assert all(j.nodes[n.id].status == NodeStatus.DISCARDED for n in old)
     assert new and all(n.parent_id == second.id and n.origin.speculative for n in new)
+
+
+def ran(j: Journal, node: Node, score: float | None, problem: str = "") -> None:
+    """`node`'s run step is in (its metric known); its judgement is still out."""
+    from search.operators.job import Ran
+
+    now = time.time()
+    metrics = [] if score is None else [MetricValue(name="score", value=score, direction="maximize")]
+    j.step_finished(node.id, 1, StepResult(step="run", started_at=now, finished_at=now, outcome=Ran(
+        workspace="w", execution=ExecSummary(exit_code=0), metrics=metrics, run_problem=problem)))
+
+
+def test_a_stage_is_decided_without_waiting_for_judgements_that_cannot_make_a_best(tmp_path: Path) -> None:
+    j, sm = manager(tmp_path, speculate=False)
+    sm.cfg.stages["a"].max_nodes = 4
+    best, worse, failed, thinking = add(j, sm.propose(4))
+    for n in (worse, failed, thinking):
+        j.attempt_started(n.id, 1, "think")
+    finish(j, best, 0.5)
+    ran(j, worse, 0.3)
+    ran(j, failed, None, problem="exit code 1")
+    assert sm.propose(4) == []  # `thinking` has no metric yet: it might still win
+    ran(j, thinking, 0.49)
+    out = sm.propose(4)
+    decision = j.stage_best[("default", "a")]
+    assert decision["node_id"] == best.id and out and out[0].kind == "replication"
+    assert f"not waiting for the judgement of {worse.id}, {failed.id}, {thinking.id}" in decision["reason"]
+
+
+@pytest.mark.parametrize("score", [0.9, 0.5])  # better, or a tie (awaited too)
+def test_a_judgement_that_might_make_a_better_best_is_awaited(tmp_path: Path, score: float) -> None:
+    j, sm = manager(tmp_path, speculate=False)
+    first, second = add(j, sm.propose(2))
+    finish(j, first, 0.5)
+    j.attempt_started(second.id, 1, "think")
+    ran(j, second, score)
+    assert sm.propose(4) == [] and ("default", "a") not in j.stage_best
 
 
 def test_without_speculate_the_stage_end_waits(tmp_path: Path) -> None:
