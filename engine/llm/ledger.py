@@ -117,7 +117,7 @@ def render_summary(summary: dict[str, Any]) -> str:
     run = summary["run"]
     lines = [
         f"LLM: {run['calls']} calls ({run['cache_hits']} cached, {run['errors']} failed"
-        + (f", {run['hedged']} hedged copies" if run.get("hedged") else "") + "), "
+        + (f", {run['hedged']} hedged cop{'y' if run['hedged'] == 1 else 'ies'}" if run.get("hedged") else "") + "), "
         f"{run['input_tokens']} in / {run['output_tokens']} out tokens "
         f"({run['cached_tokens']} cached), ${run['dollars']:.4f}"
     ]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from engine.llm import LLMCallError
+from engine.llm import LLMCallError, render_summary, summarize
 from engine.llm.config import HedgeConfig
 from engine.llm.hedge import LatencyBook
 from engine.llm.ledger import LEDGER_FILE, CallRecord, read_records
@@ -44,6 +44,9 @@ def test_a_slow_call_is_sent_again_and_the_first_answer_wins(kind: str, fake: Fa
     # The cancelled copy is charged as if it had read the prompt and written the winner's answer.
     assert lost.dollars == pytest.approx(won.dollars) and lost.dollars > 0 and lost.error is None
     assert spent == pytest.approx(sum(r.dollars for r in records))
+    summary = summarize(tmp_path)
+    assert summary["run"]["hedged"] == 1 and summary["run"]["calls"] == 5
+    assert "(0 cached, 0 failed, 1 hedged copy)" in render_summary(summary)  # what `silva status` prints
 
 
 def test_without_hedging_the_slow_call_is_awaited(fake: FakeLLMServer, tmp_path: Path) -> None:
