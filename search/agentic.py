@@ -145,11 +145,6 @@ class AgenticSearch:
             job.tuning_history = self._tuning_history(node)
         return job
 
-    def unwritten(self, node: Node) -> bool:
-        """Whether the node's proposal is still being written: a pipelined LLM operator whose
-        think step is not in (StageManager discards these when a stage's search ends early)."""
-        return self.cfg.search.pipeline and node.kind in LLM_OPERATORS and "think" not in node.steps
-
     def label(self, node: Node) -> str:
         out = operator_outcome(node)
         if out.ablation:

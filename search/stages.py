@@ -41,9 +41,6 @@ class StageSearch(Protocol):
 
     def label(self, node: Node) -> str: ...
 
-    # Optional, found with getattr: `unwritten(node) -> bool`, whether a search node's proposal
-    # is still being written (a pipelined LLM operator before its think step is in).
-
 
 class BestChooser(Protocol):
     """Second opinion on a stage's best node (LLM mode): tie-break and sanity check, as a job."""
@@ -131,9 +128,6 @@ class StageManager:
             early = self.search.search_done(j, stage, root)
             if early is None and budget_left > 0:
                 return self.search.propose(j, stage, root, min(slots, budget_left)), True
-            if early is not None:
-                self._drop_unwritten(stage, searched, early)
-                searched = self.search_nodes(stage)
             out = [n for n in searched if not n.is_finished]
             judged_only = self._cannot_win(stage, searched, out)
             if out and not judged_only:
@@ -180,17 +174,6 @@ class StageManager:
         says the stage keeps it (a tuning stage whose settings are all worse hands its root on)."""
         root = self.root_for(stage) if self.plan[stage].keeps_root else None
         return searched + ([root] if root is not None else [])
-
-    def _drop_unwritten(self, stage: str, searched: list[Node], early: str) -> None:
-        """A stage whose search ended early (its goal met, or nothing new left to try) does not
-        wait for proposals still being written: they are discarded, their LLM calls cancelled.
-        Proposals written (waiting for a slot, running, being judged) run and are considered."""
-        unwritten = getattr(self.search, "unwritten", None)  # a search whose nodes have a think step
-        if unwritten is None:
-            return
-        for n in searched:
-            if not n.is_finished and unwritten(n):
-                self.journal.discard(n.id, f"the search of {stage} ended ({early}) before its proposal was written")
 
     def _cannot_win(self, stage: str, searched: list[Node], out: list[Node]) -> bool:
         """Whether every node still out has finished its run (a pipelined attempt's `run` step)

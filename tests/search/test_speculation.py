@@ -164,41 +164,6 @@ def test_a_judgement_that_might_make_a_better_best_is_awaited(tmp_path: Path, sc
     assert sm.propose(4) == [] and ("default", "a") not in j.stage_best
 
 
-class EarlySearch(Search):
-    """Its search ends early once `done` is set; nodes in `thinking` are still being written."""
-
-    def __init__(self) -> None:
-        self.done: str | None = None
-        self.thinking: set[str] = set()
-
-    def search_done(self, journal: Journal, stage: str, root: Node | None) -> str | None:
-        return self.done
-
-    def unwritten(self, node: Node) -> bool:
-        return node.id in self.thinking
-
-
-def test_a_stage_that_ends_early_discards_proposals_still_being_written(tmp_path: Path) -> None:
-    j, sm = manager(tmp_path, speculate=False)
-    sm.search = search = EarlySearch()
-    sm.cfg.stages["a"].max_nodes = 4
-    goal, written, unwritten = add(j, sm.propose(3))
-    for n in (written, unwritten):
-        j.attempt_started(n.id, 1, "think")
-    finish(j, goal, 0.5)
-    [queued] = add(j, sm.propose(1))  # the search goes on: the stage's budget has room
-    search.thinking = {unwritten.id, queued.id}  # `queued` has not even started
-    search.done = f"first good node {goal.id}"
-    assert sm.propose(4) == []  # `written` still runs: it is waited for
-    dropped = [n for n in j if n.status == NodeStatus.DISCARDED]
-    assert {n.id for n in dropped} == search.thinking
-    assert all("ended (first good node" in n.reason and "before its proposal was written" in n.reason for n in dropped)
-    finish(j, written, 0.4)
-    sm.propose(4)
-    decision = j.stage_best[("default", "a")]
-    assert decision["node_id"] == goal.id and decision["reason"].startswith(f"first good node {goal.id}")
-
-
 def test_without_speculate_the_stage_end_waits(tmp_path: Path) -> None:
     j, sm = manager(tmp_path, speculate=False)
     first, second = add(j, sm.propose(2))
