@@ -60,11 +60,9 @@ class Race(Generic[T]):
 
     result: T
     hedged: bool  # a second copy was sent
-    first_won: bool
     loser: T | None  # the other copy's answer when it came back too (then it was paid for real)
     loser_error: str | None  # the other copy's error when it failed (nothing answered, nothing billed)
     first_s: float  # how long the first copy ran: its latency, or a lower bound of it when it lost
-    winner_s: float  # the winning copy's own latency
     loser_s: float  # how long the other copy ran (a lower bound of its latency when cancelled)
 
 
@@ -91,9 +89,9 @@ async def race(send: Callable[[], Awaitable[T]], delay: float | None, may_hedge:
                 other = copies[1 - won] if len(copies) > 1 else None
                 failed = other.exception() if other is not None and other.done() else None
                 loser = other.result() if other is not None and other.done() and failed is None else None
-                return Race(ok[0].result(), len(copies) > 1, won == 0, loser,
+                return Race(ok[0].result(), len(copies) > 1, loser,
                             None if failed is None else str(failed) or type(failed).__name__,
-                            now - start, now - sent[won], now - sent[1 - won] if len(copies) > 1 else 0.0)
+                            now - start, now - sent[1 - won] if len(copies) > 1 else 0.0)
         error = copies[0].exception()
         assert error is not None
         raise error
