@@ -49,53 +49,26 @@ def test_a_slow_call_is_sent_again_and_the_first_answer_wins(kind: str, fake: Fa
     assert "(0 cached, 0 failed, 1 hedged copy)" in render_summary(summary)  # what `silva status` prints
 
 
-def test_without_hedging_the_slow_call_is_awaited(fake: FakeLLMServer, tmp_path: Path) -> None:
-    gw = gateway_for(make_cfg("openai", fake.url, hedge=None), tmp_path)
+@pytest.mark.parametrize(("why", "provider", "warmed", "dollars"), [
+    ("hedging is off", {"hedge": None}, 3, None),
+    ("fewer calls seen than min_samples (3)", {"hedge": QUICK}, 2, None),
+    # The call's worst case takes most of what is left: a second reservation would not fit.
+    ("the dollar budget has no room for a copy", {"hedge": QUICK}, 3, 1.5 * PRICE.dollars(0, 256, 0)),
+    ("the provider is at its concurrency limit", {"hedge": QUICK, "max_concurrency": 1}, 3, None),
+])
+def test_no_copy_is_sent_when(why: str, provider: dict[str, Any], warmed: int, dollars: float | None,
+                              fake: FakeLLMServer, tmp_path: Path) -> None:
+    gw = gateway_for(make_cfg("openai", fake.url, **provider), tmp_path, dollars=None if dollars is None else 1.0)
     try:
-        warm(gw)
+        warm(gw, warmed)
+        if dollars is not None:
+            gw.budget.spent = 1.0 - dollars
         fake.script(Reply.ok("slow copy", delay_s=0.6), Reply.ok("fast copy"))
         out = gw.client().complete("the slow one", role="code")
     finally:
         gw.close()
-    assert out.text == "slow copy" and len(fake.requests) == 4
+    assert out.text == "slow copy" and len(fake.requests) == warmed + 1, why
     assert all(r.hedge is None for r in read_records(tmp_path / LEDGER_FILE))
-
-
-def test_no_hedge_before_enough_calls_are_seen(fake: FakeLLMServer, tmp_path: Path) -> None:
-    gw = gateway_for(make_cfg("openai", fake.url, hedge=QUICK), tmp_path)
-    try:
-        warm(gw, 2)  # min_samples is 3
-        fake.script(Reply.ok("slow copy", delay_s=0.6), Reply.ok("fast copy"))
-        out = gw.client().complete("the slow one", role="code")
-    finally:
-        gw.close()
-    assert out.text == "slow copy" and len(fake.requests) == 3
-
-
-def test_a_copy_is_never_sent_past_the_dollar_budget(fake: FakeLLMServer, tmp_path: Path) -> None:
-    cfg = make_cfg("openai", fake.url, hedge=QUICK)
-    gw = gateway_for(cfg, tmp_path, dollars=1.0)
-    try:
-        warm(gw)
-        # The call's worst case reserves most of what is left: a second reservation would not fit.
-        worst = PRICE.dollars(0, 256, 0)
-        gw.budget.spent = 1.0 - 1.5 * worst
-        fake.script(Reply.ok("slow copy", delay_s=0.6), Reply.ok("fast copy"))
-        out = gw.client().complete("x", role="code")
-    finally:
-        gw.close()
-    assert out.text == "slow copy" and len(fake.requests) == 4
-
-
-def test_a_copy_never_queues_behind_the_concurrency_limit(fake: FakeLLMServer, tmp_path: Path) -> None:
-    gw = gateway_for(make_cfg("openai", fake.url, hedge=QUICK, max_concurrency=1), tmp_path)
-    try:
-        warm(gw)
-        fake.script(Reply.ok("slow copy", delay_s=0.6), Reply.ok("fast copy"))
-        out = gw.client().complete("the slow one", role="code")
-    finally:
-        gw.close()
-    assert out.text == "slow copy" and len(fake.requests) == 4
 
 
 def test_when_one_copy_fails_the_other_answers(fake: FakeLLMServer, tmp_path: Path) -> None:
