@@ -175,14 +175,18 @@ class StageManager:
         root = self.root_for(stage) if self.plan[stage].keeps_root else None
         return searched + ([root] if root is not None else [])
 
+    def _provisional(self, stage: str, searched: list[Node], spec: MetricSpec) -> Node | None:
+        """The stage's provisional best: its best finished contender so far."""
+        return spec.best(n for n in self._contenders(stage, searched) if n.is_finished)
+
     def _cannot_win(self, stage: str, searched: list[Node], out: list[Node]) -> bool:
         """Whether every node still out has finished its run (a pipelined attempt's `run` step)
         and waits only for its judgement, with a metric below the best finished contender's.
         A judgement keeps a node's metric or rules the node out, so none of these can become
         the stage's best: the decision need not wait for the LLM's slowest answers."""
         spec = self.spec or self.journal.primary_metric
-        best = spec.best(n for n in self._contenders(stage, searched) if n.is_finished) if spec else None
-        if spec is None or best is None or not out:
+        best = self._provisional(stage, searched, spec) if spec and out else None
+        if spec is None or best is None:
             return False
         floor = spec.score(best)
         assert floor is not None
@@ -258,7 +262,7 @@ class StageManager:
         spec = self.spec or self.journal.primary_metric
         if not self.cfg.search.speculate or spec is None or slots <= 0:
             return []
-        provisional = spec.best(n for n in self._contenders(stage, searched) if n.is_finished)
+        provisional = self._provisional(stage, searched, spec)
         if provisional is None:
             return []
         done = self._replicates(stage, provisional)
