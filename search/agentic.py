@@ -23,6 +23,7 @@ from sandbox.base import Limits
 from search.agentic_plan import PLAN
 from search.idea import Idea
 from search.operators.claims import ClaimBook
+from search.operators.frozen import Asked, asked
 from search.operators.job import LLM_OPERATORS, OperatorJob, Proposed, Step
 from search.operators.outcome import operator_outcome, variant
 from search.operators.prompts import CodeRequest, code_prompt, contract, fmt_metrics
@@ -72,7 +73,7 @@ class AgenticSearch:
 
     def search_done(self, journal: Journal, stage: str, root: Node | None) -> str | None:
         nodes = self.nodes(stage)
-        # A model that names only settings or ablations its prompt listed as tried has run out of them.
+        # A model that names only settings or ablations it was shown as tried has run out of them.
         spent = next((n for n in nodes if n.is_finished and operator_outcome(n).exhausted), None)
         if spent is not None:
             return f"no new {spent.kind} left: at {spent.id} the model named only ones already tried"
@@ -119,30 +120,21 @@ class AgenticSearch:
             if job.step == "run":
                 return job  # the code is in `proposed`: no prompt to build
             if job.step == "judge":
-                job.tuning_history = self._tuning_history(node) if node.stage == "hyperparameter" else ""
+                job.tuning_history = self._asked_judge(node).tuning_history
                 return job
         parent = self.journal.nodes[node.parent_id] if node.parent_id else None
-        second = self.journal.nodes[node.refs[0]] if node.refs else None
         claims = None
         if node.kind in ("hyperparameter", "ablation"):
             void = frozenset(n.id for n in self.journal.in_stage(node.stage, node.kind, idea=self.idea.name, discarded=True)
                              if n.status == NodeStatus.DISCARDED)
             claims = ClaimBook(self.run_dir, self.idea.name, node.stage, node.kind, void)
-        # Its own claim (from an attempt cut short) is not "tried": the node may pick it again.
-        tried = [key for owner, key in claims.tried() if owner != node.id] if claims else []
-        job.claims = dataclasses.replace(claims, listed=frozenset(tried)) if claims else None
+        request = asked(self.run_dir, node.id, "think", lambda: self._ask(node, parent, claims, job))
+        job.claims = dataclasses.replace(claims, listed=frozenset(request.tried)) if claims else None
         job.parent_code = parent.code if parent else ""
         job.parent_plot_code = operator_outcome(parent).plot_code if parent else ""
-        job.prompt = code_prompt(CodeRequest(
-            idea=self.idea, stage=node.stage, operator=node.kind, node_id=node.id,
-            contract=contract(self.idea.metrics, timeout, res.memory_mb, [p.name for p in self.idea.datasets],
-                              job.params, sorted(self.template.files) if self.template else ()),
-            parent=parent, second=second,
-            history=[n for n in self.nodes(node.stage) if n.is_finished and n.id not in (node.parent_id, *node.refs)][-HISTORY:],
-            tried=tried,
-        ))
-        if node.stage == "hyperparameter":
-            job.tuning_history = self._tuning_history(node)
+        job.prompt = request.prompt
+        if node.stage == "hyperparameter" and not self.cfg.search.pipeline:  # one job: think, run and judge
+            job.tuning_history = self._asked_judge(node).tuning_history
         return job
 
     def label(self, node: Node) -> str:
@@ -154,6 +146,36 @@ class AgenticSearch:
         return node.origin.label or f"{node.kind} {node.id}"
 
     # -- helpers --------------------------------------------------------------------------------
+    def _ask(self, node: Node, parent: Node | None, claims: ClaimBook | None, job: OperatorJob) -> Asked:
+        """The code proposal's prompt, from the journal as it is now (kept by `asked`)."""
+        res = self.cfg.resources_for(node.kind)
+        second = self.journal.nodes[node.refs[0]] if node.refs else None
+        claimed = claims.tried() if claims else []
+        # Its own claim (from an attempt cut short) is not "tried": the node may pick it again.
+        tried = [key for owner, key in claimed if owner != node.id]
+        prompt = code_prompt(CodeRequest(
+            idea=self.idea, stage=node.stage, operator=node.kind, node_id=node.id,
+            contract=contract(self.idea.metrics, self.cfg.budgets.node_timeout_s, res.memory_mb,
+                              [p.name for p in self.idea.datasets], job.params,
+                              sorted(self.template.files) if self.template else ()),
+            parent=parent, second=second,
+            history=[n for n in self.nodes(node.stage) if n.is_finished and n.id not in (node.parent_id, *node.refs)][-HISTORY:],
+            tried=tried, parallel=self._parallel(node, {owner for owner, _ in claimed}) if claims else (1, 1),
+        ))
+        return Asked(prompt=prompt, tried=tried)
+
+    def _parallel(self, node: Node, owners: set[str]) -> tuple[int, int]:
+        """(this node's place, how many) among the stage's proposals of its kind being written now:
+        unfinished and with no claim yet. Told their places, parallel proposals spread over the
+        untried settings instead of racing for the same one and paying re-asks."""
+        writing = [n.id for n in self.journal.in_stage(node.stage, node.kind, idea=self.idea.name)
+                   if not n.is_finished and n.id not in owners]
+        return (writing.index(node.id) + 1 if node.id in writing else 1), max(1, len(writing))
+
+    def _asked_judge(self, node: Node) -> Asked:
+        """The judge's view of the tuning so far (hyperparameter stage), kept like the prompt."""
+        return asked(self.run_dir, node.id, "judge", lambda: Asked(tuning_history=self._tuning_history(node)))
+
     def _tuning_history(self, node: Node) -> str:
         rows = [
             f"- {n.id}: {operator_outcome(n).hyperparameters} -> {fmt_metrics(n.metrics)} ({n.status.value})"

@@ -27,7 +27,7 @@ from engine.llm.errors import (
 from engine.llm.gateway import Gateway
 from engine.llm.ledger import LEDGER_FILE, CallRecord, render_summary, summarize
 from engine.llm.providers.base import Provider
-from engine.llm.structured import extract_code, extract_code_blocks, extract_json
+from engine.llm.structured import FinalAnswer, extract_code, extract_code_blocks, extract_json
 from engine.llm.types import (
     EMBEDDING_ROLE,
     Completion,
@@ -60,7 +60,7 @@ __all__ = [
     "LLMConfig", "ProviderConfig", "ModelSpec", "RoleConfig", "Capabilities", "Price", "ScriptRule",
     "Message", "TextPart", "ImagePart", "Completion", "Usage", "LLMRequest", "Provider",
     "EMBEDDING_ROLE", "EmbedRequest", "Embeddings",
-    "LLMError", "LLMConfigError", "BudgetExceeded", "LLMCallError", "StructuredOutputError", "CacheMiss",
+    "LLMError", "LLMConfigError", "BudgetExceeded", "LLMCallError", "StructuredOutputError", "FinalAnswer", "CacheMiss",
     "CallRecord", "LEDGER_FILE", "summarize", "render_summary",
     "extract_code", "extract_code_blocks", "extract_json",
 ]

@@ -51,7 +51,7 @@ class LLM:
     ) -> Completion | T:
         """One answer for `role`. With `output_type`, a validated instance of it: an answer that
         fails validation is re-asked (with the error) at most `max_reasks` times, then
-        `StructuredOutputError`. Raises `BudgetExceeded` when the run's dollars are spent."""
+        `StructuredOutputError` (at once when a validator raised `FinalAnswer`). Raises `BudgetExceeded` when the run's dollars are spent."""
         turns = _as_messages(messages)
         schema = output_schema(output_type) if output_type is not None else None
 
@@ -68,7 +68,7 @@ class LLM:
             try:
                 return parse_output(completion, output_type)
             except ParseFailure as failure:
-                if reasks == self.max_reasks:
+                if reasks == self.max_reasks or failure.final:
                     raise StructuredOutputError(
                         f"role {role!r} (node {node_id}): the answer did not validate as "
                         f"{output_type.__name__} after {reasks + 1} tries: {failure}"

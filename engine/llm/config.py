@@ -39,10 +39,11 @@ class ScriptRule(_Strict):
 
 class HedgeConfig(_Strict):
     """Hedged requests (the tail at scale): a call still unanswered at this provider, model and
-    role's `quantile` latency is sent once more; the first answer wins, the other is cancelled."""
+    role's `quantile` latency (its model's, over all roles, while the role has too few calls) is
+    sent once more; the first answer wins, the other is cancelled."""
 
     quantile: float = Field(0.9, gt=0, lt=1, description="hedge once a call outlasts this share of earlier calls")
-    min_samples: int = Field(20, ge=1, description="answered calls of the same provider, model and role needed first")
+    min_samples: int = Field(20, ge=1, description="answered calls needed first: of the role, else of its model in every role")
     min_delay_s: float = Field(2.0, ge=0, description="never hedge a call sooner than this")
 
 

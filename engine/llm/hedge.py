@@ -4,7 +4,8 @@ A stage is decided once all its nodes are in, so one slow answer idles every slo
 a 38 s call in a stage whose calls took 3 s at the median held the whole stage). A call still
 unanswered at its usual `quantile` latency is sent once more and the first answer wins; the
 other copy is cancelled. Latencies are kept per (provider, model, role), seeded from the ledger
-so a resumed run hedges at once. A cancelled copy's time is kept as what it is, a lower bound:
+so a resumed run hedges at once; a role with too few calls of its own (a stage's selection
+is asked once) goes by all the calls of its model until it has enough. A cancelled copy's time is kept as what it is, a lower bound:
 counting only winners would shrink the quantile and hedge ever more.
 """
 
@@ -29,6 +30,7 @@ WINDOW = 256  # latencies kept per key: recent enough to follow a provider's moo
 class LatencyBook:
     def __init__(self, records: Iterable[CallRecord] = ()) -> None:
         self._seen: dict[Key, deque[float]] = {}
+        self._model: dict[tuple[str, str], deque[float]] = {}  # every role's calls, per model
         won: dict[str | None, float] = {}
         for r in records:
             if r.error is not None or r.cache_hit:
@@ -42,12 +44,16 @@ class LatencyBook:
 
     def add(self, key: Key, seconds: float) -> None:
         self._seen.setdefault(key, deque(maxlen=WINDOW)).append(seconds)
+        self._model.setdefault(key[:2], deque(maxlen=WINDOW)).append(seconds)
 
     def delay(self, key: Key, cfg: HedgeConfig | None) -> float | None:
         """How long to wait before sending a second copy; None: do not hedge (off, or too few
-        calls seen to know what slow is)."""
-        seen = self._seen.get(key)
-        if cfg is None or seen is None or len(seen) < cfg.min_samples:
+        calls of the role, or of its model, seen to know what slow is)."""
+        if cfg is None:
+            return None
+        seen = next((s for s in (self._seen.get(key), self._model.get(key[:2]))
+                     if s is not None and len(s) >= cfg.min_samples), None)
+        if seen is None:
             return None
         ordered = sorted(seen)
         at = ordered[min(len(ordered) - 1, math.ceil(cfg.quantile * len(ordered)) - 1)]

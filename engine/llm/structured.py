@@ -21,7 +21,17 @@ T = TypeVar("T", bound=BaseModel)
 
 
 class ParseFailure(ValueError):
-    """The answer is not (valid) JSON for the requested model; the message is shown to the model."""
+    """The answer is not (valid) JSON for the requested model; the message is shown to the model.
+    `final`: a validator said a re-ask cannot help (`FinalAnswer`)."""
+
+    def __init__(self, message: str, final: bool = False) -> None:
+        super().__init__(message)
+        self.final = final
+
+
+class FinalAnswer(ValueError):
+    """Raised by an output type's validator when the answer shows that the model has nothing
+    else to give: the call fails at once instead of spending its remaining re-asks."""
 
 
 def output_schema(output_type: type[BaseModel]) -> OutputSchema:
@@ -75,7 +85,8 @@ def parse_output(completion: Completion, output_type: type[T]) -> T:
     try:
         return output_type.model_validate(data)
     except ValidationError as exc:
-        raise ParseFailure(f"the JSON does not match the schema: {exc}") from exc
+        final = any(isinstance((e.get("ctx") or {}).get("error"), FinalAnswer) for e in exc.errors())
+        raise ParseFailure(f"the JSON does not match the schema: {exc}", final) from exc
 
 
 def reask(completion: Completion, failure: ParseFailure) -> list[Message]:

@@ -203,6 +203,16 @@ def _header(text):
     return dict(kv.split("=", 1) for kv in m.group(1).split()) if m else {}
 
 
+def _pick(untried, prompt, node, rejected, spread=3):
+    """The option a model would name: told its place among parallel proposals, that place in its
+    order (any untried one when it knows fewer); otherwise, like a sampled model, one of the
+    first `spread` untried options."""
+    m = re.search(r"this is number (\d+) of (\d+)", prompt)
+    if m:
+        return untried[(int(m.group(1)) - 1) % len(untried)]
+    return untried[int(_unit(node + str(len(rejected))) * min(spread, len(untried)))]
+
+
 def _unit(key):
     return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2**64
 
@@ -237,6 +247,9 @@ class Responder:
         h = _header(prompt)
         if call.role == "code":
             rejected = {k for m in users[1:] for k in re.findall(r"the (?:setting|ablation) (.+?) was already tried", m.text)}
+            for m in users[1:]:  # a re-ask after a race lists every claim so far
+                for listed in re.findall(r"tried so far: (.+?)\. Propose one not in this list", m.text):
+                    rejected |= set(listed.split("; "))
             return json.dumps(self.code(h, prompt, rejected))
         if call.role == "feedback" and "judge" in h:
             return json.dumps(self.judge(prompt))
@@ -288,15 +301,14 @@ class Responder:
         if op == "hyperparameter":
             tried = set(re.findall(r"\{[^{}]*\}", _line(prompt, "Already tried settings")))
             untried = [s for s in HYPERPARAMETERS if json.dumps(s, sort_keys=True) not in tried | rejected]
-            # Like a sampled model, parallel nodes spread over the first few untried settings.
-            choice = untried[int(_unit(node + str(len(rejected))) * min(3, len(untried)))] if untried \
-                else {"lr": round(0.05 + _unit(node), 3)}
+            choice = _pick(untried, prompt, node, rejected) if untried else {"lr": round(0.05 + _unit(node), 3)}
             plan = "Tune " + ", ".join(f"{k}={v}" for k, v in choice.items()) + " on the working baseline."
             new = self.tweak({**config, **choice}, node)
             return {**out, "plan": plan, "hyperparameters": choice, "diff": _config_diff(parent, new)}
         if op == "ablation":
             tried = set(_line(prompt, "Already tried ablations").split("; "))
-            name, change, what = next((a for a in ABLATIONS if a[0] not in tried | rejected), ABLATIONS[0])
+            untried = [a for a in ABLATIONS if a[0] not in tried | rejected]
+            name, change, what = _pick(untried, prompt, node, rejected, spread=1) if untried else ABLATIONS[0]
             plan = f"Ablation: {what}."
             # A stale diff with the whole file beside it: Silva applies the file when the diff fails.
             stale = "--- a/experiment.py\n+++ b/experiment.py\n@@ -1,1 +1,1 @@\n-CONFIG = {}\n+CONFIG = {}\n"
@@ -327,7 +339,7 @@ class Responder:
             options = [{k: v} for k in numbers for f in (0.5, 2.0) if (v := _scaled(current[k], f)) != current[k]]
             untried = [s for s in options if json.dumps(s, sort_keys=True) not in tried | rejected] \
                 or options or [{"tuning_round": len(tried) + 1}]
-            choice = untried[int(_unit(node + str(len(rejected))) * min(3, len(untried)))]
+            choice = _pick(untried, prompt, node, rejected)
             plan = "Tune " + ", ".join(f"{k}={v}" for k, v in choice.items()) + " on the template's experiment."
             return {**out, "plan": plan, "hyperparameters": choice, "code": _with_edits(parent, {**edits, **choice}, plan)}
         # A switch named like an ablation removes a component; any other switch turns a method on.
@@ -335,7 +347,8 @@ class Responder:
         methods = [k for k in switches if k not in ablations]
         if op == "ablation":
             tried = set(_line(prompt, "Already tried ablations").split("; "))
-            name = next((k for k in ablations + methods if k not in tried | rejected), (ablations + methods + ["none"])[0])
+            untried = [k for k in ablations + methods if k not in tried | rejected]
+            name = _pick(untried, prompt, node, rejected, spread=1) if untried else (ablations + methods + ["none"])[0]
             plan = f"Ablation: switch on {name} to remove that component."
             return {**out, "plan": plan, "ablation": name, "code": _with_edits(parent, {**edits, name: True}, plan)}
         if op == "crossover" and "Parent B (" in prompt:

@@ -64,7 +64,7 @@ class Proposed(Outcome):
     hyperparameters: dict[str, Any] = Field(default_factory=dict)
     ablation: str = ""
     proposal_error: str = ""
-    exhausted: bool = False  # the model's last answer named a setting or ablation its prompt listed as tried
+    exhausted: bool = False  # the last answer named a setting or ablation the model was shown as tried
     llm_calls: int = 0
 
 

@@ -120,6 +120,7 @@ class CodeRequest:
     second: Node | None = None
     history: list[Node] = field(default_factory=list)
     tried: list[str] = field(default_factory=list)
+    parallel: tuple[int, int] = (1, 1)  # (this proposal's place, how many) among those written at once
 
 
 def header(**fields: object) -> str:
@@ -143,6 +144,12 @@ def code_prompt(r: CodeRequest) -> str:
     if r.operator in ("hyperparameter", "ablation"):
         what = "settings" if r.operator == "hyperparameter" else "ablations"
         parts.append(f"Already tried {what} (do not repeat): " + ("; ".join(r.tried) if r.tried else "none yet"))
+        place, count = r.parallel
+        if count > 1:
+            parts.append(f"Parallel proposals: {count} proposals for new {what} are being written at this moment, "
+                         f"this is number {place} of {count}. So that they differ, propose your choice number "
+                         f"{place} among the untried {what}, in your order of promise; if you know fewer "
+                         "than that, propose any untried one.")
     parts.append("Your task: " + OPERATOR_TASKS[r.operator])
     return "\n\n".join(parts)
 

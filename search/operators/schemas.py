@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from engine.llm import FinalAnswer
 from search.operators.claims import ClaimBook, canonical_ablation, canonical_setting
 from search.operators.diff import DiffError, apply_unified_diff
 
@@ -69,6 +70,9 @@ def proposal_type(
     claims: ClaimBook | None,
 ) -> type[Proposal]:
     """A Proposal subclass whose validation knows this job: parent code, operator, claims."""
+    # What the model has been shown as tried: its prompt's list, then every claim a re-ask lists;
+    # and whether a re-ask has already told it that an answer of its was taken.
+    seen = _Seen(set(claims.listed) if claims is not None else set())
 
     class CheckedProposal(Proposal):
         __doc__ = Proposal.__doc__
@@ -80,29 +84,45 @@ def proposal_type(
             if operator == "hyperparameter":
                 if not self.hyperparameters:
                     raise ValueError("set `hyperparameters` to the setting this step tries, e.g. {\"lr\": 0.01}")
-                _claim(claims, canonical_setting(self.hyperparameters), node_id, "setting")
+                _claim(claims, canonical_setting(self.hyperparameters), node_id, "setting", seen)
             if operator == "ablation":
                 if not self.ablation or not canonical_ablation(self.ablation):
                     raise ValueError("set `ablation` to a short name of the component removed or replaced")
-                _claim(claims, canonical_ablation(self.ablation), node_id, "ablation")
+                _claim(claims, canonical_ablation(self.ablation), node_id, "ablation", seen)
             return self
 
     CheckedProposal.__name__ = "Proposal"
     return CheckedProposal
 
 
-# A proposal naming what its prompt listed as tried: the model has run out (`Proposed.exhausted`).
-# Naming one that another node claimed meanwhile is a race, not a sign of that.
-LISTED_AS_TRIED = "which the prompt listed as tried"
+# A proposal naming what the model was shown as tried: it has run out (`Proposed.exhausted`).
+# Naming one that another node claimed after the prompt was written is a race, not a sign of that.
+LISTED_AS_TRIED = "which you were shown as tried"
 
 
-def _claim(claims: ClaimBook | None, key: str, node_id: str, what: str) -> None:
+@dataclass
+class _Seen:
+    listed: set[str]
+    told: bool = False
+
+
+def _claim(claims: ClaimBook | None, key: str, node_id: str, what: str, seen: _Seen) -> None:
     if claims is None:
         return
     owner = claims.claim(key, node_id)
-    if owner is not None:
-        listed = f", {LISTED_AS_TRIED}" if key in claims.listed else ""
-        raise ValueError(f"the {what} {key} was already tried by node {owner}{listed}; propose one not tried yet")
+    if owner is None:
+        return
+    told, listed = seen.told, key in seen.listed
+    seen.told = True
+    # The re-ask shows every claim so far, so a model that names one of them next has run out
+    # rather than raced, and its call ends there: parallel proposals that find every setting
+    # taken end in two calls, not in all the re-asks.
+    now = [k for _, k in claims.tried()]
+    seen.listed.update(now)
+    reason = (f"the {what} {key} was already tried by node {owner}, {LISTED_AS_TRIED}" if listed else
+              f"the {what} {key} was already tried by node {owner} while this proposal was written")
+    message = f"{reason}; tried so far: {'; '.join(now)}. Propose one not in this list"
+    raise FinalAnswer(message) if listed and told else ValueError(message)
 
 
 def accept(p: Proposal, parent_code: str) -> Accepted:

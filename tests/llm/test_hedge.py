@@ -110,7 +110,11 @@ def test_the_latency_book_reads_the_ledger_and_keeps_slow_copies_as_lower_bounds
     assert book.delay(("p", "m", "code"), cfg) == 1.0
     book.add(("p", "m", "code"), 9.0)
     assert book.delay(("p", "m", "code"), cfg) == 8.0  # the tail includes the censored times
-    assert book.delay(("p", "m", "feedback"), cfg) is None  # each role has its own
+    assert book.delay(("p", "m", "feedback"), cfg) == 8.0  # too few calls of its own: its model's
+    for _ in range(10):
+        book.add(("p", "m", "feedback"), 0.5)
+    assert book.delay(("p", "m", "feedback"), cfg) == 0.5  # then its own
+    assert book.delay(("p", "m2", "code"), cfg) is None  # another model: nothing seen
     assert book.delay(("p", "m", "code"), HedgeConfig(min_samples=1, min_delay_s=30.0)) == 30.0
     assert book.delay(("p", "m", "code"), None) is None
     # A hedged pair in the ledger counts once, as its first copy: the longer-running of the two.

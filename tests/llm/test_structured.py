@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
-from engine.llm import Capabilities, StructuredOutputError, extract_code, extract_code_blocks, extract_json, summarize
+from engine.llm import Capabilities, FinalAnswer, StructuredOutputError, extract_code, extract_code_blocks, extract_json, summarize
 from tests.llm.fake_servers import FakeLLMServer, Reply
 from tests.llm.support import gateway_for, make_cfg
 
@@ -51,6 +51,29 @@ def test_reasks_are_bounded(fake: FakeLLMServer, tmp_path: Path) -> None:
     finally:
         gw.close()
     assert len(fake.requests) == 3
+
+
+class Untried(BaseModel):
+    name: str
+
+    @model_validator(mode="after")
+    def _new(self) -> Untried:
+        if self.name == "taken":
+            raise FinalAnswer("every option is taken")
+        return self
+
+
+def test_a_final_answer_ends_the_call_without_its_reasks(fake: FakeLLMServer, tmp_path: Path) -> None:
+    fake.default = Reply.json({"name": "taken"})
+    cfg = make_cfg("openai", fake.url, caps=Capabilities(tools=True))
+    cfg.max_reasks = 2
+    gw = gateway_for(cfg, tmp_path)
+    try:
+        with pytest.raises(StructuredOutputError, match="every option is taken"):
+            gw.client().complete("pick one", role="code", output_type=Untried)
+    finally:
+        gw.close()
+    assert len(fake.requests) == 1
 
 
 def test_truncated_structured_answer_reasks_for_brevity(fake: FakeLLMServer, tmp_path: Path) -> None:

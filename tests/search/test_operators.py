@@ -137,18 +137,34 @@ def test_a_claimed_setting_is_reasked_until_untried(tmp_path: Path) -> None:
 def test_naming_only_listed_settings_marks_the_node_exhausted_and_a_race_does_not(tmp_path: Path) -> None:
     book = ClaimBook(tmp_path, "idea", "ablation", "ablation")
     book.claim("no_filter", "n0000")
+    book.claim("no_aug", "n0002")
 
-    def answer(call: ProviderCall) -> str:  # a model with no other ablation to offer
+    def stubborn(call: ProviderCall) -> str:  # a model with no other ablation to offer
         if call.role != "code":
             return json.dumps(OK_JUDGEMENT)
         return json.dumps({"plan": "p", "code": GOOD, "ablation": "no_filter"})
 
-    listed = ClaimBook(tmp_path, "idea", "ablation", "ablation", listed=frozenset({"no_filter"}))
-    r, _ = run_job(tmp_path, answer, operator="ablation", stage="ablation", claims=listed)
+    listed = ClaimBook(tmp_path, "idea", "ablation", "ablation", listed=frozenset({"no_filter", "no_aug"}))
+    r, _ = run_job(tmp_path, stubborn, operator="ablation", stage="ablation", claims=listed)
     assert r.status == "buggy" and op(r).exhausted and op(r).status_rule == "proposal"
-    # The same answer when the claim was made after the prompt was written: a race, not exhaustion.
-    r, _ = run_job(tmp_path, answer, operator="ablation", stage="ablation", claims=book)
-    assert r.status == "buggy" and not op(r).exhausted
+    assert op(r).llm_calls == 2  # told once, it named a tried one again: its last re-ask is not paid
+
+    # The claims were made after the prompt was written: a race. The re-ask lists every claim,
+    # and a model that then names a new one is not exhausted...
+    reasks: list[str] = []
+
+    def racer(call: ProviderCall) -> str:
+        if call.role != "code":
+            return json.dumps(OK_JUDGEMENT)
+        reasks.extend(m.text for m in call.messages[2:] if m.role == "user")
+        return json.dumps({"plan": "p", "code": GOOD, "ablation": "no_dropout" if reasks else "no_filter"})
+
+    r, _ = run_job(tmp_path, racer, operator="ablation", stage="ablation", claims=book)
+    assert r.status == "good" and not op(r).exhausted and op(r).ablation == "no_dropout"
+    assert "tried so far: no_filter; no_aug" in reasks[0]
+    # ...while one that names a listed one after being shown the list has run out.
+    r, _ = run_job(tmp_path, stubborn, operator="ablation", stage="ablation", claims=book)
+    assert r.status == "buggy" and op(r).exhausted and op(r).llm_calls == 2
 
 
 def test_heldout_reruns_see_the_heldout_split_and_data(tmp_path: Path) -> None:

@@ -16,6 +16,11 @@ from engine.executor import Handle, InProcessExecutor, Job, JobDone, step_of
 from engine.blobs import is_ref
 from engine.journal import Journal
 from engine.llm.ledger import LEDGER_FILE, read_records
+from engine.node import Node
+from search.agentic import AgenticSearch
+from search.idea import load_idea
+from search.operators.claims import ClaimBook
+from search.operators.frozen import PROMPTS_DIR, Asked
 from silva import lifecycle
 from tests.search.agentic_helpers import agentic_config, llm_nodes, providers, responder
 
@@ -55,8 +60,8 @@ class Recording:
 
 
 def config(tmp: Path, **overrides: Any) -> Any:
-    return agentic_config(tmp, replicates=1, stages=SMALL, resources={"default": {"num_cpus": 1, "num_gpus": 1}},
-                          **overrides)
+    return agentic_config(tmp, **{"replicates": 1, "stages": SMALL, "resources": {"default": {"num_cpus": 1, "num_gpus": 1}},
+                                  **overrides})
 
 
 def test_only_the_run_step_holds_the_gpu_and_no_llm_call_happens_during_it(tmp_path: Path) -> None:
@@ -134,3 +139,44 @@ def test_a_driver_killed_in_any_step_resumes_and_pays_nothing_twice(tmp_path: Pa
     paid = Counter(r.key for r in read_records(run_dir / LEDGER_FILE) if not r.cache_hit and r.key)
     assert paid and max(paid.values()) == 1  # no completed LLM call is paid twice
     assert all(n.is_finished for n in llm_nodes(after))
+
+
+def test_a_rebuilt_think_asks_exactly_what_its_first_build_asked(tmp_path: Path) -> None:
+    """A think rebuilt later (a lost worker, a resumed run) would see a newer journal: here a
+    sibling that claimed a setting meanwhile. It asks what was kept, so the cached answer is hit."""
+    cfg = config(tmp_path)
+    run_dir, journal = lifecycle.create_run(cfg)
+    idea = load_idea(cfg.idea)
+    root = journal.add_node(Node(stage="preliminary", kind="draft", idea=idea.name, code="print(1)\n"))
+    a, b = (journal.add_node(Node(parent_id=root.id, stage="hyperparameter", kind="hyperparameter", idea=idea.name))
+            for _ in range(2))
+    first = AgenticSearch(cfg, journal, idea, None, vision=False).job_for(a, 1)  # type: ignore[arg-type]
+    assert "Already tried settings (do not repeat): none yet" in first.prompt
+    assert "this is number 1 of 2" in first.prompt  # b is being written beside it
+    ClaimBook(run_dir, idea.name, "hyperparameter", "hyperparameter").claim('{"lr": 0.1}', b.id)
+
+    again = AgenticSearch(cfg, Journal.open(run_dir, read_only=True), idea, None, vision=False).job_for(a, 2)  # type: ignore[arg-type]
+    assert again.prompt == first.prompt
+    assert again.claims is not None and again.claims.listed == frozenset()
+    kept = Asked.model_validate_json((run_dir / PROMPTS_DIR / f"{a.id}.think.json").read_text())
+    assert kept.prompt == first.prompt
+    # A node built now sees the claim: the kept prompt was not simply rebuilt.
+    c = journal.add_node(Node(parent_id=root.id, stage="hyperparameter", kind="hyperparameter", idea=idea.name))
+    fresh = AgenticSearch(cfg, journal, idea, None, vision=False).job_for(c, 1)  # type: ignore[arg-type]
+    assert 'Already tried settings (do not repeat): {"lr": 0.1}' in fresh.prompt
+    assert "this is number 2 of 2" in fresh.prompt  # a has no claim yet: it is still being written
+
+
+def test_parallel_proposals_take_distinct_settings_without_paying_re_asks(tmp_path: Path) -> None:
+    stages = {**SMALL, "hyperparameter": {"max_nodes": 4}}
+    cfg = config(tmp_path, stages=stages, executor={"kind": "inprocess", "max_in_flight": 4, "lookahead": 0},
+                 search={"speculate": False})
+    run_dir, journal = lifecycle.create_run(cfg)
+    outcome = lifecycle.execute(cfg, journal, providers=providers(responder(plots=False)))
+    assert outcome.status == "finished", outcome.message
+    j = Journal.open(run_dir, read_only=True)
+    tuned = [n for n in llm_nodes(j) if n.kind == "hyperparameter"]
+    places = [Asked.model_validate_json((run_dir / PROMPTS_DIR / f"{n.id}.think.json").read_text()).prompt for n in tuned]
+    assert any("this is number 2 of" in p for p in places)  # several were written at once
+    code_calls = Counter(r.node_id for r in read_records(run_dir / LEDGER_FILE) if r.role == "code")
+    assert [code_calls[n.id] for n in tuned] == [1] * len(tuned)  # none raced for a setting
