@@ -120,7 +120,7 @@ class AgenticSearch:
             if job.step == "run":
                 return job  # the code is in `proposed`: no prompt to build
             if job.step == "judge":
-                job.tuning_history = self._asked_judge(node).tuning_history
+                job.tuning_history = self._asked_judge(node).tuning_history if node.stage == "hyperparameter" else ""
                 return job
         parent = self.journal.nodes[node.parent_id] if node.parent_id else None
         claims = None

@@ -180,3 +180,5 @@ def test_parallel_proposals_take_distinct_settings_without_paying_re_asks(tmp_pa
     assert any("this is number 2 of" in p for p in places)  # several were written at once
     code_calls = Counter(r.node_id for r in read_records(run_dir / LEDGER_FILE) if r.role == "code")
     assert [code_calls[n.id] for n in tuned] == [1] * len(tuned)  # none raced for a setting
+    # Only a tuning run's judgement is shown the tuning so far, and that view is kept too.
+    assert {p.name.split(".")[0] for p in (run_dir / PROMPTS_DIR).glob("*.judge.json")} == {n.id for n in tuned}
