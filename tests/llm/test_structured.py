@@ -40,19 +40,6 @@ def test_reask_with_validation_error_then_success(fake: FakeLLMServer, tmp_path:
     assert summarize(tmp_path)["by_node"]["n1"]["calls"] == 3  # every re-ask is accounted
 
 
-def test_reasks_are_bounded(fake: FakeLLMServer, tmp_path: Path) -> None:
-    fake.default = Reply.ok("still not JSON")
-    cfg = make_cfg("anthropic", fake.url)
-    cfg.max_reasks = 2
-    gw = gateway_for(cfg, tmp_path)
-    try:
-        with pytest.raises(StructuredOutputError, match="did not validate as Plan after 3 tries"):
-            gw.client().complete("plan it", role="code", output_type=Plan)
-    finally:
-        gw.close()
-    assert len(fake.requests) == 3
-
-
 class Untried(BaseModel):
     name: str
 
@@ -63,17 +50,23 @@ class Untried(BaseModel):
         return self
 
 
-def test_a_final_answer_ends_the_call_without_its_reasks(fake: FakeLLMServer, tmp_path: Path) -> None:
-    fake.default = Reply.json({"name": "taken"})
-    cfg = make_cfg("openai", fake.url, caps=Capabilities(tools=True))
+@pytest.mark.parametrize(("kind", "reply", "output_type", "match", "requests"), [
+    ("anthropic", Reply.ok("still not JSON"), Plan, "did not validate as Plan after 3 tries", 3),  # bounded
+    ("openai", Reply.json({"name": "taken"}), Untried, "every option is taken", 1),  # FinalAnswer: none
+])
+def test_reasks_are_bounded_and_a_final_answer_spends_none(
+    fake: FakeLLMServer, tmp_path: Path, kind: str, reply: Reply, output_type: type[BaseModel], match: str, requests: int,
+) -> None:
+    fake.default = reply
+    cfg = make_cfg(kind, fake.url)
     cfg.max_reasks = 2
     gw = gateway_for(cfg, tmp_path)
     try:
-        with pytest.raises(StructuredOutputError, match="every option is taken"):
-            gw.client().complete("pick one", role="code", output_type=Untried)
+        with pytest.raises(StructuredOutputError, match=match):
+            gw.client().complete("plan it", role="code", output_type=output_type)
     finally:
         gw.close()
-    assert len(fake.requests) == 1
+    assert len(fake.requests) == requests
 
 
 def test_truncated_structured_answer_reasks_for_brevity(fake: FakeLLMServer, tmp_path: Path) -> None:
