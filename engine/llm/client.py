@@ -51,7 +51,8 @@ class LLM:
     ) -> Completion | T:
         """One answer for `role`. With `output_type`, a validated instance of it: an answer that
         fails validation is re-asked (with the error) at most `max_reasks` times, then
-        `StructuredOutputError` (at once when a validator raised `FinalAnswer`). Raises `BudgetExceeded` when the run's dollars are spent."""
+        `StructuredOutputError` (at once when a validator raised `FinalAnswer`). Raises
+        `BudgetExceeded` when the run's dollars are spent."""
         turns = _as_messages(messages)
         schema = output_schema(output_type) if output_type is not None else None
 

@@ -5,8 +5,9 @@ a 38 s call in a stage whose calls took 3 s at the median held the whole stage).
 unanswered at its usual `quantile` latency is sent once more and the first answer wins; the
 other copy is cancelled. Latencies are kept per (provider, model, role), seeded from the ledger
 so a resumed run hedges at once; a role with too few calls of its own (a stage's selection
-is asked once) goes by all the calls of its model until it has enough. A cancelled copy's time is kept as what it is, a lower bound:
-counting only winners would shrink the quantile and hedge ever more.
+is asked once) goes by all the calls of its model until it has enough. A cancelled copy's time
+is kept as what it is, a lower bound: counting only winners would shrink the quantile and
+hedge ever more.
 """
 
 from __future__ import annotations
