@@ -41,6 +41,7 @@ import yaml  # noqa: E402
 
 from engine.journal import Journal  # noqa: E402
 from engine.llm.ledger import LEDGER_FILE, read_records  # noqa: E402
+from engine.node import Node  # noqa: E402
 from silva import lifecycle  # noqa: E402
 from silva.config import load_config  # noqa: E402
 from tests.helpers import make_config, make_template  # noqa: E402
@@ -150,11 +151,12 @@ def agentic_run(tmp: Path, url: str, slots: int, pipeline: bool, seed: int) -> d
     }
 
 
-def own_work_s(n: Any) -> float:
+def own_work_s(n: Node) -> float:
     """An experiment's time on a slot of its own: its CPU time plus the sleep its code asks for
     (the scripted scientist writes it into CONFIG)."""
     m = re.search(r"['\"]sleep['\"]: ([0-9.]+)", n.code or "")
-    return float(n.execution.cpu_s) + (float(m.group(1)) if m else 0.0)
+    assert n.execution is not None
+    return n.execution.cpu_s + (float(m.group(1)) if m else 0.0)
 
 
 def critical_path_s(j: Journal) -> float:

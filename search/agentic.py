@@ -148,14 +148,13 @@ class AgenticSearch:
     # -- helpers --------------------------------------------------------------------------------
     def _ask(self, node: Node, parent: Node | None, claims: ClaimBook | None, job: OperatorJob) -> Asked:
         """The code proposal's prompt, from the journal as it is now (kept by `asked`)."""
-        res = self.cfg.resources_for(node.kind)
         second = self.journal.nodes[node.refs[0]] if node.refs else None
         claimed = claims.tried() if claims else []
         # Its own claim (from an attempt cut short) is not "tried": the node may pick it again.
         tried = [key for owner, key in claimed if owner != node.id]
         prompt = code_prompt(CodeRequest(
             idea=self.idea, stage=node.stage, operator=node.kind, node_id=node.id,
-            contract=contract(self.idea.metrics, self.cfg.budgets.node_timeout_s, res.memory_mb,
+            contract=contract(self.idea.metrics, job.limits.wall_s, job.limits.memory_mb,
                               [p.name for p in self.idea.datasets], job.params,
                               sorted(self.template.files) if self.template else ()),
             parent=parent, second=second,

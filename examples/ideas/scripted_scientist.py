@@ -207,7 +207,7 @@ def _pick(untried, prompt, node, rejected, spread=3):
     """The option a model would name: told its place among parallel proposals, that place in its
     order (any untried one when it knows fewer); otherwise, like a sampled model, one of the
     first `spread` untried options."""
-    m = re.search(r"this is number (\d+) of (\d+)", prompt)
+    m = re.search(r"this is number (\d+) of", prompt)
     if m:
         return untried[(int(m.group(1)) - 1) % len(untried)]
     return untried[int(_unit(node + str(len(rejected))) * min(spread, len(untried)))]
