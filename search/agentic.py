@@ -72,13 +72,28 @@ class AgenticSearch:
         return out
 
     def search_done(self, journal: Journal, stage: str, root: Node | None) -> str | None:
+        """Why the stage's search ended early, or None. Such an end (its first good node, tuning
+        judged converged, no new setting or ablation left) is learnt from a result, while
+        look-ahead has other proposals under way: those whose experiment has not started (still
+        thinking, or waiting for a slot) are discarded and their calls cancelled, not awaited.
+        Nodes whose experiment runs or ran are awaited. A one-job attempt (pipeline off) cannot
+        be told apart while it thinks: it is awaited too."""
+        why = self._ended(stage)
+        if why is not None:
+            for n in self.nodes(stage):
+                if not n.is_finished and "run" not in n.steps and (
+                        n.status == NodeStatus.PENDING or (self.cfg.search.pipeline and "think" not in n.steps)):
+                    journal.discard(n.id, f"the stage's search ended ({why}) before its experiment started")
+        return why
+
+    def _ended(self, stage: str) -> str | None:
         nodes = self.nodes(stage)
         # A model that names only settings or ablations it was shown as tried has run out of them.
         spent = next((n for n in nodes if n.is_finished and operator_outcome(n).exhausted), None)
         if spent is not None:
             return f"no new {spent.kind} left: at {spent.id} the model named only ones already tried"
         if stage == "preliminary":
-            good = next((n for n in nodes if n.status == NodeStatus.GOOD), None)
+            good = min((n for n in nodes if n.status == NodeStatus.GOOD), key=lambda n: n.finished_at or 0.0, default=None)
             return f"first good node {good.id}" if good else None
         if stage == "hyperparameter":
             done = [n for n in nodes if n.is_finished and n.kind == "hyperparameter"]

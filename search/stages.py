@@ -34,7 +34,8 @@ class StageSearch(Protocol):
     def propose(self, journal: Journal, stage: str, root: Node | None, slots: int) -> list[Node]: ...
 
     def search_done(self, journal: Journal, stage: str, root: Node | None) -> str | None:
-        """A reason the stage's search ended early (e.g. first good node of stage 1), or None."""
+        """A reason the stage's search ended early (e.g. first good node of stage 1), or None.
+        It may discard the stage's unfinished proposals that the end makes moot."""
 
     def job_for(self, node: Node, attempt: int) -> Job:
         """The job of a search node or of a replicate (a copy of a search node with a new seed)."""
@@ -123,9 +124,9 @@ class StageManager:
         if key not in j.stage_started:
             j.record("stage_started", idea=self.idea, stage=stage, root=root.id if root else None)
         if key not in j.stage_best:
+            early = self.search.search_done(j, stage, root)  # first: it may discard proposals it no longer needs
             searched = self.search_nodes(stage)
             budget_left = self.cfg.stages[stage].max_nodes - len(searched)
-            early = self.search.search_done(j, stage, root)
             if early is None and budget_left > 0:
                 return self.search.propose(j, stage, root, min(slots, budget_left)), True
             out = [n for n in searched if not n.is_finished]
@@ -277,8 +278,9 @@ class StageManager:
         # A better provisional best replaces the premise: the set grown from the old one is
         # discarded (its jobs cancelled, its slots freed) and a new set grows from the new one.
         for n in self.search_nodes(nxt):
-            if n.parent_id != provisional.id:
-                self.journal.discard(n.id, f"speculative: grew from {n.parent_id}, but {provisional.id} is now "
+            premise = self._premise(n)
+            if premise != provisional.id:
+                self.journal.discard(n.id, f"speculative: grew from {premise}, but {provisional.id} is now "
                                            f"{stage}'s provisional best")
         ahead = self.search_nodes(nxt)
         budget = self.cfg.stages[nxt].max_nodes - len(ahead)
@@ -293,9 +295,18 @@ class StageManager:
         if nxt is None:
             return
         for n in self.search_nodes(nxt):
-            if n.origin.speculative and (best is None or n.parent_id != best.id):
-                self.journal.discard(n.id, f"speculative: grew from {n.parent_id}, but {stage}'s best is "
+            premise = self._premise(n)
+            if n.origin.speculative and (best is None or premise != best.id):
+                self.journal.discard(n.id, f"speculative: grew from {premise}, but {stage}'s best is "
                                            f"{best.id if best else 'none'}")
+
+    def _premise(self, node: Node) -> str | None:
+        """The earlier stage's node that `node`'s line grew from: its parent, or, for a child of
+        a node of its own stage (a tuning of a tuning), that node's premise. Speculative nodes
+        are kept or discarded by it, so children grown from speculative nodes go with them."""
+        while node.parent_id is not None and self.journal.nodes[node.parent_id].stage == node.stage:
+            node = self.journal.nodes[node.parent_id]
+        return node.parent_id
 
     def _aggregate(self, stage: str, best: Node, replicates: list[Node]) -> Node:
         refs = [best.id] + [r.id for r in replicates]

@@ -4,6 +4,7 @@ call twice, and the pipeline changes when work happens, not what the search grow
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,11 +17,12 @@ from engine.executor import Handle, InProcessExecutor, Job, JobDone, step_of
 from engine.blobs import is_ref
 from engine.journal import Journal
 from engine.llm.ledger import LEDGER_FILE, read_records
-from engine.node import Node
+from engine.node import AttemptResult, ExecSummary, Node, StepResult
 from search.agentic import AgenticSearch
 from search.idea import load_idea
 from search.operators.claims import ClaimBook
 from search.operators.frozen import PROMPTS_DIR, Asked
+from search.operators.job import Proposed, Ran
 from silva import lifecycle
 from tests.search.agentic_helpers import agentic_config, llm_nodes, providers, responder
 
@@ -182,3 +184,34 @@ def test_parallel_proposals_take_distinct_settings_without_paying_re_asks(tmp_pa
     assert [code_calls[n.id] for n in tuned] == [1] * len(tuned)  # none raced for a setting
     # Only a tuning run's judgement is shown the tuning so far, and that view is kept too.
     assert {p.name.split(".")[0] for p in (run_dir / PROMPTS_DIR).glob("*.judge.json")} == {n.id for n in tuned}
+
+
+@pytest.mark.parametrize("pipeline", [True, False])
+def test_an_early_end_discards_proposals_whose_experiment_has_not_started(tmp_path: Path, pipeline: bool) -> None:
+    """Stage 1 ends at its first good node; look-ahead proposals still thinking or waiting for a
+    slot are discarded (their calls cancelled), not awaited. Experiments under way are awaited."""
+    cfg = config(tmp_path, search={"pipeline": pipeline})
+    run_dir, journal = lifecycle.create_run(cfg)
+    idea = load_idea(cfg.idea)
+    good, thinking, queued, running, judging, unstarted = (
+        journal.add_node(Node(stage="preliminary", kind="draft", idea=idea.name)) for _ in range(6))
+    now = time.time()
+
+    def step(node: Node, name: str, outcome: Any) -> None:
+        journal.step_finished(node.id, 1, StepResult(step=name, started_at=now, finished_at=now, outcome=outcome))
+
+    for n in (good, thinking, queued, running, judging):
+        journal.attempt_started(n.id, 1, "think" if pipeline else "")
+    journal.attempt_finished(good.id, 1, AttemptResult(status="good", started_at=now, finished_at=now))
+    if pipeline:
+        for n in (queued, running, judging):
+            step(n, "think", Proposed(code="print(1)\n"))
+        for n in (running, judging):
+            journal.attempt_started(n.id, 1, "run")
+        step(judging, "run", Ran(workspace="w", execution=ExecSummary(exit_code=0)))
+    search = AgenticSearch(cfg, journal, idea, None, vision=False)  # type: ignore[arg-type]
+    assert search.search_done(journal, "preliminary", None) == f"first good node {good.id}"
+    # Pipeline off, a running node is one job (think, run and judge): it is awaited.
+    moot = {thinking.id, queued.id, unstarted.id} if pipeline else {unstarted.id}
+    assert {n.id for n in journal if n.status.value == "discarded"} == moot
+    assert all("the stage's search ended (first good node" in journal.nodes[i].reason for i in moot)

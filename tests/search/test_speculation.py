@@ -127,6 +127,35 @@ def test_a_better_provisional_best_replaces_the_speculative_set(tmp_path: Path) 
     assert new and all(n.parent_id == second.id and n.origin.speculative for n in new)
 
 
+class GrowsFromItsBest(Search):
+    """Grows from the stage's best finished node once it has one (a tuning of a tuning)."""
+
+    def propose(self, journal: Journal, stage: str, root: Node | None, slots: int) -> list[Node]:
+        done = [n for n in journal.in_stage(stage, idea="default") if n.is_finished]
+        parent = max(done, key=lambda n: n.metric("score") or 0.0) if done else root
+        return super().propose(journal, stage, parent, slots)
+
+
+@pytest.mark.parametrize("premise_wins", [True, False])
+def test_speculative_nodes_grown_from_speculative_nodes_go_with_their_premise(tmp_path: Path, premise_wins: bool) -> None:
+    j, sm, first, second, ahead = stage_a_with_one_node_running(tmp_path)
+    sm.search = GrowsFromItsBest()
+    sm.cfg.stages["b"].max_nodes = 4
+    b1 = next(n for n in ahead if n.stage == "b")
+    finish(j, b1, 0.7)
+    grandchildren = add(j, sm.propose(2))
+    assert [n.parent_id for n in grandchildren] == [b1.id, b1.id]
+    sm.propose(4)  # `first` is still the provisional best: nothing grown from it is discarded
+    assert all(j.nodes[n.id].status != NodeStatus.DISCARDED for n in grandchildren)
+    finish(j, second, 0.4 if premise_wins else 0.9)
+    sm.propose(4)
+    discarded = {n.id for n in j if n.status == NodeStatus.DISCARDED}
+    line = {n.id for n in ahead if n.stage == "b"} | {n.id for n in grandchildren}
+    assert discarded == (set() if premise_wins else line)
+    if not premise_wins:
+        assert all(f"grew from {first.id}, but" in j.nodes[i].reason for i in line)
+
+
 def ran(j: Journal, node: Node, score: float | None, problem: str = "") -> None:
     """`node`'s run step is in (its metric known); its judgement is still out."""
     from search.operators.job import Ran
