@@ -6,8 +6,8 @@ contend for the cores), and figures taken in different sessions do not compare; 
     git worktree add /tmp/base <commit>
     .venv/bin/python bench/ab_pipeline.py --base /tmp/base --ratio 1 --repeats 0 1 2
 
-Each run is a separate process importing its own tree. Rows go to bench/results/pipeline_ab.json
-(merged by (tree label, ratio, repeat)).
+Each run is a separate process importing its own tree. Rows go to bench/results/pipeline_ab.json,
+merged by (baseline commit, tree label, ratio, repeat), so each session's A/B is kept.
 """
 
 from __future__ import annotations
@@ -69,17 +69,27 @@ def main() -> None:
                     help="LLM median at ratio 1 (s): the experiments' median wall measured at ratio 0")
     args = ap.parse_args()
     old = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {"rows": []}
-    rows = {(r["tree"], r["ratio"], r["repeat"]): r for r in old["rows"]}
+    key = lambda r: (r["base_commit"], r["tree"], r["ratio"], r["repeat"])  # noqa: E731
+    rows = {key(r): r for r in old["rows"]}
+    commits = {"base": commit(args.base), "this": commit(ROOT)}
     for repeat in args.repeats:
         for label, tree in (("base", args.base.resolve()), ("this", ROOT)):
             row = one(tree, args.ratio, repeat, args.llm_median)
-            row.update(tree=label, ratio=args.ratio, repeat=repeat)
-            rows[(label, args.ratio, repeat)] = row
+            row.update(tree=label, ratio=args.ratio, repeat=repeat, base_commit=commits["base"], commit=commits[label])
+            rows[key(row)] = row
             print(f"  ratio {args.ratio:g} repeat {repeat} {label}: makespan {row['makespan_s']} s, utilization "
                   f"{row['utilization']:.2f}, {row['nodes']} nodes, {row['llm_requests']} LLM requests", flush=True)
             RESULTS.parent.mkdir(parents=True, exist_ok=True)
-            RESULTS.write_text(json.dumps({"base": str(args.base), "rows": sorted(rows.values(), key=lambda r: (
-                r["ratio"], r["repeat"], r["tree"]))}, indent=2))
+            RESULTS.write_text(json.dumps({"rows": sorted(rows.values(), key=lambda r: (
+                r["base_commit"], r["ratio"], r["repeat"], r["tree"]))}, indent=2))
+
+
+def commit(tree: Path) -> str:
+    """The tree's HEAD commit (short), '+' when it has uncommitted changes."""
+    head = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
+    dirty = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True, check=True)
+    return head.stdout.strip() + ("+" if dirty.stdout.strip() else "")
 
 
 if __name__ == "__main__":
