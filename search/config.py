@@ -22,8 +22,8 @@ class SearchConfig(Strict):
 
     policy: Literal["best_first", "greedy", "mcts", "evolutionary"] = "best_first"
     speculate: bool = Field(
-        False, description="while a stage's last nodes run, free slots replicate its provisional best "
-        "(faster stage ends; replicates of a node not decided best are spent compute)"
+        True, description="while a stage's last nodes run, free slots replicate its provisional best and grow "
+        "the next stage from it (faster stage ends; work from a node not decided best is spent compute)"
     )
     pipeline: bool = Field(
         True, description="an LLM node is three steps (think, run, judge); only run holds the node's CPUs/GPUs"

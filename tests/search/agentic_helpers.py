@@ -14,6 +14,7 @@ from silva import lifecycle as run
 from silva.config import RunConfig, load_config
 from engine.dispatch import Outcome
 from engine.journal import Journal
+from engine.node import NodeStatus
 from engine.llm.providers.scripted import ScriptedProvider
 from tests.helpers import write_config
 
@@ -90,4 +91,6 @@ def start(cfg: RunConfig, fn: Any, **kw: Any) -> tuple[Outcome, Journal]:
 
 
 def llm_nodes(j: Journal) -> list[Any]:
-    return [n for n in j if n.kind not in ("replication", "aggregation", "selection", "heldout")]
+    """The search's nodes: speculative work discarded by its stage (docs/engine.md) left out."""
+    return [n for n in j if n.kind not in ("replication", "aggregation", "selection", "heldout")
+            and n.status != NodeStatus.DISCARDED]
