@@ -80,7 +80,7 @@ class SelectionJob:
             answer = self.llm.complete(
                 selection_prompt(idea=self.idea, stage=self.stage, metric=spec, candidates=candidates),
                 role=self.role, output_type=Choice, node_id=self.node_id, stage=self.stage, idea=self.idea.name,
-                attempt=self.attempt,
+                attempt=self.attempt, blocking=True,  # the stage's decision, and every slot, may wait for it
             )
         except BudgetExceeded:
             raise

@@ -30,12 +30,14 @@ class LLM:
     def complete(
         self, messages: str | Message | Sequence[Message], *, role: str, output_type: None = None,
         node_id: str | None = None, stage: str | None = None, idea: str | None = None, attempt: int = 0,
+        blocking: bool = False,
     ) -> Completion: ...
 
     @overload
     def complete(
         self, messages: str | Message | Sequence[Message], *, role: str, output_type: type[T],
         node_id: str | None = None, stage: str | None = None, idea: str | None = None, attempt: int = 0,
+        blocking: bool = False,
     ) -> T: ...
 
     def complete(
@@ -48,17 +50,19 @@ class LLM:
         stage: str | None = None,
         idea: str | None = None,
         attempt: int = 0,
+        blocking: bool = False,
     ) -> Completion | T:
         """One answer for `role`. With `output_type`, a validated instance of it: an answer that
         fails validation is re-asked (with the error) at most `max_reasks` times, then
         `StructuredOutputError` (at once when a validator raised `FinalAnswer`). Raises
-        `BudgetExceeded` when the run's dollars are spent."""
+        `BudgetExceeded` when the run's dollars are spent. `blocking`: a decision waits for the answer
+        (the gateway sends it twice at once, docs/llm.md)."""
         turns = _as_messages(messages)
         schema = output_schema(output_type) if output_type is not None else None
 
         def ask(history: list[Message]) -> Completion:
             request = LLMRequest(messages=tuple(history), role=role, output_schema=schema,
-                                 node_id=node_id, stage=stage, idea=idea, attempt=attempt)
+                                 node_id=node_id, stage=stage, idea=idea, attempt=attempt, blocking=blocking)
             return self.transport.call(request)
 
         completion = ask(turns)

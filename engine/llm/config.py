@@ -40,11 +40,14 @@ class ScriptRule(_Strict):
 class HedgeConfig(_Strict):
     """Hedged requests (the tail at scale): a call still unanswered at this provider, model and
     role's `quantile` latency (its model's, over all roles, while the role has too few calls) is
-    sent once more; the first answer wins, the other is cancelled."""
+    sent once more; the first answer wins, the other is cancelled. A blocking call is sent twice
+    at once: every slot may be waiting for it, and it needs no history to be hedged."""
 
     quantile: float = Field(0.9, gt=0, lt=1, description="hedge once a call outlasts this share of earlier calls")
     min_samples: int = Field(20, ge=1, description="answered calls needed first: of the role, else of its model in every role")
     min_delay_s: float = Field(2.0, ge=0, description="never hedge a call sooner than this")
+    at_once_when_blocking: bool = Field(
+        True, description="send a blocking call (one a decision waits for: a stage's selection) twice at once")
 
 
 class ProviderConfig(_Strict):

@@ -150,7 +150,8 @@ class Gateway:
             won = await race(
                 lambda: self._with_retries(call.model.provider, call.model.model, call.role, pcfg,
                                            est_in + call.max_tokens, lambda: provider.complete(call)),
-                self.latencies.delay(book, pcfg.hedge), may_hedge,
+                0.0 if request.blocking and pcfg.hedge is not None and pcfg.hedge.at_once_when_blocking
+                else self.latencies.delay(book, pcfg.hedge), may_hedge,
             )
             completion, usage = won.result, won.result.usage
             dollars = price.dollars(usage.input_tokens, usage.output_tokens, usage.cached_tokens)

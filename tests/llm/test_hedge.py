@@ -71,6 +71,29 @@ def test_no_copy_is_sent_when(why: str, provider: dict[str, Any], warmed: int, d
     assert all(r.hedge is None for r in read_records(tmp_path / LEDGER_FILE))
 
 
+@pytest.mark.parametrize("at_once", [True, False])
+def test_a_blocking_call_is_sent_twice_at_once(at_once: bool, fake: FakeLLMServer, tmp_path: Path) -> None:
+    """A call a decision waits for (a stage's selection) needs no history to be hedged: nothing
+    was seen yet, and both copies go out together."""
+    hedge = {**QUICK, "at_once_when_blocking": at_once}
+    gw = gateway_for(make_cfg("openai", fake.url, hedge=hedge), tmp_path)
+    try:
+        fake.script(Reply.ok("an ordinary call", delay_s=0.5))
+        plain = gw.client().complete("an ordinary call", role="feedback")
+        fake.script(Reply.ok("slow copy", delay_s=2.0), Reply.ok("fast copy"))
+        out = gw.client().complete("which node is best?", role="feedback", blocking=True)
+    finally:
+        gw.close()
+    assert plain.text == "an ordinary call"  # not blocking, and too few calls seen: sent once
+    if not at_once:
+        assert out.text == "slow copy" and len(fake.requests) == 2
+        return
+    assert out.text == "fast copy" and len(fake.requests) == 3
+    assert fake.requests[1].body == fake.requests[2].body
+    _, won, lost = read_records(tmp_path / LEDGER_FILE)
+    assert (won.hedge, lost.hedge) == ("won", "lost") and won.latency_s < 1.0
+
+
 def test_when_one_copy_fails_the_other_answers(fake: FakeLLMServer, tmp_path: Path) -> None:
     gw = gateway_for(make_cfg("openai", fake.url, hedge=QUICK, max_retries=0), tmp_path)
     try:
