@@ -24,7 +24,7 @@ from search.agentic_plan import PLAN
 from search.idea import Idea
 from search.operators.claims import ClaimBook
 from search.operators.frozen import Asked, asked
-from search.operators.job import LLM_OPERATORS, OperatorJob, Proposed, Step
+from search.operators.job import LLM_OPERATORS, OperatorJob, Proposed, Ran, Step
 from search.operators.outcome import operator_outcome, variant
 from search.operators.prompts import CodeRequest, code_prompt, contract, fmt_metrics
 from search.policies import get_policy
@@ -136,6 +136,7 @@ class AgenticSearch:
                 return job  # the code is in `proposed`: no prompt to build
             if job.step == "judge":
                 job.tuning_history = self._asked_judge(node).tuning_history if node.stage == "hyperparameter" else ""
+                job.blocking = self._could_win(node)
                 return job
         parent = self.journal.nodes[node.parent_id] if node.parent_id else None
         claims = None
@@ -185,6 +186,18 @@ class AgenticSearch:
         writing = [n.id for n in self.journal.in_stage(node.stage, node.kind, idea=self.idea.name)
                    if not n.is_finished and n.id not in owners]
         return (writing.index(node.id) + 1 if node.id in writing else 1), max(1, len(writing))
+
+    def _could_win(self, node: Node) -> bool:
+        """Whether the stage's decision waits for this node's judgement: its run reported a
+        metric no finished good node of its stage beats (stages.StageManager._cannot_win is the
+        other side). Such a judgement is sent as a blocking call, twice at once."""
+        ran = node.steps.get("run")
+        if not isinstance(ran, Ran) or ran.run_problem:
+            return False
+        score = self.spec.oriented(next((m.value for m in ran.metrics if m.name == self.spec.name), None))
+        best = self.spec.best(n for n in self.nodes(node.stage) if n.is_finished)
+        floor = self.spec.score(best) if best is not None else None
+        return score is not None and (floor is None or score >= floor)
 
     def _asked_judge(self, node: Node) -> Asked:
         """The judge's view of the tuning so far (hyperparameter stage), kept like the prompt."""

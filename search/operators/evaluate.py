@@ -91,9 +91,10 @@ def png_bytes(box: Sandbox, paths: list[str]) -> tuple[list[bytes], str]:
 
 
 def judge(llm: LLM, ev: Evaluation, *, node_id: str, stage: str, idea: str, attempt: int, plan: str,
-          code: str, res: ExecSummary | None, tuning_history: str) -> None:
+          code: str, res: ExecSummary | None, tuning_history: str, blocking: bool = False) -> None:
     """One structured judgement; a failed call is recorded, never fatal (rules still apply).
-    BudgetExceeded propagates: the attempt is then given back, not judged."""
+    BudgetExceeded propagates: the attempt is then given back, not judged. `blocking`: the
+    stage's decision waits for it (the gateway sends it twice at once)."""
     exit_line = "not run" if res is None else (
         f"exit code {res.exit_code}, {res.wall_s:.1f} s" + (", TIMED OUT" if res.timed_out else "")
         + (", OUT OF MEMORY" if res.oom_killed else ""))
@@ -106,7 +107,7 @@ def judge(llm: LLM, ev: Evaluation, *, node_id: str, stage: str, idea: str, atte
     )
     try:
         verdict = llm.complete(prompt, role="feedback", output_type=Judgement, node_id=node_id,
-                               stage=stage, idea=idea, attempt=attempt)
+                               stage=stage, idea=idea, attempt=attempt, blocking=blocking)
     except BudgetExceeded:
         raise
     except LLMError as e:
@@ -116,11 +117,11 @@ def judge(llm: LLM, ev: Evaluation, *, node_id: str, stage: str, idea: str, atte
 
 
 def critique(llm: LLM, ev: Evaluation, images: list[bytes], *, node_id: str, stage: str, idea: str,
-             attempt: int, plan: str) -> None:
+             attempt: int, plan: str, blocking: bool = False) -> None:
     prompt = critique_prompt(node_id=node_id, plan=plan, metrics=fmt_metrics(ev.metrics), names=ev.plots)
     try:
         verdict = llm.complete([Message.user(prompt, images=images)], role="vision", output_type=PlotCritique,
-                               node_id=node_id, stage=stage, idea=idea, attempt=attempt)
+                               node_id=node_id, stage=stage, idea=idea, attempt=attempt, blocking=blocking)
     except BudgetExceeded:
         raise
     except LLMError as e:

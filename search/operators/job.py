@@ -121,6 +121,7 @@ class OperatorJob:
     step: Step = "all"
     proposed: Proposed | None = None  # the think step's output, for run and judge
     ran: Ran | None = None  # the run step's output, for judge
+    blocking: bool = False  # judge: the stage's decision waits for it (its run's metric could be the best)
 
     @property
     def holds_resources(self) -> bool:
@@ -218,11 +219,12 @@ class OperatorJob:
                                      artifacts=ran.result_artifacts)
             if llm is not None and self.operator not in RERUN_OPERATORS:
                 judge(llm, ev, node_id=self.node_id, stage=self.stage, idea=self.idea, attempt=self.attempt,
-                      plan=proposed.plan, code=proposed.code, res=ran.execution, tuning_history=self.tuning_history)
+                      plan=proposed.plan, code=proposed.code, res=ran.execution, tuning_history=self.tuning_history,
+                      blocking=self.blocking)
                 images, _ = png_bytes(HostWorkspace(self.run_dir / ran.workspace), ran.plots)
                 if images and self.vision and not (ev.judgement is not None and ev.judgement.is_buggy):
                     critique(llm, ev, images, node_id=self.node_id, stage=self.stage, idea=self.idea,
-                             attempt=self.attempt, plan=proposed.plan)
+                             attempt=self.attempt, plan=proposed.plan, blocking=self.blocking)
         status, reason, rule = ev.decide(self.plots_gate)
         ws = self.run_dir / ran.workspace if ran is not None else None
         rel = Path(ran.workspace) if ran is not None else Path()

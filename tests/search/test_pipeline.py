@@ -17,7 +17,7 @@ from engine.executor import Handle, InProcessExecutor, Job, JobDone, step_of
 from engine.blobs import is_ref
 from engine.journal import Journal
 from engine.llm.ledger import LEDGER_FILE, read_records
-from engine.node import AttemptResult, ExecSummary, Node, StepResult
+from engine.node import AttemptResult, ExecSummary, MetricValue, Node, StepResult
 from search.agentic import AgenticSearch
 from search.idea import load_idea
 from search.operators.claims import ClaimBook
@@ -139,9 +139,10 @@ def test_a_driver_killed_in_any_step_resumes_and_pays_nothing_twice(tmp_path: Pa
     finished_steps = Counter((e["node_id"], e["step"]) for e in after.log.events if e["type"] == "step_finished")
     assert max(finished_steps.values()) == 1  # no step of a node is done twice
     records = read_records(run_dir / LEDGER_FILE)
-    # A stage's selection is sent twice at once (every slot may wait for it): its second copy
-    # is one call hedged on purpose, not a call paid again.
-    assert any(r.role == "selection" and r.hedge == "lost" for r in records)
+    # A stage's selection, and the judgement of a node that could be its best, are sent twice at
+    # once (the decision waits for them): a second copy is one call hedged on purpose, not a
+    # call paid again.
+    assert {r.role for r in records if r.hedge == "lost"} == {"selection", "feedback"}
     paid = Counter(r.key for r in records if not r.cache_hit and r.key and r.hedge != "lost")
     assert paid and max(paid.values()) == 1  # no completed LLM call is paid twice
     assert all(n.is_finished for n in llm_nodes(after))
@@ -219,3 +220,29 @@ def test_an_early_end_discards_proposals_whose_experiment_has_not_started(tmp_pa
     moot = {thinking.id, queued.id, unstarted.id} if pipeline else {unstarted.id}
     assert {n.id for n in journal if n.status.value == "discarded"} == moot
     assert all("the stage's search ended (first good node" in journal.nodes[i].reason for i in moot)
+
+
+def test_a_judgement_the_decision_waits_for_is_a_blocking_call(tmp_path: Path) -> None:
+    """A node whose run reported a metric no finished node beats could be the stage's best, so
+    the decision waits for its judgement: the job asks it as a blocking call (sent twice at once)."""
+    cfg = config(tmp_path)
+    run_dir, journal = lifecycle.create_run(cfg)
+    idea = load_idea(cfg.idea)
+    search = AgenticSearch(cfg, journal, idea, None, vision=False)  # type: ignore[arg-type]
+    now = time.time()
+
+    def ran(value: float | None, problem: str = "") -> Node:
+        n = journal.add_node(Node(stage="preliminary", kind="draft", idea=idea.name))
+        journal.attempt_started(n.id, 1, "think")
+        for name, outcome in (("think", Proposed(code="print(1)\n")), ("run", Ran(
+                workspace="w", execution=ExecSummary(exit_code=0), run_problem=problem,
+                metrics=[] if value is None else [MetricValue(name="val_accuracy", value=value, direction="maximize")]))):
+            journal.step_finished(n.id, 1, StepResult(step=name, started_at=now, finished_at=now, outcome=outcome))
+        return n
+
+    first = ran(0.5)
+    assert search.job_for(first, 1).blocking  # nothing finished yet: it could be the best
+    journal.attempt_finished(first.id, 1, AttemptResult(status="good", started_at=now, finished_at=now, metrics=[
+        MetricValue(name="val_accuracy", value=0.5, direction="maximize")]))
+    better, tie, worse, failed = ran(0.6), ran(0.5), ran(0.4), ran(None, problem="exit code 1")
+    assert [search.job_for(n, 1).blocking for n in (better, tie, worse, failed)] == [True, True, False, False]
