@@ -19,6 +19,8 @@ from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from engine import cancel
+from engine.cancel import CancelToken, JobCancelled
 from engine.config import Resources
 from engine.node import AttemptResult, StepResult
 
@@ -90,6 +92,8 @@ def run_job(job: Job, gpu_ids: Sequence[int] = ()) -> AttemptResult | StepResult
     result: AttemptResult | StepResult
     try:
         result = job.run(gpu_ids)
+    except JobCancelled:  # nobody waits for this result any more
+        result = AttemptResult(status="buggy", reason="cancelled: its node no longer needs it")
     except Exception:  # noqa: BLE001 - anything a job raises is that node's failure
         result = AttemptResult(status="buggy", reason="internal error in the attempt:\n" + traceback.format_exc(limit=8))
     result.started_at = result.started_at or started
@@ -104,11 +108,13 @@ class InProcessExecutor:
     def __init__(self, max_workers: int = 4) -> None:
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="silva-job")
         self._futures: dict[Handle, Future[AttemptResult | StepResult]] = {}
+        self._tokens: dict[Handle, CancelToken] = {}  # a thread cannot be interrupted: its job polls this
         self._ids = itertools.count()
 
     def submit(self, job: Job, resources: Resources) -> Handle:
         handle = next(self._ids)
-        self._futures[handle] = self._pool.submit(run_job, job)
+        self._tokens[handle] = CancelToken()
+        self._futures[handle] = self._pool.submit(_run_bound, job, self._tokens[handle])
         return handle
 
     def wait(self, handles: Sequence[Handle], timeout: float) -> JobDone | None:
@@ -119,6 +125,7 @@ class InProcessExecutor:
         future = next(iter(done))
         handle = futures[future]
         del self._futures[handle]
+        self._tokens.pop(handle, None)
         if future.cancelled():
             return JobDone(handle, None, lost="cancelled")
         return JobDone(handle, future.result())
@@ -129,8 +136,21 @@ class InProcessExecutor:
 
     def cancel(self, handle: Handle) -> None:
         future = self._futures.pop(handle, None)
+        token = self._tokens.pop(handle, None)
+        if token is not None:
+            token.cancel()  # a running job's LLM call gives up (engine/cancel.py)
         if future is not None:
             future.cancel()
 
     def shutdown(self) -> None:
+        for token in self._tokens.values():  # results nobody will read: do not wait for their calls
+            token.cancel()
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _run_bound(job: Job, token: CancelToken) -> AttemptResult | StepResult:
+    cancel.bind(token)
+    try:
+        return run_job(job)
+    finally:
+        cancel.bind(None)

@@ -21,6 +21,8 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from engine import cancel
+from engine.cancel import JobCancelled
 from engine.llm.budget import Budget
 from engine.llm.cache import ResponseCache, cache_key, embedding_key
 from engine.llm.client import LLM
@@ -106,8 +108,22 @@ class Gateway:
         return self._run(self.aembed(request))
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        token = cancel.current()
+        if token is not None and token.cancelled:
+            coro.close()
+            raise JobCancelled
         future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._ensure_loop())
-        return future.result()
+        if token is None:
+            return future.result()
+        while True:  # a cancelled job (its node discarded) stops waiting and its call is cancelled
+            try:
+                return future.result(timeout=cancel.POLL_S)
+            except TimeoutError:
+                if future.done():  # the call itself timed out: its error, not a poll
+                    return future.result()
+                if token.cancelled:
+                    future.cancel()
+                    raise JobCancelled from None
 
     async def acomplete(self, request: LLMRequest) -> Completion:
         call, pcfg = self._resolve(request)
@@ -157,6 +173,15 @@ class Gateway:
             dollars = price.dollars(usage.input_tokens, usage.output_tokens, usage.cached_tokens)
         except Exception as exc:  # recorded whatever it is, then re-raised unchanged
             self._record(request, call, None, key=key, error=str(exc) or type(exc).__name__)
+            raise
+        except asyncio.CancelledError:
+            # The job that asked was cancelled (engine/cancel.py). The provider has read the
+            # prompt and may bill it: charged at the estimate, and kept in the ledger.
+            dollars = price.dollars(est_in, 0, 0)
+            self.ledger.append(CallRecord(
+                role=request.role, node_id=request.node_id, stage=request.stage, idea=request.idea,
+                provider=call.model.provider, model=call.model.model, input_tokens=est_in, dollars=dollars,
+                attempt=request.attempt, error="cancelled: the job that asked no longer needs it", key=key))
             raise
         finally:
             # Always: a reservation left behind would hold back every later caller.
