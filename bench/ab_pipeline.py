@@ -6,8 +6,9 @@ contend for the cores), and figures taken in different sessions do not compare; 
     git worktree add /tmp/base <commit>
     .venv/bin/python bench/ab_pipeline.py --base /tmp/base --ratio 1 --repeats 0 1 2
 
-Each run is a separate process importing its own tree. Rows go to bench/results/pipeline_ab.json,
-merged by (baseline commit, tree label, ratio, repeat), so each session's A/B is kept.
+Each run is a separate process importing its own tree. Rows are appended to
+bench/results/pipeline_ab.json, each naming its tree's commit and its baseline's, and when it
+was measured: every A/B ever run is kept.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -68,20 +70,18 @@ def main() -> None:
     ap.add_argument("--llm-median", type=float, default=3.01,
                     help="LLM median at ratio 1 (s): the experiments' median wall measured at ratio 0")
     args = ap.parse_args()
-    old = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {"rows": []}
-    key = lambda r: (r["base_commit"], r["tree"], r["ratio"], r["repeat"])  # noqa: E731
-    rows = {key(r): r for r in old["rows"]}
+    rows = json.loads(RESULTS.read_text())["rows"] if RESULTS.is_file() else []
     commits = {"base": commit(args.base), "this": commit(ROOT)}
     for repeat in args.repeats:
         for label, tree in (("base", args.base.resolve()), ("this", ROOT)):
             row = one(tree, args.ratio, repeat, args.llm_median)
-            row.update(tree=label, ratio=args.ratio, repeat=repeat, base_commit=commits["base"], commit=commits[label])
-            rows[key(row)] = row
+            row.update(tree=label, ratio=args.ratio, repeat=repeat, base_commit=commits["base"], commit=commits[label],
+                       measured=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            rows.append(row)
             print(f"  ratio {args.ratio:g} repeat {repeat} {label}: makespan {row['makespan_s']} s, utilization "
                   f"{row['utilization']:.2f}, {row['nodes']} nodes, {row['llm_requests']} LLM requests", flush=True)
             RESULTS.parent.mkdir(parents=True, exist_ok=True)
-            RESULTS.write_text(json.dumps({"rows": sorted(rows.values(), key=lambda r: (
-                r["base_commit"], r["ratio"], r["repeat"], r["tree"]))}, indent=2))
+            RESULTS.write_text(json.dumps({"rows": rows}, indent=2))
 
 
 def commit(tree: Path) -> str:
