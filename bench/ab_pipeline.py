@@ -85,10 +85,11 @@ def main() -> None:
 
 
 def commit(tree: Path) -> str:
-    """The tree's HEAD commit (short), '+' when it has uncommitted changes."""
+    """The tree's HEAD commit (short), '+' when it has uncommitted changes (results left out:
+    this tool writes them as it goes)."""
     head = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
-    dirty = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True, check=True)
+    dirty = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--untracked-files=no", "--", ".",
+                            ":(exclude)bench/results"], capture_output=True, text=True, check=True)
     return head.stdout.strip() + ("+" if dirty.stdout.strip() else "")
 
 

@@ -47,7 +47,8 @@ class HedgeConfig(_Strict):
     min_samples: int = Field(20, ge=1, description="answered calls needed first: of the role, else of its model in every role")
     min_delay_s: float = Field(2.0, ge=0, description="never hedge a call sooner than this")
     at_once_when_blocking: bool = Field(
-        True, description="send a blocking call (one a decision waits for: a stage's selection) twice at once")
+        True, description="send a blocking call (one a decision waits for: a stage's selection, the judgement "
+        "of a node that could be its best) twice at once")
 
 
 class ProviderConfig(_Strict):

@@ -118,8 +118,9 @@ class LLMRequest(_Frozen):
     # For the ledger only: the cache identity is node + step + content, so a resumed attempt
     # finds what an earlier attempt of the same node paid for (engine/llm/cache.py).
     attempt: int = 0
-    # A decision waits for this answer (a stage's selection): the gateway sends it twice at once
-    # (HedgeConfig.at_once_when_blocking). Not part of the cache identity.
+    # A decision waits for this answer (a stage's selection, the judgement of a node that could be
+    # its best): the gateway sends it twice at once (HedgeConfig.at_once_when_blocking). Not part
+    # of the cache identity.
     blocking: bool = False
 
 
