@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import sys
 import threading
 import time
 from collections import deque
@@ -88,6 +89,13 @@ class _Bucket:
             return (1.0 - self.level) / self.rate
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hung up (a cancelled call, engine/cancel.py) is expected, not an error.
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
+
 class FakeLLMServer:
     def __init__(self, default: Reply | None = None) -> None:
         self.default = default or Reply.ok("hello from fake")
@@ -97,7 +105,7 @@ class FakeLLMServer:
         self._script: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._bucket: _Bucket | None = None
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        self._server = _Server(("127.0.0.1", 0), _make_handler(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
 
