@@ -178,10 +178,8 @@ class Gateway:
             # The job that asked was cancelled (engine/cancel.py). The provider has read the
             # prompt and may bill it: charged at the estimate, and kept in the ledger.
             dollars = price.dollars(est_in, 0, 0)
-            self.ledger.append(CallRecord(
-                role=request.role, node_id=request.node_id, stage=request.stage, idea=request.idea,
-                provider=call.model.provider, model=call.model.model, input_tokens=est_in, dollars=dollars,
-                attempt=request.attempt, error="cancelled: the job that asked no longer needs it", key=key))
+            self._record(request, call, None, key=key, error="cancelled: the job that asked no longer needs it",
+                         charged=(est_in, dollars))
             raise
         finally:
             # Always: a reservation left behind would hold back every later caller.
@@ -422,15 +420,18 @@ class Gateway:
         return min(pcfg.backoff_max_s, pcfg.backoff_base_s * 2**attempt) * random.uniform(0.5, 1.0)
 
     def _record(self, request: LLMRequest, call: ProviderCall, completion: Completion | None, *,
-                key: str, error: str | None = None, hedge: Literal["won", "lost"] | None = None) -> None:
+                key: str, error: str | None = None, hedge: Literal["won", "lost"] | None = None,
+                charged: tuple[int, float] = (0, 0.0)) -> None:
+        """One ledger record; `charged` (input tokens, dollars) for a call with no completion that
+        is billed anyway (a cancelled one)."""
         usage = completion.usage if completion else None
         self.ledger.append(CallRecord(
             role=request.role, node_id=request.node_id, stage=request.stage, idea=request.idea,
             provider=call.model.provider, model=call.model.model,
-            input_tokens=usage.input_tokens if usage else 0,
+            input_tokens=usage.input_tokens if usage else charged[0],
             output_tokens=usage.output_tokens if usage else 0,
             cached_tokens=usage.cached_tokens if usage else 0,
-            dollars=completion.dollars if completion else 0.0,
+            dollars=completion.dollars if completion else charged[1],
             cache_hit=completion.cache_hit if completion else False,
             latency_s=completion.latency_s if completion else 0.0,
             retries=completion.retries if completion else 0,
