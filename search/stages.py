@@ -10,6 +10,7 @@ never on the driver: `propose` stays fast whatever the provider does.
 
 from __future__ import annotations
 
+import math
 from typing import Protocol
 
 from pydantic import Field
@@ -189,19 +190,27 @@ class StageManager:
         best = self._provisional(stage, searched, spec) if spec and out else None
         if spec is None or best is None:
             return False
+        return not self._may_beat(out, best, spec)
+
+    @staticmethod
+    def _may_beat(out: list[Node], best: Node, spec: MetricSpec) -> list[Node]:
+        """The nodes of `out` (unfinished) that may still beat `best`: those whose run has not
+        finished, and those whose run reported a metric at least `best`'s (a failed run cannot:
+        its judgement will find it buggy)."""
         floor = spec.score(best)
         assert floor is not None
+        may: list[Node] = []
         for n in out:
             ran = n.steps.get("run")
-            if ran is None:
-                return False
-            if getattr(ran, "run_problem", ""):
-                continue  # the run failed: the judgement will find it buggy
-            value = next((m.value for m in getattr(ran, "metrics", []) if m.name == spec.name), None)
-            score = spec.oriented(value)
-            if score is not None and score >= floor:
-                return False
-        return True
+            if ran is not None:
+                if getattr(ran, "run_problem", ""):
+                    continue
+                value = next((m.value for m in getattr(ran, "metrics", []) if m.name == spec.name), None)
+                score = spec.oriented(value)
+                if score is None or score < floor:
+                    continue
+            may.append(n)
+        return may
 
     def _replicates(self, stage: str, best: Node) -> list[Node]:
         """The seed replicates of `best` as this stage's best: a kept root's are those its own
@@ -269,9 +278,10 @@ class StageManager:
         done = self._replicates(stage, provisional)
         need = min(slots, self.cfg.replicates - len(done))
         out = [self._replicate(provisional, stage, len(done) + 1 + i, speculative=True) for i in range(need)]
-        return out + self._speculate_next(stage, provisional, slots - len(out))
+        return out + self._speculate_next(stage, searched, provisional, spec, slots - len(out))
 
-    def _speculate_next(self, stage: str, provisional: Node, slots: int) -> list[Node]:
+    def _speculate_next(self, stage: str, searched: list[Node], provisional: Node, spec: MetricSpec,
+                        slots: int) -> list[Node]:
         nxt = self.plan.after(stage)
         if nxt is None or slots <= 0 or self._key(nxt) in self.journal.stage_started:
             return []
@@ -283,11 +293,24 @@ class StageManager:
                 self.journal.discard(n.id, f"speculative: grew from {premise}, but {provisional.id} is now "
                                            f"{stage}'s provisional best")
         ahead = self.search_nodes(nxt)
-        budget = self.cfg.stages[nxt].max_nodes - len(ahead)
+        budget = self._next_quota(stage, searched, provisional, spec, self.cfg.stages[nxt].max_nodes) - len(ahead)
         nodes = self.search.propose(self.journal, nxt, provisional, min(slots, budget)) if budget > 0 else []
         for n in nodes:
             n.origin = n.origin.model_copy(update={"speculative": True})
         return nodes
+
+    def _next_quota(self, stage: str, searched: list[Node], provisional: Node, spec: MetricSpec, budget: int) -> int:
+        """How many of the next stage's `budget` nodes may grow from the provisional best now:
+        the budget times the share of the stage's contenders that can no longer beat it (were
+        their outcomes exchangeable, the chance that it stays the best), rounded up; none while
+        a run that beats it waits for its judgement (it is about to be replaced). Each
+        replacement discards the set grown from the old premise, so growing the whole set from
+        the first finished node paid for thinks that were nearly all thrown away."""
+        contenders = self._contenders(stage, searched)
+        may = self._may_beat([n for n in contenders if not n.is_finished], provisional, spec)
+        if any("run" in n.steps for n in may):
+            return 0
+        return math.ceil(budget * (len(contenders) - len(may)) / len(contenders))
 
     def _discard_speculation(self, stage: str, best: Node | None) -> None:
         """The next stage's speculative nodes that did not grow from the decided best."""

@@ -172,7 +172,9 @@ def test_resume_mid_stage_continues_the_same_tree(tmp_path) -> None:  # type: ig
     run_dir, journal = run.create_run(cfg)
 
     def interrupt_in_stage_2(j: Journal) -> None:
-        if sum(n.is_finished for n in j.in_stage("hyperparameter", "hyperparameter")) >= 1:
+        # A speculative tuning may finish before the stage starts: wait for the stage itself.
+        started = ("noise", "hyperparameter") in j.stage_started
+        if started and sum(n.is_finished for n in j.in_stage("hyperparameter", "hyperparameter")) >= 1:
             raise KeyboardInterrupt  # what Ctrl-C (or a killed driver) does to the dispatcher
 
     outcome = run.execute(cfg, journal, on_change=interrupt_in_stage_2, providers=providers(fn))

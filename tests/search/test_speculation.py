@@ -59,6 +59,7 @@ def finish(j: Journal, node: Node, score: float) -> None:
 
 def stage_a_with_one_node_running(tmp: Path) -> tuple[Journal, StageManager, Node, Node, list[Node]]:
     j, sm = manager(tmp)
+    sm.cfg.stages["b"].max_nodes = 4  # half of stage a's contenders are in: half of b may grow
     first, second = add(j, sm.propose(2))
     finish(j, first, 0.5)
     j.attempt_started(second.id, 1)
@@ -72,7 +73,7 @@ def test_free_slots_replicate_the_provisional_best_and_grow_the_next_stage_from_
         ("a", "replication", first.id), ("b", "try", first.id), ("b", "try", first.id)]
     assert all(n.origin.speculative for n in ahead)
     assert ("default", "b") not in j.stage_started  # the next stage has not started: its root is not decided
-    assert sm.propose(4) == []  # the next stage's budget is used: nothing more to speculate
+    assert sm.propose(4) == []  # the share of the next stage's budget it may take is used
 
 
 def test_the_next_stage_keeps_its_speculative_nodes_when_their_premise_is_decided_best(tmp_path: Path) -> None:
@@ -100,7 +101,7 @@ def test_the_next_stage_discards_them_when_another_node_is_decided_best(tmp_path
     assert "but" in j.nodes[spec_b[0]].reason and second.id in j.nodes[spec_b[0]].reason
     assert j.unfinished_count() == len([n for n in j if n.status in (NodeStatus.PENDING, NodeStatus.RUNNING)])
     b_nodes = [n for n in fresh if n.stage == "b"]
-    assert len(b_nodes) == 2 and all(n.parent_id == second.id and not n.origin.speculative for n in b_nodes)
+    assert len(b_nodes) == 3 and all(n.parent_id == second.id and not n.origin.speculative for n in b_nodes)
     assert {n.id for n in j.in_stage("b", idea="default")} == {n.id for n in b_nodes}  # discarded left out
     assert set(spec_b) <= {n.id for n in j.in_stage("b", idea="default", discarded=True)}
     # The replicate of `first` stays in the journal, unused: `second` gets its own.
@@ -140,7 +141,7 @@ class GrowsFromItsBest(Search):
 def test_speculative_nodes_grown_from_speculative_nodes_go_with_their_premise(tmp_path: Path, premise_wins: bool) -> None:
     j, sm, first, second, ahead = stage_a_with_one_node_running(tmp_path)
     sm.search = GrowsFromItsBest()
-    sm.cfg.stages["b"].max_nodes = 4
+    sm.cfg.stages["b"].max_nodes = 8
     b1 = next(n for n in ahead if n.stage == "b")
     finish(j, b1, 0.7)
     grandchildren = add(j, sm.propose(2))
@@ -200,6 +201,33 @@ def test_without_speculate_the_stage_end_waits(tmp_path: Path) -> None:
     j.attempt_started(second.id, 1)
     assert sm.propose(4) == []
 
+
+
+def test_the_next_stage_grows_as_the_provisional_best_firms_up(tmp_path: Path) -> None:
+    """Its share of the next stage's budget follows the share of contenders that cannot beat it,
+    and drops to nothing while a run that beats it waits for its judgement."""
+    j, sm = manager(tmp_path)
+    sm.cfg.stages["a"].max_nodes, sm.cfg.stages["b"].max_nodes = 4, 4
+    first, second, third, fourth = add(j, sm.propose(4))
+    for n in (second, third, fourth):
+        j.attempt_started(n.id, 1, "think")
+    finish(j, first, 0.5)
+
+    def grown() -> list[Node]:
+        return [n for n in add(j, sm.propose(8)) if n.stage == "b"]
+
+    assert [n.parent_id for n in grown()] == [first.id]  # 1 of 4 in: a quarter of b
+    finish(j, second, 0.3)
+    assert [n.parent_id for n in grown()] == [first.id]  # 2 of 4: half of b, one more
+    ran(j, third, 0.9)  # beats `first`, judgement still out: nothing more grows from `first`
+    ran(j, fourth, 0.2)
+    assert grown() == [] and ("default", "a") not in j.stage_best
+    assert not [n for n in j if n.status == NodeStatus.DISCARDED]  # what grew waits for the judgement
+    finish(j, third, 0.9)
+    fresh = grown()
+    assert j.stage_best[("default", "a")]["node_id"] == third.id  # `fourth` cannot win: decided
+    assert len(fresh) == 4 and all(n.parent_id == third.id for n in fresh)
+    assert len([n for n in j if n.status == NodeStatus.DISCARDED]) == 2
 
 def test_claims_of_discarded_nodes_are_void_and_listed_ones_are_told_apart(tmp_path: Path) -> None:
     book = ClaimBook(tmp_path, "idea", "ablation", "ablation")
