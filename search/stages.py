@@ -278,10 +278,10 @@ class StageManager:
         done = self._replicates(stage, provisional)
         need = min(slots, self.cfg.replicates - len(done))
         out = [self._replicate(provisional, stage, len(done) + 1 + i, speculative=True) for i in range(need)]
-        return out + self._speculate_next(stage, searched, provisional, spec, slots - len(out))
+        share = self._standing(stage, searched, provisional, spec)
+        return out + self._speculate_next(stage, provisional, share, slots - len(out))
 
-    def _speculate_next(self, stage: str, searched: list[Node], provisional: Node, spec: MetricSpec,
-                        slots: int) -> list[Node]:
+    def _speculate_next(self, stage: str, provisional: Node, share: float, slots: int) -> list[Node]:
         nxt = self.plan.after(stage)
         if nxt is None or slots <= 0 or self._key(nxt) in self.journal.stage_started:
             return []
@@ -293,24 +293,24 @@ class StageManager:
                 self.journal.discard(n.id, f"speculative: grew from {premise}, but {provisional.id} is now "
                                            f"{stage}'s provisional best")
         ahead = self.search_nodes(nxt)
-        budget = self._next_quota(stage, searched, provisional, spec, self.cfg.stages[nxt].max_nodes) - len(ahead)
+        budget = math.ceil(self.cfg.stages[nxt].max_nodes * share) - len(ahead)
         nodes = self.search.propose(self.journal, nxt, provisional, min(slots, budget)) if budget > 0 else []
         for n in nodes:
             n.origin = n.origin.model_copy(update={"speculative": True})
         return nodes
 
-    def _next_quota(self, stage: str, searched: list[Node], provisional: Node, spec: MetricSpec, budget: int) -> int:
-        """How many of the next stage's `budget` nodes may grow from the provisional best now:
-        the budget times the share of the stage's contenders that can no longer beat it (were
-        their outcomes exchangeable, the chance that it stays the best), rounded up; none while
-        a run that beats it waits for its judgement (it is about to be replaced). Each
-        replacement discards the set grown from the old premise, so growing the whole set from
-        the first finished node paid for thinks that were nearly all thrown away."""
+    def _standing(self, stage: str, searched: list[Node], provisional: Node, spec: MetricSpec) -> float:
+        """The share of the next stage's budget that may grow from the provisional best now: the
+        share of the stage's contenders that can no longer beat it (were their outcomes
+        exchangeable, the chance that it stays the best); none while a run that beats it waits
+        for its judgement (it is about to be replaced). Each replacement discards the set grown
+        from the old premise, so growing the whole set from the first finished node paid for
+        thinks that were nearly all thrown away."""
         contenders = self._contenders(stage, searched)
         may = self._may_beat([n for n in contenders if not n.is_finished], provisional, spec)
         if any("run" in n.steps for n in may):
-            return 0
-        return math.ceil(budget * (len(contenders) - len(may)) / len(contenders))
+            return 0.0
+        return (len(contenders) - len(may)) / len(contenders)
 
     def _discard_speculation(self, stage: str, best: Node | None) -> None:
         """The next stage's speculative nodes that did not grow from the decided best."""
