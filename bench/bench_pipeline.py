@@ -161,10 +161,12 @@ def own_work_s(n: Node) -> float:
 
 def critical_path_s(j: Journal) -> float:
     """The longest chain of the run's tree: over every node, the time its own steps took (think,
-    run, judge: each from its start to its end, every attempt) plus its parent's chain. A child
-    is proposed from its finished parent, so no scheduler, with any number of slots, finishes
-    this tree with these step durations sooner."""
+    run, judge: each from its start to its end, every attempt) plus the part of its parent's
+    chain it waited for. A child is proposed from its finished parent, or, grown by speculation
+    from a leader whose judgement was still out, from its parent's finished run; so no
+    scheduler, with any number of slots, finishes this tree with these step durations sooner."""
     own: dict[str, float] = {}
+    to_run: dict[str, float] = {}  # a node's own time up to the end of its run step
     started: dict[tuple[str, int], float] = {}
     for e in j.log.read("attempt_started", "step_finished", "attempt_finished"):
         key = (e["node_id"], int(e["attempt"]))
@@ -172,10 +174,18 @@ def critical_path_s(j: Journal) -> float:
             started[key] = float(e["ts"])
         elif key in started:
             own[e["node_id"]] = own.get(e["node_id"], 0.0) + float(e["ts"]) - started.pop(key)
-    chain: dict[str, float] = {}
+            if e.get("step") == "run":
+                to_run[e["node_id"]] = own[e["node_id"]]
+    begins: dict[str, float] = {}  # the chain a node's first step waited for
     for n in j:  # in creation order: a parent before its children
-        chain[n.id] = own.get(n.id, 0.0) + (chain.get(n.parent_id, 0.0) if n.parent_id else 0.0)
-    return max(chain.values(), default=0.0)
+        parent = j.nodes[n.parent_id] if n.parent_id else None
+        if parent is None:
+            begins[n.id] = 0.0
+        elif parent.finished_at is not None and n.created_at < parent.finished_at and parent.id in to_run:
+            begins[n.id] = begins[parent.id] + to_run[parent.id]
+        else:
+            begins[n.id] = begins[parent.id] + own.get(parent.id, 0.0)
+    return max((begins[i] + own.get(i, 0.0) for i in begins), default=0.0)
 
 
 def bench_utilization(args: argparse.Namespace) -> list[dict[str, Any]]:

@@ -25,7 +25,7 @@ from search.idea import Idea
 from search.operators.claims import ClaimBook
 from search.operators.frozen import Asked, asked
 from search.operators.job import LLM_OPERATORS, OperatorJob, Proposed, Ran, Step
-from search.operators.outcome import operator_outcome, variant
+from search.operators.outcome import OperatorOutcome, operator_outcome, variant
 from search.operators.prompts import CodeRequest, code_prompt, contract, fmt_metrics
 from search.policies import get_policy
 from search.template_idea import TemplateSeed, template_start
@@ -138,7 +138,7 @@ class AgenticSearch:
                 job.tuning_history = self._asked_judge(node).tuning_history if node.stage == "hyperparameter" else ""
                 job.blocking = self._could_win(node)
                 return job
-        parent = self.journal.nodes[node.parent_id] if node.parent_id else None
+        parent = reported(self.journal.nodes[node.parent_id]) if node.parent_id else None
         claims = None
         if node.kind in ("hyperparameter", "ablation"):
             void = frozenset(n.id for n in self.journal.in_stage(node.stage, node.kind, idea=self.idea.name, discarded=True)
@@ -154,7 +154,7 @@ class AgenticSearch:
         return job
 
     def label(self, node: Node) -> str:
-        out = operator_outcome(node)
+        out = operator_outcome(reported(node))
         if out.ablation:
             return f"ablation: {out.ablation}"
         if out.hyperparameters:
@@ -209,6 +209,23 @@ class AgenticSearch:
             for n in self.nodes("hyperparameter") if n.is_finished and n.id != node.id
         ]
         return "\n".join(rows) or "none finished yet"
+
+
+def reported(node: Node) -> Node:
+    """`node` as its finished steps report it. A pipelined node whose run is in but whose
+    judgement is still out (the leader speculation grows from, docs/engine.md) gets its
+    proposal's code and plan and its run's metrics, as a child's prompt shows them; any other
+    node is itself."""
+    proposed, ran = node.steps.get("think"), node.steps.get("run")
+    if node.is_finished or not isinstance(proposed, Proposed) or not isinstance(ran, Ran):
+        return node
+    outcome = OperatorOutcome(
+        operator=node.kind, plot_code=proposed.plot_code, code_change=proposed.code_change,
+        diff_error=proposed.diff_error, hyperparameters=proposed.hyperparameters, ablation=proposed.ablation,
+        plots=[f"{ran.workspace}/{p}" for p in ran.plots], results_notes=ran.results_notes,
+    )
+    return node.model_copy(update={"code": proposed.code, "plan": proposed.plan or node.plan, "metrics": ran.metrics,
+                                   "execution": ran.execution, "outcome": outcome})
 
 
 def next_step(node: Node) -> Step:

@@ -190,27 +190,34 @@ class StageManager:
         best = self._provisional(stage, searched, spec) if spec and out else None
         if spec is None or best is None:
             return False
-        return not self._may_beat(out, best, spec)
-
-    @staticmethod
-    def _may_beat(out: list[Node], best: Node, spec: MetricSpec) -> list[Node]:
-        """The nodes of `out` (unfinished) that may still beat `best`: those whose run has not
-        finished, and those whose run reported a metric at least `best`'s (a failed run cannot:
-        its judgement will find it buggy)."""
         floor = spec.score(best)
         assert floor is not None
+        return not self._may_beat(out, floor, spec)
+
+    @staticmethod
+    def _may_beat(out: list[Node], floor: float, spec: MetricSpec) -> list[Node]:
+        """The nodes of `out` (unfinished) that may still reach the score `floor`: those whose
+        run has not finished, and those whose run reported a metric at least `floor` (a failed
+        run cannot: its judgement will find it buggy)."""
         may: list[Node] = []
         for n in out:
-            ran = n.steps.get("run")
-            if ran is not None:
-                if getattr(ran, "run_problem", ""):
-                    continue
-                value = next((m.value for m in getattr(ran, "metrics", []) if m.name == spec.name), None)
-                score = spec.oriented(value)
+            if "run" in n.steps:
+                score = StageManager._reported(n, spec)
                 if score is None or score < floor:
                     continue
             may.append(n)
         return may
+
+    @staticmethod
+    def _reported(node: Node, spec: MetricSpec) -> float | None:
+        """The node's score as far as it is known: a finished node's, or the metric an unjudged
+        node's run reported (None if that run failed: its judgement will find it buggy)."""
+        if node.is_finished:
+            return spec.score(node)
+        ran = node.steps.get("run")
+        if ran is None or getattr(ran, "run_problem", ""):
+            return None
+        return spec.oriented(next((m.value for m in getattr(ran, "metrics", []) if m.name == spec.name), None))
 
     def _replicates(self, stage: str, best: Node) -> list[Node]:
         """The seed replicates of `best` as this stage's best: a kept root's are those its own
@@ -258,13 +265,14 @@ class StageManager:
         origin = best.origin.model_copy(update={"label": self.search.label(best), "speculative": speculative})
         return Node(
             parent_id=best.id, stage=stage, kind=REPLICATION,
-            idea=self.idea, plan=f"seed replicate {index} of {best.id}", code=best.code,
+            idea=self.idea, plan=f"seed replicate {index} of {best.id}",
+            code=best.code or getattr(best.steps.get("think"), "code", ""),  # an unjudged leader's proposal
             params=best.params, seed=self.cfg.seed + index, origin=origin,
         )
 
     def _speculate(self, stage: str, searched: list[Node], slots: int) -> list[Node]:
         """Work for free slots while a stage's last search nodes run, all of it from the stage's
-        provisional best (its best finished node so far), recorded as speculative:
+        leader (`_leader`: its best node so far, judged or only run), recorded as speculative:
         - its seed replicates: if it is decided best they are its replicates (the stage ends
           sooner), else they stay in the journal unused;
         - then the next stage's first search nodes grown from it: kept as that stage's nodes if
@@ -272,44 +280,52 @@ class StageManager:
         spec = self.spec or self.journal.primary_metric
         if not self.cfg.search.speculate or spec is None or slots <= 0:
             return []
-        provisional = self._provisional(stage, searched, spec)
-        if provisional is None:
+        leader = self._leader(stage, searched, spec)
+        if leader is None:
             return []
-        done = self._replicates(stage, provisional)
+        done = self._replicates(stage, leader)
         need = min(slots, self.cfg.replicates - len(done))
-        out = [self._replicate(provisional, stage, len(done) + 1 + i, speculative=True) for i in range(need)]
-        share = self._standing(stage, searched, provisional, spec)
-        return out + self._speculate_next(stage, provisional, share, slots - len(out))
+        out = [self._replicate(leader, stage, len(done) + 1 + i, speculative=True) for i in range(need)]
+        share = self._standing(stage, searched, leader, spec)
+        return out + self._speculate_next(stage, leader, share, slots - len(out))
 
-    def _speculate_next(self, stage: str, provisional: Node, share: float, slots: int) -> list[Node]:
+    def _leader(self, stage: str, searched: list[Node], spec: MetricSpec) -> Node | None:
+        """The stage's best contender by what is known so far: a finished node's metric, or the
+        metric an unjudged node's run reported (on a tie, a judged node, then the older). Growing
+        from a run that still waits for its judgement takes one LLM call per stage off the
+        chain the stages wait on; its judgement mostly keeps it, and where it rules the run out
+        the work grown from it is discarded like any other lost premise."""
+        scored = [(score, n.is_finished, -i, n) for i, n in enumerate(self._contenders(stage, searched))
+                  if (score := self._reported(n, spec)) is not None]
+        return max(scored, key=lambda t: t[:3])[3] if scored else None
+
+    def _speculate_next(self, stage: str, leader: Node, share: float, slots: int) -> list[Node]:
         nxt = self.plan.after(stage)
         if nxt is None or slots <= 0 or self._key(nxt) in self.journal.stage_started:
             return []
-        # A better provisional best replaces the premise: the set grown from the old one is
-        # discarded (its jobs cancelled, its slots freed) and a new set grows from the new one.
+        # A new leader replaces the premise: the set grown from the old one is discarded (its
+        # jobs cancelled, its slots freed) and a new set grows from the new one.
         for n in self.search_nodes(nxt):
             premise = self._premise(n)
-            if premise != provisional.id:
-                self.journal.discard(n.id, f"speculative: grew from {premise}, but {provisional.id} is now "
-                                           f"{stage}'s provisional best")
+            if premise != leader.id:
+                self.journal.discard(n.id, f"speculative: grew from {premise}, but {leader.id} now leads {stage}")
         ahead = self.search_nodes(nxt)
         budget = math.ceil(self.cfg.stages[nxt].max_nodes * share) - len(ahead)
-        nodes = self.search.propose(self.journal, nxt, provisional, min(slots, budget)) if budget > 0 else []
+        nodes = self.search.propose(self.journal, nxt, leader, min(slots, budget)) if budget > 0 else []
         for n in nodes:
             n.origin = n.origin.model_copy(update={"speculative": True})
         return nodes
 
-    def _standing(self, stage: str, searched: list[Node], provisional: Node, spec: MetricSpec) -> float:
-        """The share of the next stage's budget that may grow from the provisional best now: the
-        share of the stage's contenders that can no longer beat it (were their outcomes
-        exchangeable, the chance that it stays the best); none while a run that beats it waits
-        for its judgement (it is about to be replaced). Each replacement discards the set grown
-        from the old premise, so growing the whole set from the first finished node paid for
-        thinks that were nearly all thrown away."""
+    def _standing(self, stage: str, searched: list[Node], leader: Node, spec: MetricSpec) -> float:
+        """The share of the next stage's budget that may grow from the leader now: the share of
+        the stage's contenders that can no longer beat it (were their outcomes exchangeable,
+        the chance that it stays the best). Each change of leader discards the set grown from
+        the old one, so growing the whole set from the first node in paid for thinks that were
+        nearly all thrown away."""
         contenders = self._contenders(stage, searched)
-        may = self._may_beat([n for n in contenders if not n.is_finished], provisional, spec)
-        if any("run" in n.steps for n in may):
-            return 0.0
+        floor = self._reported(leader, spec)
+        assert floor is not None
+        may = self._may_beat([n for n in contenders if not n.is_finished and n.id != leader.id], floor, spec)
         return (len(contenders) - len(may)) / len(contenders)
 
     def _discard_speculation(self, stage: str, best: Node | None) -> None:

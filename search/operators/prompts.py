@@ -90,7 +90,9 @@ def fence(text: str, lang: str = "python") -> str:
 
 
 def show_node(n: Node, title: str, with_output: bool) -> str:
-    parts = [f"{title} ({n.id}, {n.kind}, {n.status.value}). Plan: {n.plan}", "experiment.py:", fence(n.code)]
+    # An unfinished node shown as a parent is one whose run is in and whose judgement is not.
+    state = n.status.value if n.is_finished else "run finished, not judged yet"
+    parts = [f"{title} ({n.id}, {n.kind}, {state}). Plan: {n.plan}", "experiment.py:", fence(n.code)]
     outcome = operator_outcome(n)
     plot = outcome.plot_code
     if plot:

@@ -203,9 +203,9 @@ def test_without_speculate_the_stage_end_waits(tmp_path: Path) -> None:
 
 
 
-def test_the_next_stage_grows_as_the_provisional_best_firms_up(tmp_path: Path) -> None:
-    """Its share of the next stage's budget follows the share of contenders that cannot beat it,
-    and drops to nothing while a run that beats it waits for its judgement."""
+def test_the_next_stage_grows_as_the_leader_firms_up(tmp_path: Path) -> None:
+    """Its share of the next stage's budget follows the share of contenders that cannot beat the
+    stage's leader, and a run that beats it leads at once, before its judgement."""
     j, sm = manager(tmp_path)
     sm.cfg.stages["a"].max_nodes, sm.cfg.stages["b"].max_nodes = 4, 4
     first, second, third, fourth = add(j, sm.propose(4))
@@ -219,15 +219,44 @@ def test_the_next_stage_grows_as_the_provisional_best_firms_up(tmp_path: Path) -
     assert [n.parent_id for n in grown()] == [first.id]  # 1 of 4 in: a quarter of b
     finish(j, second, 0.3)
     assert [n.parent_id for n in grown()] == [first.id]  # 2 of 4: half of b, one more
-    ran(j, third, 0.9)  # beats `first`, judgement still out: nothing more grows from `first`
+    ran(j, third, 0.9)  # beats `first`; its judgement is still out, and it leads
+    lead = grown()
+    assert [n.parent_id for n in lead] == [third.id] * 3  # only `fourth` may beat it: three quarters
+    assert len([n for n in j if n.status == NodeStatus.DISCARDED]) == 2  # the two grown from `first`
     ran(j, fourth, 0.2)
-    assert grown() == [] and ("default", "a") not in j.stage_best
-    assert not [n for n in j if n.status == NodeStatus.DISCARDED]  # what grew waits for the judgement
+    assert [n.parent_id for n in grown()] == [third.id]  # none can beat it now: all of b
+    assert ("default", "a") not in j.stage_best  # the decision still awaits its judgement
     finish(j, third, 0.9)
-    fresh = grown()
+    assert grown() == []
     assert j.stage_best[("default", "a")]["node_id"] == third.id  # `fourth` cannot win: decided
-    assert len(fresh) == 4 and all(n.parent_id == third.id for n in fresh)
-    assert len([n for n in j if n.status == NodeStatus.DISCARDED]) == 2
+    assert {n.parent_id for n in j.in_stage("b", idea="default")} == {third.id}
+    assert len(j.in_stage("b", idea="default")) == 4
+
+
+def test_a_leader_judged_buggy_takes_its_line_with_it(tmp_path: Path) -> None:
+    """Speculation grows from a run whose judgement is out: its replicate runs its proposed code.
+    A judgement that rules it out discards what grew from it, and the next best leads."""
+    from search.operators.job import Proposed
+
+    j, sm = manager(tmp_path)
+    first, second = add(j, sm.propose(2))
+    finish(j, first, 0.5)
+    j.attempt_started(second.id, 1, "think")
+    now = time.time()
+    j.step_finished(second.id, 1, StepResult(step="think", started_at=now, finished_at=now,
+                                             outcome=Proposed(code="print('second')\n", plan="p")))
+    ran(j, second, 0.9)
+    ahead = add(j, sm.propose(4))
+    assert [(n.stage, n.kind, n.parent_id) for n in ahead] == [
+        ("a", "replication", second.id), ("b", "try", second.id), ("b", "try", second.id)]
+    assert ahead[0].code == "print('second')\n"
+    j.attempt_finished(second.id, 1, AttemptResult(status="buggy", reason="judged buggy: leaks the labels",
+                                                   started_at=now, finished_at=now))
+    fresh = add(j, sm.propose(4))
+    assert j.stage_best[("default", "a")]["node_id"] == first.id
+    assert all(j.nodes[n.id].status == NodeStatus.DISCARDED for n in ahead[1:])
+    assert [n.parent_id for n in fresh if n.stage == "b"] == [first.id, first.id]
+
 
 def test_claims_of_discarded_nodes_are_void_and_listed_ones_are_told_apart(tmp_path: Path) -> None:
     book = ClaimBook(tmp_path, "idea", "ablation", "ablation")
