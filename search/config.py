@@ -22,9 +22,10 @@ class SearchConfig(Strict):
 
     policy: Literal["best_first", "greedy", "mcts", "evolutionary"] = "best_first"
     speculate: bool = Field(
-        True, description="while a stage's last nodes run, free slots replicate its provisional best and grow "
-        "the next stage from it, a share of that stage's budget as large as the share of nodes that can no longer "
-        "beat it (faster stage ends; work from a node not decided best is spent compute)"
+        True, description="while a stage's last nodes run, free slots replicate its leader (its best node so far, "
+        "a run not yet judged included) and grow the next stage from it, a share of that stage's budget as large as "
+        "the share of nodes that can no longer beat it (faster stage ends; work from a node not decided best is "
+        "spent compute)"
     )
     pipeline: bool = Field(
         True, description="an LLM node is three steps (think, run, judge); only run holds the node's CPUs/GPUs"

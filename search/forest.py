@@ -49,7 +49,7 @@ class TreeSettings:
 
     @property
     def search(self) -> SearchConfig:
-        # Held at a rung inside a stage, the stage's provisional best is not the one it will
+        # Held at a rung inside a stage, the stage's leader is not the one it will
         # decide: replicating it speculatively would spend compute on a decision not yet due.
         search = self._cfg.search
         if search.speculate and self._allocation.held_at(self._idea) is not None:

@@ -135,7 +135,7 @@ class StageManager:
             if out and not judged_only:
                 # Decide once every search node of the stage is in (or out only for a judgement
                 # that cannot make it the best); meanwhile free slots take speculative work
-                # from the provisional best (docs/engine.md).
+                # from the stage's leader (docs/engine.md).
                 return self._speculate(stage, searched, slots), True
             why = early or f"node budget of {len(searched)} used"
             if out:
@@ -265,27 +265,32 @@ class StageManager:
         origin = best.origin.model_copy(update={"label": self.search.label(best), "speculative": speculative})
         return Node(
             parent_id=best.id, stage=stage, kind=REPLICATION,
-            idea=self.idea, plan=f"seed replicate {index} of {best.id}",
-            code=best.code or getattr(best.steps.get("think"), "code", ""),  # an unjudged leader's proposal
+            idea=self.idea, plan=f"seed replicate {index} of {best.id}", code=best.code,
             params=best.params, seed=self.cfg.seed + index, origin=origin,
         )
 
     def _speculate(self, stage: str, searched: list[Node], slots: int) -> list[Node]:
-        """Work for free slots while a stage's last search nodes run, all of it from the stage's
-        leader (`_leader`: its best node so far, judged or only run), recorded as speculative:
-        - its seed replicates: if it is decided best they are its replicates (the stage ends
-          sooner), else they stay in the journal unused;
-        - then the next stage's first search nodes grown from it: kept as that stage's nodes if
-          it is decided best, discarded (`node_discarded`, their jobs cancelled) if not."""
+        """Work for free slots while a stage's last search nodes run, recorded as speculative:
+        - seed replicates of its provisional best (its best judged node so far): if it is
+          decided best they are its replicates (the stage ends sooner), else they stay in the
+          journal unused;
+        - then the next stage's first search nodes grown from its leader (`_leader`: its best
+          node so far, judged or only run): kept as that stage's nodes if it is decided best,
+          discarded (`node_discarded`, their jobs cancelled) if not.
+        Replicates wait for the judgement: they hold slots, and a run not yet judged may still be
+        overtaken or ruled out; a next-stage think holds none."""
         spec = self.spec or self.journal.primary_metric
         if not self.cfg.search.speculate or spec is None or slots <= 0:
             return []
+        out: list[Node] = []
+        provisional = self._provisional(stage, searched, spec)
+        if provisional is not None:
+            done = self._replicates(stage, provisional)
+            need = min(slots, self.cfg.replicates - len(done))
+            out = [self._replicate(provisional, stage, len(done) + 1 + i, speculative=True) for i in range(need)]
         leader = self._leader(stage, searched, spec)
         if leader is None:
-            return []
-        done = self._replicates(stage, leader)
-        need = min(slots, self.cfg.replicates - len(done))
-        out = [self._replicate(leader, stage, len(done) + 1 + i, speculative=True) for i in range(need)]
+            return out
         share = self._standing(stage, searched, leader, spec)
         return out + self._speculate_next(stage, leader, share, slots - len(out))
 

@@ -234,28 +234,25 @@ def test_the_next_stage_grows_as_the_leader_firms_up(tmp_path: Path) -> None:
 
 
 def test_a_leader_judged_buggy_takes_its_line_with_it(tmp_path: Path) -> None:
-    """Speculation grows from a run whose judgement is out: its replicate runs its proposed code.
-    A judgement that rules it out discards what grew from it, and the next best leads."""
-    from search.operators.job import Proposed
-
+    """The next stage grows from a run whose judgement is out; replicates, which hold slots,
+    wait for a judged node. A judgement that rules the leader out discards what grew from it,
+    and the next best leads."""
     j, sm = manager(tmp_path)
     first, second = add(j, sm.propose(2))
     finish(j, first, 0.5)
     j.attempt_started(second.id, 1, "think")
     now = time.time()
-    j.step_finished(second.id, 1, StepResult(step="think", started_at=now, finished_at=now,
-                                             outcome=Proposed(code="print('second')\n", plan="p")))
     ran(j, second, 0.9)
     ahead = add(j, sm.propose(4))
     assert [(n.stage, n.kind, n.parent_id) for n in ahead] == [
-        ("a", "replication", second.id), ("b", "try", second.id), ("b", "try", second.id)]
-    assert ahead[0].code == "print('second')\n"
+        ("a", "replication", first.id), ("b", "try", second.id), ("b", "try", second.id)]
     j.attempt_finished(second.id, 1, AttemptResult(status="buggy", reason="judged buggy: leaks the labels",
                                                    started_at=now, finished_at=now))
     fresh = add(j, sm.propose(4))
     assert j.stage_best[("default", "a")]["node_id"] == first.id
     assert all(j.nodes[n.id].status == NodeStatus.DISCARDED for n in ahead[1:])
     assert [n.parent_id for n in fresh if n.stage == "b"] == [first.id, first.id]
+    assert not [n for n in fresh if n.kind == "replication"]  # `first` has its replicate already
 
 
 def test_claims_of_discarded_nodes_are_void_and_listed_ones_are_told_apart(tmp_path: Path) -> None:
