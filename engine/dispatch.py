@@ -229,6 +229,16 @@ class Dispatcher:
             if proposed:
                 self.on_change()
 
+    def _settle(self, node: Node) -> None:
+        """A strategy may have an optional `settle(node)`, told of every step or attempt that
+        finishes: there it discards work the result made moot (speculation grown from a stage
+        leader that was just overtaken), at once rather than when a slot next frees, so no
+        queued or running job of it holds a slot meanwhile."""
+        settle = getattr(self.strategy, "settle", None)
+        if settle is not None:
+            settle(node)
+            self._drop_discarded()
+
     def _drop_discarded(self) -> None:
         """Jobs of nodes the strategy discarded meanwhile (speculative work whose premise failed)
         are cancelled: their slots go to work that is still wanted."""
@@ -274,10 +284,11 @@ class Dispatcher:
             self.clock.add(running, c.result)
             if isinstance(c.result, StepResult):
                 self.journal.step_finished(node_id, attempt, c.result)
-                if not self.journal.nodes[node_id].is_finished:  # else discarded meanwhile
-                    self._route(self.journal.nodes[node_id])
             else:
                 self.journal.attempt_finished(node_id, attempt, c.result)
+            self._settle(self.journal.nodes[node_id])
+            if isinstance(c.result, StepResult) and not self.journal.nodes[node_id].is_finished:  # else discarded
+                self._route(self.journal.nodes[node_id])
             return
         self.journal.record("attempt_lost", node_id=node_id, attempt=attempt, error=c.lost)
         node = self.journal.nodes[node_id]

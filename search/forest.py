@@ -118,6 +118,9 @@ class IdeaTree:
         phase = next((p for p in self.phases if p.stage == node.stage), None)
         return phase.job_for(node, attempt) if phase is not None else self.stages.job_for(node, attempt)
 
+    def settle(self, node: Node) -> None:
+        self.stages.settle(node)
+
     def finished(self) -> Finish | None:
         stop = self._over_budget()
         if stop is not None:
@@ -190,6 +193,13 @@ class Forest:
 
     def job_for(self, node: Node, attempt: int) -> Job:
         return self.by_name[node.idea].job_for(node, attempt)
+
+    def settle(self, node: Node) -> None:
+        """engine.dispatch: `node` finished a step or its attempt; only its own tree is told."""
+        tree = self.by_name.get(node.idea)
+        settle = getattr(tree, "settle", None)
+        if settle is not None:
+            settle(node)
 
     def finished(self) -> Finish | None:
         ends = [self.allocation.ended(t.name) or t.finished() for t in self.trees]

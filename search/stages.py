@@ -308,18 +308,36 @@ class StageManager:
         nxt = self.plan.after(stage)
         if nxt is None or slots <= 0 or self._key(nxt) in self.journal.stage_started:
             return []
-        # A new leader replaces the premise: the set grown from the old one is discarded (its
-        # jobs cancelled, its slots freed) and a new set grows from the new one.
-        for n in self.search_nodes(nxt):
-            premise = self._premise(n)
-            if premise != leader.id:
-                self.journal.discard(n.id, f"speculative: grew from {premise}, but {leader.id} now leads {stage}")
+        self._follow_leader(stage, nxt, leader)
         ahead = self.search_nodes(nxt)
         budget = math.ceil(self.cfg.stages[nxt].max_nodes * share) - len(ahead)
         nodes = self.search.propose(self.journal, nxt, leader, min(slots, budget)) if budget > 0 else []
         for n in nodes:
             n.origin = n.origin.model_copy(update={"speculative": True})
         return nodes
+
+    def _follow_leader(self, stage: str, nxt: str, leader: Node) -> None:
+        """A new leader replaces the premise: the next stage's set grown from the old one is
+        discarded (its jobs cancelled, its slots freed); a new set grows from the new one."""
+        for n in self.search_nodes(nxt):
+            premise = self._premise(n)
+            if premise != leader.id:
+                self.journal.discard(n.id, f"speculative: grew from {premise}, but {leader.id} now leads {stage}")
+
+    def settle(self, node: Node) -> None:
+        """`node` finished a step or its attempt (engine.dispatch). Where that changes the leader
+        of its stage while the next stage is speculative, what grew from the old leader is
+        discarded now: waiting for the next proposal let its queued or running jobs hold slots
+        (a traced run: a speculative experiment from an overtaken leader ran for 5.5 s)."""
+        stage, nxt = node.stage, self.plan.after(node.stage) if node.stage in self.plan.names else None
+        spec = self.spec or self.journal.primary_metric
+        if (nxt is None or spec is None or not self.cfg.search.speculate or node.idea != self.idea
+                or node.kind in SUPPORT_KINDS or self._key(stage) in self.journal.stage_best
+                or self._key(nxt) in self.journal.stage_started or not self.search_nodes(nxt)):
+            return
+        leader = self._leader(stage, self.search_nodes(stage), spec)
+        if leader is not None:
+            self._follow_leader(stage, nxt, leader)
 
     def _standing(self, stage: str, searched: list[Node], leader: Node, spec: MetricSpec) -> float:
         """The share of the next stage's budget that may grow from the leader now: the share of

@@ -64,6 +64,9 @@ class TemplateTree:
     def job_for(self, node: Node, attempt: int) -> Job:
         return self.stages.job_for(node, attempt)
 
+    def settle(self, node: Node) -> None:
+        self.stages.settle(node)
+
     def finished(self) -> Finish | None:
         stop = self._over_budget()
         return Finish("stopped", stop) if stop is not None else self.stages.finished()
