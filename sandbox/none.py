@@ -27,6 +27,10 @@ WARNING = (
 
 
 class UnsandboxedWorkspace(HostWorkspace):
+    def __init__(self, workspace: Path, gpu_ids: Sequence[int] = ()) -> None:
+        super().__init__(workspace)
+        self._gpu_ids = tuple(gpu_ids)
+
     def exec(
         self,
         command: Sequence[str],
@@ -36,10 +40,15 @@ class UnsandboxedWorkspace(HostWorkspace):
         env: Mapping[str, str] | None = None,
     ) -> ExecResult:
         self._stage(files)
+        fixed = {"HOME": str(self.workspace), "TMPDIR": str(self.workspace), "PATH": _PATH}
+        # Nothing hides the host's devices here: CUDA_VISIBLE_DEVICES is what keeps an attempt on
+        # the GPUs it was given, and a CPU-only attempt off all of them.
+        fixed["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, self._gpu_ids))
         return run_process(
-            [*prlimit_prefix(limits), *command],
+            # RLIMIT_AS breaks CUDA's large virtual reservations: GPU attempts go without it.
+            [*prlimit_prefix(limits, address_space=not self._gpu_ids), *command],
             cwd=self.workspace,
-            env=sandbox_env(env, HOME=str(self.workspace), TMPDIR=str(self.workspace), PATH=_PATH),
+            env=sandbox_env(env, **fixed),
             limits=limits,
             workspace=self.workspace,
         )
@@ -55,7 +64,7 @@ class NoneProvider:
         log.warning(WARNING)
 
     def open(self, workspace: Path, *, gpu_ids: Sequence[int] = ()) -> UnsandboxedWorkspace:
-        return UnsandboxedWorkspace(workspace)
+        return UnsandboxedWorkspace(workspace, gpu_ids)
 
 
 register_provider("none", lambda **_: NoneProvider())

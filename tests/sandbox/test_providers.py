@@ -60,6 +60,20 @@ def test_none_warns_on_every_check_and_still_strips_secrets(
     assert (r.timed_out, r.exit_code, r.stdout) == (True, None, "x\n") and r.wall_s < 5
 
 
+@pytest.mark.parametrize(("gpu_ids", "visible", "address_space"), [((1, 2), "1,2", "-1"), ((), "", str(512 * 2**20))])
+def test_none_keeps_an_attempt_on_its_gpus_and_lifts_the_address_space_limit_for_cuda(
+    tmp_path: Path, gpu_ids: tuple[int, ...], visible: str, address_space: str
+) -> None:
+    """Nothing hides the host's devices from an unsandboxed attempt: CUDA_VISIBLE_DEVICES holds it
+    to the GPUs it was given (none: none), and RLIMIT_AS, which breaks CUDA's virtual
+    reservations, applies only without GPUs."""
+    box = get_provider("none").open(tmp_path / "ws", gpu_ids=gpu_ids)
+    code = "import os, resource; print(repr(os.environ['CUDA_VISIBLE_DEVICES']), resource.getrlimit(resource.RLIMIT_AS)[0])"
+    r = box.exec([PY, "-c", code], limits=Limits(wall_s=30, memory_mb=512))
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.split() == [repr(visible), address_space]
+
+
 # -- messages when a provider cannot run -----------------------------------------------------
 def test_local_without_bubblewrap_says_what_to_do() -> None:
     with pytest.raises(SandboxUnavailable) as e:
