@@ -131,7 +131,7 @@ def test_accounting_is_exact_over_sigkill_and_resume(tmp_path: Path) -> None:
     steps = {(e["node_id"], e["attempt"]): e for e in j.log.events if e["type"] == "attempt_finished"}
     expected = 0.0
     for e in used:
-        if e.get("orphan"):
+        if e.get("orphan") or e["how"] == "cancelled":  # held until the kill, or until speculation was discarded
             expected += e["seconds"] * e["num_gpus"]
             assert (e["node_id"], e["attempt"]) not in steps
         else:  # the result's own timings (journaled with the charge, and with the result when it got in)
