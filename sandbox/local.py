@@ -17,6 +17,7 @@ from __future__ import annotations
 import fcntl
 import os
 import random
+import shutil
 import signal
 import sys
 import tempfile
@@ -209,6 +210,8 @@ class BwrapSandbox(HostWorkspace):
         self._opts = opts
         self._root_args = root_args
         self._gpu_ids = tuple(gpu_ids)
+        # Found on Silva's PATH, as check() looks for it: the sandbox's own PATH may not hold it.
+        self._bwrap = shutil.which(opts.bwrap) or opts.bwrap
         self._as_root = os.geteuid() == 0
         self._lease = _UidLease(opts) if self._as_root else None
         self.uid = self._lease.uid if self._lease else 65534
@@ -244,7 +247,7 @@ class BwrapSandbox(HostWorkspace):
 
     def _bwrap_args(self, limits: Limits, fds: list[int]) -> list[str]:
         tmp_bytes = str((limits.disk_mb or self._opts.tmp_mb) * 2**20)
-        args = [self._opts.bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
+        args = [self._bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
         args += ["--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "silva"]
         if not self._as_root:
             args += ["--unshare-user", "--disable-userns", "--uid", str(self.uid), "--gid", str(self.uid)]

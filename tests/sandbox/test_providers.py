@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import stat
 import textwrap
 from pathlib import Path
@@ -80,6 +81,24 @@ def test_local_without_bubblewrap_says_what_to_do() -> None:
         get_provider("local", bwrap="/nonexistent/bwrap").check()
     assert "`/nonexistent/bwrap` not found" in str(e.value)
     assert "make system-deps" in str(e.value) and "sandbox: none" in str(e.value)
+
+
+def test_local_finds_bubblewrap_where_its_check_found_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bwrap on Silva's PATH only (unpacked beside, not installed): the check passes, and so
+    does every exec, whose sandbox PATH does not hold that directory."""
+    real = shutil.which("bwrap")
+    if real is None:
+        pytest.skip("bubblewrap is not installed")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "unpacked-bwrap").symlink_to(real)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    provider = get_provider("local", bwrap="unpacked-bwrap")
+    provider.check()
+    box = provider.open(tmp_path / "ws")
+    try:
+        assert box.exec(["true"], limits=Limits(wall_s=30)).exit_code == 0
+    finally:
+        box.close()
 
 
 def test_local_that_cannot_isolate_refuses_to_run(tmp_path: Path) -> None:
