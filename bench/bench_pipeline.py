@@ -205,6 +205,7 @@ def bench_utilization(args: argparse.Namespace) -> list[dict[str, Any]]:
                 row.update(ratio=ratio, repeat=repeat, llm_median_s=round(ratio * experiment_median, 2),
                            llm_requests=len(server.requests))
                 row["load_avg"] = round(os.getloadavg()[0], 2)
+                row["cpus"] = os.cpu_count()
                 rows.append(row)
                 save(rows)
                 print(f"  slots {slots:>2} ratio {ratio:g} pipeline {'on ' if pipeline else 'off'} repeat {repeat}: "
@@ -270,16 +271,20 @@ def save(rows: list[dict[str, Any]] | None = None, quality: list[dict[str, Any]]
 
 
 def main() -> None:
+    global RESULTS
     ap = argparse.ArgumentParser()
     ap.add_argument("--slots", type=int, nargs="+", default=[4, 16])
     ap.add_argument("--ratios", type=float, nargs="+", default=[0.0, 1.0, 4.0])
     ap.add_argument("--seeds", type=int, default=6, help="seeds of (d); 0 skips it")
     ap.add_argument("--pipeline", choices=["off", "on"], nargs="+", default=["off", "on"])
     ap.add_argument("--budget", type=int, default=24, help="tuning nodes per run in (d)")
+    ap.add_argument("--results", type=Path, default=RESULTS,
+                    help="where the rows go (another machine's figures in a file of their own)")
     ap.add_argument("--repeats", type=int, nargs="+", default=[0],
                     help="run seeds of (a): each setting once per seed (the run's seed and the LLM latencies')")
     args = ap.parse_args()
     args.pipeline = [p == "on" for p in args.pipeline]
+    RESULTS = args.results
     print("(a) utilization of the four-stage agentic search (experiment time / slots x makespan)")
     bench_utilization(args)
     if args.seeds:
