@@ -85,6 +85,8 @@ def fake_llm(server: FakeLLMServer, median_s: float, seed: int) -> None:
 
     def handle(rec: Recorded) -> Reply:
         body = rec.body
+        if "messages" not in body:  # a cancelled call's client hung up before its body came
+            return Reply.error(400)
         schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("name", "")
         messages = [
             Msg(m["role"], m["content"] if isinstance(m["content"], str)
