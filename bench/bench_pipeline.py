@@ -8,7 +8,8 @@ search quality? Writes bench/results/pipeline.json and prints two tables.
     durations inside real numpy code. Utilization = experiment time (the run's wall time) /
     (slots x makespan). The ratio is taken against the experiments' measured median wall time
     (sleep plus the real code's own time, measured in the ratio-0 runs), not the sleep alone.
-    Each stage has 2 x slots search nodes: a stage of 8 could fill at most half of 16 slots.
+    Each stage has 2 x slots search nodes (`--depth` changes the multiple): a stage of 8 could
+    fill at most half of 16 slots.
     Beside each figure: the most any scheduler could reach on that run's tree with its step
     durations (the longest root-to-node chain of think, run and judge steps bounds the makespan
     from below), and the utilization of kept work only (discarded speculation left out).
@@ -47,13 +48,14 @@ from silva.config import load_config  # noqa: E402
 from tests.helpers import make_config, make_template  # noqa: E402
 from tests.llm.fake_servers import FakeLLMServer, Recorded, Reply  # noqa: E402
 
-RESULTS = Path(__file__).parent / "results" / "pipeline.json"
+DEFAULT_RESULTS = RESULTS = Path(__file__).parent / "results" / "pipeline.json"
 MEDIAN_S, SIGMA, CAP_S = 0.5, 1.0, 7.5  # experiments: lognormal, median 0.5 s (scaled down from 4 s; cap 60 s)
 STAGE_NAMES = ("preliminary", "hyperparameter", "agenda", "ablation")
 
 
-def stages(slots: int) -> dict[str, dict[str, int]]:
-    return {s: {"max_nodes": 2 * slots} for s in STAGE_NAMES}
+def stages(slots: int, depth: int = 2) -> dict[str, dict[str, int]]:
+    """Each stage `depth` x slots search nodes: how many waves of the slots a stage holds."""
+    return {s: {"max_nodes": depth * slots} for s in STAGE_NAMES}
 ROLE_OF = {"Proposal": "code", "Judgement": "feedback", "PlotCritique": "vision", "BestChoice": "selection"}
 
 
@@ -102,12 +104,12 @@ def fake_llm(server: FakeLLMServer, median_s: float, seed: int) -> None:
     server.handler = handle
 
 
-def agentic_run(tmp: Path, url: str, slots: int, pipeline: bool, seed: int) -> dict[str, Any]:
+def agentic_run(tmp: Path, url: str, slots: int, pipeline: bool, seed: int, depth: int = 2) -> dict[str, Any]:
     idea = yaml.safe_load((ROOT / "examples" / "ideas" / "label_noise.yaml").read_text())
     (tmp / "idea.yaml").write_text(yaml.safe_dump(idea))
     (tmp / "run.yaml").write_text(yaml.safe_dump({
         "name": "pipe", "idea": "idea.yaml", "output_dir": str(tmp / "runs"), "replicates": 2, "seed": seed,
-        "stages": stages(slots), "search": {"num_drafts": 2, "pipeline": pipeline, "speculate": pipeline},
+        "stages": stages(slots, depth), "search": {"num_drafts": 2, "pipeline": pipeline, "speculate": pipeline},
         "budgets": {"wall_clock_s": 1800, "node_timeout_s": CAP_S * 4},
         "executor": {"kind": "inprocess", "max_in_flight": slots, "lookahead": None if pipeline else 0},
         "sandbox": "none",
@@ -193,21 +195,23 @@ def critical_path_s(j: Journal) -> float:
 def bench_utilization(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     for slots in args.slots:
-        # Measured by this slot count's ratio-0 run without the pipeline (this time, or saved before).
-        saved = json.loads(RESULTS.read_text()).get("utilization", []) if RESULTS.is_file() else []
+        # Measured by this slot count's ratio-0 run without the pipeline (this time, or saved before,
+        # in this results file or else in the default one).
+        saved = [r for f in (RESULTS, DEFAULT_RESULTS) if f.is_file() for r in json.loads(f.read_text()).get("utilization", [])]
         experiment_median = next((r["experiment_median_s"] for r in saved if r["slots"] == slots and r["ratio"] == 0
                                   and not r["pipeline"] and r.get("experiment_median_s")), MEDIAN_S)
         for ratio in sorted(args.ratios):
             for pipeline, repeat in [(p, r) for r in args.repeats for p in args.pipeline]:
                 with FakeLLMServer() as server, tempfile.TemporaryDirectory() as tmp:
                     fake_llm(server, ratio * experiment_median, seed=slots * 10 + int(ratio) + 1000 * repeat)
-                    row = agentic_run(Path(tmp), server.url, slots, pipeline, seed=repeat)
+                    row = agentic_run(Path(tmp), server.url, slots, pipeline, seed=repeat, depth=args.depth)
                 if ratio == 0 and not pipeline and row["experiment_median_s"]:
                     experiment_median = row["experiment_median_s"]
                 row.update(ratio=ratio, repeat=repeat, llm_median_s=round(ratio * experiment_median, 2),
                            llm_requests=len(server.requests))
                 row["load_avg"] = round(os.getloadavg()[0], 2)
                 row["cpus"] = os.cpu_count()
+                row["depth"] = args.depth
                 rows.append(row)
                 save(rows)
                 print(f"  slots {slots:>2} ratio {ratio:g} pipeline {'on ' if pipeline else 'off'} repeat {repeat}: "
@@ -266,7 +270,7 @@ def save(rows: list[dict[str, Any]] | None = None, quality: list[dict[str, Any]]
     RESULTS.write_text(json.dumps({
         "setup": {"experiment": f"lognormal(median {MEDIAN_S} s, sigma {SIGMA}) sleep inside real numpy code, cap {CAP_S} s",
                   "llm": "fake OpenAI-compatible server, lognormal(ratio x measured experiment median, sigma 1), cap 8x",
-                  "stages": "2 x slots search nodes each", "replicates": 2, "executor": "inprocess",
+                  "stages": "depth x slots search nodes each (depth 2 unless a row says otherwise)", "replicates": 2, "executor": "inprocess",
                   "sandbox": "none"},
         "utilization": sorted(merged.values(), key=key), "quality": quality if quality is not None else old.get("quality", []),
     }, indent=2))
@@ -280,6 +284,8 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=6, help="seeds of (d); 0 skips it")
     ap.add_argument("--pipeline", choices=["off", "on"], nargs="+", default=["off", "on"])
     ap.add_argument("--budget", type=int, default=24, help="tuning nodes per run in (d)")
+    ap.add_argument("--depth", type=int, default=2,
+                    help="search nodes per stage, in multiples of the slots (2: a stage is two waves)")
     ap.add_argument("--results", type=Path, default=RESULTS,
                     help="where the rows go (another machine's figures in a file of their own)")
     ap.add_argument("--repeats", type=int, nargs="+", default=[0],
