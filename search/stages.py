@@ -296,16 +296,13 @@ class StageManager:
 
     def _leader(self, stage: str, searched: list[Node], spec: MetricSpec) -> Node | None:
         """The stage's best contender by what is known so far: a finished node's metric, or the
-        metric an unjudged node's run reported; on a tie, the older, judged or not, as the
-        decision itself ranks ties (`MetricSpec.ranked`). Growing from a run that still waits
-        for its judgement takes one LLM call per stage off the chain the stages wait on; its
-        judgement mostly keeps it, and where it rules the run out the work grown from it is
-        discarded like any other lost premise. Preferring a judged node on a tie handed the lead
-        to each tied node as it was judged, then to an older one as its judgement came: each
-        hand-over discarded the next stage's set, and the last waited for that judgement."""
-        scored = [(score, -i, n) for i, n in enumerate(self._contenders(stage, searched))
+        metric an unjudged node's run reported (on a tie, a judged node, then the older). Growing
+        from a run that still waits for its judgement takes one LLM call per stage off the
+        chain the stages wait on; its judgement mostly keeps it, and where it rules the run out
+        the work grown from it is discarded like any other lost premise."""
+        scored = [(score, n.is_finished, -i, n) for i, n in enumerate(self._contenders(stage, searched))
                   if (score := self._reported(n, spec)) is not None]
-        return max(scored, key=lambda t: t[:2])[2] if scored else None
+        return max(scored, key=lambda t: t[:3])[3] if scored else None
 
     def _speculate_next(self, stage: str, leader: Node, share: float, slots: int) -> list[Node]:
         nxt = self.plan.after(stage)

@@ -233,33 +233,6 @@ def test_the_next_stage_grows_as_the_leader_firms_up(tmp_path: Path) -> None:
     assert len(j.in_stage("b", idea="default")) == 4
 
 
-def test_a_tie_leads_by_age_as_the_decision_ranks_it(tmp_path: Path) -> None:
-    """An older node whose run ties the leader takes the lead at once, judged or not: the
-    decision ranks ties by age, so waiting for its judgement only moved the same hand-over
-    later, onto the chain the stages wait on, after more was grown from the younger."""
-    j, sm = manager(tmp_path)
-    sm.cfg.stages["a"].max_nodes, sm.cfg.stages["b"].max_nodes = 3, 3
-    first, second, third = add(j, sm.propose(3))
-    for n in (first, second, third):
-        j.attempt_started(n.id, 1, "think")
-    finish(j, second, 0.5)
-
-    def grown() -> list[Node]:
-        return [n for n in add(j, sm.propose(8)) if n.stage == "b"]
-
-    from_second = grown()
-    assert [n.parent_id for n in from_second] == [second.id]
-    ran(j, first, 0.5)  # a tie, older, its judgement still out
-    assert {n.parent_id for n in grown()} == {first.id}
-    assert all(j.nodes[n.id].status == NodeStatus.DISCARDED for n in from_second)
-    finish(j, first, 0.5)
-    finish(j, third, 0.2)
-    grown()
-    assert j.stage_best[("default", "a")]["node_id"] == first.id
-    kept = j.in_stage("b", idea="default")
-    assert kept and {n.parent_id for n in kept} == {first.id}
-    assert len([n for n in j if n.status == NodeStatus.DISCARDED]) == len(from_second)  # one hand-over only
-
 def test_a_leader_judged_buggy_takes_its_line_with_it(tmp_path: Path) -> None:
     """The next stage grows from a run whose judgement is out; replicates, which hold slots,
     wait for a judged node. A judgement that rules the leader out discards what grew from it,
