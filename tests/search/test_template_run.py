@@ -33,8 +33,10 @@ def test_four_stages_with_replicates_and_aggregates(tmp_path: Path) -> None:
     for stage in STAGES:
         ended = j.stage_ended[("default", stage)]
         best = j.nodes[ended["best_node_id"]]
-        reps = j.in_stage(stage, "replication")
-        assert len(reps) == 2 and all(r.parent_id == best.id and r.params == best.params for r in reps)
+        reps = [r for r in j.in_stage(stage, "replication") if r.parent_id == best.id]
+        # A speculative replicate of a provisional best that was overtaken stays, unused.
+        assert all(r.origin.speculative for r in j.in_stage(stage, "replication") if r.parent_id != best.id)
+        assert len(reps) == 2 and all(r.params == best.params for r in reps)
         assert sorted(r.seed for r in reps) == [1, 2]  # seeds other than the searched one
         agg = j.nodes[ended["aggregate_node_id"]]
         assert agg.refs == [best.id, *[r.id for r in reps]]
