@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import yaml
@@ -74,3 +76,12 @@ def write_config(tmp: Path, cfg: dict[str, Any], overrides: dict[str, Any]) -> P
     path = tmp / "run.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
+
+
+def load_file(path: Path, name: str) -> ModuleType:
+    """A module from a file outside the packages (an example, a benchmark script)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -4,12 +4,12 @@ place of the PyTorch one, and the same checks read from the journal and the ledg
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from tests.helpers import load_file
 from tests.llm.fake_servers import FakeLLMServer
 
 pytestmark = pytest.mark.usefixtures("ray_cluster")
@@ -17,11 +17,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_gpu.py"
 
 
 def bench_gpu() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_gpu", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(BENCH, "bench_gpu")
 
 
 @pytest.mark.timeout(240)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -16,7 +15,7 @@ from engine.dispatch import Outcome
 from engine.journal import Journal
 from engine.node import NodeStatus
 from engine.llm.providers.scripted import ScriptedProvider
-from tests.helpers import write_config
+from tests.helpers import load_file, write_config
 
 ROOT = Path(__file__).resolve().parents[2]
 SCIENTIST = ROOT / "examples" / "ideas" / "scripted_scientist.py"
@@ -40,11 +39,7 @@ LLM: dict[str, Any] = {
 
 @cache
 def scientist() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("scripted_scientist_tests", SCIENTIST)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(SCIENTIST, "scripted_scientist_tests")
 
 
 def responder(**kw: Any) -> Any:
