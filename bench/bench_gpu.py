@@ -26,6 +26,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import yaml  # noqa: E402
 
-from bench_pipeline import fake_llm  # noqa: E402
+from bench_pipeline import fake_llm, llm_config  # noqa: E402
 from engine.journal import Journal  # noqa: E402
 from engine.llm.ledger import LEDGER_FILE, read_records  # noqa: E402
 from silva import lifecycle  # noqa: E402
@@ -133,7 +134,8 @@ class GpuSampler:
     """nvidia-smi's compute processes and memory every `period_s`, while a run goes on."""
 
     def __init__(self, period_s: float = 0.25) -> None:
-        self.period_s, self.samples = period_s, []  # type: ignore[var-annotated]
+        self.period_s = period_s
+        self.samples: list[dict[str, float]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -198,13 +200,11 @@ def check_run(run_dir: Path, makespan: float, sampler: GpuSampler) -> dict[str, 
         if line:
             seen.append(json.loads(line[len("SILVA_GPU "):]))
     spans = run_spans(j)
-    statuses: dict[str, int] = {}
-    for n in j:
-        statuses[n.status.value] = statuses.get(n.status.value, 0) + 1
+    statuses = Counter(n.status.value for n in j)
     slots = [e["slots"] for e in j.log.read("slots_changed")]
     cluster = next(iter(j.log.read("cluster_joined")), {})
     row: dict[str, Any] = {
-        "makespan_s": round(makespan, 1), "nodes": len(j.nodes), "statuses": statuses,
+        "makespan_s": round(makespan, 1), "nodes": len(j.nodes), "statuses": dict(statuses),
         "cluster_gpus": cluster.get("gpus"), "cluster_cpus": cluster.get("cpus"), "slots_from_cluster": slots,
         "experiments_reporting": len(seen), "devices_seen": sorted({s["device"] for s in seen}),
         "cuda_visible_devices_seen": sorted({str(s["visible"]) for s in seen}),
@@ -239,18 +239,15 @@ def one_run(tmp: Path, sandbox: str, cpu: bool, llm_url: str | None) -> dict[str
         "name": "gpu", "template": str(tpl), "output_dir": str(tmp / "runs"), "seed": 0, "replicates": 2,
         "stages": STAGES, "budgets": {"wall_clock_s": 600, "node_timeout_s": 120},
         "executor": {"kind": "ray"},  # max_in_flight unset: slots from the cluster's GPUs
-        "resources": {"default": {"num_cpus": 1, "num_gpus": 0.0 if cpu else GPU_SHARE, "memory_mb": 4096}},
+        # Without a GPU, CPUs bound the slots instead: a quarter of them each, as a GPU share would.
+        "resources": {"default": {"num_cpus": max(1, (os.cpu_count() or 4) // 4) if cpu else 1,
+                                  "num_gpus": 0.0 if cpu else GPU_SHARE, "memory_mb": 4096}},
         "sandbox": sandbox,
     }
-    if cpu:
-        cfg["resources"]["default"]["num_cpus"] = max(1, (os.cpu_count() or 4) // 4)
     if llm_url:
         (tmp / "idea.yaml").write_text(yaml.safe_dump(IDEA))
         cfg |= {"idea": str(tmp / "idea.yaml"), "search": {"num_drafts": 1},
-                "llm": {"providers": {"fake": {"kind": "openai_compatible", "base_url": f"{llm_url}/v1", "max_concurrency": 64}},
-                        "models": {"m": {"provider": "fake", "model": "fake-model", "price": {"input": 1.0, "output": 2.0},
-                                         "capabilities": {"json_schema": True, "vision": False}}},
-                        "roles": {r: {"model": "m", "max_tokens": 2048} for r in ("code", "feedback", "selection")}}}
+                "llm": llm_config(llm_url, max_concurrency=64)}
     (tmp / "run.yaml").write_text(yaml.safe_dump(cfg))
     config = load_config(tmp / "run.yaml")
     run_dir, journal = lifecycle.create_run(config)

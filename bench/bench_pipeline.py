@@ -21,7 +21,6 @@ search quality? Writes bench/results/pipeline.json and prints two tables.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import os
@@ -45,7 +44,7 @@ from engine.llm.ledger import LEDGER_FILE, read_records  # noqa: E402
 from engine.node import Node  # noqa: E402
 from silva import lifecycle  # noqa: E402
 from silva.config import load_config  # noqa: E402
-from tests.helpers import make_config, make_template  # noqa: E402
+from tests.helpers import load_file, make_config, make_template  # noqa: E402
 from tests.llm.fake_servers import FakeLLMServer, Recorded, Reply  # noqa: E402
 
 DEFAULT_RESULTS = RESULTS = Path(__file__).parent / "results" / "pipeline.json"
@@ -73,11 +72,15 @@ class Call:
 
 
 def scientist() -> Any:
-    spec = importlib.util.spec_from_file_location("scripted_scientist", ROOT / "examples" / "ideas" / "scripted_scientist.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(ROOT / "examples" / "ideas" / "scripted_scientist.py", "scripted_scientist")
+
+
+def llm_config(url: str, **provider: Any) -> dict[str, Any]:
+    """The run config's `llm:` for the fake OpenAI-compatible server at `url`: one model in every role."""
+    return {"providers": {"fake": {"kind": "openai_compatible", "base_url": f"{url}/v1", **provider}},
+            "models": {"m": {"provider": "fake", "model": "fake-model", "price": {"input": 1.0, "output": 2.0},
+                             "capabilities": {"json_schema": True, "vision": False}}},
+            "roles": {r: {"model": "m", "max_tokens": 2048} for r in ("code", "feedback", "selection")}}
 
 
 def fake_llm(server: FakeLLMServer, median_s: float, seed: int) -> None:
@@ -115,11 +118,7 @@ def agentic_run(tmp: Path, url: str, slots: int, pipeline: bool, seed: int, dept
         "sandbox": "none",
         # Off is the engine before issue 16: one job per node, no look-ahead, no speculation, and
         # no hedged LLM calls (engine/llm/hedge.py: a call slower than its role's p90 is sent twice).
-        "llm": {"providers": {"fake": {"kind": "openai_compatible", "base_url": f"{url}/v1", "max_concurrency": 256,
-                                       **({} if pipeline else {"hedge": None})}},
-                "models": {"m": {"provider": "fake", "model": "fake-model", "price": {"input": 1.0, "output": 2.0},
-                                 "capabilities": {"json_schema": True, "vision": False}}},
-                "roles": {r: {"model": "m", "max_tokens": 2048} for r in ("code", "feedback", "selection")}},
+        "llm": llm_config(url, max_concurrency=256, **({} if pipeline else {"hedge": None})),
     }))
     cfg = load_config(tmp / "run.yaml")
     run_dir, journal = lifecycle.create_run(cfg)
