@@ -14,6 +14,10 @@ search quality? Writes bench/results/pipeline.json and prints two tables.
     durations (the longest root-to-node chain of think, run and judge steps bounds the makespan
     from below), and the utilization of kept work only (discarded speculation left out).
     `--repeats 0 1 2` runs each setting with several run and latency seeds.
+    `--ideas K` grows a forest of K copies of the idea (each its own four stages of the same size,
+    sharing the slots by the `fair` allocation): one idea's tree bounds its makespan by its
+    longest chain (docs/engine.md, "How close to the possible"); a forest shows what the
+    scheduler does where the work allows the slots to be full.
 (d) Best noise-free quality reached for a fixed node budget by the offline template search at 1, 4
     and 16 slots, without and with look-ahead (proposals made before a slot frees), over seeds.
 """
@@ -107,13 +111,23 @@ def fake_llm(server: FakeLLMServer, median_s: float, seed: int) -> None:
     server.handler = handle
 
 
-def agentic_run(tmp: Path, url: str, slots: int, pipeline: bool, seed: int, depth: int = 2) -> dict[str, Any]:
+def idea_files(tmp: Path, ideas: int) -> dict[str, Any]:
+    """The run config's idea(s): the label-noise idea, or `ideas` copies of it under names of their own."""
     idea = yaml.safe_load((ROOT / "examples" / "ideas" / "label_noise.yaml").read_text())
-    (tmp / "idea.yaml").write_text(yaml.safe_dump(idea))
+    if ideas == 1:
+        (tmp / "idea.yaml").write_text(yaml.safe_dump(idea))
+        return {"idea": "idea.yaml"}
+    for i in range(ideas):
+        (tmp / f"idea{i}.yaml").write_text(yaml.safe_dump({**idea, "name": f"{idea['name']}_{i}"}))
+    return {"ideas": [f"idea{i}.yaml" for i in range(ideas)]}
+
+
+def agentic_run(tmp: Path, url: str, slots: int, pipeline: bool, seed: int, depth: int = 2,
+                ideas: int = 1) -> dict[str, Any]:
     (tmp / "run.yaml").write_text(yaml.safe_dump({
-        "name": "pipe", "idea": "idea.yaml", "output_dir": str(tmp / "runs"), "replicates": 2, "seed": seed,
+        "name": "pipe", **idea_files(tmp, ideas), "output_dir": str(tmp / "runs"), "replicates": 2, "seed": seed,
         "stages": stages(slots, depth), "search": {"num_drafts": 2, "pipeline": pipeline, "speculate": pipeline},
-        "budgets": {"wall_clock_s": 1800, "node_timeout_s": CAP_S * 4},
+        "budgets": {"wall_clock_s": 3600, "node_timeout_s": CAP_S * 4},
         "executor": {"kind": "inprocess", "max_in_flight": slots, "lookahead": None if pipeline else 0},
         "sandbox": "none",
         # Off is the engine before issue 16: one job per node, no look-ahead, no speculation, and
@@ -198,22 +212,25 @@ def bench_utilization(args: argparse.Namespace) -> list[dict[str, Any]]:
         # in this results file or else in the default one).
         saved = [r for f in (RESULTS, DEFAULT_RESULTS) if f.is_file() for r in json.loads(f.read_text()).get("utilization", [])]
         experiment_median = next((r["experiment_median_s"] for r in saved if r["slots"] == slots and r["ratio"] == 0
-                                  and not r["pipeline"] and r.get("experiment_median_s")), MEDIAN_S)
+                                  and not r["pipeline"] and r.get("ideas", 1) == 1 and r.get("experiment_median_s")),
+                                 MEDIAN_S)
         for ratio in sorted(args.ratios):
             for pipeline, repeat in [(p, r) for r in args.repeats for p in args.pipeline]:
                 with FakeLLMServer() as server, tempfile.TemporaryDirectory() as tmp:
                     fake_llm(server, ratio * experiment_median, seed=slots * 10 + int(ratio) + 1000 * repeat)
-                    row = agentic_run(Path(tmp), server.url, slots, pipeline, seed=repeat, depth=args.depth)
-                if ratio == 0 and not pipeline and row["experiment_median_s"]:
+                    row = agentic_run(Path(tmp), server.url, slots, pipeline, seed=repeat, depth=args.depth,
+                                      ideas=args.ideas)
+                if ratio == 0 and not pipeline and args.ideas == 1 and row["experiment_median_s"]:
                     experiment_median = row["experiment_median_s"]
                 row.update(ratio=ratio, repeat=repeat, llm_median_s=round(ratio * experiment_median, 2),
                            llm_requests=len(server.requests))
                 row["load_avg"] = round(os.getloadavg()[0], 2)
                 row["cpus"] = os.cpu_count()
                 row["depth"] = args.depth
+                row["ideas"] = args.ideas
                 rows.append(row)
                 save(rows)
-                print(f"  slots {slots:>2} ratio {ratio:g} pipeline {'on ' if pipeline else 'off'} repeat {repeat}: "
+                print(f"  slots {slots:>2} ideas {args.ideas} ratio {ratio:g} pipeline {'on ' if pipeline else 'off'} repeat {repeat}: "
                       f"utilization {row['utilization']:.2f} ({row['utilization_kept']:.2f} kept, {row['utilization_work']:.2f} "
                       f"uncontended) of at most {row['utilization_bound']:.2f} "
                       f"({row['nodes']} nodes, {row['makespan_s']} s, longest chain {row['critical_path_s']} s, "
@@ -260,16 +277,16 @@ def bench_quality(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def save(rows: list[dict[str, Any]] | None = None, quality: list[dict[str, Any]] | None = None) -> None:
-    """Merge into the results file: a row replaces the one of its (slots, ratio, pipeline,
+    """Merge into the results file: a row replaces the one of its (ideas, slots, ratio, pipeline,
     repeat), so a run cut short, or one of a few settings, keeps the figures measured before."""
     old = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
-    key = lambda r: (r["slots"], r["ratio"], r["pipeline"], r.get("repeat", 0))  # noqa: E731
+    key = lambda r: (r.get("ideas", 1), r["slots"], r["ratio"], r["pipeline"], r.get("repeat", 0))  # noqa: E731
     merged = {key(r): r for r in old.get("utilization", [])} | {key(r): r for r in rows or []}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({
         "setup": {"experiment": f"lognormal(median {MEDIAN_S} s, sigma {SIGMA}) sleep inside real numpy code, cap {CAP_S} s",
                   "llm": "fake OpenAI-compatible server, lognormal(ratio x measured experiment median, sigma 1), cap 8x",
-                  "stages": "depth x slots search nodes each (depth 2 unless a row says otherwise)", "replicates": 2, "executor": "inprocess",
+                  "stages": "depth x slots search nodes each (depth 2 unless a row says otherwise), per idea", "replicates": 2, "executor": "inprocess",
                   "sandbox": "none"},
         "utilization": sorted(merged.values(), key=key), "quality": quality if quality is not None else old.get("quality", []),
     }, indent=2))
@@ -285,6 +302,8 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=24, help="tuning nodes per run in (d)")
     ap.add_argument("--depth", type=int, default=2,
                     help="search nodes per stage, in multiples of the slots (2: a stage is two waves)")
+    ap.add_argument("--ideas", type=int, default=1,
+                    help="a forest of this many copies of the idea, each with stages of the same size (default: one idea)")
     ap.add_argument("--results", type=Path, default=RESULTS,
                     help="where the rows go (another machine's figures in a file of their own)")
     ap.add_argument("--repeats", type=int, nargs="+", default=[0],
