@@ -9,6 +9,7 @@ stages hold (`TreeSettings`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -171,12 +172,17 @@ class Forest:
         out: list[Node] = []
         carry = 0
         order = self.allocation.plan(active, self.max_in_flight)
+        # Shares are of the slots, but a tree's in-flight nodes include those in their think or
+        # judge step, which hold none: with look-ahead the dispatcher keeps more nodes in flight
+        # than slots. Each share scales to that pipeline; unscaled, only the last tree asked
+        # could look ahead (seen: 4 ideas on 4 slots at utilization 0.67, at most 1.00).
+        scale = max(1.0, (slots + sum(t.inflight() for t in active)) / self.max_in_flight)
         for k, (tree, share) in enumerate(order):
             remaining = slots - len(out)
             if remaining <= 0:
                 break
             last = k == len(order) - 1
-            cap = remaining if last else min(remaining, max(0, share - tree.inflight()) + carry)
+            cap = remaining if last else min(remaining, max(0, math.ceil(share * scale) - tree.inflight()) + carry)
             got = tree.propose(cap) if cap > 0 else []
             carry = cap - len(got)
             out += got

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
-from search.template_plan import PLAN
-
-STAGES = PLAN.names
+from engine.executor import Job
+from engine.journal import Journal
 from engine.llm.ledger import summarize
-from engine.node import NodeStatus
+from engine.node import Node, NodeStatus
+from search.allocation import Allocation, IdeaInfo
+from search.config import AllocationConfig, IdeaBudgets
+from search.forest import Forest
+from search.template_plan import PLAN
 from search.operators.outcome import operator_outcome
 from tests.search.agentic_helpers import agentic_config, idea_file, llm_nodes, responder, start
+
+STAGES = PLAN.names
 
 
 def test_two_ideas_grow_concurrently_within_their_budgets(tmp_path: Path) -> None:
@@ -91,3 +97,45 @@ def test_agentic_forest_holds_ideas_at_rungs_and_extends_the_promoted_one(tmp_pa
     assert searched(winner) == extended["max_nodes"]
     assert all(searched(i) == 1 for i in decided if i != winner)
     assert all((winner, s) in j.stage_ended for s in STAGES)
+
+
+class Growing:
+    """A tree that proposes all it is offered; its nodes stay in flight."""
+
+    def __init__(self, name: str, inflight: int) -> None:
+        self.name, self.n = name, inflight
+
+    def inflight(self) -> int:
+        return self.n
+
+    def stopped(self) -> bool:
+        return False
+
+    def finished(self) -> None:
+        return None
+
+    def propose(self, slots: int) -> list[Node]:
+        self.n += slots
+        return [Node(stage=STAGES[0], kind="draft", idea=self.name) for _ in range(slots)]
+
+    def job_for(self, node: Node, attempt: int) -> Job:
+        raise AssertionError("not dispatched here")
+
+
+def fair_forest(tmp_path: Path, inflight: list[int]) -> Forest:
+    ideas = [IdeaInfo(f"i{k}", None, IdeaBudgets()) for k in range(len(inflight))]
+    trees = [Growing(f"i{k}", n) for k, n in enumerate(inflight)]
+    return Forest(trees, 4, Allocation(AllocationConfig(), Journal.open(tmp_path / "run"), PLAN, ideas))
+
+
+def test_fair_shares_scale_to_the_look_ahead(tmp_path: Path) -> None:
+    """Four ideas on four slots, each with a node thinking: the dispatcher asks for eight more
+    (free slots plus look-ahead), and each idea gets two, not the last one asked all eight."""
+    out = fair_forest(tmp_path, [1, 1, 1, 1]).propose(8)
+    assert Counter(n.idea for n in out) == {"i0": 2, "i1": 2, "i2": 2, "i3": 2}
+
+
+def test_fair_shares_without_look_ahead_are_of_the_slots(tmp_path: Path) -> None:
+    assert Counter(n.idea for n in fair_forest(tmp_path / "a", [0, 0, 0, 0]).propose(4)) == {f"i{k}": 1 for k in range(4)}
+    # Two ideas hold a slot each; the two free slots go to the two with nothing in flight.
+    assert Counter(n.idea for n in fair_forest(tmp_path / "b", [1, 0, 1, 0]).propose(2)) == {"i1": 1, "i3": 1}
