@@ -4,7 +4,7 @@ see the same machine. On a 2-core machine the experiments' wall time follows the
 contend for the cores), and figures taken in different sessions do not compare; these do.
 
     git worktree add /tmp/base <commit>
-    .venv/bin/python bench/ab_pipeline.py --base /tmp/base --ratio 1 --repeats 0 1 2 [--slots 4]
+    .venv/bin/python bench/ab_pipeline.py --base /tmp/base --ratio 1 --repeats 0 1 2 [--slots 4] [--ideas 4]
 
 Each run is a separate process importing its own tree. Rows are appended to
 bench/results/pipeline_ab.json, each naming its tree's commit and its baseline's, and when it
@@ -33,23 +33,24 @@ ONE_RUN = r"""
 import json, sys
 from pathlib import Path
 tree, ratio, repeat, out, median = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4]), float(sys.argv[5])
-slots = int(sys.argv[6])
+slots, ideas = int(sys.argv[6]), int(sys.argv[7])
 sys.path[:0] = [tree + "/bench", tree]
 import bench_pipeline as bp
 from tests.llm.fake_servers import FakeLLMServer
 assert bp.__file__.startswith(tree), bp.__file__
 with FakeLLMServer() as server:
     bp.fake_llm(server, ratio * median, seed=slots * 10 + int(ratio) + 1000 * repeat)
-    row = bp.agentic_run(out, server.url, slots, True, seed=repeat)
+    # A forest only where asked: a tree from before `ideas` runs one idea.
+    row = bp.agentic_run(out, server.url, slots, True, seed=repeat, **({"ideas": ideas} if ideas > 1 else {}))
     row["llm_requests"] = len(server.requests)
 print("ROW " + json.dumps(row), flush=True)
 """
 
 
-def one(tree: Path, ratio: float, repeat: int, median: float, slots: int) -> dict[str, Any]:
+def one(tree: Path, ratio: float, repeat: int, median: float, slots: int, ideas: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         done = subprocess.run([sys.executable, "-c", ONE_RUN, str(tree), str(ratio), str(repeat), tmp, str(median),
-                               str(slots)],
+                               str(slots), str(ideas)],
                               capture_output=True, text=True, timeout=1800)
         line = next((ln for ln in done.stdout.splitlines() if ln.startswith("ROW ")), None)
         if line is None:
@@ -59,7 +60,7 @@ def one(tree: Path, ratio: float, repeat: int, median: float, slots: int) -> dic
         # time on slots of their own (bench_pipeline.own_work_s).
         j = Journal.open(next((Path(tmp) / "runs").iterdir()), read_only=True)
         work = sum(own_work_s(n) for n in j if n.execution is not None and n.execution.wall_s > 0)
-    row.update(work_s=round(work, 1), utilization_work=round(work / (row["slots"] * row["makespan_s"]), 3))
+    row.update(work_s=round(work, 1), utilization_work=round(work / (row["slots"] * row["makespan_s"]), 3), ideas=ideas)
     return row
 
 
@@ -69,6 +70,7 @@ def main() -> None:
     ap.add_argument("--ratio", type=float, default=1.0)
     ap.add_argument("--repeats", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--slots", type=int, default=4)
+    ap.add_argument("--ideas", type=int, default=1, help="a forest of this many copies of the idea (bench_pipeline --ideas)")
     ap.add_argument("--llm-median", type=float, default=3.01,
                     help="LLM median at ratio 1 (s): the experiments' median wall measured at ratio 0")
     args = ap.parse_args()
@@ -76,11 +78,11 @@ def main() -> None:
     commits = {"base": commit(args.base), "this": commit(ROOT)}
     for repeat in args.repeats:
         for label, tree in (("base", args.base.resolve()), ("this", ROOT)):
-            row = one(tree, args.ratio, repeat, args.llm_median, args.slots)
+            row = one(tree, args.ratio, repeat, args.llm_median, args.slots, args.ideas)
             row.update(tree=label, ratio=args.ratio, repeat=repeat, base_commit=commits["base"], commit=commits[label],
                        measured=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
             rows.append(row)
-            print(f"  {args.slots} slots, ratio {args.ratio:g} repeat {repeat} {label}: makespan {row['makespan_s']} s, utilization "
+            print(f"  {args.slots} slots, {args.ideas} idea(s), ratio {args.ratio:g} repeat {repeat} {label}: makespan {row['makespan_s']} s, utilization "
                   f"{row['utilization']:.2f}, {row['nodes']} nodes, {row['llm_requests']} LLM requests", flush=True)
             RESULTS.parent.mkdir(parents=True, exist_ok=True)
             RESULTS.write_text(json.dumps({"rows": rows}, indent=2))
