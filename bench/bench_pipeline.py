@@ -220,6 +220,8 @@ def bench_utilization(args: argparse.Namespace) -> list[dict[str, Any]]:
                     fake_llm(server, ratio * experiment_median, seed=slots * 10 + int(ratio) + 1000 * repeat)
                     row = agentic_run(Path(tmp), server.url, slots, pipeline, seed=repeat, depth=args.depth,
                                       ideas=args.ideas)
+                if row["outcome"] == "interrupted":  # a signal stopped it: nothing measured, keep the saved row
+                    raise SystemExit(f"slots {slots} ratio {ratio:g}: the run was interrupted; rows so far in {RESULTS}")
                 if ratio == 0 and not pipeline and args.ideas == 1 and row["experiment_median_s"]:
                     experiment_median = row["experiment_median_s"]
                 row.update(ratio=ratio, repeat=repeat, llm_median_s=round(ratio * experiment_median, 2),
