@@ -14,10 +14,12 @@ search quality? Writes bench/results/pipeline.json and prints two tables.
     durations (the longest root-to-node chain of think, run and judge steps bounds the makespan
     from below), and the utilization of kept work only (discarded speculation left out).
     `--repeats 0 1 2` runs each setting with several run and latency seeds.
-    `--ideas K` grows a forest of K copies of the idea (each its own four stages of the same size,
-    sharing the slots by the `fair` allocation): one idea's tree bounds its makespan by its
+    Then forest rows (`--forest IDEAS:RATIO ...`, default 12 ideas at ratio 1 and 16 at ratio 4,
+    4 slots, pipeline on): K copies of the idea, each its own four stages of the same size,
+    sharing the slots by the `fair` allocation. One idea's tree bounds its makespan by its
     longest chain (docs/engine.md, "How close to the possible"); a forest shows what the
-    scheduler does where the work allows the slots to be full.
+    scheduler does where the work allows the slots to be full. `--ideas K` runs the main
+    settings as a forest of K instead.
 (d) Best noise-free quality reached for a fixed node budget by the offline template search at 1, 4
     and 16 slots, without and with look-ahead (proposals made before a slot frees), over seeds.
 """
@@ -294,6 +296,18 @@ def save(rows: list[dict[str, Any]] | None = None, quality: list[dict[str, Any]]
     }, indent=2))
 
 
+def forest_pair(text: str) -> tuple[int, float]:
+    """`--forest` values: IDEAS:RATIO, e.g. 12:1."""
+    ideas, _, ratio = text.partition(":")
+    try:
+        pair = int(ideas), float(ratio)
+    except ValueError:
+        pair = (0, -1.0)
+    if pair[0] < 1 or pair[1] < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected IDEAS:RATIO, a whole number of ideas and a ratio, e.g. 12:1")
+    return pair
+
+
 def main() -> None:
     global RESULTS
     ap = argparse.ArgumentParser()
@@ -306,6 +320,8 @@ def main() -> None:
                     help="search nodes per stage, in multiples of the slots (2: a stage is two waves)")
     ap.add_argument("--ideas", type=int, default=1,
                     help="a forest of this many copies of the idea, each with stages of the same size (default: one idea)")
+    ap.add_argument("--forest", nargs="*", type=forest_pair, default=[(12, 1.0), (16, 4.0)], metavar="IDEAS:RATIO",
+                    help="forest rows after (a), on 4 slots with the pipeline on; none: skip them")
     ap.add_argument("--results", type=Path, default=RESULTS,
                     help="where the rows go (another machine's figures in a file of their own)")
     ap.add_argument("--repeats", type=int, nargs="+", default=[0],
@@ -315,6 +331,10 @@ def main() -> None:
     RESULTS = args.results
     print("(a) utilization of the four-stage agentic search (experiment time / slots x makespan)")
     bench_utilization(args)
+    for ideas, ratio in args.forest:
+        print(f"(a) a forest of {ideas} ideas on 4 slots, ratio {ratio:g}")
+        bench_utilization(argparse.Namespace(**{**vars(args), "slots": [4], "ratios": [ratio], "pipeline": [True],
+                                                "ideas": ideas}))
     if args.seeds:
         print(f"(d) best noise-free quality at a fixed node budget ({args.budget} tuning nodes), {args.seeds} seeds")
         save(quality=bench_quality(args))
