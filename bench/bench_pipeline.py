@@ -207,15 +207,18 @@ def critical_path_s(j: Journal) -> float:
     return max((begins[i] + own.get(i, 0.0) for i in begins), default=0.0)
 
 
+def saved_median(slots: int) -> float:
+    """The experiments' median wall at this slot count, as its one-idea ratio-0 run without the
+    pipeline measured it (saved in this results file, or else in the default one): ratios are of it."""
+    saved = [r for f in (RESULTS, DEFAULT_RESULTS) if f.is_file() for r in json.loads(f.read_text()).get("utilization", [])]
+    return next((r["experiment_median_s"] for r in saved if r["slots"] == slots and r["ratio"] == 0
+                 and not r["pipeline"] and r.get("ideas", 1) == 1 and r.get("experiment_median_s")), MEDIAN_S)
+
+
 def bench_utilization(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     for slots in args.slots:
-        # Measured by this slot count's ratio-0 run without the pipeline (this time, or saved before,
-        # in this results file or else in the default one).
-        saved = [r for f in (RESULTS, DEFAULT_RESULTS) if f.is_file() for r in json.loads(f.read_text()).get("utilization", [])]
-        experiment_median = next((r["experiment_median_s"] for r in saved if r["slots"] == slots and r["ratio"] == 0
-                                  and not r["pipeline"] and r.get("ideas", 1) == 1 and r.get("experiment_median_s")),
-                                 MEDIAN_S)
+        experiment_median = saved_median(slots)  # or this time's, once its ratio-0 run is in (below)
         for ratio in sorted(args.ratios):
             for pipeline, repeat in [(p, r) for r in args.repeats for p in args.pipeline]:
                 with FakeLLMServer() as server, tempfile.TemporaryDirectory() as tmp:
@@ -300,12 +303,11 @@ def forest_pair(text: str) -> tuple[int, float]:
     """`--forest` values: IDEAS:RATIO, e.g. 12:1."""
     ideas, _, ratio = text.partition(":")
     try:
-        pair = int(ideas), float(ratio)
+        if int(ideas) >= 1 and float(ratio) >= 0:
+            return int(ideas), float(ratio)
     except ValueError:
-        pair = (0, -1.0)
-    if pair[0] < 1 or pair[1] < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected IDEAS:RATIO, a whole number of ideas and a ratio, e.g. 12:1")
-    return pair
+        pass
+    raise argparse.ArgumentTypeError(f"{text!r}: expected IDEAS:RATIO, a whole number of ideas and a ratio, e.g. 12:1")
 
 
 def main() -> None:
