@@ -25,7 +25,7 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from engine.llm import LLM, Gateway, LLMConfig, LLMError
 from engine.llm.providers.base import Provider
-from engine.llm.types import Completion, EmbedRequest, Embeddings, LLMRequest
+from engine.llm.types import Completion, Embeddings, EmbedRequest, LLMRequest
 
 ACTOR_RETRIES = 3  # an in-flight call to a restarting actor fails; the cache makes a retry free
 
@@ -97,9 +97,9 @@ def start_gateway_actor(
     before `ray.init()`. The actor takes no CPU slot: it only waits on the network.
     """
     actor_cls = ray.remote(GatewayActor)
-    handle = actor_cls.options(
-        num_cpus=0, max_concurrency=max_concurrency, max_restarts=3, name=name
-    ).remote(cfg, str(run_dir), dollars, dict(keys), dict(providers) if providers else None)
+    handle = actor_cls.options(num_cpus=0, max_concurrency=max_concurrency, max_restarts=3, name=name).remote(
+        cfg, str(run_dir), dollars, dict(keys), dict(providers) if providers else None
+    )
     return LLM(ActorTransport(handle), max_reasks=cfg.max_reasks)
 
 

@@ -24,7 +24,7 @@ from ray.exceptions import (
 )
 
 from engine.config import ExecutorConfig, Resources
-from engine.executor import JobDone, Handle, Job, run_job, slots_for
+from engine.executor import Handle, Job, JobDone, run_job, slots_for
 from engine.node import AttemptResult
 
 LOST = (WorkerCrashedError, NodeDiedError, ObjectLostError, OwnerDiedError)
@@ -70,7 +70,9 @@ def connect(cfg: ExecutorConfig) -> ClusterInfo:
         # Ray's startup warnings (token auth, /dev/shm size...) go to its log files, not the terminal.
         logging.getLogger("ray").setLevel(logging.ERROR)
     private = cfg.address is None
-    extra: dict[str, object] = {"num_cpus": cfg.num_cpus, "include_dashboard": cfg.dashboard} if private else {}
+    extra: dict[str, object] = (
+        {"num_cpus": cfg.num_cpus, "include_dashboard": cfg.dashboard} if private else {}
+    )
     context = ray.init(
         address="local" if private else cfg.address,
         log_to_driver=cfg.ray_output,

@@ -27,6 +27,7 @@ RESULTS = Path(__file__).parent / "results" / "pipeline_ab.json"
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
 
 from bench_pipeline import own_work_s  # noqa: E402
+
 from engine.journal import Journal  # noqa: E402
 
 ONE_RUN = r"""
@@ -49,9 +50,23 @@ print("ROW " + json.dumps(row), flush=True)
 
 def one(tree: Path, ratio: float, repeat: int, median: float, slots: int, ideas: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
-        done = subprocess.run([sys.executable, "-c", ONE_RUN, str(tree), str(ratio), str(repeat), tmp, str(median),
-                               str(slots), str(ideas)],
-                              capture_output=True, text=True, timeout=1800)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                ONE_RUN,
+                str(tree),
+                str(ratio),
+                str(repeat),
+                tmp,
+                str(median),
+                str(slots),
+                str(ideas),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
         line = next((ln for ln in done.stdout.splitlines() if ln.startswith("ROW ")), None)
         if line is None:
             raise SystemExit(f"{tree}: the run failed\n{done.stderr[-3000:]}")
@@ -60,7 +75,11 @@ def one(tree: Path, ratio: float, repeat: int, median: float, slots: int, ideas:
         # time on slots of their own (bench_pipeline.own_work_s).
         j = Journal.open(next((Path(tmp) / "runs").iterdir()), read_only=True)
         work = sum(own_work_s(n) for n in j if n.execution is not None and n.execution.wall_s > 0)
-    row.update(work_s=round(work, 1), utilization_work=round(work / (row["slots"] * row["makespan_s"]), 3), ideas=ideas)
+    row.update(
+        work_s=round(work, 1),
+        utilization_work=round(work / (row["slots"] * row["makespan_s"]), 3),
+        ideas=ideas,
+    )
     return row
 
 
@@ -70,20 +89,38 @@ def main() -> None:
     ap.add_argument("--ratio", type=float, default=1.0)
     ap.add_argument("--repeats", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--slots", type=int, default=4)
-    ap.add_argument("--ideas", type=int, default=1, help="a forest of this many copies of the idea (bench_pipeline --ideas)")
-    ap.add_argument("--llm-median", type=float, default=3.01,
-                    help="LLM median at ratio 1 (s): the experiments' median wall measured at ratio 0")
+    ap.add_argument(
+        "--ideas",
+        type=int,
+        default=1,
+        help="a forest of this many copies of the idea (bench_pipeline --ideas)",
+    )
+    ap.add_argument(
+        "--llm-median",
+        type=float,
+        default=3.01,
+        help="LLM median at ratio 1 (s): the experiments' median wall measured at ratio 0",
+    )
     args = ap.parse_args()
     rows = json.loads(RESULTS.read_text())["rows"] if RESULTS.is_file() else []
     commits = {"base": commit(args.base), "this": commit(ROOT)}
     for repeat in args.repeats:
         for label, tree in (("base", args.base.resolve()), ("this", ROOT)):
             row = one(tree, args.ratio, repeat, args.llm_median, args.slots, args.ideas)
-            row.update(tree=label, ratio=args.ratio, repeat=repeat, base_commit=commits["base"], commit=commits[label],
-                       measured=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            row.update(
+                tree=label,
+                ratio=args.ratio,
+                repeat=repeat,
+                base_commit=commits["base"],
+                commit=commits[label],
+                measured=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            )
             rows.append(row)
-            print(f"  {args.slots} slots, {args.ideas} idea(s), ratio {args.ratio:g} repeat {repeat} {label}: makespan {row['makespan_s']} s, utilization "
-                  f"{row['utilization']:.2f}, {row['nodes']} nodes, {row['llm_requests']} LLM requests", flush=True)
+            print(
+                f"  {args.slots} slots, {args.ideas} idea(s), ratio {args.ratio:g} repeat {repeat} {label}: makespan {row['makespan_s']} s, utilization "
+                f"{row['utilization']:.2f}, {row['nodes']} nodes, {row['llm_requests']} LLM requests",
+                flush=True,
+            )
             RESULTS.parent.mkdir(parents=True, exist_ok=True)
             RESULTS.write_text(json.dumps({"rows": rows}, indent=2))
 
@@ -91,9 +128,25 @@ def main() -> None:
 def commit(tree: Path) -> str:
     """The tree's HEAD commit (short), '+' when it has uncommitted changes (results left out:
     this tool writes them as it goes)."""
-    head = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
-    dirty = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--untracked-files=no", "--", ".",
-                            ":(exclude)bench/results"], capture_output=True, text=True, check=True)
+    head = subprocess.run(
+        ["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+    )
+    dirty = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(tree),
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+            "--",
+            ".",
+            ":(exclude)bench/results",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return head.stdout.strip() + ("+" if dirty.stdout.strip() else "")
 
 

@@ -25,23 +25,44 @@ from tests.stateful.helpers import run as run_stateful  # noqa: E402
 RESULTS = Path(__file__).parent / "results" / "autobench.json"
 NS = [3, 5, 7, 10, 15]
 # The links planted_table generates (search/discovery/benchmarks.py), as unordered pairs with their sign.
-TRUE_LINKS = {frozenset(("exercise_hours", "resting_heart_rate")): -1, frozenset(("age", "blood_pressure")): 1,
-              frozenset(("smoker", "blood_pressure")): 1, frozenset(("sleep_hours", "cholesterol")): -1,
-              frozenset(("age", "coffee_cups")): 1, frozenset(("age", "cholesterol")): 1}
-ABLATIONS = {"full": {}, "no_structured_hypotheses": {"structured_hypotheses": False},
-             "no_local_adjudication": {"local_adjudication": False}, "no_frontier_control": {"frontier_control": False}}
+TRUE_LINKS = {
+    frozenset(("exercise_hours", "resting_heart_rate")): -1,
+    frozenset(("age", "blood_pressure")): 1,
+    frozenset(("smoker", "blood_pressure")): 1,
+    frozenset(("sleep_hours", "cholesterol")): -1,
+    frozenset(("age", "coffee_cups")): 1,
+    frozenset(("age", "cholesterol")): 1,
+}
+ABLATIONS = {
+    "full": {},
+    "no_structured_hypotheses": {"structured_hypotheses": False},
+    "no_local_adjudication": {"local_adjudication": False},
+    "no_frontier_control": {"frontier_control": False},
+}
 
 
 def autobench(tmp: Path) -> dict[str, object]:
-    cfg = autobench_cli.load_autobench_config(None, {
-        "envs": ["chemistry", "social"], "ns": NS, "graphs": 10, "agents": ["ideal", "random", "scripted"],
-        "tracking_lengths": [10, 30, 90], "output_dir": tmp})
+    cfg = autobench_cli.load_autobench_config(
+        None,
+        {
+            "envs": ["chemistry", "social"],
+            "ns": NS,
+            "graphs": 10,
+            "agents": ["ideal", "random", "scripted"],
+            "tracking_lengths": [10, 30, 90],
+            "output_dir": tmp,
+        },
+    )
     run_dir, journal = autobench_cli.create_run(cfg)
     start = time.monotonic()
     outcome = autobench_cli.execute(cfg, journal, run_dir)
     summary = json.loads((run_dir / autobench_cli.SUMMARY_FILE).read_text())
-    return {"outcome": outcome.status, "wall_s": round(time.monotonic() - start, 1), "nodes": len(journal.nodes),
-            **summary}
+    return {
+        "outcome": outcome.status,
+        "wall_s": round(time.monotonic() - start, 1),
+        "nodes": len(journal.nodes),
+        **summary,
+    }
 
 
 def stateful(tmp: Path) -> dict[str, object]:
@@ -69,11 +90,14 @@ def stateful(tmp: Path) -> dict[str, object]:
                 null_runs_with_any += kind == "null" and found > 0
         supported = true_sup + false_sup
         out[name] = {
-            "supported": supported, "true_supported": true_sup, "false_supported": false_sup,
+            "supported": supported,
+            "true_supported": true_sup,
+            "false_supported": false_sup,
             "precision": round(true_sup / supported, 4) if supported else None,
             "fdr": round(false_sup / supported, 4) if supported else 0.0,
             "recall_of_true_links": round(true_sup / (5 * len(TRUE_LINKS)), 4),
-            "supported_on_null_tables": null_sup, "null_runs_with_a_supported_claim": f"{null_runs_with_any}/10",
+            "supported_on_null_tables": null_sup,
+            "null_runs_with_a_supported_claim": f"{null_runs_with_any}/10",
             "verdicts": verdicts,
         }
     return out
@@ -88,14 +112,22 @@ def main() -> None:
     print(f"Auto-Bench ({ab['nodes']} nodes, {ab['wall_s']} s): success rate / mean cycles to success by n")
     for env in ("chemistry", "social"):
         for agent in ("ideal", "random", "scripted"):
-            rows = {r["n"]: r for r in ab["rows"] if r["task"] == "episode" and r["env"] == env and r["agent"] == agent}  # type: ignore[index]
-            cells = "  ".join(f"n={n}: {rows[n]['success']:.2f}/{rows[n].get('cycles_to_success') or float('nan'):.1f}"
-                              for n in NS)
+            rows = {
+                r["n"]: r
+                for r in ab["rows"]
+                if r["task"] == "episode" and r["env"] == env and r["agent"] == agent
+            }  # type: ignore[index]
+            cells = "  ".join(
+                f"n={n}: {rows[n]['success']:.2f}/{rows[n].get('cycles_to_success') or float('nan'):.1f}"
+                for n in NS
+            )
             print(f"  {env:9s} {agent:8s} {cells}")
     print("StatefulDiscovery (precision of supported claims, FDR, supported on 10 null tables):")
     for name, r in sd.items():
-        print(f"  {name:26s} precision={r['precision']} fdr={r['fdr']} null={r['supported_on_null_tables']} "  # type: ignore[index]
-              f"supported={r['supported']}")  # type: ignore[index]
+        print(
+            f"  {name:26s} precision={r['precision']} fdr={r['fdr']} null={r['supported_on_null_tables']} "  # type: ignore[index]
+            f"supported={r['supported']}"
+        )  # type: ignore[index]
     print(f"wrote {RESULTS}")
 
 

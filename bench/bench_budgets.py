@@ -56,7 +56,11 @@ POLICIES: dict[str, dict[str, Any]] = {
     f"{SH}_geometric": {"policy": SH, "rungs": "geometric"},
     f"{SH}_geometric_and_stage_ends": {"policy": SH, "rungs": "geometric_and_stage_ends"},
     f"{SH}_best_over_baseline": {"policy": SH, "rungs": "stage_ends", "progress": "best_over_baseline"},
-    f"{SH}_geometric_best_over_baseline": {"policy": SH, "rungs": "geometric", "progress": "best_over_baseline"},
+    f"{SH}_geometric_best_over_baseline": {
+        "policy": SH,
+        "rungs": "geometric",
+        "progress": "best_over_baseline",
+    },
     "bandit": {"policy": "bandit"},
     f"{SH}_geometric_eta2": {"policy": SH, "rungs": "geometric", "eta": 2},
     f"{SH}_geometric_min_rung_nodes2": {"policy": SH, "rungs": "geometric", "min_rung_nodes": 2},
@@ -86,8 +90,17 @@ def ideas(seed: int) -> list[dict[str, Any]]:
     order = rng.permutation(len(qualities))  # the best idea is not always first
     for k, i in enumerate(order):
         gain, bonus = qualities[i]
-        out.append({"name": f"idea{k:02d}", "fixed": {"gain": gain, "bonus": bonus,
-                    "x_star": float(rng.uniform(0.1, 0.9)), "y_star": int(rng.integers(0, 3))}})
+        out.append(
+            {
+                "name": f"idea{k:02d}",
+                "fixed": {
+                    "gain": gain,
+                    "bonus": bonus,
+                    "x_star": float(rng.uniform(0.1, 0.9)),
+                    "y_star": int(rng.integers(0, 3)),
+                },
+            }
+        )
     return out
 
 
@@ -120,13 +133,24 @@ def config(root: Path, seed: int, policy: str, variants: list[dict[str, Any]], b
     (tpl / "experiment.py").write_text("raise SystemExit('the benchmark never runs experiments')\n")
     (tpl / "template.yaml").write_text(yaml.safe_dump(TEMPLATE))
     cfg = {
-        "name": f"{policy}-{seed}", "template": str(tpl), "output_dir": str(root / "runs"), "seed": seed,
-        "variants": variants, "allocation": POLICIES[policy], "replicates": 1, "proposer": "sobol",
-        "stages": {"preliminary": {"max_nodes": 1}, "hyperparameter": {"max_nodes": 1},
-                   "agenda": {"max_nodes": 14}, "ablation": {"max_nodes": 1}},
+        "name": f"{policy}-{seed}",
+        "template": str(tpl),
+        "output_dir": str(root / "runs"),
+        "seed": seed,
+        "variants": variants,
+        "allocation": POLICIES[policy],
+        "replicates": 1,
+        "proposer": "sobol",
+        "stages": {
+            "preliminary": {"max_nodes": 1},
+            "hyperparameter": {"max_nodes": 1},
+            "agenda": {"max_nodes": 14},
+            "ablation": {"max_nodes": 1},
+        },
         "budgets": {"wall_clock_s": None, "gpu_hours": budget},
         "resources": {"default": {"num_cpus": 4, "num_gpus": 1}},
-        "executor": {"kind": "inprocess", "max_in_flight": SLOTS}, "sandbox": "none",
+        "executor": {"kind": "inprocess", "max_in_flight": SLOTS},
+        "sandbox": "none",
     }
     path = root / f"{policy}-{seed}.yaml"
     path.write_text(yaml.safe_dump(cfg))
@@ -151,11 +175,17 @@ def trajectory(events: list[dict[str, Any]], params: dict[str, dict[str, Any]]) 
 
 
 def best_idea(variants: list[dict[str, Any]]) -> dict[str, Any]:
-    return max(variants, key=lambda v: true_quality({**v["fixed"], "x": v["fixed"]["x_star"], "y": v["fixed"]["y_star"],
-                                                     "method": True, "ab": False}))
+    return max(
+        variants,
+        key=lambda v: true_quality(
+            {**v["fixed"], "x": v["fixed"]["x_star"], "y": v["fixed"]["y_star"], "method": True, "ab": False}
+        ),
+    )
 
 
-def run_one(root: Path, seed: int, policy: str, variants: list[dict[str, Any]], budget: float) -> dict[str, Any]:
+def run_one(
+    root: Path, seed: int, policy: str, variants: list[dict[str, Any]], budget: float
+) -> dict[str, Any]:
     cfg = load_config(config(root, seed, policy, variants, budget))
     run_dir, journal = lifecycle.create_run(cfg)
     t0 = time.process_time()
@@ -167,11 +197,18 @@ def run_one(root: Path, seed: int, policy: str, variants: list[dict[str, Any]], 
     journal.log.close()
     stopped = [e["idea"] for e in events if e["type"] == "allocation" and e.get("decision") == "stopped"]
     extended = [e for e in events if e["type"] == "allocation" and e.get("decision") == "extended"]
-    return {"outcome": outcome.status, "gpu_hours": traj[-1][0] if traj else 0.0, "final": traj[-1][1] if traj else None,
-            "trajectory": traj, "nodes": len(params), "stopped": len(stopped),
-            "best_idea_stopped": best_idea(variants)["name"] in stopped, "stages_extended": len(extended),
-            "driver_cpu_s": cpu,
-            "driver_ms_per_node": 1000 * cpu / max(1, len(params))}
+    return {
+        "outcome": outcome.status,
+        "gpu_hours": traj[-1][0] if traj else 0.0,
+        "final": traj[-1][1] if traj else None,
+        "trajectory": traj,
+        "nodes": len(params),
+        "stopped": len(stopped),
+        "best_idea_stopped": best_idea(variants)["name"] in stopped,
+        "stages_extended": len(extended),
+        "driver_cpu_s": cpu,
+        "driver_ms_per_node": 1000 * cpu / max(1, len(params)),
+    }
 
 
 def needed(traj: list[tuple[float, float]], target: float) -> float:
@@ -185,14 +222,24 @@ def interval(values: Sequence[float], stat: Any = np.median, n: int = 2000, seed
     boots = [stat(rng.choice(arr, size=len(arr), replace=True)) for _ in range(n)]
     # "nearest": a seed that never matched is an infinite fraction, and interpolating between
     # two infinities would give nan
-    return [float(np.percentile(boots, 2.5, method="nearest")), float(np.percentile(boots, 97.5, method="nearest"))]
+    return [
+        float(np.percentile(boots, 2.5, method="nearest")),
+        float(np.percentile(boots, 97.5, method="nearest")),
+    ]
 
 
 def main() -> None:
-    results: dict[str, Any] = {"ideas": IDEAS, "seeds": SEEDS, "slots": SLOTS, "budget_gpu_hours": BUDGET_GPU_H,
-                               "duration_hours": {"median": MEDIAN_H, "sigma": SIGMA}, "noise": NOISE,
-                               "groups": [{"ideas": n, "gain": g, "bonus": b} for n, g, b in GROUPS],
-                               "policies": POLICIES, "runs": {}}
+    results: dict[str, Any] = {
+        "ideas": IDEAS,
+        "seeds": SEEDS,
+        "slots": SLOTS,
+        "budget_gpu_hours": BUDGET_GPU_H,
+        "duration_hours": {"median": MEDIAN_H, "sigma": SIGMA},
+        "noise": NOISE,
+        "groups": [{"ideas": n, "gain": g, "bonus": b} for n, g, b in GROUPS],
+        "policies": POLICIES,
+        "runs": {},
+    }
     per: dict[str, list[dict[str, Any]]] = {p: [] for p in (*POLICIES, "oracle")}
     started = time.time()
     # Run directories in memory where there is a tmpfs: an fsync per event costs ~10 ms on this disk.
@@ -202,7 +249,9 @@ def main() -> None:
             variants = ideas(seed)
             for policy in POLICIES:
                 per[policy].append(run_one(Path(tmp) / f"s{seed}", seed, policy, variants, BUDGET_GPU_H))
-            per["oracle"].append(run_one(Path(tmp) / f"s{seed}", seed, "fair", [best_idea(variants)], BUDGET_GPU_H))
+            per["oracle"].append(
+                run_one(Path(tmp) / f"s{seed}", seed, "fair", [best_idea(variants)], BUDGET_GPU_H)
+            )
             print(f"seed {seed}: " + ", ".join(f"{p} {per[p][-1]['final']:.4f}" for p in per), flush=True)
     summary: dict[str, Any] = {}
     fair_final = [r["final"] for r in per["fair"]]
@@ -219,7 +268,9 @@ def main() -> None:
             "budget_to_match_fair": {
                 "median_fraction": float(np.median(fractions)) if len(finite) == len(fractions) else None,
                 "ci95": interval(fractions) if len(finite) == len(fractions) else None,
-                "per_seed": fractions, "matched_seeds": len(finite)},
+                "per_seed": fractions,
+                "matched_seeds": len(finite),
+            },
             "gpu_hours_spent": {"mean": float(np.mean([r["gpu_hours"] for r in runs]))},
             "ideas_stopped": {"mean": float(np.mean([r["stopped"] for r in runs]))},
             "best_idea_stopped": {"seeds": sum(r["best_idea_stopped"] for r in runs)},
@@ -227,21 +278,28 @@ def main() -> None:
             "nodes": {"mean": float(np.mean([r["nodes"] for r in runs]))},
             "driver_ms_per_node": {"mean": float(np.mean([r["driver_ms_per_node"] for r in runs]))},
         }
-    summary["oracle_best_idea_alone"] = {"mean": float(np.mean(oracle)),
-                                         "gpu_hours": float(np.mean([r["gpu_hours"] for r in per["oracle"]]))}
+    summary["oracle_best_idea_alone"] = {
+        "mean": float(np.mean(oracle)),
+        "gpu_hours": float(np.mean([r["gpu_hours"] for r in per["oracle"]])),
+    }
     # The target: the median budget fraction at most one half; the interval is reported beside it
     # (a seed that never matches counts as an infinite fraction, so the median is over all seeds).
     summary["target"] = {}
     for policy in TARGETS:
         sh = summary[policy]["budget_to_match_fair"]
         median = float(np.median(sh["per_seed"]))
-        summary["target"][policy] = {"matches_fair_with_half_the_budget": median <= 0.5,
-                                     "median_fraction": median, "ci95": interval(sh["per_seed"]),
-                                     "ci95_upper_at_most_half": interval(sh["per_seed"])[1] <= 0.5,
-                                     "matched_seeds": sh["matched_seeds"]}
+        summary["target"][policy] = {
+            "matches_fair_with_half_the_budget": median <= 0.5,
+            "median_fraction": median,
+            "ci95": interval(sh["per_seed"]),
+            "ci95_upper_at_most_half": interval(sh["per_seed"])[1] <= 0.5,
+            "matched_seeds": sh["matched_seeds"],
+        }
     results["summary"] = summary
     results["wall_s"] = time.time() - started
-    results["runs"] = {p: [{k: v for k, v in r.items() if k != "trajectory"} for r in runs] for p, runs in per.items()}
+    results["runs"] = {
+        p: [{k: v for k, v in r.items() if k != "trajectory"} for r in runs] for p, runs in per.items()
+    }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2))
     print(json.dumps(summary, indent=2))

@@ -53,14 +53,23 @@ def run(tmp: Path, name: str, table: pd.DataFrame, prior: str = "", **discovery:
         (root / "prior.txt").write_text(prior)
         section["prior"] = "prior.txt"
     cfg_path = root / "run.yaml"
-    cfg_path.write_text(yaml.safe_dump({
-        "name": name, "output_dir": str(root / "runs"), "discovery": section,
-        "budgets": {"wall_clock_s": 1800, "node_timeout_s": 120},
-        "executor": {"kind": "inprocess", "max_in_flight": SLOTS}, "sandbox": SANDBOX,
-        "llm": {"providers": {"offline": {"kind": "scripted"}},
-                "models": {"analyst": {"provider": "offline", "model": "scripted-analyst"}},
-                "roles": {"code": {"model": "analyst"}, "feedback": {"model": "analyst"}}},
-    }))
+    cfg_path.write_text(
+        yaml.safe_dump(
+            {
+                "name": name,
+                "output_dir": str(root / "runs"),
+                "discovery": section,
+                "budgets": {"wall_clock_s": 1800, "node_timeout_s": 120},
+                "executor": {"kind": "inprocess", "max_in_flight": SLOTS},
+                "sandbox": SANDBOX,
+                "llm": {
+                    "providers": {"offline": {"kind": "scripted"}},
+                    "models": {"analyst": {"provider": "offline", "model": "scripted-analyst"}},
+                    "roles": {"code": {"model": "analyst"}, "feedback": {"model": "analyst"}},
+                },
+            }
+        )
+    )
     cfg = load_config(cfg_path)
     run_dir, journal = lifecycle.create_run(cfg)
     start = time.time()
@@ -69,8 +78,11 @@ def run(tmp: Path, name: str, table: pd.DataFrame, prior: str = "", **discovery:
     claims = ClaimStore(run_dir).load()
     journal.log.close()
     tested = [c for c in claims if c.log_p_train is not None]
-    print(f"  {name}: {outcome.status}, {len(claims)} claims, {len(tested)} tested, "
-          f"{sum(c.status in GOOD for c in claims)} accepted, {wall:.0f} s", flush=True)
+    print(
+        f"  {name}: {outcome.status}, {len(claims)} claims, {len(tested)} tested, "
+        f"{sum(c.status in GOOD for c in claims)} accepted, {wall:.0f} s",
+        flush=True,
+    )
     return {"claims": claims, "tested": tested, "wall_s": wall, "outcome": outcome.status}
 
 
@@ -83,14 +95,29 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         # 1. Null tables: column-permuted copies; every acceptance is a false discovery.
-        null_runs = [run(tmp, f"null{s}", B.null_table(B.planted_table(10 + s, n=600), seed=s), max_hypotheses=16)
-                     for s in range(3)]
-        null_runs.append(run(tmp, "null_experigen", B.null_table(B.planted_table(20, n=600), seed=9),
-                             mode="experigen", max_chains=4, chain_steps=4))
+        null_runs = [
+            run(tmp, f"null{s}", B.null_table(B.planted_table(10 + s, n=600), seed=s), max_hypotheses=16)
+            for s in range(3)
+        ]
+        null_runs.append(
+            run(
+                tmp,
+                "null_experigen",
+                B.null_table(B.planted_table(20, n=600), seed=9),
+                mode="experigen",
+                max_chains=4,
+                chain_steps=4,
+            )
+        )
         tested = sum(len(r["tested"]) for r in null_runs)
         false = sum(sum(c.status in GOOD for c in r["claims"]) for r in null_runs)
-        out["null_fdr"] = {"accepted": false, "tested": tested, "rate": false / tested if tested else None,
-                           "target": 0.05, "runs": len(null_runs)}
+        out["null_fdr"] = {
+            "accepted": false,
+            "tested": tested,
+            "rate": false / tested if tested else None,
+            "target": 0.05,
+            "runs": len(null_runs),
+        }
 
         # 2. Planted effects (no prior): recall, the confounded pair, throughput at 4 slots.
         planted_df = B.planted_table(1, n=800)
@@ -100,23 +127,33 @@ def main() -> None:
         x, y, z = B.CONFOUNDED
         naive = [c for c in planted["claims"] if set(c.variables[:2]) == {x, y}]
         out["planted"] = {
-            "recall": sum(p in found for p in truth) / len(truth), "planted": len(truth),
+            "recall": sum(p in found for p in truth) / len(truth),
+            "planted": len(truth),
             "recalled": sorted("~".join(sorted(p)) for p in truth if p in found),
-            "confounded_pair_claims": [{"statement": c.statement, "test": c.test, "status": c.status,
-                                        "effect_train": c.effect_train} for c in naive],
+            "confounded_pair_claims": [
+                {"statement": c.statement, "test": c.test, "status": c.status, "effect_train": c.effect_train}
+                for c in naive
+            ],
             "hypotheses_per_minute": len(planted["claims"]) / (planted["wall_s"] / 60),
-            "wall_s": planted["wall_s"], "hypotheses": len(planted["claims"]),
+            "wall_s": planted["wall_s"],
+            "hypotheses": len(planted["claims"]),
         }
         eg = run(tmp, "planted_experigen", planted_df, mode="experigen", max_chains=4, chain_steps=4)
         out["planted_experigen"] = {
             "recall": sum(p in accepted_pairs(eg["claims"]) for p in truth) / len(truth),
-            "hypotheses_per_minute": len(eg["claims"]) / (eg["wall_s"] / 60), "wall_s": eg["wall_s"],
+            "hypotheses_per_minute": len(eg["claims"]) / (eg["wall_s"] / 60),
+            "wall_s": eg["wall_s"],
             "bank": [c.statement for c in eg["claims"] if c.in_bank],
         }
 
         # 3. Counterfactual: every planted effect reversed; the prior states the usual direction.
-        cf = run(tmp, "counterfactual", B.planted_table(2, n=800, reverse=True), prior=B.prior_facts(),
-                 max_hypotheses=8)
+        cf = run(
+            tmp,
+            "counterfactual",
+            B.planted_table(2, n=800, reverse=True),
+            prior=B.prior_facts(),
+            max_hypotheses=8,
+        )
         prior_claims = [c for c in cf["claims"] if c.statement.startswith("More `")]
         out["counterfactual"] = {
             "prior_claims": len(prior_claims),
@@ -137,8 +174,12 @@ def main() -> None:
             ges = B.ges_edges(sample.data)
             ges_s = time.time() - t0
             out[name] = {
-                "samples": n, "true_edges": len(sample.true_edges),
-                "discovery": {**B.edge_f1(accepted_pairs(disc["claims"]), sample.true_edges), "wall_s": disc["wall_s"]},
+                "samples": n,
+                "true_edges": len(sample.true_edges),
+                "discovery": {
+                    **B.edge_f1(accepted_pairs(disc["claims"]), sample.true_edges),
+                    "wall_s": disc["wall_s"],
+                },
                 "pc": {**B.edge_f1(pc, sample.true_edges), "wall_s": pc_s},
                 "ges": {**B.edge_f1(ges, sample.true_edges), "wall_s": ges_s},
             }
@@ -146,13 +187,17 @@ def main() -> None:
     RESULTS.write_text(json.dumps(out, indent=2, default=str))
     f = out["null_fdr"]
     print(f"null tables: {f['accepted']} accepted of {f['tested']} tested = {f['rate']:.3f} (target <= 0.05)")
-    print(f"planted recall: {out['planted']['recall']:.2f} (DiscoPER), {out['planted_experigen']['recall']:.2f} "
-          f"(ExperiGen); {out['planted']['hypotheses_per_minute']:.1f} hypotheses/min at {SLOTS} slots")
+    print(
+        f"planted recall: {out['planted']['recall']:.2f} (DiscoPER), {out['planted_experigen']['recall']:.2f} "
+        f"(ExperiGen); {out['planted']['hypotheses_per_minute']:.1f} hypotheses/min at {SLOTS} slots"
+    )
     c = out["counterfactual"]
     print(f"counterfactual prior claims rejected: {c['rejected']} of {c['prior_claims']}")
     for name in ("asia", "sachs"):
         r = out[name]
-        print(f"{name}: edge F1 discovery {r['discovery']['f1']:.2f}, PC {r['pc']['f1']:.2f}, GES {r['ges']['f1']:.2f}")
+        print(
+            f"{name}: edge F1 discovery {r['discovery']['f1']:.2f}, PC {r['pc']['f1']:.2f}, GES {r['ges']['f1']:.2f}"
+        )
     print(f"wrote {RESULTS}")
 
 

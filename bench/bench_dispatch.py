@@ -25,12 +25,12 @@ import ray  # noqa: E402
 from actors.ray_executor import RayExecutor  # noqa: E402
 from engine.attempt import ExperimentJob  # noqa: E402
 from engine.config import ExecutorConfig, Resources  # noqa: E402
-from silva.config import RunConfig  # noqa: E402
 from engine.dispatch import Dispatcher, Finish  # noqa: E402
 from engine.executor import Job  # noqa: E402
 from engine.journal import Journal  # noqa: E402
 from engine.node import AttemptResult, MetricSpec, Node  # noqa: E402
 from sandbox.base import Limits  # noqa: E402
+from silva.config import RunConfig  # noqa: E402
 
 NODES = 600
 CLUSTER_CPUS = 8  # each slot count gets the whole cluster: a task takes CLUSTER_CPUS/slots CPUs
@@ -69,11 +69,15 @@ class ListStrategy:
 
 
 def config(slots: int, in_flight: int) -> RunConfig:
-    return RunConfig.model_validate({
-        "name": "bench", "template": "/unused", "budgets": {"wall_clock_s": None},
-        "executor": {"kind": "ray", "max_in_flight": in_flight},
-        "resources": {"default": {"num_cpus": CLUSTER_CPUS / slots}},
-    })
+    return RunConfig.model_validate(
+        {
+            "name": "bench",
+            "template": "/unused",
+            "budgets": {"wall_clock_s": None},
+            "executor": {"kind": "ray", "max_in_flight": in_flight},
+            "resources": {"default": {"num_cpus": CLUSTER_CPUS / slots}},
+        }
+    )
 
 
 def fresh_journal(root: Path, name: str) -> Journal:
@@ -86,7 +90,9 @@ def fresh_journal(root: Path, name: str) -> Journal:
 def silva_dispatch(durations: list[float], slots: int, in_flight: int, root: Path) -> float:
     journal = fresh_journal(root, f"silva-{slots}-{in_flight}")
     start = time.monotonic()
-    Dispatcher(config(slots, in_flight), journal, ListStrategy(durations), RayExecutor(ExecutorConfig())).run()
+    Dispatcher(
+        config(slots, in_flight), journal, ListStrategy(durations), RayExecutor(ExecutorConfig())
+    ).run()
     return time.monotonic() - start
 
 
@@ -115,8 +121,17 @@ class NoopStrategy(ListStrategy):
 
     def job_for(self, node: Node, attempt: int) -> Job:
         return ExperimentJob(
-            node_id=node.id, attempt=attempt, run_dir=self.run_dir, files={}, command=["true"], params={},
-            seed=0, stage="bench", metrics=[MetricSpec(name="m")], limits=Limits(wall_s=30), sandbox="none",
+            node_id=node.id,
+            attempt=attempt,
+            run_dir=self.run_dir,
+            files={},
+            command=["true"],
+            params={},
+            seed=0,
+            stage="bench",
+            metrics=[MetricSpec(name="m")],
+            limits=Limits(wall_s=30),
+            sandbox="none",
         )
 
 
@@ -128,8 +143,14 @@ def noop_overhead(root: Path, slots: int) -> dict[str, float]:
     makespan = time.monotonic() - start
     process_s = float(np.mean([n.execution.wall_s for n in journal if n.execution]))
     per_node = makespan / NOOP_NODES * slots
-    return {"slots": slots, "nodes": NOOP_NODES, "makespan_s": makespan, "per_node_ms": per_node * 1e3,
-            "noop_process_ms": process_s * 1e3, "engine_overhead_ms": (per_node - process_s) * 1e3}
+    return {
+        "slots": slots,
+        "nodes": NOOP_NODES,
+        "makespan_s": makespan,
+        "per_node_ms": per_node * 1e3,
+        "noop_process_ms": process_s * 1e3,
+        "engine_overhead_ms": (per_node - process_s) * 1e3,
+    }
 
 
 def ideal_makespan(durations: list[float], slots: int) -> float:
@@ -166,16 +187,25 @@ def main() -> None:
             prefetch = silva_dispatch(durations, slots, slots + PREFETCH, root)
             barrier = barrier_dispatch(durations, slots)
             ideal = ideal_makespan(durations, slots)
-            rows.append({"slots": slots, "silva_makespan_s": silva, "silva_prefetch_makespan_s": prefetch,
-                         "barrier_makespan_s": barrier, "ideal_makespan_s": ideal,
-                         "silva_utilization": busy / (slots * silva),
-                         "silva_prefetch_utilization": busy / (slots * prefetch),
-                         "barrier_utilization": busy / (slots * barrier), "ideal_utilization": busy / (slots * ideal)})
+            rows.append(
+                {
+                    "slots": slots,
+                    "silva_makespan_s": silva,
+                    "silva_prefetch_makespan_s": prefetch,
+                    "barrier_makespan_s": barrier,
+                    "ideal_makespan_s": ideal,
+                    "silva_utilization": busy / (slots * silva),
+                    "silva_prefetch_utilization": busy / (slots * prefetch),
+                    "barrier_utilization": busy / (slots * barrier),
+                    "ideal_utilization": busy / (slots * ideal),
+                }
+            )
         overhead = [noop_overhead(root, 1), noop_overhead(root, 4)]
     ray.shutdown()
     result = {
         "workload": {"nodes": NODES, "lognormal_mean_s": MEAN_S, "sigma": SIGMA, "busy_s": busy},
-        "utilization": rows, "noop_overhead": overhead,
+        "utilization": rows,
+        "noop_overhead": overhead,
         "prefetch": PREFETCH,
         "targets": {"utilization_at_4plus_slots": 0.95, "overhead_ms_per_node": 50},
     }
@@ -183,11 +213,15 @@ def main() -> None:
     RESULTS.write_text(json.dumps(result, indent=2))
     print(f"{'slots':>5} {'silva':>7} {'silva+prefetch':>14} {'barrier':>8} {'ideal':>6}   (utilization)")
     for r in rows:
-        print(f"{r['slots']:>5} {r['silva_utilization']:>7.3f} {r['silva_prefetch_utilization']:>14.3f} "
-              f"{r['barrier_utilization']:>8.3f} {r['ideal_utilization']:>6.3f}")
+        print(
+            f"{r['slots']:>5} {r['silva_utilization']:>7.3f} {r['silva_prefetch_utilization']:>14.3f} "
+            f"{r['barrier_utilization']:>8.3f} {r['ideal_utilization']:>6.3f}"
+        )
     for o in overhead:
-        print(f"no-op node, {o['slots']} slot(s): {o['per_node_ms']:.1f} ms per node, "
-              f"engine overhead {o['engine_overhead_ms']:.1f} ms (process itself {o['noop_process_ms']:.1f} ms)")
+        print(
+            f"no-op node, {o['slots']} slot(s): {o['per_node_ms']:.1f} ms per node, "
+            f"engine overhead {o['engine_overhead_ms']:.1f} ms (process itself {o['noop_process_ms']:.1f} ms)"
+        )
 
 
 if __name__ == "__main__":

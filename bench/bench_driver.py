@@ -1,4 +1,4 @@
-"""Driver scaling benchmark (issue 16, part 5; benchmarks b and c). Writes bench/results/driver.json.
+"""Driver scaling benchmark (docs/engine.md). Writes bench/results/driver.json.
 
 Journals of 1k, 10k and 100k nodes are generated through the Journal API, shaped as a template
 forest writes them: one tree per `variants:` entry, each through the four template stages (1
@@ -40,22 +40,36 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results" / "driver.json"
-STAGES = (("preliminary", "baseline", 1), ("hyperparameter", "hyperparameter", 60), ("agenda", "method", 20),
-          ("ablation", "ablation", 1))
+STAGES = (
+    ("preliminary", "baseline", 1),
+    ("hyperparameter", "hyperparameter", 60),
+    ("agenda", "method", 20),
+    ("ablation", "ablation", 1),
+)
 REPLICATES = 3
 NODES_PER_VARIANT = sum(n + REPLICATES + 1 for _, _, n in STAGES)  # 98
 LIVE_VARIANTS = 64  # fresh trees the driver grows while it is measured
 TEMPLATE = {
     "name": "quad",
     "command": ["{python}", "experiment.py"],
-    "metrics": [{"name": "score", "direction": "maximize", "primary": True}, {"name": "cost", "direction": "minimize"}],
-    "hyperparameters": {"x": {"type": "float", "low": 0.0, "high": 1.0, "default": 0.5},
-                        "y": {"type": "choice", "values": [0, 1, 2], "default": 1}},
+    "metrics": [
+        {"name": "score", "direction": "maximize", "primary": True},
+        {"name": "cost", "direction": "minimize"},
+    ],
+    "hyperparameters": {
+        "x": {"type": "float", "low": 0.0, "high": 1.0, "default": 0.5},
+        "y": {"type": "choice", "values": [0, 1, 2], "default": 1},
+    },
     "method": {"name": "bonus", "param": "method"},
     "ablations": [{"name": "penalty", "param": "ab"}],
 }
-TARGETS = {"per_completion_ms": 5.0, "open_s": 5.0, "status_s": 3.0, "driver_rss_mb": 1024.0,
-           "completions_per_s_1000_slots": 200.0}
+TARGETS = {
+    "per_completion_ms": 5.0,
+    "open_s": 5.0,
+    "status_s": 3.0,
+    "driver_rss_mb": 1024.0,
+    "completions_per_s_1000_slots": 200.0,
+}
 
 
 # -- simulated experiments -------------------------------------------------------------------
@@ -64,7 +78,9 @@ def stdout_of(rng: random.Random) -> str:
     return "".join(f"epoch {k:3d} loss {rng.random():.5f} val {rng.random():.5f}\n" for k in range(20))
 
 
-def simulated_result(params: dict[str, Any], seed: int | None, rng: random.Random, start: float, took: float) -> Any:
+def simulated_result(
+    params: dict[str, Any], seed: int | None, rng: random.Random, start: float, took: float
+) -> Any:
     from engine.node import AttemptResult, ExecSummary, MetricValue
 
     x, y = float(params.get("x", 0.5)), float(params.get("y", 1))
@@ -72,11 +88,21 @@ def simulated_result(params: dict[str, Any], seed: int | None, rng: random.Rando
     score += 0.01 * rng.gauss(0, 1) + 0.001 * (seed or 0)
     buggy = rng.random() < 0.03
     return AttemptResult(
-        status="buggy" if buggy else "good", reason="Traceback: simulated failure" if buggy else "",
-        metrics=[] if buggy else [MetricValue(name="score", value=score, direction="maximize"),
-                                  MetricValue(name="cost", value=x + y, direction="minimize")],
-        execution=ExecSummary(exit_code=1 if buggy else 0, wall_s=took, cpu_s=took, stdout_tail=stdout_of(rng)),
-        workspace="nodes/sim/attempt-1", worker="sim:0", started_at=start, finished_at=start + took,
+        status="buggy" if buggy else "good",
+        reason="Traceback: simulated failure" if buggy else "",
+        metrics=[]
+        if buggy
+        else [
+            MetricValue(name="score", value=score, direction="maximize"),
+            MetricValue(name="cost", value=x + y, direction="minimize"),
+        ],
+        execution=ExecSummary(
+            exit_code=1 if buggy else 0, wall_s=took, cpu_s=took, stdout_tail=stdout_of(rng)
+        ),
+        workspace="nodes/sim/attempt-1",
+        worker="sim:0",
+        started_at=start,
+        finished_at=start + took,
     )
 
 
@@ -113,8 +139,11 @@ class SimExecutor:
         job, start, took = self.jobs.pop(handle)
         self.now = max(self.now, end)
         params = getattr(job, "params", None)
-        result = (simulated_result(params, getattr(job, "seed", 0), self.rng, start, took) if params is not None
-                  else AttemptResult(status="good", started_at=start, finished_at=start + took, worker="sim:0"))
+        result = (
+            simulated_result(params, getattr(job, "seed", 0), self.rng, start, took)
+            if params is not None
+            else AttemptResult(status="good", started_at=start, finished_at=start + took, worker="sim:0")
+        )
         self.marks.append(time.perf_counter())
         self.cpu_marks.append(time.process_time())
         return JobDone(handle, result)
@@ -141,13 +170,21 @@ def write_run(work: Path, n_nodes: int) -> Path:
     (tpl / "template.yaml").write_text(yaml.safe_dump(TEMPLATE))
     done = max(1, round(n_nodes / NODES_PER_VARIANT))
     variants = [{"name": f"v{i:05d}", "fixed": {"q": i}} for i in range(done + LIVE_VARIANTS)]
-    cfg = RunConfig.model_validate({
-        "name": "driver", "template": str(tpl), "output_dir": str(work / "runs"), "seed": 0,
-        "replicates": REPLICATES, "proposer": "sobol",
-        "stages": {s: {"max_nodes": n} for s, _, n in STAGES},
-        "budgets": {"wall_clock_s": None, "node_timeout_s": 600},
-        "executor": {"kind": "inprocess", "max_in_flight": 64}, "sandbox": "none", "variants": variants,
-    })
+    cfg = RunConfig.model_validate(
+        {
+            "name": "driver",
+            "template": str(tpl),
+            "output_dir": str(work / "runs"),
+            "seed": 0,
+            "replicates": REPLICATES,
+            "proposer": "sobol",
+            "stages": {s: {"max_nodes": n} for s, _, n in STAGES},
+            "budgets": {"wall_clock_s": None, "node_timeout_s": 600},
+            "executor": {"kind": "inprocess", "max_in_flight": 64},
+            "sandbox": "none",
+            "variants": variants,
+        }
+    )
     run = work / f"run-{n_nodes}"
     shutil.rmtree(run, ignore_errors=True)
     run.mkdir(parents=True)
@@ -163,17 +200,33 @@ def write_run(work: Path, n_nodes: int) -> Path:
         result = simulated_result(node.params, node.seed, rng, clock[0], took)
         if good and result.status != "good":
             result = simulated_result(node.params, node.seed, random.Random(0), clock[0], took)
-        j.record("compute_used", node_id=node.id, attempt=1, idea=node.idea, kind=node.kind, how="finished",
-                 num_gpus=0.0, num_cpus=1.0, seconds=took, gpu_s=0.0, cpu_s=took,
-                 started_at=result.started_at, finished_at=result.finished_at)
+        j.record(
+            "compute_used",
+            node_id=node.id,
+            attempt=1,
+            idea=node.idea,
+            kind=node.kind,
+            how="finished",
+            num_gpus=0.0,
+            num_cpus=1.0,
+            seconds=took,
+            gpu_s=0.0,
+            cpu_s=took,
+            started_at=result.started_at,
+            finished_at=result.finished_at,
+        )
         j.attempt_finished(node.id, 1, result)
         clock[0] += took / 64
         return j.nodes[node.id]
 
     # Fsynced per batch of one variant: 400k separate fsyncs would take most of an hour here.
     with j.log.group():
-        j.record("run_started", config=cfg.model_dump(mode="json"), metrics=TEMPLATE["metrics"],
-                 stages=[s for s, _, _ in STAGES])
+        j.record(
+            "run_started",
+            config=cfg.model_dump(mode="json"),
+            metrics=TEMPLATE["metrics"],
+            stages=[s for s, _, _ in STAGES],
+        )
         j.record("session_started", resumed=False)
     for v in variants[:done]:
         idea, fixed = v["name"], v["fixed"]
@@ -182,25 +235,75 @@ def write_run(work: Path, n_nodes: int) -> Path:
             for stage, kind, count in STAGES:
                 j.record("stage_started", idea=idea, stage=stage, root=root.id if root else None)
                 searched = []
-                for k in range(count):
-                    params = {"x": rng.random(), "y": rng.choice([0, 1, 2]), "method": stage in ("agenda", "ablation"),
-                              "ab": stage == "ablation", **fixed}
-                    searched.append(finish(Node(
-                        parent_id=root.id if root else None, stage=stage, kind=kind, idea=idea, seed=0,
-                        plan=f"try x={params['x']:.4f}, y={params['y']}", params=params,
-                        origin=Origin(ablation="penalty" if stage == "ablation" else ""),
-                    ), good=count == 1))
-                best = max((n for n in searched if n.metric("score") is not None), key=lambda n: n.metric("score") or 0)
-                j.record("stage_best", idea=idea, stage=stage, node_id=best.id, metric="score",
-                         value=best.metric("score"), reason=f"node budget of {count} used; best on score")
-                reps = [finish(Node(parent_id=best.id, stage=stage, kind="replication", idea=idea, seed=i,
-                                    plan=f"seed replicate {i} of {best.id}", params=best.params,
-                                    origin=Origin(label=kind))) for i in range(1, REPLICATES + 1)]
-                agg = finish(Node(parent_id=best.id, stage=stage, kind="aggregation", idea=idea,
-                                  plan=f"aggregate {REPLICATES} seed replicates of {best.id}",
-                                  refs=[best.id, *[r.id for r in reps]]))
-                j.record("stage_ended", idea=idea, stage=stage, best_node_id=best.id, aggregate_node_id=agg.id,
-                         reason=f"node budget of {count} used; best on score")
+                for _ in range(count):
+                    params = {
+                        "x": rng.random(),
+                        "y": rng.choice([0, 1, 2]),
+                        "method": stage in ("agenda", "ablation"),
+                        "ab": stage == "ablation",
+                        **fixed,
+                    }
+                    searched.append(
+                        finish(
+                            Node(
+                                parent_id=root.id if root else None,
+                                stage=stage,
+                                kind=kind,
+                                idea=idea,
+                                seed=0,
+                                plan=f"try x={params['x']:.4f}, y={params['y']}",
+                                params=params,
+                                origin=Origin(ablation="penalty" if stage == "ablation" else ""),
+                            ),
+                            good=count == 1,
+                        )
+                    )
+                best = max(
+                    (n for n in searched if n.metric("score") is not None),
+                    key=lambda n: n.metric("score") or 0,
+                )
+                j.record(
+                    "stage_best",
+                    idea=idea,
+                    stage=stage,
+                    node_id=best.id,
+                    metric="score",
+                    value=best.metric("score"),
+                    reason=f"node budget of {count} used; best on score",
+                )
+                reps = [
+                    finish(
+                        Node(
+                            parent_id=best.id,
+                            stage=stage,
+                            kind="replication",
+                            idea=idea,
+                            seed=i,
+                            plan=f"seed replicate {i} of {best.id}",
+                            params=best.params,
+                            origin=Origin(label=kind),
+                        )
+                    )
+                    for i in range(1, REPLICATES + 1)
+                ]
+                agg = finish(
+                    Node(
+                        parent_id=best.id,
+                        stage=stage,
+                        kind="aggregation",
+                        idea=idea,
+                        plan=f"aggregate {REPLICATES} seed replicates of {best.id}",
+                        refs=[best.id, *[r.id for r in reps]],
+                    )
+                )
+                j.record(
+                    "stage_ended",
+                    idea=idea,
+                    stage=stage,
+                    best_node_id=best.id,
+                    aggregate_node_id=agg.id,
+                    reason=f"node budget of {count} used; best on score",
+                )
                 root = best
     j.record("run_stopped", reason="interrupted by the user", budget=None, signal="SIGINT")
     j.log.close()
@@ -218,8 +321,13 @@ def child_open(run: Path) -> dict[str, Any]:
     start = time.perf_counter()
     cpu = time.process_time()
     j = Journal.open(run, read_only=True)
-    return {"open_s": time.perf_counter() - start, "open_cpu_s": time.process_time() - cpu, "open_rss_mb": rss_mb(),
-            "nodes": len(j.nodes), "from_snapshot": j.log.snapshot_count > 0}
+    return {
+        "open_s": time.perf_counter() - start,
+        "open_cpu_s": time.process_time() - cpu,
+        "open_rss_mb": rss_mb(),
+        "nodes": len(j.nodes),
+        "from_snapshot": j.log.snapshot_count > 0,
+    }
 
 
 def child_driver(run: Path, completions: int, slots: int) -> dict[str, Any]:
@@ -233,8 +341,9 @@ def child_driver(run: Path, completions: int, slots: int) -> dict[str, Any]:
     opened = time.perf_counter() - start
     nodes = len(journal.nodes)
     budgets = cfg.budgets.model_copy(update={"max_nodes": nodes + completions + slots})
-    cfg = cfg.model_copy(update={"budgets": budgets,
-                                 "executor": cfg.executor.model_copy(update={"max_in_flight": slots})})
+    cfg = cfg.model_copy(
+        update={"budgets": budgets, "executor": cfg.executor.model_copy(update={"max_in_flight": slots})}
+    )
     sim = SimExecutor()
     with open(os.devnull, "w") as sink, Progress(Console(file=sink, force_terminal=False)) as progress:
         outcome = execute(cfg, journal, on_change=progress.update, executor=sim)
@@ -242,16 +351,30 @@ def child_driver(run: Path, completions: int, slots: int) -> dict[str, Any]:
     warm = completions // 5
     marks, cpu = sim.marks[warm:completions], sim.cpu_marks[warm:completions]
     per = (marks[-1] - marks[0]) / (len(marks) - 1)
-    return {"nodes_before": nodes, "completions": len(sim.marks), "measured": len(marks) - 1,
-            "per_completion_ms": per * 1e3, "per_completion_cpu_ms": (cpu[-1] - cpu[0]) / (len(cpu) - 1) * 1e3,
-            "completions_per_s": 1 / per, "open_s": opened,
-            "driver_rss_mb": rss_mb(), "outcome": outcome.status, "slots": slots}
+    return {
+        "nodes_before": nodes,
+        "completions": len(sim.marks),
+        "measured": len(marks) - 1,
+        "per_completion_ms": per * 1e3,
+        "per_completion_cpu_ms": (cpu[-1] - cpu[0]) / (len(cpu) - 1) * 1e3,
+        "completions_per_s": 1 / per,
+        "open_s": opened,
+        "driver_rss_mb": rss_mb(),
+        "outcome": outcome.status,
+        "slots": slots,
+    }
 
 
 def in_child(code: Path, *args: str) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(code)}
-    out = subprocess.run([sys.executable, __file__, "--code", str(code), "--child", *args], env=env, cwd=code,
-                         capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        [sys.executable, __file__, "--code", str(code), "--child", *args],
+        env=env,
+        cwd=code,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if out.returncode != 0:
         raise RuntimeError(f"child {args} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -262,8 +385,14 @@ def time_status(code: Path, run: Path) -> tuple[float, float]:
     script = "import sys; from silva.cli.main import main; raise SystemExit(main(['status', sys.argv[1]]))"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", script, str(run)], env={**os.environ, "PYTHONPATH": str(code)},
-                         cwd=code, capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(run)],
+        env={**os.environ, "PYTHONPATH": str(code)},
+        cwd=code,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     took = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
@@ -287,9 +416,15 @@ def main() -> None:
     ap.add_argument("--big-completions", type=int, default=3000)
     ap.add_argument("--code", type=Path, default=REPO, help="the checkout to measure")
     ap.add_argument("--label", default="current", help="key of these figures in driver.json")
-    ap.add_argument("--work", type=Path, default=Path("/dev/shm/silva-bench-driver"),
-                    help="where the journals are kept (tmpfs; reused between runs)")
-    ap.add_argument("--disk", type=Path, default=Path(tempfile.gettempdir()), help="an on-disk folder for (c)")
+    ap.add_argument(
+        "--work",
+        type=Path,
+        default=Path("/dev/shm/silva-bench-driver"),
+        help="where the journals are kept (tmpfs; reused between runs)",
+    )
+    ap.add_argument(
+        "--disk", type=Path, default=Path(tempfile.gettempdir()), help="an on-disk folder for (c)"
+    )
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -305,8 +440,12 @@ def main() -> None:
         return
     sizes = [int(s) for s in args.sizes.split(",")]
     args.work.mkdir(parents=True, exist_ok=True)
-    figures: dict[str, Any] = {"sizes": {}, "code": str(args.code), "cpus": os.cpu_count(),
-                               "load_avg": os.getloadavg()[0]}
+    figures: dict[str, Any] = {
+        "sizes": {},
+        "code": str(args.code),
+        "cpus": os.cpu_count(),
+        "load_avg": os.getloadavg()[0],
+    }
     run = args.work
     for n in sizes:
         run = args.work / f"run-{n}"
@@ -317,8 +456,9 @@ def main() -> None:
         row["status_s"], row["status_cpu_s"] = time_status(args.code, run)
         row["events_mb"] = (run / "events.jsonl").stat().st_size / 2**20
         row["load_avg"] = os.getloadavg()[0]
-        row["driver"] = in_child(args.code, "driver", str(copy_run(run, args.work)), str(args.completions),
-                                 str(args.slots))
+        row["driver"] = in_child(
+            args.code, "driver", str(copy_run(run, args.work)), str(args.completions), str(args.slots)
+        )
         figures["sizes"][str(n)] = row
         save(args.label, figures)  # a run cut short still leaves the sizes it measured
         print(f"{n}: {json.dumps(row)}", flush=True)
@@ -326,7 +466,9 @@ def main() -> None:
     if args.big_slots:
         on_disk = copy_run(run, args.disk)
         try:
-            figures["slots"] = in_child(args.code, "driver", str(on_disk), str(args.big_completions), str(args.big_slots))
+            figures["slots"] = in_child(
+                args.code, "driver", str(on_disk), str(args.big_completions), str(args.big_slots)
+            )
             figures["slots"]["load_avg"] = os.getloadavg()[0]
             figures["slots"]["disk"] = str(args.disk)
         finally:

@@ -34,13 +34,26 @@ def main() -> int:
     shutil.rmtree(run_dir, ignore_errors=True)
     with FakeLLMServer(Reply.ok("ok", delay_s=LATENCY_S)) as server:
         server.rate_limit(per_second=RPM / 60, burst=RPM / 60)  # same bucket shape as the gateway's
-        cfg = LLMConfig.model_validate({
-            "providers": {"fake": {"kind": "anthropic", "base_url": server.url, "api_key_env": "UNUSED",
-                                   "rpm": RPM, "max_concurrency": 32, "max_retries": 8,
-                                   "backoff_base_s": 0.05, "timeout_s": 10}},
-            "models": {"m": {"provider": "fake", "model": "fake-model", "price": {"input": 1, "output": 5}}},
-            "roles": {"code": {"model": "m", "max_tokens": 64}},
-        })
+        cfg = LLMConfig.model_validate(
+            {
+                "providers": {
+                    "fake": {
+                        "kind": "anthropic",
+                        "base_url": server.url,
+                        "api_key_env": "UNUSED",
+                        "rpm": RPM,
+                        "max_concurrency": 32,
+                        "max_retries": 8,
+                        "backoff_base_s": 0.05,
+                        "timeout_s": 10,
+                    }
+                },
+                "models": {
+                    "m": {"provider": "fake", "model": "fake-model", "price": {"input": 1, "output": 5}}
+                },
+                "roles": {"code": {"model": "m", "max_tokens": 64}},
+            }
+        )
         gateway = build_gateway(cfg, run_dir, None, {"fake": "sk-bench"})
         llm = gateway.client()
         done: list[float] = []
@@ -94,8 +107,18 @@ def main() -> int:
     shutil.rmtree(run_dir, ignore_errors=True)
 
     print(f"{'metric':<28}{'value':>12}")
-    for key in ("limit_rpm", "calls_completed", "calls_failed", "calls_lost", "elapsed_s", "completed_per_min",
-                "fraction_of_limit", "completed_per_min_steady", "fraction_of_limit_steady", "server_429s"):
+    for key in (
+        "limit_rpm",
+        "calls_completed",
+        "calls_failed",
+        "calls_lost",
+        "elapsed_s",
+        "completed_per_min",
+        "fraction_of_limit",
+        "completed_per_min_steady",
+        "fraction_of_limit_steady",
+        "server_429s",
+    ):
         print(f"{key:<28}{result[key]:>12}")
     ok = result["calls_lost"] == 0 and not failures and result["fraction_of_limit_steady"] >= 0.95
     print("PASS" if ok else f"FAIL {failures[:3]}")

@@ -35,8 +35,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import yaml  # noqa: E402
-
 from bench_pipeline import fake_llm, llm_config  # noqa: E402
+
 from engine.journal import Journal  # noqa: E402
 from engine.llm.ledger import LEDGER_FILE, read_records  # noqa: E402
 from silva import lifecycle  # noqa: E402
@@ -87,7 +87,7 @@ json.dump({"metrics": {"val_accuracy": val, "train_time_s": train_time}}, open("
 '''
 
 # The same contract without a GPU, for --cpu.
-NUMPY_EXPERIMENT = '''import json, os, time
+NUMPY_EXPERIMENT = """import json, os, time
 import numpy as np
 spec = json.load(open("silva_params.json"))
 p, seed = spec["params"], spec["seed"] or 0
@@ -95,20 +95,26 @@ time.sleep(0.3)
 val = 0.9 - abs(p["lr"] - 0.01) + (0.02 if p["deep"] and not p["ablate_hidden"] else 0.0) + 0.001 * seed
 print("SILVA_GPU " + json.dumps({"device": "cpu", "visible": os.environ.get("CUDA_VISIBLE_DEVICES"), "count": 0}))
 json.dump({"metrics": {"val_accuracy": val, "train_time_s": 0.3}}, open("results.json", "w"))
-'''
+"""
 
 TEMPLATE: dict[str, Any] = {
     "name": "mlp-gpu",
     "description": "a small MLP on a synthetic task, trained with PyTorch on CUDA",
     "command": ["{python}", "experiment.py"],
     "files": ["experiment.py"],
-    "metrics": [{"name": "val_accuracy", "direction": "maximize", "primary": True},
-                {"name": "train_time_s", "direction": "minimize"}],
-    "hyperparameters": {"lr": {"type": "float", "low": 1e-4, "high": 0.1, "log": True, "default": 0.01},
-                        "width": {"type": "int", "low": 32, "high": 1024, "default": 256}},
+    "metrics": [
+        {"name": "val_accuracy", "direction": "maximize", "primary": True},
+        {"name": "train_time_s", "direction": "minimize"},
+    ],
+    "hyperparameters": {
+        "lr": {"type": "float", "low": 1e-4, "high": 0.1, "log": True, "default": 0.01},
+        "width": {"type": "int", "low": 32, "high": 1024, "default": 256},
+    },
     "fixed": {"steps": 300},
     "method": {"name": "second hidden layer", "param": "deep"},
-    "ablations": [{"name": "no_hidden", "param": "ablate_hidden", "description": "drop the second hidden layer"}],
+    "ablations": [
+        {"name": "no_hidden", "param": "ablate_hidden", "description": "drop the second hidden layer"}
+    ],
 }
 IDEA: dict[str, Any] = {
     "name": "mlp_depth",
@@ -118,15 +124,21 @@ IDEA: dict[str, Any] = {
     "risks": ["the task may be easy enough for one layer"],
     "metrics": [{"name": "val_accuracy", "direction": "maximize", "primary": True}],
 }
-STAGES = {"preliminary": {"max_nodes": 2}, "hyperparameter": {"max_nodes": 6},
-          "agenda": {"max_nodes": 3}, "ablation": {"max_nodes": 2}}
+STAGES = {
+    "preliminary": {"max_nodes": 2},
+    "hyperparameter": {"max_nodes": 6},
+    "agenda": {"max_nodes": 3},
+    "ablation": {"max_nodes": 2},
+}
 
 
 def gpu_name() -> str | None:
     """The first GPU nvidia-smi lists, or None where there is none."""
     if shutil.which("nvidia-smi") is None:
         return None
-    out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True)
+    out = subprocess.run(
+        ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True
+    )
     return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
 
 
@@ -151,21 +163,47 @@ class GpuSampler:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.period_s):
-            apps = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-                                  capture_output=True, text=True).stdout.strip().splitlines()
-            util = subprocess.run(["nvidia-smi", "--query-gpu=utilization.gpu,memory.used", "--format=csv,noheader,nounits"],
-                                  capture_output=True, text=True).stdout.strip().split(",")
-            self.samples.append({"processes": len(apps), "util": float(util[0]) if util[0].strip() else 0.0,
-                                 "memory_mb": float(util[1]) if len(util) > 1 else 0.0})
+            apps = (
+                subprocess.run(
+                    ["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                    capture_output=True,
+                    text=True,
+                )
+                .stdout.strip()
+                .splitlines()
+            )
+            util = (
+                subprocess.run(
+                    [
+                        "nvidia-smi",
+                        "--query-gpu=utilization.gpu,memory.used",
+                        "--format=csv,noheader,nounits",
+                    ],
+                    capture_output=True,
+                    text=True,
+                )
+                .stdout.strip()
+                .split(",")
+            )
+            self.samples.append(
+                {
+                    "processes": len(apps),
+                    "util": float(util[0]) if util[0].strip() else 0.0,
+                    "memory_mb": float(util[1]) if len(util) > 1 else 0.0,
+                }
+            )
 
     def summary(self) -> dict[str, Any]:
         if not self.samples:
             return {}
         busy = [s for s in self.samples if s["processes"]]
-        return {"samples": len(self.samples), "max_processes": max(s["processes"] for s in self.samples),
-                "share_with_processes": round(len(busy) / len(self.samples), 3),
-                "max_memory_mb": max(s["memory_mb"] for s in self.samples),
-                "mean_util_while_busy": round(sum(s["util"] for s in busy) / len(busy), 1) if busy else 0.0}
+        return {
+            "samples": len(self.samples),
+            "max_processes": max(s["processes"] for s in self.samples),
+            "share_with_processes": round(len(busy) / len(self.samples), 3),
+            "max_memory_mb": max(s["memory_mb"] for s in self.samples),
+            "mean_util_while_busy": round(sum(s["util"] for s in busy) / len(busy), 1) if busy else 0.0,
+        }
 
 
 def run_spans(j: Journal) -> dict[tuple[str, int], tuple[float, float]]:
@@ -196,17 +234,29 @@ def check_run(run_dir: Path, makespan: float, sampler: GpuSampler) -> dict[str, 
     j = Journal.open(run_dir, read_only=True)
     seen = []
     for n in j:
-        line = next((ln for ln in (n.execution.stdout_tail if n.execution else "").splitlines() if ln.startswith("SILVA_GPU ")), None)
+        line = next(
+            (
+                ln
+                for ln in (n.execution.stdout_tail if n.execution else "").splitlines()
+                if ln.startswith("SILVA_GPU ")
+            ),
+            None,
+        )
         if line:
-            seen.append(json.loads(line[len("SILVA_GPU "):]))
+            seen.append(json.loads(line[len("SILVA_GPU ") :]))
     spans = run_spans(j)
     statuses = Counter(n.status.value for n in j)
     slots = [e["slots"] for e in j.log.read("slots_changed")]
     cluster = next(iter(j.log.read("cluster_joined")), {})
     row: dict[str, Any] = {
-        "makespan_s": round(makespan, 1), "nodes": len(j.nodes), "statuses": dict(statuses),
-        "cluster_gpus": cluster.get("gpus"), "cluster_cpus": cluster.get("cpus"), "slots_from_cluster": slots,
-        "experiments_reporting": len(seen), "devices_seen": sorted({s["device"] for s in seen}),
+        "makespan_s": round(makespan, 1),
+        "nodes": len(j.nodes),
+        "statuses": dict(statuses),
+        "cluster_gpus": cluster.get("gpus"),
+        "cluster_cpus": cluster.get("cpus"),
+        "slots_from_cluster": slots,
+        "experiments_reporting": len(seen),
+        "devices_seen": sorted({s["device"] for s in seen}),
         "cuda_visible_devices_seen": sorted({str(s["visible"]) for s in seen}),
         "devices_visible_per_experiment": sorted({s["count"] for s in seen}),
         "max_peak_mb": max((s.get("peak_mb", 0.0) for s in seen), default=0.0),
@@ -219,10 +269,17 @@ def check_run(run_dir: Path, makespan: float, sampler: GpuSampler) -> dict[str, 
         for (node, _), span in spans.items():
             by_node.setdefault(node, []).append(span)
         calls = [r for r in read_records(ledger) if r.node_id in by_node]
-        inside = [r for r in calls for s, e in by_node[r.node_id]  # a call overlapping its own node's GPU span
-                  if r.ts - r.latency_s < e and r.ts > s]
-        row.update(llm_calls_of_run_nodes=len(calls), llm_calls_while_own_gpu_held=len(inside),
-                   steps=sorted({str(e.get("step")) for e in j.log.read("attempt_started")}))
+        inside = [
+            r
+            for r in calls
+            for s, e in by_node[r.node_id]  # a call overlapping its own node's GPU span
+            if r.ts - r.latency_s < e and r.ts > s
+        ]
+        row.update(
+            llm_calls_of_run_nodes=len(calls),
+            llm_calls_while_own_gpu_held=len(inside),
+            steps=sorted({str(e.get("step")) for e in j.log.read("attempt_started")}),
+        )
     return row
 
 
@@ -236,18 +293,31 @@ def write_template(root: Path, cpu: bool) -> Path:
 def one_run(tmp: Path, sandbox: str, cpu: bool, llm_url: str | None) -> dict[str, Any]:
     tpl = write_template(tmp / "tpl", cpu)
     cfg: dict[str, Any] = {
-        "name": "gpu", "template": str(tpl), "output_dir": str(tmp / "runs"), "seed": 0, "replicates": 2,
-        "stages": STAGES, "budgets": {"wall_clock_s": 600, "node_timeout_s": 120},
+        "name": "gpu",
+        "template": str(tpl),
+        "output_dir": str(tmp / "runs"),
+        "seed": 0,
+        "replicates": 2,
+        "stages": STAGES,
+        "budgets": {"wall_clock_s": 600, "node_timeout_s": 120},
         "executor": {"kind": "ray"},  # max_in_flight unset: slots from the cluster's GPUs
         # Without a GPU, CPUs bound the slots instead: a quarter of them each, as a GPU share would.
-        "resources": {"default": {"num_cpus": max(1, (os.cpu_count() or 4) // 4) if cpu else 1,
-                                  "num_gpus": 0.0 if cpu else GPU_SHARE, "memory_mb": 4096}},
+        "resources": {
+            "default": {
+                "num_cpus": max(1, (os.cpu_count() or 4) // 4) if cpu else 1,
+                "num_gpus": 0.0 if cpu else GPU_SHARE,
+                "memory_mb": 4096,
+            }
+        },
         "sandbox": sandbox,
     }
     if llm_url:
         (tmp / "idea.yaml").write_text(yaml.safe_dump(IDEA))
-        cfg |= {"idea": str(tmp / "idea.yaml"), "search": {"num_drafts": 1},
-                "llm": llm_config(llm_url, max_concurrency=64)}
+        cfg |= {
+            "idea": str(tmp / "idea.yaml"),
+            "search": {"num_drafts": 1},
+            "llm": llm_config(llm_url, max_concurrency=64),
+        }
     (tmp / "run.yaml").write_text(yaml.safe_dump(cfg))
     config = load_config(tmp / "run.yaml")
     run_dir, journal = lifecycle.create_run(config)
@@ -255,8 +325,12 @@ def one_run(tmp: Path, sandbox: str, cpu: bool, llm_url: str | None) -> dict[str
     with GpuSampler() as sampler:
         outcome = lifecycle.execute(config, journal)
     row = check_run(run_dir, time.monotonic() - started, sampler)
-    row.update(mode="llm search, template-based idea" if llm_url else "template search", sandbox=sandbox,
-               outcome=outcome.status, message=outcome.message)
+    row.update(
+        mode="llm search, template-based idea" if llm_url else "template search",
+        sandbox=sandbox,
+        outcome=outcome.status,
+        message=outcome.message,
+    )
     return row
 
 
@@ -279,7 +353,9 @@ def main() -> None:
     args = ap.parse_args()
     name = gpu_name()
     if name is None and not args.cpu:
-        print("no CUDA device here (nvidia-smi finds none): the GPU checks need a machine with one; nothing written")
+        print(
+            "no CUDA device here (nvidia-smi finds none): the GPU checks need a machine with one; nothing written"
+        )
         return
     sandboxes = [s for s in args.sandboxes if s != "local" or local_sandbox_works()]
     rows = []
@@ -297,8 +373,18 @@ def main() -> None:
         print("--cpu: results not written")
         return
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"gpu": name, "gpu_share": GPU_SHARE, "llm_median_s": args.llm_median,
-                                   "measured": time.strftime("%Y-%m-%d"), "runs": rows}, indent=2))
+    RESULTS.write_text(
+        json.dumps(
+            {
+                "gpu": name,
+                "gpu_share": GPU_SHARE,
+                "llm_median_s": args.llm_median,
+                "measured": time.strftime("%Y-%m-%d"),
+                "runs": rows,
+            },
+            indent=2,
+        )
+    )
     print(f"results in {RESULTS}")
 
 

@@ -1,4 +1,4 @@
-"""Issue 16 benchmarks (a) and (d): do accelerators wait for the LLM, and does look-ahead cost
+"""Pipeline benchmarks (docs/engine.md): do accelerators wait for the LLM, and does look-ahead cost
 search quality? Writes bench/results/pipeline.json and prints two tables.
 
 (a) Utilization of the four-stage agentic search, one idea, 4 and 16 slots, LLM latency / experiment
@@ -54,13 +54,19 @@ from tests.helpers import load_file, make_config, make_template  # noqa: E402
 from tests.llm.fake_servers import FakeLLMServer, Recorded, Reply  # noqa: E402
 
 DEFAULT_RESULTS = RESULTS = Path(__file__).parent / "results" / "pipeline.json"
-MEDIAN_S, SIGMA, CAP_S = 0.5, 1.0, 7.5  # experiments: lognormal, median 0.5 s (scaled down from 4 s; cap 60 s)
+MEDIAN_S, SIGMA, CAP_S = (
+    0.5,
+    1.0,
+    7.5,
+)  # experiments: lognormal, median 0.5 s (scaled down from 4 s; cap 60 s)
 STAGE_NAMES = ("preliminary", "hyperparameter", "agenda", "ablation")
 
 
 def stages(slots: int, depth: int = 2) -> dict[str, dict[str, int]]:
     """Each stage `depth` x slots search nodes: how many waves of the slots a stage holds."""
     return {s: {"max_nodes": depth * slots} for s in STAGE_NAMES}
+
+
 ROLE_OF = {"Proposal": "code", "Judgement": "feedback", "PlotCritique": "vision", "BestChoice": "selection"}
 
 
@@ -83,10 +89,18 @@ def scientist() -> Any:
 
 def llm_config(url: str, **provider: Any) -> dict[str, Any]:
     """The run config's `llm:` for the fake OpenAI-compatible server at `url`: one model in every role."""
-    return {"providers": {"fake": {"kind": "openai_compatible", "base_url": f"{url}/v1", **provider}},
-            "models": {"m": {"provider": "fake", "model": "fake-model", "price": {"input": 1.0, "output": 2.0},
-                             "capabilities": {"json_schema": True, "vision": False}}},
-            "roles": {r: {"model": "m", "max_tokens": 2048} for r in ("code", "feedback", "selection")}}
+    return {
+        "providers": {"fake": {"kind": "openai_compatible", "base_url": f"{url}/v1", **provider}},
+        "models": {
+            "m": {
+                "provider": "fake",
+                "model": "fake-model",
+                "price": {"input": 1.0, "output": 2.0},
+                "capabilities": {"json_schema": True, "vision": False},
+            }
+        },
+        "roles": {r: {"model": "m", "max_tokens": 2048} for r in ("code", "feedback", "selection")},
+    }
 
 
 def fake_llm(server: FakeLLMServer, median_s: float, seed: int) -> None:
@@ -100,8 +114,12 @@ def fake_llm(server: FakeLLMServer, median_s: float, seed: int) -> None:
             return Reply.error(400)
         schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("name", "")
         messages = [
-            Msg(m["role"], m["content"] if isinstance(m["content"], str)
-                else "\n".join(p.get("text", "") for p in m["content"] if p.get("type") == "text"))
+            Msg(
+                m["role"],
+                m["content"]
+                if isinstance(m["content"], str)
+                else "\n".join(p.get("text", "") for p in m["content"] if p.get("type") == "text"),
+            )
             for m in body["messages"]
         ]
         data = json.loads(responder(Call(ROLE_OF.get(schema, "feedback"), messages)))
@@ -124,18 +142,32 @@ def idea_files(tmp: Path, ideas: int) -> dict[str, Any]:
     return {"ideas": [f"idea{i}.yaml" for i in range(ideas)]}
 
 
-def agentic_run(tmp: Path, url: str, slots: int, pipeline: bool, seed: int, depth: int = 2,
-                ideas: int = 1) -> dict[str, Any]:
-    (tmp / "run.yaml").write_text(yaml.safe_dump({
-        "name": "pipe", **idea_files(tmp, ideas), "output_dir": str(tmp / "runs"), "replicates": 2, "seed": seed,
-        "stages": stages(slots, depth), "search": {"num_drafts": 2, "pipeline": pipeline, "speculate": pipeline},
-        "budgets": {"wall_clock_s": 3600, "node_timeout_s": CAP_S * 4},
-        "executor": {"kind": "inprocess", "max_in_flight": slots, "lookahead": None if pipeline else 0},
-        "sandbox": "none",
-        # Off is the engine before issue 16: one job per node, no look-ahead, no speculation, and
-        # no hedged LLM calls (engine/llm/hedge.py: a call slower than its role's p90 is sent twice).
-        "llm": llm_config(url, max_concurrency=256, **({} if pipeline else {"hedge": None})),
-    }))
+def agentic_run(
+    tmp: Path, url: str, slots: int, pipeline: bool, seed: int, depth: int = 2, ideas: int = 1
+) -> dict[str, Any]:
+    (tmp / "run.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "name": "pipe",
+                **idea_files(tmp, ideas),
+                "output_dir": str(tmp / "runs"),
+                "replicates": 2,
+                "seed": seed,
+                "stages": stages(slots, depth),
+                "search": {"num_drafts": 2, "pipeline": pipeline, "speculate": pipeline},
+                "budgets": {"wall_clock_s": 3600, "node_timeout_s": CAP_S * 4},
+                "executor": {
+                    "kind": "inprocess",
+                    "max_in_flight": slots,
+                    "lookahead": None if pipeline else 0,
+                },
+                "sandbox": "none",
+                # Off is the engine before the pipeline: one job per node, no look-ahead, no speculation, and
+                # no hedged LLM calls (engine/llm/hedge.py: a call slower than its role's p90 is sent twice).
+                "llm": llm_config(url, max_concurrency=256, **({} if pipeline else {"hedge": None})),
+            }
+        )
+    )
     cfg = load_config(tmp / "run.yaml")
     run_dir, journal = lifecycle.create_run(cfg)
     started = time.monotonic()
@@ -150,8 +182,12 @@ def agentic_run(tmp: Path, url: str, slots: int, pipeline: bool, seed: int, dept
     work = sum(own_work_s(n) for n in j if n.execution is not None and n.execution.wall_s > 0)
     chain = critical_path_s(j)
     return {
-        "slots": slots, "pipeline": pipeline, "outcome": outcome.status, "nodes": len(j.nodes),
-        "makespan_s": round(makespan, 1), "experiment_s": round(busy, 1),
+        "slots": slots,
+        "pipeline": pipeline,
+        "outcome": outcome.status,
+        "nodes": len(j.nodes),
+        "makespan_s": round(makespan, 1),
+        "experiment_s": round(busy, 1),
         "experiment_median_s": round(statistics.median(walls), 2) if walls else None,
         "utilization": round(busy / (slots * makespan), 3),
         "utilization_kept": round(kept / (slots * makespan), 3),
@@ -210,9 +246,24 @@ def critical_path_s(j: Journal) -> float:
 def saved_median(slots: int) -> float:
     """The experiments' median wall at this slot count, as its one-idea ratio-0 run without the
     pipeline measured it (saved in this results file, or else in the default one): ratios are of it."""
-    saved = [r for f in (RESULTS, DEFAULT_RESULTS) if f.is_file() for r in json.loads(f.read_text()).get("utilization", [])]
-    return next((r["experiment_median_s"] for r in saved if r["slots"] == slots and r["ratio"] == 0
-                 and not r["pipeline"] and r.get("ideas", 1) == 1 and r.get("experiment_median_s")), MEDIAN_S)
+    saved = [
+        r
+        for f in (RESULTS, DEFAULT_RESULTS)
+        if f.is_file()
+        for r in json.loads(f.read_text()).get("utilization", [])
+    ]
+    return next(
+        (
+            r["experiment_median_s"]
+            for r in saved
+            if r["slots"] == slots
+            and r["ratio"] == 0
+            and not r["pipeline"]
+            and r.get("ideas", 1) == 1
+            and r.get("experiment_median_s")
+        ),
+        MEDIAN_S,
+    )
 
 
 def bench_utilization(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -223,39 +274,66 @@ def bench_utilization(args: argparse.Namespace) -> list[dict[str, Any]]:
             for pipeline, repeat in [(p, r) for r in args.repeats for p in args.pipeline]:
                 with FakeLLMServer() as server, tempfile.TemporaryDirectory() as tmp:
                     fake_llm(server, ratio * experiment_median, seed=slots * 10 + int(ratio) + 1000 * repeat)
-                    row = agentic_run(Path(tmp), server.url, slots, pipeline, seed=repeat, depth=args.depth,
-                                      ideas=args.ideas)
-                if row["outcome"] == "interrupted":  # a signal stopped it: nothing measured, keep the saved row
-                    raise SystemExit(f"slots {slots} ratio {ratio:g}: the run was interrupted; rows so far in {RESULTS}")
+                    row = agentic_run(
+                        Path(tmp),
+                        server.url,
+                        slots,
+                        pipeline,
+                        seed=repeat,
+                        depth=args.depth,
+                        ideas=args.ideas,
+                    )
+                if (
+                    row["outcome"] == "interrupted"
+                ):  # a signal stopped it: nothing measured, keep the saved row
+                    raise SystemExit(
+                        f"slots {slots} ratio {ratio:g}: the run was interrupted; rows so far in {RESULTS}"
+                    )
                 if ratio == 0 and not pipeline and args.ideas == 1 and row["experiment_median_s"]:
                     experiment_median = row["experiment_median_s"]
-                row.update(ratio=ratio, repeat=repeat, llm_median_s=round(ratio * experiment_median, 2),
-                           llm_requests=len(server.requests))
+                row.update(
+                    ratio=ratio,
+                    repeat=repeat,
+                    llm_median_s=round(ratio * experiment_median, 2),
+                    llm_requests=len(server.requests),
+                )
                 row["load_avg"] = round(os.getloadavg()[0], 2)
                 row["cpus"] = os.cpu_count()
                 row["depth"] = args.depth
                 row["ideas"] = args.ideas
                 rows.append(row)
                 save(rows)
-                print(f"  slots {slots:>2} ideas {args.ideas} ratio {ratio:g} pipeline {'on ' if pipeline else 'off'} repeat {repeat}: "
-                      f"utilization {row['utilization']:.2f} ({row['utilization_kept']:.2f} kept, {row['utilization_work']:.2f} "
-                      f"uncontended) of at most {row['utilization_bound']:.2f} "
-                      f"({row['nodes']} nodes, {row['makespan_s']} s, longest chain {row['critical_path_s']} s, "
-                      f"{row['hedged_llm_copies']} hedged LLM copies)", flush=True)
+                print(
+                    f"  slots {slots:>2} ideas {args.ideas} ratio {ratio:g} pipeline {'on ' if pipeline else 'off'} repeat {repeat}: "
+                    f"utilization {row['utilization']:.2f} ({row['utilization_kept']:.2f} kept, {row['utilization_work']:.2f} "
+                    f"uncontended) of at most {row['utilization_bound']:.2f} "
+                    f"({row['nodes']} nodes, {row['makespan_s']} s, longest chain {row['critical_path_s']} s, "
+                    f"{row['hedged_llm_copies']} hedged LLM copies)",
+                    flush=True,
+                )
     return rows
 
 
 def true_score(p: dict[str, Any]) -> float:
     """tests/helpers.py's template metric without its seed noise."""
-    return 1.0 - (p["x"] - 0.3) ** 2 - 0.1 * p["y"] + (0.05 if p["method"] else 0.0) - (0.02 if p["ab"] else 0.0)
+    return (
+        1.0 - (p["x"] - 0.3) ** 2 - 0.1 * p["y"] + (0.05 if p["method"] else 0.0) - (0.02 if p["ab"] else 0.0)
+    )
 
 
 def quality_run(tmp: Path, slots: int, lookahead: int, seed: int, budget: int) -> float:
     tpl = make_template(tmp / "tpl")
     path = make_config(
-        tmp, tpl, seed=seed, replicates=1,
-        stages={"preliminary": {"max_nodes": 1}, "hyperparameter": {"max_nodes": budget},
-                "agenda": {"max_nodes": budget // 2}, "ablation": {"max_nodes": 1}},
+        tmp,
+        tpl,
+        seed=seed,
+        replicates=1,
+        stages={
+            "preliminary": {"max_nodes": 1},
+            "hyperparameter": {"max_nodes": budget},
+            "agenda": {"max_nodes": budget // 2},
+            "ablation": {"max_nodes": 1},
+        },
         executor={"kind": "inprocess", "max_in_flight": slots, "lookahead": lookahead},
         search={"speculate": False},
     )
@@ -277,9 +355,19 @@ def bench_quality(args: argparse.Namespace) -> list[dict[str, Any]]:
                     scores.append(quality_run(Path(tmp), slots, lookahead, seed, args.budget))
             mean = statistics.fmean(scores)
             half = 1.96 * statistics.stdev(scores) / math.sqrt(len(scores)) if len(scores) > 1 else 0.0
-            rows.append({"slots": slots, "lookahead": lookahead, "best_true_mean": round(mean, 4),
-                         "ci95": [round(mean - half, 4), round(mean + half, 4)], "seeds": len(scores)})
-            print(f"  slots {slots:>2} look-ahead {lookahead:>2}: best true score {mean:.4f} ± {half:.4f}", flush=True)
+            rows.append(
+                {
+                    "slots": slots,
+                    "lookahead": lookahead,
+                    "best_true_mean": round(mean, 4),
+                    "ci95": [round(mean - half, 4), round(mean + half, 4)],
+                    "seeds": len(scores),
+                }
+            )
+            print(
+                f"  slots {slots:>2} look-ahead {lookahead:>2}: best true score {mean:.4f} ± {half:.4f}",
+                flush=True,
+            )
     return rows
 
 
@@ -290,13 +378,23 @@ def save(rows: list[dict[str, Any]] | None = None, quality: list[dict[str, Any]]
     key = lambda r: (r.get("ideas", 1), r["slots"], r["ratio"], r["pipeline"], r.get("repeat", 0))  # noqa: E731
     merged = {key(r): r for r in old.get("utilization", [])} | {key(r): r for r in rows or []}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({
-        "setup": {"experiment": f"lognormal(median {MEDIAN_S} s, sigma {SIGMA}) sleep inside real numpy code, cap {CAP_S} s",
-                  "llm": "fake OpenAI-compatible server, lognormal(ratio x measured experiment median, sigma 1), cap 8x",
-                  "stages": "depth x slots search nodes each (depth 2 unless a row says otherwise), per idea", "replicates": 2, "executor": "inprocess",
-                  "sandbox": "none"},
-        "utilization": sorted(merged.values(), key=key), "quality": quality if quality is not None else old.get("quality", []),
-    }, indent=2))
+    RESULTS.write_text(
+        json.dumps(
+            {
+                "setup": {
+                    "experiment": f"lognormal(median {MEDIAN_S} s, sigma {SIGMA}) sleep inside real numpy code, cap {CAP_S} s",
+                    "llm": "fake OpenAI-compatible server, lognormal(ratio x measured experiment median, sigma 1), cap 8x",
+                    "stages": "depth x slots search nodes each (depth 2 unless a row says otherwise), per idea",
+                    "replicates": 2,
+                    "executor": "inprocess",
+                    "sandbox": "none",
+                },
+                "utilization": sorted(merged.values(), key=key),
+                "quality": quality if quality is not None else old.get("quality", []),
+            },
+            indent=2,
+        )
+    )
 
 
 def forest_pair(text: str) -> tuple[int, float]:
@@ -307,7 +405,9 @@ def forest_pair(text: str) -> tuple[int, float]:
             return int(ideas), float(ratio)
     except ValueError:
         pass
-    raise argparse.ArgumentTypeError(f"{text!r}: expected IDEAS:RATIO, a whole number of ideas and a ratio, e.g. 12:1")
+    raise argparse.ArgumentTypeError(
+        f"{text!r}: expected IDEAS:RATIO, a whole number of ideas and a ratio, e.g. 12:1"
+    )
 
 
 def main() -> None:
@@ -318,16 +418,39 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=6, help="seeds of (d); 0 skips it")
     ap.add_argument("--pipeline", choices=["off", "on"], nargs="+", default=["off", "on"])
     ap.add_argument("--budget", type=int, default=24, help="tuning nodes per run in (d)")
-    ap.add_argument("--depth", type=int, default=2,
-                    help="search nodes per stage, in multiples of the slots (2: a stage is two waves)")
-    ap.add_argument("--ideas", type=int, default=1,
-                    help="a forest of this many copies of the idea, each with stages of the same size (default: one idea)")
-    ap.add_argument("--forest", nargs="*", type=forest_pair, default=[(12, 1.0), (16, 4.0)], metavar="IDEAS:RATIO",
-                    help="forest rows after (a), on 4 slots with the pipeline on; none: skip them")
-    ap.add_argument("--results", type=Path, default=RESULTS,
-                    help="where the rows go (another machine's figures in a file of their own)")
-    ap.add_argument("--repeats", type=int, nargs="+", default=[0],
-                    help="run seeds of (a): each setting once per seed (the run's seed and the LLM latencies')")
+    ap.add_argument(
+        "--depth",
+        type=int,
+        default=2,
+        help="search nodes per stage, in multiples of the slots (2: a stage is two waves)",
+    )
+    ap.add_argument(
+        "--ideas",
+        type=int,
+        default=1,
+        help="a forest of this many copies of the idea, each with stages of the same size (default: one idea)",
+    )
+    ap.add_argument(
+        "--forest",
+        nargs="*",
+        type=forest_pair,
+        default=[(12, 1.0), (16, 4.0)],
+        metavar="IDEAS:RATIO",
+        help="forest rows after (a), on 4 slots with the pipeline on; none: skip them",
+    )
+    ap.add_argument(
+        "--results",
+        type=Path,
+        default=RESULTS,
+        help="where the rows go (another machine's figures in a file of their own)",
+    )
+    ap.add_argument(
+        "--repeats",
+        type=int,
+        nargs="+",
+        default=[0],
+        help="run seeds of (a): each setting once per seed (the run's seed and the LLM latencies')",
+    )
     args = ap.parse_args()
     args.pipeline = [p == "on" for p in args.pipeline]
     RESULTS = args.results
@@ -335,10 +458,15 @@ def main() -> None:
     bench_utilization(args)
     for ideas, ratio in args.forest:
         print(f"(a) a forest of {ideas} ideas on 4 slots, ratio {ratio:g}")
-        bench_utilization(argparse.Namespace(**{**vars(args), "slots": [4], "ratios": [ratio], "pipeline": [True],
-                                                "ideas": ideas}))
+        bench_utilization(
+            argparse.Namespace(
+                **{**vars(args), "slots": [4], "ratios": [ratio], "pipeline": [True], "ideas": ideas}
+            )
+        )
     if args.seeds:
-        print(f"(d) best noise-free quality at a fixed node budget ({args.budget} tuning nodes), {args.seeds} seeds")
+        print(
+            f"(d) best noise-free quality at a fixed node budget ({args.budget} tuning nodes), {args.seeds} seeds"
+        )
         save(quality=bench_quality(args))
     print(f"results in {RESULTS}")
 

@@ -53,7 +53,11 @@ def shim(body: dict[str, Any]) -> SimpleNamespace:
     for m in body["messages"]:
         parts = m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}]
         text = "".join(p.get("text", "") for p in parts if p.get("type") == "text")
-        images = [SimpleNamespace(png=base64.b64decode(p["source"]["data"])) for p in parts if p.get("type") == "image"]
+        images = [
+            SimpleNamespace(png=base64.b64decode(p["source"]["data"]))
+            for p in parts
+            if p.get("type") == "image"
+        ]
         messages.append(SimpleNamespace(role=m["role"], text=text, images=images))
     return SimpleNamespace(role=body["model"].removeprefix("fake-"), messages=messages)
 
@@ -66,20 +70,43 @@ def config(tmp: Path, url: str) -> Path:
     idea = tmp / "idea.yaml"
     idea.write_text(yaml.safe_dump(IDEA))
     llm = {
-        "providers": {"fake": {"kind": "anthropic", "base_url": url, "api_key_env": KEY_ENV, "max_retries": 2,
-                               "backoff_base_s": 0.05, "timeout_s": 30}},
-        "models": {f"m-{r}": {"provider": "fake", "model": f"fake-{r}", "price": {"input": 3, "output": 15},
-                              "capabilities": {"vision": True, "tools": True}} for r in ROLES},
+        "providers": {
+            "fake": {
+                "kind": "anthropic",
+                "base_url": url,
+                "api_key_env": KEY_ENV,
+                "max_retries": 2,
+                "backoff_base_s": 0.05,
+                "timeout_s": 30,
+            }
+        },
+        "models": {
+            f"m-{r}": {
+                "provider": "fake",
+                "model": f"fake-{r}",
+                "price": {"input": 3, "output": 15},
+                "capabilities": {"vision": True, "tools": True},
+            }
+            for r in ROLES
+        },
         "roles": {r: {"model": f"m-{r}", "max_tokens": 4096} for r in ROLES},
     }
     cfg = {
-        "name": "resume", "idea": str(idea), "output_dir": str(tmp / "runs"), "replicates": 1,
-        "stages": {"preliminary": {"max_nodes": 3}, "hyperparameter": {"max_nodes": 2},
-                   "agenda": {"max_nodes": 2}, "ablation": {"max_nodes": 1}},
+        "name": "resume",
+        "idea": str(idea),
+        "output_dir": str(tmp / "runs"),
+        "replicates": 1,
+        "stages": {
+            "preliminary": {"max_nodes": 3},
+            "hyperparameter": {"max_nodes": 2},
+            "agenda": {"max_nodes": 2},
+            "ablation": {"max_nodes": 1},
+        },
         "search": {"num_drafts": 2, "debug_prob": 0.5},
         "budgets": {"wall_clock_s": 600, "node_timeout_s": 60},
         "executor": {"kind": "inprocess", "max_in_flight": 3},
-        "sandbox": "none", "llm": llm,
+        "sandbox": "none",
+        "llm": llm,
     }
     path = tmp / "run.yaml"
     path.write_text(yaml.safe_dump(cfg))
@@ -88,8 +115,13 @@ def config(tmp: Path, url: str) -> Path:
 
 def silva(*args: str) -> subprocess.Popen[bytes]:
     env = {**os.environ, KEY_ENV: "sk-fake-bench", "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-m", "silva.cli.main", *args], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-m", "silva.cli.main", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
 
 
 def finish(proc: subprocess.Popen[bytes], what: str) -> None:
@@ -130,8 +162,11 @@ def one_run(tmp: Path, server: FakeLLMServer, kill_after: float | None) -> dict[
     keys = Counter(r["key"] for r in records)
     steps_before = {(r["node_id"], r["role"], r["key"]) for r in records if killed_at and r["ts"] < killed_at}
     after = [r for r in records if killed_at and r["ts"] >= killed_at]
-    step_repaid = sum(1 for r in after if any(n == r["node_id"] and role == r["role"] and k != r["key"]
-                                              for n, role, k in steps_before))
+    step_repaid = sum(
+        1
+        for r in after
+        if any(n == r["node_id"] and role == r["role"] and k != r["key"] for n, role, k in steps_before)
+    )
     return {
         "killed_after_s": round(kill_after, 2) if killed_at else None,
         "duration_s": round(duration, 1),
@@ -140,7 +175,9 @@ def one_run(tmp: Path, server: FakeLLMServer, kill_after: float | None) -> dict[
         "repaid": sum(c - 1 for c in keys.values()),
         "step_repaid": step_repaid,
         "lost_in_flight": len(requests) - len(records),
-        "duplicate_request_bodies": sum(c - 1 for c in Counter(request_id(r.body) for r in requests).values()),
+        "duplicate_request_bodies": sum(
+            c - 1 for c in Counter(request_id(r.body) for r in requests).values()
+        ),
     }
 
 
@@ -156,8 +193,10 @@ def main() -> int:
     with FakeLLMServer() as server:
         server.handler = answer
         reference = one_run(work / "reference", server, None)  # how long an uninterrupted run takes
-        runs = [one_run(work / f"run{i}", server, rng.uniform(0.1, 0.9) * reference["duration_s"])
-                for i in range(RUNS)]
+        runs = [
+            one_run(work / f"run{i}", server, rng.uniform(0.1, 0.9) * reference["duration_s"])
+            for i in range(RUNS)
+        ]
     shutil.rmtree(work, ignore_errors=True)
     killed = [r for r in runs if r["killed_after_s"] is not None]
     result = {

@@ -50,13 +50,26 @@ def main() -> int:
     with FakeLLMServer() as server:
         server.handler = answer
         server.rate_limit(per_second=RPM / 60, burst=RPM / 60)
-        cfg = LLMConfig.model_validate({
-            "providers": {"fake": {"kind": "openai", "base_url": server.url + "/v1", "api_key_env": "UNUSED",
-                                   "rpm": RPM, "max_concurrency": MAX_PARALLEL, "max_retries": 8,
-                                   "backoff_base_s": 0.05, "timeout_s": 30}},
-            "models": {"m": {"provider": "fake", "model": "fake-model", "price": {"input": 3, "output": 15}}},
-            "roles": {"review": {"model": "m", "max_tokens": 2048}},
-        })
+        cfg = LLMConfig.model_validate(
+            {
+                "providers": {
+                    "fake": {
+                        "kind": "openai",
+                        "base_url": server.url + "/v1",
+                        "api_key_env": "UNUSED",
+                        "rpm": RPM,
+                        "max_concurrency": MAX_PARALLEL,
+                        "max_retries": 8,
+                        "backoff_base_s": 0.05,
+                        "timeout_s": 30,
+                    }
+                },
+                "models": {
+                    "m": {"provider": "fake", "model": "fake-model", "price": {"input": 3, "output": 15}}
+                },
+                "roles": {"review": {"model": "m", "max_tokens": 2048}},
+            }
+        )
         gateway = build_gateway(cfg, run_dir, None, {"fake": "sk-bench"})
         review_cfg = ReviewConfig(reviews=REVIEWS, max_parallel=MAX_PARALLEL)
         # Imports (the SDK, scipy, imagehash) and connection set-up are not throughput: warm them up,
@@ -64,7 +77,10 @@ def main() -> int:
         warm = gateway.client().complete("warm-up", role="review")
         run_checks(resolve(run_dir / "paper" / "idea-0")[0], review_cfg)
         time.sleep(1.0)
-        calls_before, bytes_before = len(server.requests), sum(len(json.dumps(r.body)) for r in server.requests)
+        calls_before, bytes_before = (
+            len(server.requests),
+            sum(len(json.dumps(r.body)) for r in server.requests),
+        )
         start = time.monotonic()
         results = review_all(run_dir, gateway.client(), review_cfg, InProcessExecutor(MAX_PARALLEL))
         elapsed = time.monotonic() - start
@@ -103,7 +119,9 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
     for key, value in result.items():
         print(f"{key:<28}{value:>14}")
-    ok = reviews_ok == reviews and result["meta_reviews_ok"] == PAPERS and result["fraction_of_ceiling"] >= 0.8
+    ok = (
+        reviews_ok == reviews and result["meta_reviews_ok"] == PAPERS and result["fraction_of_ceiling"] >= 0.8
+    )
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

@@ -1,7 +1,7 @@
 """Per-attempt overhead of each sandbox provider: open a fresh workspace, run a no-op, close.
 
 Two no-ops: `true` (pure sandbox cost) and `python3 -c pass` (what an experiment pays before
-its first line). Writes bench/results/sandbox.json and prints a table. Targets (issue #6):
+its first line). Writes bench/results/sandbox.json and prints a table. Targets (docs/sandbox.md):
 local <= 30 ms, docker <= 1.5 s, judged on the median of `true`.
 """
 
@@ -30,9 +30,9 @@ def available() -> dict[str, SandboxProvider]:
     for name in ("none", "local", "docker"):
         try:
             if name == "docker":
-                from sandbox.docker_provider import DEFAULT_IMAGE, ensure_image
-
                 import docker
+
+                from sandbox.docker_provider import DEFAULT_IMAGE, ensure_image
 
                 docker.from_env(timeout=10).ping()
                 ensure_image(DEFAULT_IMAGE)
@@ -72,7 +72,9 @@ def main() -> int:
             entry: dict[str, Any] = {"target_s": TARGETS_S[name]}
             for label, command in NOOPS.items():
                 attempt_seconds(provider, command, Path(tmp) / name / f"warm-{label}", 0)  # page cache, image
-                runs = [attempt_seconds(provider, command, Path(tmp) / name / label, i) for i in range(REPS[name])]
+                runs = [
+                    attempt_seconds(provider, command, Path(tmp) / name / label, i) for i in range(REPS[name])
+                ]
                 entry[label] = stats(runs)
             target = TARGETS_S[name]
             entry["meets_target"] = None if target is None else entry["true"]["median_s"] <= target

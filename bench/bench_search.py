@@ -21,11 +21,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import yaml  # noqa: E402
 
-from silva import lifecycle as run  # noqa: E402
-from silva.config import load_config  # noqa: E402
 from engine.journal import Journal  # noqa: E402
 from engine.llm.ledger import summarize  # noqa: E402
 from engine.llm.providers.scripted import ScriptedProvider  # noqa: E402
+from silva import lifecycle as run  # noqa: E402
+from silva.config import load_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results" / "search.json"
@@ -33,12 +33,18 @@ POLICIES = ("best_first", "greedy", "mcts", "evolutionary")
 WORKERS = 4
 MEDIAN_S, SIGMA = 0.6, 0.7  # experiment duration: lognormal, median 0.6 s
 LLM_LATENCY_S = 0.05
-STAGES = {"preliminary": {"max_nodes": 4}, "hyperparameter": {"max_nodes": 8},
-          "agenda": {"max_nodes": 8}, "ablation": {"max_nodes": 3}}
+STAGES = {
+    "preliminary": {"max_nodes": 4},
+    "hyperparameter": {"max_nodes": 8},
+    "agenda": {"max_nodes": 8},
+    "ablation": {"max_nodes": 3},
+}
 
 
 def responder() -> object:
-    spec = importlib.util.spec_from_file_location("scripted_scientist", ROOT / "examples" / "ideas" / "scripted_scientist.py")
+    spec = importlib.util.spec_from_file_location(
+        "scripted_scientist", ROOT / "examples" / "ideas" / "scripted_scientist.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -49,15 +55,28 @@ def bench(policy: str, tmp: Path) -> dict[str, object]:
     idea = yaml.safe_load((ROOT / "examples" / "ideas" / "label_noise_asymmetric.yaml").read_text())
     (tmp / "idea.yaml").write_text(yaml.safe_dump(idea))
     cfg_path = tmp / "run.yaml"
-    cfg_path.write_text(yaml.safe_dump({
-        "name": f"bench-{policy}", "idea": "idea.yaml", "output_dir": str(tmp / "runs"), "replicates": 2,
-        "stages": STAGES, "search": {"policy": policy, "num_drafts": 2},
-        "budgets": {"wall_clock_s": 600, "node_timeout_s": 60},
-        "executor": {"kind": "inprocess", "max_in_flight": WORKERS}, "sandbox": "none",
-        "llm": {"providers": {"offline": {"kind": "scripted"}},
-                "models": {"m": {"provider": "offline", "model": "scripted", "capabilities": {"vision": True}}},
-                "roles": {r: {"model": "m"} for r in ("code", "feedback", "vision", "selection")}},
-    }))
+    cfg_path.write_text(
+        yaml.safe_dump(
+            {
+                "name": f"bench-{policy}",
+                "idea": "idea.yaml",
+                "output_dir": str(tmp / "runs"),
+                "replicates": 2,
+                "stages": STAGES,
+                "search": {"policy": policy, "num_drafts": 2},
+                "budgets": {"wall_clock_s": 600, "node_timeout_s": 60},
+                "executor": {"kind": "inprocess", "max_in_flight": WORKERS},
+                "sandbox": "none",
+                "llm": {
+                    "providers": {"offline": {"kind": "scripted"}},
+                    "models": {
+                        "m": {"provider": "offline", "model": "scripted", "capabilities": {"vision": True}}
+                    },
+                    "roles": {r: {"model": "m"} for r in ("code", "feedback", "vision", "selection")},
+                },
+            }
+        )
+    )
     cfg = load_config(cfg_path)
     run_dir, journal = run.create_run(cfg)
     provider = ScriptedProvider("offline", fn=responder(), delay_s=LLM_LATENCY_S)  # type: ignore[arg-type]
@@ -68,10 +87,15 @@ def bench(policy: str, tmp: Path) -> dict[str, object]:
     busy = sum((n.finished_at or 0.0) - (n.started_at or 0.0) for n in j if n.is_finished)
     calls = summarize(run_dir)["run"]["calls"]
     return {
-        "policy": policy, "outcome": outcome.status, "nodes": len(j.nodes),
-        "buggy": sum(n.status.value == "buggy" for n in j), "makespan_s": round(makespan, 2),
-        "nodes_per_hour": round(len(j.nodes) / makespan * 3600), "utilization": round(busy / (WORKERS * makespan), 3),
-        "llm_calls": calls, "llm_calls_per_node": round(calls / len(j.nodes), 2),
+        "policy": policy,
+        "outcome": outcome.status,
+        "nodes": len(j.nodes),
+        "buggy": sum(n.status.value == "buggy" for n in j),
+        "makespan_s": round(makespan, 2),
+        "nodes_per_hour": round(len(j.nodes) / makespan * 3600),
+        "utilization": round(busy / (WORKERS * makespan), 3),
+        "llm_calls": calls,
+        "llm_calls_per_node": round(calls / len(j.nodes), 2),
     }
 
 
@@ -82,14 +106,25 @@ def main() -> None:
             (Path(tmp) / policy).mkdir()
             rows.append(bench(policy, Path(tmp) / policy))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    setup = {"workers": WORKERS, "duration": f"lognormal(median {MEDIAN_S} s, sigma {SIGMA})",
-             "llm_latency_s": LLM_LATENCY_S, "stages": STAGES, "replicates": 2, "executor": "inprocess", "sandbox": "none"}
+    setup = {
+        "workers": WORKERS,
+        "duration": f"lognormal(median {MEDIAN_S} s, sigma {SIGMA})",
+        "llm_latency_s": LLM_LATENCY_S,
+        "stages": STAGES,
+        "replicates": 2,
+        "executor": "inprocess",
+        "sandbox": "none",
+    }
     RESULTS.write_text(json.dumps({"setup": setup, "results": rows}, indent=2))
-    print(f"four-stage agentic search, {WORKERS} workers, experiment time lognormal(median {MEDIAN_S} s, sigma {SIGMA})")
+    print(
+        f"four-stage agentic search, {WORKERS} workers, experiment time lognormal(median {MEDIAN_S} s, sigma {SIGMA})"
+    )
     print(f"{'policy':<13}{'nodes':>6}{'buggy':>6}{'makespan s':>11}{'nodes/h':>9}{'util':>7}{'LLM/node':>9}")
     for r in rows:
-        print(f"{r['policy']:<13}{r['nodes']:>6}{r['buggy']:>6}{r['makespan_s']:>11}{r['nodes_per_hour']:>9}"
-              f"{r['utilization']:>7.0%}{r['llm_calls_per_node']:>9}")
+        print(
+            f"{r['policy']:<13}{r['nodes']:>6}{r['buggy']:>6}{r['makespan_s']:>11}{r['nodes_per_hour']:>9}"
+            f"{r['utilization']:>7.0%}{r['llm_calls_per_node']:>9}"
+        )
 
 
 if __name__ == "__main__":

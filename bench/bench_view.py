@@ -39,11 +39,19 @@ def browser(index: Path, probe: int) -> dict[str, float]:
                  document.querySelector(`[data-i="${n}"]`).dispatchEvent(new MouseEvent("click", {bubbles: true}));
                  const wait = () => document.querySelector("#details-body h4") ? done(performance.now() - t) : setTimeout(wait, 5);
                  wait();
-               })""", probe)
-        redraw = page.evaluate("() => { const t = performance.now(); document.getElementById('zoom-in').click(); return performance.now() - t; }")
+               })""",
+            probe,
+        )
+        redraw = page.evaluate(
+            "() => { const t = performance.now(); document.getElementById('zoom-in').click(); return performance.now() - t; }"
+        )
         b.close()
-    return {"load_and_draw_s": round(load, 3), "nodes_drawn": drawn, "click_to_details_ms": round(click, 1),
-            "redraw_ms": round(redraw, 1)}
+    return {
+        "load_and_draw_s": round(load, 3),
+        "nodes_drawn": drawn,
+        "click_to_details_ms": round(click, 1),
+        "redraw_ms": round(redraw, 1),
+    }
 
 
 def main() -> None:
@@ -58,9 +66,13 @@ def main() -> None:
         rebuild_s = time.perf_counter() - t
         index = run_dir / "view" / "index.html"
         result = {
-            "nodes": first.nodes, "build_s": round(build_s, 2), "rebuild_unchanged_s": round(rebuild_s, 2),
-            "details_chunks": first.written, "chunks_rewritten_unchanged": again.written,
-            "index_html_kb": round(index.stat().st_size / 1024), **browser(index, first.nodes // 2),
+            "nodes": first.nodes,
+            "build_s": round(build_s, 2),
+            "rebuild_unchanged_s": round(rebuild_s, 2),
+            "details_chunks": first.written,
+            "chunks_rewritten_unchanged": again.written,
+            "index_html_kb": round(index.stat().st_size / 1024),
+            **browser(index, first.nodes // 2),
         }
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

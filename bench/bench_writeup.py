@@ -47,7 +47,9 @@ def main() -> None:
             llm, gateway = scripted_llm(run, writer)
             lit = open_literature(LiteratureConfig(base_url=url, requests_per_s=100), {})
             started = time.monotonic()
-            pdf = write_paper(run, llm=llm, literature=lit, cfg=WriteupConfig(reflection_rounds=1), sandbox=sandbox)
+            pdf = write_paper(
+                run, llm=llm, literature=lit, cfg=WriteupConfig(reflection_rounds=1), sandbox=sandbox
+            )
             llm_walls.append(time.monotonic() - started)
             gateway.close()
             calls.append(len(writer.calls))

@@ -21,6 +21,7 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).resolve().parents[1])]
 
 from bench_pipeline import agentic_run, fake_llm, saved_median  # noqa: E402
+
 from engine.journal import Journal  # noqa: E402
 from engine.llm.ledger import LEDGER_FILE, read_records  # noqa: E402
 from tests.llm.fake_servers import FakeLLMServer  # noqa: E402
@@ -58,14 +59,21 @@ def trace(run_dir: Path, slots: int) -> dict[str, object]:
         waited += min(free, ready) * STEP_S
         bins[int(t // BIN_S)] += free * STEP_S
     llm_only = {n.id for n in j if n.kind == "selection"}
-    calls = sorted(((r.latency_s, r.node_id, r.ts - t0) for r in read_records(run_dir / LEDGER_FILE)
-                    if r.node_id in llm_only and r.hedge != "lost"), reverse=True)
+    calls = sorted(
+        (
+            (r.latency_s, r.node_id, r.ts - t0)
+            for r in read_records(run_dir / LEDGER_FILE)
+            if r.node_id in llm_only and r.hedge != "lost"
+        ),
+        reverse=True,
+    )
     return {
         "slot_time_held": round(1 - idle / (slots * end), 3),
         "idle_while_a_proposal_waited_s": round(waited, 1),
         "idle_slot_s_per_5s": {f"{int(k * BIN_S)}": round(v, 1) for k, v in sorted(bins.items())},
-        "slowest_selection_calls": [{"node": n, "latency_s": round(lat, 1), "answered_at_s": round(at, 1)}
-                                    for lat, n, at in calls[:5]],
+        "slowest_selection_calls": [
+            {"node": n, "latency_s": round(lat, 1), "answered_at_s": round(at, 1)} for lat, n, at in calls[:5]
+        ],
     }
 
 
@@ -84,8 +92,16 @@ def main() -> None:
     if run_dir is None:
         args.out.mkdir(parents=True, exist_ok=True)
         with FakeLLMServer() as server:
-            fake_llm(server, args.ratio * saved_median(args.slots), seed=args.slots * 10 + int(args.ratio) + 1000 * args.seed)
-            print(json.dumps(agentic_run(args.out, server.url, args.slots, True, seed=args.seed, ideas=args.ideas)))
+            fake_llm(
+                server,
+                args.ratio * saved_median(args.slots),
+                seed=args.slots * 10 + int(args.ratio) + 1000 * args.seed,
+            )
+            print(
+                json.dumps(
+                    agentic_run(args.out, server.url, args.slots, True, seed=args.seed, ideas=args.ideas)
+                )
+            )
         run_dir = next((args.out / "runs").iterdir())
     elif not (run_dir / "events.jsonl").is_file():
         ap.error(f"--read {run_dir}: not a run directory (no events.jsonl); give the run's own directory")

@@ -25,10 +25,11 @@ def ensure_node_image(tag: str = DEFAULT_TAG, source: Path = SOURCE, *, quiet: b
     env = {"SILVA_RAY_VERSION": ray.__version__, "PYTHON": sys.executable}
     result = subprocess.run(
         ["bash", str(BUILD_SCRIPT), tag, str(source)],
-        env={**os.environ, **env}, capture_output=quiet, text=True,
+        env={**os.environ, **env},
+        capture_output=quiet,
+        text=True,
     )
     if result.returncode != 0:
         detail = f"\n{(result.stdout or '')[-2000:]}{(result.stderr or '')[-4000:]}" if quiet else ""
         raise ImageBuildError(f"building the node image {tag} failed (exit {result.returncode}){detail}")
     return tag
-

@@ -94,7 +94,9 @@ def stage(config_path: Path, output_dir: str, include: list[Path], dest: Path) -
     return out
 
 
-def submit(address: str, config_path: Path, *, output_dir: str, include: list[Path], resume: str | None = None) -> str:
+def submit(
+    address: str, config_path: Path, *, output_dir: str, include: list[Path], resume: str | None = None
+) -> str:
     """Submit a run (or `silva resume RUN_DIR` with `resume`); returns the Ray job id."""
     if not output_dir.startswith("/") and "://" not in output_dir:
         raise ConfigError(
@@ -111,11 +113,13 @@ def submit(address: str, config_path: Path, *, output_dir: str, include: list[Pa
             for extra in include:
                 _copy(extra.resolve(), work, extra.name)
             entrypoint = f"silva resume {resume}"
-        return str(jobs.submit_job(
-            entrypoint=entrypoint,
-            runtime_env={"working_dir": str(work)},
-            metadata={"silva": "run" if resume is None else "resume", "config": config_path.name},
-        ))
+        return str(
+            jobs.submit_job(
+                entrypoint=entrypoint,
+                runtime_env={"working_dir": str(work)},
+                metadata={"silva": "run" if resume is None else "resume", "config": config_path.name},
+            )
+        )
 
 
 def _status(status: Any) -> str:
@@ -127,8 +131,11 @@ def state(address: str, job_id: str) -> JobState:
     info = jobs.get_job_info(job_id)
     found = RUN_DIR_LINE.search(jobs.get_job_logs(job_id) or "")
     return JobState(
-        job_id=job_id, status=_status(info.status),
-        message=info.message or "", entrypoint=info.entrypoint or "", run_dir=found.group(1) if found else None,
+        job_id=job_id,
+        status=_status(info.status),
+        message=info.message or "",
+        entrypoint=info.entrypoint or "",
+        run_dir=found.group(1) if found else None,
     )
 
 
@@ -137,8 +144,17 @@ def list_runs(address: str) -> list[JobState]:
     out = []
     for info in client(address).list_jobs():
         if (info.metadata or {}).get("silva") and info.submission_id:
-            out.append((info.start_time or 0, JobState(job_id=info.submission_id, status=_status(info.status),
-                                                       message=info.message or "", entrypoint=info.entrypoint or "")))
+            out.append(
+                (
+                    info.start_time or 0,
+                    JobState(
+                        job_id=info.submission_id,
+                        status=_status(info.status),
+                        message=info.message or "",
+                        entrypoint=info.entrypoint or "",
+                    ),
+                )
+            )
     return [s for _, s in sorted(out, key=lambda t: -t[0])]
 
 

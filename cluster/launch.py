@@ -28,9 +28,13 @@ RAY = str(Path(sys.executable).with_name("ray"))
 
 def init_templates(target: str, dest: Path) -> list[Path]:
     """Copy a launcher template (aws, gcp, onprem) or the KubeRay manifests (kuberay) into `dest`."""
-    sources = list(KUBERAY.values()) if target == "kuberay" else [LAUNCHER[target]] if target in LAUNCHER else []
+    sources = (
+        list(KUBERAY.values()) if target == "kuberay" else [LAUNCHER[target]] if target in LAUNCHER else []
+    )
     if not sources:
-        raise ConfigError(f"unknown cluster kind {target!r}: choose one of {', '.join([*LAUNCHER, 'kuberay'])}")
+        raise ConfigError(
+            f"unknown cluster kind {target!r}: choose one of {', '.join([*LAUNCHER, 'kuberay'])}"
+        )
     dest.mkdir(parents=True, exist_ok=True)
     written = []
     for src in sources:
@@ -83,7 +87,9 @@ def validate_kuberay(path: Path) -> list[dict[str, Any]]:
     for i, doc in enumerate(docs):
         kind = doc.get("kind") if isinstance(doc, dict) else None
         if kind not in branches:
-            raise ConfigError(f"{path}: document {i + 1}: kind {kind!r}; expected one of {', '.join(branches)}")
+            raise ConfigError(
+                f"{path}: document {i + 1}: kind {kind!r}; expected one of {', '.join(branches)}"
+            )
         validator = jsonschema.Draft202012Validator(branches[kind])
         errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
         if errors:

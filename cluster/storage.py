@@ -46,7 +46,9 @@ def filesystem(url: str) -> tuple[pafs.FileSystem, str]:
     try:
         import fsspec
     except ImportError:
-        raise ConfigError(f"{url}: the {parsed.scheme}:// protocol needs fsspec (pip install 'silva[cluster]')") from None
+        raise ConfigError(
+            f"{url}: the {parsed.scheme}:// protocol needs fsspec (pip install 'silva[cluster]')"
+        ) from None
     options = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
     try:
         fs = fsspec.filesystem(parsed.scheme, **options)
@@ -65,7 +67,7 @@ def _listing(fs: pafs.FileSystem, root: str, parts: Iterable[str]) -> dict[str, 
         elif info.type == pafs.FileType.Directory:
             for f in fs.get_file_info(pafs.FileSelector(base, recursive=True)):
                 if f.type == pafs.FileType.File:  # fsspec filesystems may list with a leading "/"
-                    out[f.path.lstrip("/")[len(root.lstrip("/")) + 1:]] = f
+                    out[f.path.lstrip("/")[len(root.lstrip("/")) + 1 :]] = f
     return out
 
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from engine.attempt import fresh_workspace
 from engine.node import AttemptResult, MetricSpec, MetricValue
-from engine.outcome import Outcome
+from engine.outcome import NodeOutcome
 
 AGGREGATE_FILE = "aggregate.json"
 PLOT_FILE = "aggregate.png"
@@ -34,7 +34,7 @@ class MetricStats(BaseModel):
     n: int
 
 
-class AggregateOutcome(Outcome):
+class AggregateOutcome(NodeOutcome):
     """Mean, sd and count per group (subject first) and metric."""
 
     family: str = "aggregate"
@@ -63,10 +63,16 @@ class AggregationJob:
         started = time.time()
         ws = fresh_workspace(self.run_dir, self.node_id, self.attempt)
         table = {
-            label: {name: dict(zip(("mean", "std"), mean_std(vals)), n=len(vals)) for name, vals in per_metric.items() if vals}
+            label: {
+                name: dict(zip(("mean", "std"), mean_std(vals)), n=len(vals))
+                for name, vals in per_metric.items()
+                if vals
+            }
             for label, per_metric in self.groups.items()
         }
-        (ws / AGGREGATE_FILE).write_text(json.dumps({"title": self.title, "groups": table, "values": self.groups}, indent=2))
+        (ws / AGGREGATE_FILE).write_text(
+            json.dumps({"title": self.title, "groups": table, "values": self.groups}, indent=2)
+        )
         self._plot(ws / PLOT_FILE, table)
         subject = table[next(iter(self.groups))]
         directions = {m.name: m.direction for m in self.metrics}  # undeclared metrics have none

@@ -81,9 +81,12 @@ class ExperimentJob:
         ws = fresh_workspace(self.run_dir, self.node_id, self.attempt)
         box = get_provider(self.sandbox, **self.sandbox_options).open(ws, gpu_ids=gpu_ids)
         try:
-            files = {**self.files, PARAMS_FILE: params_payload(
-                self.params, seed=self.seed, node_id=self.node_id, stage=self.stage, attempt=self.attempt
-            )}
+            files = {
+                **self.files,
+                PARAMS_FILE: params_payload(
+                    self.params, seed=self.seed, node_id=self.node_id, stage=self.stage, attempt=self.attempt
+                ),
+            }
             res = box.exec(self.command, limits=self.limits, files=files)
             raw, unreadable = read_results(box, res.files)
         finally:

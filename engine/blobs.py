@@ -59,15 +59,19 @@ def _load(digest: str) -> str:
         except OSError as e:
             raise BlobMissing(f"{folder / digest[:2] / digest}: cannot read ({e.strerror})") from None
         if hashlib.sha256(data).hexdigest() != digest:
-            raise BlobMissing(f"{folder / digest[:2] / digest}: its content does not match its name (damaged)")
+            raise BlobMissing(
+                f"{folder / digest[:2] / digest}: its content does not match its name (damaged)"
+            )
         return data.decode()
-    raise BlobMissing(f"payload {digest} is in none of the blob folders of the runs opened here "
-                      f"({', '.join(map(str, _stores)) or 'none'}); was {BLOBS_DIR}/ left behind in a copy?")
+    raise BlobMissing(
+        f"payload {digest} is in none of the blob folders of the runs opened here "
+        f"({', '.join(map(str, _stores)) or 'none'}); was {BLOBS_DIR}/ left behind in a copy?"
+    )
 
 
 def resolve(value: str) -> str:
     """The text a payload field holds: itself, or the blob it names."""
-    return _load(value[len(MARK):]) if is_ref(value) else value
+    return _load(value[len(MARK) :]) if is_ref(value) else value
 
 
 Text = Annotated[str, PlainSerializer(resolve, return_type=str)]  # dumped as its text, never as a reference

@@ -37,15 +37,28 @@ from engine.executor import Executor, Handle, Job, JobDone
 from engine.journal import Journal
 from engine.totals import CHANGE_EVENT, COMPUTE_EVENT, Spend, Usage
 
-__all__ = ["CHANGE_EVENT", "COMPUTE_EVENT", "ComputeMeter", "Spend", "Usage", "budget_lines", "effective_budgets"]
+__all__ = [
+    "CHANGE_EVENT",
+    "COMPUTE_EVENT",
+    "ComputeMeter",
+    "Spend",
+    "Usage",
+    "budget_lines",
+    "effective_budgets",
+]
 
 log = logging.getLogger(__name__)
 
 REQUESTS_DIR = "budget-requests"
 CHANGEABLE = ("gpu_hours", "cpu_hours", "dollars", "wall_clock_s")
-UNITS = {"gpu_hours": "GPU-hours", "cpu_hours": "CPU-hours", "dollars": "dollars", "wall_clock_s": "seconds of wall clock"}
+UNITS = {
+    "gpu_hours": "GPU-hours",
+    "cpu_hours": "CPU-hours",
+    "dollars": "dollars",
+    "wall_clock_s": "seconds of wall clock",
+}
 POLL_S = 1.0  # how often the live driver looks for budget requests
-# Steps that hold the node's resources (search/operators/job.py: `holds_resources`); a job
+# Steps that hold the node's resources (search/agentic/operators/job.py: `holds_resources`); a job
 # without steps journals none. Used only to charge jobs a dead driver left running.
 HOLDING_STEPS = ("", "all", "run")
 
@@ -75,9 +88,13 @@ def parse_amount(option: str, raw: str) -> float:
     try:
         value = float(raw)
     except ValueError:
-        raise ConfigError(f"{option} = {raw!r}: not a number; give the new budget as a positive number") from None
+        raise ConfigError(
+            f"{option} = {raw!r}: not a number; give the new budget as a positive number"
+        ) from None
     if not math.isfinite(value):
-        raise ConfigError(f"{option} = {raw!r}: not a finite number; give the new budget as a positive number")
+        raise ConfigError(
+            f"{option} = {raw!r}: not a finite number; give the new budget as a positive number"
+        )
     if value <= 0:
         raise ConfigError(
             f"{option} = {raw}: a budget must be above zero; to stop a run, stop it (Ctrl-C or SIGTERM) instead"
@@ -89,7 +106,9 @@ def check_change(changes: Mapping[str, float], used: Mapping[str, float]) -> Non
     """ConfigError if a new limit is not above what is already used (the run could not go on)."""
     for name, value in changes.items():
         if name not in CHANGEABLE:
-            raise ConfigError(f"{name}: not a budget that can be changed (choose from {', '.join(CHANGEABLE)})")
+            raise ConfigError(
+                f"{name}: not a budget that can be changed (choose from {', '.join(CHANGEABLE)})"
+            )
         spent = used.get(name, 0.0)
         if value <= spent:
             raise ConfigError(
@@ -132,7 +151,10 @@ class ComputeMeter:
     and says when a limit is reached. One per driver session; built after `session_started`."""
 
     def __init__(
-        self, journal: Journal, budgets: Budgets, used_dollars: Callable[[], float] = lambda: 0.0,
+        self,
+        journal: Journal,
+        budgets: Budgets,
+        used_dollars: Callable[[], float] = lambda: 0.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.journal, self.base, self.used_dollars, self.clock = journal, budgets, used_dollars, clock
@@ -154,8 +176,15 @@ class ComputeMeter:
         if not holds_any(resources):
             return  # an LLM-only step: no compute to charge
         node = self.journal.nodes[job.node_id]
-        self.held[handle] = _Held(job.node_id, job.attempt, str(getattr(job, "step", "")), node.idea, node.kind,
-                                  resources, self.clock())
+        self.held[handle] = _Held(
+            job.node_id,
+            job.attempt,
+            str(getattr(job, "step", "")),
+            node.idea,
+            node.kind,
+            resources,
+            self.clock(),
+        )
 
     def ended(self, done: JobDone) -> None:
         held = self.held.pop(done.handle, None)
@@ -163,8 +192,13 @@ class ComputeMeter:
             return
         result = done.result
         if result is not None and result.finished_at > 0 and result.started_at > 0:
-            self._record(held, charge(result.finished_at - result.started_at, held.resources), "finished",
-                         started_at=result.started_at, finished_at=result.finished_at)
+            self._record(
+                held,
+                charge(result.finished_at - result.started_at, held.resources),
+                "finished",
+                started_at=result.started_at,
+                finished_at=result.finished_at,
+            )
         else:
             self._record(held, charge(self.clock() - held.since, held.resources), "lost", error=done.lost)
 
@@ -175,9 +209,17 @@ class ComputeMeter:
 
     def _record(self, held: _Held, usage: Usage, how: str, **more: Any) -> None:
         self.journal.record(  # the journal adds it to its totals, `self.spend`
-            COMPUTE_EVENT, node_id=held.node_id, attempt=held.attempt, idea=held.idea, kind=held.kind,
-            how=how, num_gpus=held.resources.num_gpus, num_cpus=held.resources.num_cpus,
-            **({"step": held.step} if held.step else {}), **usage.model_dump(), **more,
+            COMPUTE_EVENT,
+            node_id=held.node_id,
+            attempt=held.attempt,
+            idea=held.idea,
+            kind=held.kind,
+            how=how,
+            num_gpus=held.resources.num_gpus,
+            num_cpus=held.resources.num_cpus,
+            **({"step": held.step} if held.step else {}),
+            **usage.model_dump(),
+            **more,
         )
 
     def watch(self, executor: Executor) -> Executor:
@@ -206,8 +248,12 @@ class ComputeMeter:
 
     def used(self) -> dict[str, float]:
         """What each changeable budget has used, for validating a change."""
-        return {"gpu_hours": self.spend.total.gpu_hours, "cpu_hours": self.spend.total.cpu_hours,
-                "dollars": self.used_dollars(), "wall_clock_s": self.journal.elapsed_s(now=self.clock())}
+        return {
+            "gpu_hours": self.spend.total.gpu_hours,
+            "cpu_hours": self.spend.total.cpu_hours,
+            "dollars": self.used_dollars(),
+            "wall_clock_s": self.journal.elapsed_s(now=self.clock()),
+        }
 
     def poll(self, force: bool = False) -> Budgets:
         """The effective budgets, after journaling any `silva budget` request (about once a second)."""
@@ -228,7 +274,9 @@ class ComputeMeter:
             log.warning("budget request %s refused: %s", path.name, e)
         else:
             previous = {k: limit_of(self.budgets, k) for k in changes}
-            self.journal.record(CHANGE_EVENT, changes=changes, previous=previous, source="silva budget (live)")
+            self.journal.record(
+                CHANGE_EVENT, changes=changes, previous=previous, source="silva budget (live)"
+            )
             self.budgets = self.budgets.model_copy(update=changes)
         self.journal.log.sync()  # under group commit: the request is journaled for good before it is deleted
         path.unlink(missing_ok=True)
@@ -285,7 +333,10 @@ class BudgetLine(BaseModel):
 
 
 def budget_lines(
-    journal: Journal, base: Budgets, dollar_points: Sequence[tuple[float, float]], now: float | None = None,
+    journal: Journal,
+    base: Budgets,
+    dollar_points: Sequence[tuple[float, float]],
+    now: float | None = None,
     window_s: float = 1800.0,
 ) -> list[BudgetLine]:
     """Use, limit, recent rate and projected time to exhaustion of each budget.
@@ -324,6 +375,13 @@ def budget_lines(
         eta = (limit - used) / r * 3600 if limit is not None and r and used < limit else None
         out.append(BudgetLine(name=name, used=used, limit=limit, rate_per_h=r, eta_s=eta))
     wall = limit_of(budgets, "wall_clock_s")
-    out.append(BudgetLine(name="wall_clock_s", used=elapsed, limit=wall, rate_per_h=3600.0,
-                          eta_s=max(0.0, wall - elapsed) if wall is not None else None))
+    out.append(
+        BudgetLine(
+            name="wall_clock_s",
+            used=elapsed,
+            limit=wall,
+            rate_per_h=3600.0,
+            eta_s=max(0.0, wall - elapsed) if wall is not None else None,
+        )
+    )
     return out

@@ -27,28 +27,39 @@ class Budgets(Strict):
     node_timeout_s: float = Field(300.0, gt=0, description="deadline of one experiment attempt")
     max_nodes: int | None = Field(None, ge=1, description="all nodes of the run, every kind")
     dollars: float | None = Field(None, ge=0, description="LLM spend for the run")
-    # Compute budgets (issue 18, engine/budgets.py): the run step's duration x the resources it held.
-    gpu_hours: float | None = Field(None, gt=0, description="accelerator time; a fractional GPU counts as its fraction")
-    cpu_hours: float | None = Field(None, gt=0, description="CPU time reserved by attempts (num_cpus x duration)")
+    # Compute budgets (docs/budgets.md, engine/budgets.py): the run step's duration x the resources it held.
+    gpu_hours: float | None = Field(
+        None, gt=0, description="accelerator time; a fractional GPU counts as its fraction"
+    )
+    cpu_hours: float | None = Field(
+        None, gt=0, description="CPU time reserved by attempts (num_cpus x duration)"
+    )
 
 
 class Resources(Strict):
     num_cpus: float = Field(1.0, ge=0)
     num_gpus: float = Field(0.0, ge=0)
-    memory_mb: int = Field(2048, ge=64, description="memory of the attempt: Ray's reservation and the sandbox limit")
+    memory_mb: int = Field(
+        2048, ge=64, description="memory of the attempt: Ray's reservation and the sandbox limit"
+    )
 
-    # Cluster scale (issue 10): a fraction shares one GPU; Ray accepts only whole numbers above 1.
+    # Cluster scale (docs/cluster.md): a fraction shares one GPU; Ray accepts only whole numbers above 1.
     @field_validator("num_gpus")
     @classmethod
     def _whole_above_one(cls, v: float) -> float:
         if v > 1 and not float(v).is_integer():
-            raise ValueError(f"a fraction of a GPU is for sharing one device; above 1 ask for a whole number (got {v:g})")
+            raise ValueError(
+                f"a fraction of a GPU is for sharing one device; above 1 ask for a whole number (got {v:g})"
+            )
         return v
 
 
 # Node kinds whose jobs hold no experiment resources unless the config says otherwise: the
 # aggregation is Silva's own small computation, a selection waits on one LLM call.
-SUPPORT_RESOURCES = {"aggregation": Resources(num_cpus=0.5, memory_mb=1024), "selection": Resources(num_cpus=0, memory_mb=256)}
+SUPPORT_RESOURCES = {
+    "aggregation": Resources(num_cpus=0.5, memory_mb=1024),
+    "selection": Resources(num_cpus=0, memory_mb=256),
+}
 
 
 def default_resources() -> dict[str, Resources]:
@@ -59,17 +70,27 @@ class ExecutorConfig(Strict):
     kind: Literal["ray", "inprocess"] = "ray"
     address: str | None = Field(None, description="Ray address; None starts a private local cluster")
     max_in_flight: int | None = Field(
-        None, ge=1, description="experiment slots: attempts holding resources at once; null: as many as the cluster "
-        "holds of the default node kind (its GPUs / the kind's GPUs, CPUs likewise), followed as nodes join or leave"
+        None,
+        ge=1,
+        description="experiment slots: attempts holding resources at once; null: as many as the cluster "
+        "holds of the default node kind (its GPUs / the kind's GPUs, CPUs likewise), followed as nodes join or leave",
     )
     lookahead: int | None = Field(
-        None, ge=0, description="proposals thinking ahead of free slots; null derives it from measured LLM and experiment times"
+        None,
+        ge=0,
+        description="proposals thinking ahead of free slots; null derives it from measured LLM and experiment times",
     )
-    max_llm_steps: int = Field(64, ge=1, description="in-process executor: threads for steps that only wait on an LLM")
+    max_llm_steps: int = Field(
+        64, ge=1, description="in-process executor: threads for steps that only wait on an LLM"
+    )
     num_cpus: int | None = Field(None, ge=1, description="CPUs of a local Ray cluster")
-    # Cluster scale (issue 10): see docs/cluster.md.
-    dashboard: bool = Field(False, description="start Ray's dashboard with a private local cluster; its address is printed")
-    ray_output: bool = Field(False, description="show Ray's own startup messages and worker logs in the terminal")
+    # Cluster scale: see docs/cluster.md.
+    dashboard: bool = Field(
+        False, description="start Ray's dashboard with a private local cluster; its address is printed"
+    )
+    ray_output: bool = Field(
+        False, description="show Ray's own startup messages and worker logs in the terminal"
+    )
 
 
 class EngineSettings(Protocol):

@@ -10,7 +10,7 @@ import json
 import math
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Strict, Field, ValidationError
+from pydantic import BaseModel, Field, Strict, ValidationError
 
 from engine.node import MetricSpec, MetricValue
 from sandbox.base import FileTooLarge, Sandbox
@@ -31,11 +31,20 @@ def params_payload(
     params: dict[str, Any], *, seed: int | None, node_id: str, stage: str, attempt: int, **extra: Any
 ) -> bytes:
     """`extra`: operator-specific keys (e.g. `split` for held-out evaluation)."""
-    payload = {"params": params, "seed": seed, "node_id": node_id, "stage": stage, "attempt": attempt, **extra}
+    payload = {
+        "params": params,
+        "seed": seed,
+        "node_id": node_id,
+        "stage": stage,
+        "attempt": attempt,
+        **extra,
+    }
     return json.dumps(payload, indent=2).encode()
 
 
-def parse_results(raw: bytes | None, specs: list[MetricSpec]) -> tuple[list[MetricValue], ResultsFile | None, str]:
+def parse_results(
+    raw: bytes | None, specs: list[MetricSpec]
+) -> tuple[list[MetricValue], ResultsFile | None, str]:
     """Metrics, the parsed file, and an error ('' when every declared metric is present and finite)."""
     if raw is None:
         return [], None, f"no {RESULTS_FILE} written"

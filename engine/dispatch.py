@@ -48,7 +48,7 @@ class Strategy(Protocol):
 
 
 @dataclass(frozen=True)
-class Outcome:
+class RunOutcome:
     status: str  # finished | budget | interrupted | stuck
     message: str
     budget: str | None = None
@@ -89,7 +89,13 @@ class StepClock:
 
     def add(self, running: Running, result: AttemptResult | StepResult) -> None:
         took = max(0.0, result.finished_at - result.started_at)
-        bucket = self.run if running.holds else self.llm.setdefault(running.step, [0.0, 0]) if running.step else None
+        bucket = (
+            self.run
+            if running.holds
+            else self.llm.setdefault(running.step, [0.0, 0])
+            if running.step
+            else None
+        )
         if bucket is not None:
             bucket[0] += took
             bucket[1] += 1
@@ -117,7 +123,7 @@ class Dispatcher:
     ) -> None:
         self.cfg, self.journal, self.strategy, self.executor = cfg, journal, strategy, executor
         self.on_change, self.spent_usd = on_change, spent_usd
-        self.compute = compute  # compute budgets and live budget changes (issue 18, engine/budgets.py)
+        self.compute = compute  # compute budgets and live budget changes (docs/budgets.md, engine/budgets.py)
         self.inflight: dict[Handle, Running] = {}
         self.ready: deque[tuple[Node, Job]] = deque()  # next step needs a slot
         self.clock = StepClock()
@@ -128,7 +134,7 @@ class Dispatcher:
         self.slots = cfg.executor.max_in_flight or journal.slots or 1
         self._capacity_at = -CAPACITY_POLL_S
 
-    def run(self) -> Outcome:
+    def run(self) -> RunOutcome:
         try:
             while True:
                 self._check_budgets()
@@ -138,10 +144,12 @@ class Dispatcher:
                     finish = self.strategy.finished()
                     if finish is not None:
                         self.journal.record("run_finished", reason=finish.message, kind=finish.kind)
-                        return Outcome("finished", finish.message)
+                        return RunOutcome("finished", finish.message)
                     self._check_node_budget()
-                    self.journal.record("run_stopped", reason="the search proposed no further work", budget=None)
-                    return Outcome("stuck", "the search proposed no further work")
+                    self.journal.record(
+                        "run_stopped", reason="the search proposed no further work", budget=None
+                    )
+                    return RunOutcome("stuck", "the search proposed no further work")
                 completion = self.executor.wait(list(self.inflight), timeout=POLL_S)
                 if completion is not None:
                     self._consume(completion)
@@ -149,21 +157,21 @@ class Dispatcher:
         except BudgetStop as stop:
             self._cancel_inflight()
             self.journal.record("run_stopped", reason=stop.message, budget=stop.budget)
-            return Outcome("budget", stop.message, stop.budget)
+            return RunOutcome("budget", stop.message, stop.budget)
         except KeyboardInterrupt:
             return self._interrupted("interrupted by the user", "SIGINT")
         except StopRequested as stop:
             return self._interrupted(f"stopped by {stop.signal_name}", stop.signal_name)
 
-    def _interrupted(self, reason: str, signal_name: str) -> Outcome:
+    def _interrupted(self, reason: str, signal_name: str) -> RunOutcome:
         self._cancel_inflight()
         self.journal.record("run_stopped", reason=reason, budget=None, signal=signal_name)
-        return Outcome("interrupted", reason, signal=signal_name)
+        return RunOutcome("interrupted", reason, signal=signal_name)
 
     # -- budgets ------------------------------------------------------------------------
     def _check_budgets(self) -> None:
         b = self.cfg.budgets
-        if self.compute is not None:  # issue 18: limits as `silva budget` changed them
+        if self.compute is not None:  # limits as `silva budget` changed them
             b = self.compute.poll()
             spent = self.compute.exhausted()
             if spent is not None and not self.inflight:  # running jobs finish and are counted first
@@ -171,7 +179,9 @@ class Dispatcher:
         if b.wall_clock_s is not None and self.journal.elapsed_s(now=time.time()) >= b.wall_clock_s:
             raise BudgetStop("wall_clock_s", f"wall-clock budget of {b.wall_clock_s:g} s used up")
         if b.dollars is not None and self.spent_usd() >= b.dollars:
-            raise BudgetStop("dollars", f"LLM budget of ${b.dollars:.2f} used up (spent ${self.spent_usd():.2f})")
+            raise BudgetStop(
+                "dollars", f"LLM budget of ${b.dollars:.2f} used up (spent ${self.spent_usd():.2f})"
+            )
 
     def _node_budget_left(self) -> int | None:
         limit = self.cfg.budgets.max_nodes
@@ -211,7 +221,7 @@ class Dispatcher:
 
     def _fill_slots(self) -> None:
         if self.compute is not None and self.compute.exhausted() is not None:
-            return  # issue 18: a compute budget is used up: nothing new starts
+            return  # a compute budget is used up: nothing new starts
         while self.backlog:
             self._route(self.journal.nodes[self.backlog.pop(0)])
         self._start_ready()
@@ -287,15 +297,21 @@ class Dispatcher:
             else:
                 self.journal.attempt_finished(node_id, attempt, c.result)
             self._settle(self.journal.nodes[node_id])
-            if isinstance(c.result, StepResult) and not self.journal.nodes[node_id].is_finished:  # else discarded
+            if (
+                isinstance(c.result, StepResult) and not self.journal.nodes[node_id].is_finished
+            ):  # else discarded
                 self._route(self.journal.nodes[node_id])
             return
         self.journal.record("attempt_lost", node_id=node_id, attempt=attempt, error=c.lost)
         node = self.journal.nodes[node_id]
         if node.lost_attempts >= MAX_LOST:
             self.journal.attempt_finished(
-                node_id, attempt,
-                AttemptResult(status="buggy", reason=f"infrastructure: attempt lost {node.lost_attempts} times ({c.lost})"),
+                node_id,
+                attempt,
+                AttemptResult(
+                    status="buggy",
+                    reason=f"infrastructure: attempt lost {node.lost_attempts} times ({c.lost})",
+                ),
             )
         else:
             self.backlog.append(node_id)

@@ -59,7 +59,6 @@ class JournalDamaged(ConfigError):
         )
 
 
-
 def parse_line(raw: bytes) -> tuple[dict[str, Any] | None, str]:
     """A line parsed once: (the event, "") or (None, why it is not one), kept short since the
     line itself may be megabytes of garbage. orjson first; the standard parser for what orjson
@@ -128,7 +127,7 @@ def scan(data: bytes) -> Scan:
         if end < 0:
             out.torn = data[start:]
             break
-        raw = data[start:end + 1]
+        raw = data[start : end + 1]
         event, why = parse_line(raw)
         if event is None:
             out.bad.append((number, raw, why))
@@ -199,7 +198,9 @@ def fingerprint(cls: type) -> str:
         shape = repr([(f.name, str(f.type)) for f in fields(cls)])
     elif isinstance(cls, type) and issubclass(cls, BaseModel):
         # Without memory addresses, which an annotation's validators show and differ per process.
-        shape = re.sub(r" at 0x[0-9a-f]+", "", repr([(k, repr(f.annotation)) for k, f in cls.model_fields.items()]))
+        shape = re.sub(
+            r" at 0x[0-9a-f]+", "", repr([(k, repr(f.annotation)) for k, f in cls.model_fields.items()])
+        )
     elif isinstance(cls, type) and issubclass(cls, Enum):
         shape = repr([m.value for m in cls])
     else:
@@ -264,8 +265,16 @@ class EventLog:
             return None
         try:
             state = self._read_snapshot(attrs)
-        except (StaleSnapshot, OSError, ValueError, EOFError, pickle.UnpicklingError, KeyError, TypeError,
-                AttributeError) as e:
+        except (
+            StaleSnapshot,
+            OSError,
+            ValueError,
+            EOFError,
+            pickle.UnpicklingError,
+            KeyError,
+            TypeError,
+            AttributeError,
+        ) as e:
             log.info("%s: snapshot not used (%s); replaying the whole log", self.snapshot_path, e)
             self.offsets, self.end, self._hash, self.snapshot_count = array("q"), 0, hashlib.sha256(), 0
             self.types, self.type_names, self._type_codes = array("H"), [], {}
@@ -332,7 +341,7 @@ class EventLog:
                         end = data.find(b"\n", start)
                         if end < 0:
                             break
-                        raw = data[start:end + 1]
+                        raw = data[start : end + 1]
                         start = end + 1
                         number += 1
                         event, why = parse_line(raw)
@@ -360,8 +369,12 @@ class EventLog:
         with self.path.open("r+b") as f:
             f.truncate(self.end)
             os.fsync(f.fileno())
-        log.warning("%s: dropped a partial last line (%d bytes, a write cut off by a crash); kept in %s",
-                    self.path, len(torn), kept.name)
+        log.warning(
+            "%s: dropped a partial last line (%d bytes, a write cut off by a crash); kept in %s",
+            self.path,
+            len(torn),
+            kept.name,
+        )
 
     def _open_append(self) -> Any:
         try:
@@ -475,11 +488,22 @@ class EventLog:
     def write_snapshot(self, state: Mapping[str, Any], classes: Iterable[type]) -> None:
         """Replace the snapshot by `state` as of now (atomically: a crash leaves the old one)."""
         self.sync()
-        payload = pickle.dumps({"state": dict(state), "offsets": self.offsets.tobytes(),
-                                "types": self.types.tobytes(), "type_names": list(self.type_names)}, protocol=5)
+        payload = pickle.dumps(
+            {
+                "state": dict(state),
+                "offsets": self.offsets.tobytes(),
+                "types": self.types.tobytes(),
+                "type_names": list(self.type_names),
+            },
+            protocol=5,
+        )
         head = {
-            "format": SNAPSHOT_FORMAT, "events": self.count, "offset": self.end, "attrs": sorted(state),
-            "log_sha256": self._hash.hexdigest(), "payload_sha256": hashlib.sha256(payload).hexdigest(),
+            "format": SNAPSHOT_FORMAT,
+            "events": self.count,
+            "offset": self.end,
+            "attrs": sorted(state),
+            "log_sha256": self._hash.hexdigest(),
+            "payload_sha256": hashlib.sha256(payload).hexdigest(),
             "classes": {f"{c.__module__}.{c.__qualname__}": fingerprint(c) for c in classes},
         }
         tmp = self.snapshot_path.with_name(SNAPSHOT_FILE + ".tmp")

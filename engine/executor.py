@@ -75,8 +75,11 @@ class Executor(Protocol):
 def slots_for(cpus: float, gpus: float | None, resources: Resources) -> int:
     """Experiment jobs of one node kind's shape that fit in `cpus` and `gpus` (None: GPUs not
     counted): the fewer of GPUs / the kind's GPUs and CPUs / its CPUs, at least one."""
-    fits = [math.floor(have / need + 1e-9) for have, need in ((gpus, resources.num_gpus), (cpus, resources.num_cpus))
-            if have is not None and need > 0]
+    fits = [
+        math.floor(have / need + 1e-9)
+        for have, need in ((gpus, resources.num_gpus), (cpus, resources.num_cpus))
+        if have is not None and need > 0
+    ]
     return max(1, min(fits) if fits else math.floor(cpus))
 
 
@@ -95,7 +98,9 @@ def run_job(job: Job, gpu_ids: Sequence[int] = ()) -> AttemptResult | StepResult
     except JobCancelled:  # nobody waits for this result any more
         result = AttemptResult(status="buggy", reason="cancelled: its node no longer needs it")
     except Exception:  # noqa: BLE001 - anything a job raises is that node's failure
-        result = AttemptResult(status="buggy", reason="internal error in the attempt:\n" + traceback.format_exc(limit=8))
+        result = AttemptResult(
+            status="buggy", reason="internal error in the attempt:\n" + traceback.format_exc(limit=8)
+        )
     result.started_at = result.started_at or started
     result.finished_at = result.finished_at or time.time()
     result.worker = result.worker or f"{socket.gethostname()}:{os.getpid()}"

@@ -14,7 +14,9 @@ from engine.journal import Journal
 
 
 def _node_row(n: Any) -> dict[str, Any]:
-    row = n.model_dump(mode="json", exclude={"metrics", "execution", "origin", "outcome", "steps", "open_attempt"})
+    row = n.model_dump(
+        mode="json", exclude={"metrics", "execution", "origin", "outcome", "steps", "open_attempt"}
+    )
     row["metrics"] = {m.name: m.value for m in n.metrics}
     row["execution"] = json.dumps(n.execution.model_dump(mode="json")) if n.execution else None
     row["origin"] = n.origin.model_dump_json()
@@ -32,12 +34,20 @@ def export_parquet(journal: Journal, out_dir: Path) -> list[Path]:
         for name in metric_names:
             r[f"metric.{name}"] = metrics.get(name)
     nodes = pa.Table.from_pylist(rows) if rows else pa.table({"id": pa.array([], pa.string())})
-    events = pa.Table.from_pylist([
-        {"seq": e["seq"], "ts": e["ts"], "type": e["type"],
-         "node_id": e.get("node_id") or e.get("node", {}).get("id"),
-         "data": json.dumps(inline({k: v for k, v in e.items() if k not in ("seq", "ts", "type")}), default=str)}
-        for e in journal.log.events
-    ])
+    events = pa.Table.from_pylist(
+        [
+            {
+                "seq": e["seq"],
+                "ts": e["ts"],
+                "type": e["type"],
+                "node_id": e.get("node_id") or e.get("node", {}).get("id"),
+                "data": json.dumps(
+                    inline({k: v for k, v in e.items() if k not in ("seq", "ts", "type")}), default=str
+                ),
+            }
+            for e in journal.log.events
+        ]
+    )
     paths = [out_dir / "nodes.parquet", out_dir / "events.parquet"]
     pq.write_table(nodes, paths[0])
     pq.write_table(events, paths[1])

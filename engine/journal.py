@@ -20,8 +20,7 @@ from pydantic import BaseModel
 
 from engine.blobs import BlobWriter, raw
 from engine.eventlog import EVENTS_FILE, EventLog, check_references
-from engine.node import AttemptResult, MetricSpec, Node, NodeStatus, StepResult, primary_of
-from engine.node import EVENT_FORMAT
+from engine.node import EVENT_FORMAT, AttemptResult, MetricSpec, Node, NodeStatus, StepResult, primary_of
 from engine.totals import CLASSES as TOTALS_CLASSES
 from engine.totals import Totals
 
@@ -103,7 +102,9 @@ class Journal:
         self._status: dict[NodeStatus, dict[str, None]] = {NodeStatus.GOOD: {}, NodeStatus.BUGGY: {}}
         self._stages: dict[str, None] = {}  # stages started or grown in, in the order first seen
         self.discards = 0  # node_discarded events so far: the dispatcher cancels such nodes' jobs
-        self.slots: int | None = None  # experiment slots the cluster held, when they follow it (`slots_changed`)
+        self.slots: int | None = (
+            None  # experiment slots the cluster held, when they follow it (`slots_changed`)
+        )
         # Replay makes millions of objects and frees none: the cyclic collector would rescan
         # them again and again (3x the time of a 100k-node open), so it waits until the end.
         collecting = gc.isenabled()
@@ -180,8 +181,13 @@ class Journal:
     def step_finished(self, node_id: str, attempt: int, result: StepResult) -> None:
         """An intermediate step of a pipelined attempt is in: its output waits for the next step."""
         if not self.nodes[node_id].is_finished:
-            self.record("step_finished", node_id=node_id, attempt=attempt, step=result.step,
-                        result=self._blobs.dump(result))
+            self.record(
+                "step_finished",
+                node_id=node_id,
+                attempt=attempt,
+                step=result.step,
+                result=self._blobs.dump(result),
+            )
 
     def discard(self, node_id: str, reason: str) -> None:
         """Drop a node its strategy no longer needs (speculative work whose premise failed): it
@@ -306,11 +312,17 @@ class Journal:
     def children(self, node_id: str | None) -> list[Node]:
         return [self.nodes[i] for i in self._children.get(node_id, [])]
 
-    def in_stage(self, stage: str, *kinds: str, idea: str | None = None, discarded: bool = False) -> list[Node]:
+    def in_stage(
+        self, stage: str, *kinds: str, idea: str | None = None, discarded: bool = False
+    ) -> list[Node]:
         """Nodes of a stage (of one idea), oldest first: cost grows with the stage, not the run.
         Discarded nodes are no part of their stage's work: left out unless `discarded`."""
         nodes = (self.nodes[i] for i in self._by_stage.get((idea, stage), []))
-        return [n for n in nodes if (not kinds or n.kind in kinds) and (discarded or n.status != NodeStatus.DISCARDED)]
+        return [
+            n
+            for n in nodes
+            if (not kinds or n.kind in kinds) and (discarded or n.status != NodeStatus.DISCARDED)
+        ]
 
     def of_idea(self, idea: str) -> list[Node]:
         return [self.nodes[i] for i in self._by_idea.get(idea, [])]

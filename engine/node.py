@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engine.blobs import Text, lazy_text
-from engine.outcome import Outcome, OutcomeField, legacy_outcome
+from engine.outcome import NodeOutcome, OutcomeField, legacy_outcome
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
 Direction = Literal["maximize", "minimize"]
-O = TypeVar("O", bound=Outcome)
+OutcomeT = TypeVar("OutcomeT", bound=NodeOutcome)
 EVENT_FORMAT = 2  # 1: outcomes in an untyped `extra` dict; 2: typed outcomes and node origins
 
 
@@ -172,8 +172,12 @@ class Node(BaseModel):
     artifacts: list[str] = Field(default_factory=list)
     origin: Origin = Field(default_factory=Origin)
     outcome: OutcomeField = None
-    steps: dict[str, OutcomeField] = Field(default_factory=dict, description="finished steps of a pipelined attempt")
-    open_attempt: int | None = Field(None, description="the attempt whose steps are under way (None: next step starts a new one)")
+    steps: dict[str, OutcomeField] = Field(
+        default_factory=dict, description="finished steps of a pipelined attempt"
+    )
+    open_attempt: int | None = Field(
+        None, description="the attempt whose steps are under way (None: next step starts a new one)"
+    )
     created_at: float = 0.0
     started_at: float | None = None
     finished_at: float | None = None
@@ -208,7 +212,7 @@ class Node(BaseModel):
                 return m.value if math.isfinite(m.value) else None
         return None
 
-    def outcome_as(self, cls: type[O]) -> O | None:
+    def outcome_as(self, cls: type[OutcomeT]) -> OutcomeT | None:
         """The node's outcome if it is of family `cls`, else None."""
         return self.outcome if isinstance(self.outcome, cls) else None
 

@@ -1,7 +1,7 @@
 """Typed outcomes: what an attempt returns besides its status, metrics and artifacts.
 
 Each family of jobs (LLM operators, aggregation, best-node selection, writeup, review, discovery…)
-declares a pydantic subclass of `Outcome` with a `family` literal; subclasses register themselves,
+declares a pydantic subclass of `NodeOutcome` with a `family` literal; subclasses register themselves,
 so the journal reads any family back by name and a new family needs no change here. A family
 may also read the untyped `extra` dict of runs written before the event format had outcomes
 (`from_legacy`), so old run directories still open.
@@ -13,10 +13,10 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
 
-_FAMILIES: dict[str, type[Outcome]] = {}
+_FAMILIES: dict[str, type[NodeOutcome]] = {}
 
 
-class Outcome(BaseModel):
+class NodeOutcome(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     family: str
@@ -31,12 +31,12 @@ class Outcome(BaseModel):
             _FAMILIES[default] = cls
 
     @classmethod
-    def from_legacy(cls, extra: dict[str, Any]) -> Outcome | None:
+    def from_legacy(cls, extra: dict[str, Any]) -> NodeOutcome | None:
         """This family's outcome from an event-format-1 `extra` dict, or None if not of it."""
         return None
 
 
-class UnknownOutcome(Outcome):
+class UnknownOutcome(NodeOutcome):
     """An outcome whose family is not imported in this process: kept verbatim, never lost."""
 
     model_config = ConfigDict(extra="allow")
@@ -44,8 +44,8 @@ class UnknownOutcome(Outcome):
     family: str = ""
 
 
-def load_outcome(value: Any) -> Outcome | None:
-    if value is None or isinstance(value, Outcome):
+def load_outcome(value: Any) -> NodeOutcome | None:
+    if value is None or isinstance(value, NodeOutcome):
         return value
     if not isinstance(value, dict):
         raise ValueError(f"an outcome is an object with a `family`, got {type(value).__name__}")
@@ -53,7 +53,7 @@ def load_outcome(value: Any) -> Outcome | None:
     return cls.model_validate(value) if cls is not None else UnknownOutcome.model_validate(value)
 
 
-def legacy_outcome(extra: dict[str, Any]) -> Outcome | None:
+def legacy_outcome(extra: dict[str, Any]) -> NodeOutcome | None:
     """The outcome of an event-format-1 `extra` dict: the first family that recognises it."""
     for cls in _FAMILIES.values():
         outcome = cls.from_legacy(extra)
@@ -62,9 +62,9 @@ def legacy_outcome(extra: dict[str, Any]) -> Outcome | None:
     return UnknownOutcome.model_validate({"family": "legacy", **extra}) if extra else None
 
 
-def _dump(value: Outcome | None) -> dict[str, Any] | None:
+def _dump(value: NodeOutcome | None) -> dict[str, Any] | None:
     return None if value is None else value.model_dump(mode="json")
 
 
 # A field holding any registered outcome: validated by its family, dumped with every field.
-OutcomeField = Annotated[Outcome | None, BeforeValidator(load_outcome), PlainSerializer(_dump)]
+OutcomeField = Annotated[NodeOutcome | None, BeforeValidator(load_outcome), PlainSerializer(_dump)]

@@ -12,7 +12,15 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.eventlog import EVENTS_FILE, EventLog, JournalDamaged, read_events_file, scan, side_file, write_durably
+from engine.eventlog import (
+    EVENTS_FILE,
+    EventLog,
+    JournalDamaged,
+    read_events_file,
+    scan,
+    side_file,
+    write_durably,
+)
 from engine.journal import Journal
 
 

@@ -40,20 +40,28 @@ def stage_rows(journal: Journal, open_only: bool = False) -> list[StageRow]:
             if not nodes and (idea, stage) not in journal.stage_started:
                 continue
             decision = journal.stage_best.get((idea, stage))
-            best = journal.nodes[decision["node_id"]] if decision and decision["node_id"] else journal.best_node(stage, idea=idea)
+            best = (
+                journal.nodes[decision["node_id"]]
+                if decision and decision["node_id"]
+                else journal.best_node(stage, idea=idea)
+            )
             ended = journal.stage_ended.get((idea, stage))
-            rows.append(StageRow(
-                idea=idea, stage=stage,
-                done=sum(n.is_finished for n in nodes),
-                running=sum(n.status == NodeStatus.RUNNING for n in nodes),
-                buggy=sum(n.status == NodeStatus.BUGGY for n in nodes),
-                good=sum(n.status == NodeStatus.GOOD for n in nodes),
-                best_node=best.id if best else None,
-                # A forest's trees may decide on different metrics: show the decision's own value.
-                best_value=decision["value"] if decision and decision.get("node_id")
-                else (best.metric(spec.name) if best and spec else None),
-                ended=ended["reason"] if ended else None,
-            ))
+            rows.append(
+                StageRow(
+                    idea=idea,
+                    stage=stage,
+                    done=sum(n.is_finished for n in nodes),
+                    running=sum(n.status == NodeStatus.RUNNING for n in nodes),
+                    buggy=sum(n.status == NodeStatus.BUGGY for n in nodes),
+                    good=sum(n.status == NodeStatus.GOOD for n in nodes),
+                    best_node=best.id if best else None,
+                    # A forest's trees may decide on different metrics: show the decision's own value.
+                    best_value=decision["value"]
+                    if decision and decision.get("node_id")
+                    else (best.metric(spec.name) if best and spec else None),
+                    ended=ended["reason"] if ended else None,
+                )
+            )
     return rows
 
 

@@ -81,8 +81,12 @@ class WriterLock:
                 os.close(fd)
                 continue
             self._check_previous(fd)
-            me = {"pid": os.getpid(), "host": socket.gethostname(), "start": _process_start(os.getpid()),
-                  "since": time.strftime("%Y-%m-%d %H:%M:%S")}
+            me = {
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "start": _process_start(os.getpid()),
+                "since": time.strftime("%Y-%m-%d %H:%M:%S"),
+            }
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps(me).encode() + b"\n", 0)
             os.fsync(fd)

@@ -20,8 +20,14 @@ from review.paper import Paper, resolve
 from review.result import REVIEW_JSON, MetaReview, ReviewRecord, ReviewResult, load_result
 
 
-def review_paper(path: str | Path, llm: LLM, cfg: ReviewConfig, executor: Executor | None = None, *,
-                 journal: Journal | None = None) -> ReviewResult:
+def review_paper(
+    path: str | Path,
+    llm: LLM,
+    cfg: ReviewConfig,
+    executor: Executor | None = None,
+    *,
+    journal: Journal | None = None,
+) -> ReviewResult:
     """Review one paper (a PDF, or a LaTeX directory) and write review.json and review.md beside it."""
     papers = resolve(Path(path))
     if len(papers) != 1:
@@ -29,13 +35,30 @@ def review_paper(path: str | Path, llm: LLM, cfg: ReviewConfig, executor: Execut
     return review_papers(papers, llm, cfg, executor, journal)[0]
 
 
-def review_all(path: str | Path, llm: LLM, cfg: ReviewConfig, executor: Executor | None = None, *,
-               journal: Journal | None = None) -> list[ReviewResult]:
+def review_all(
+    path: str | Path,
+    llm: LLM,
+    cfg: ReviewConfig,
+    executor: Executor | None = None,
+    *,
+    journal: Journal | None = None,
+) -> list[ReviewResult]:
     """Review every paper a path names (a run directory's papers are reviewed concurrently)."""
     return review_papers(resolve(Path(path)), llm, cfg, executor, journal)
 
 
 __all__ = [
-    "review_paper", "review_all", "review_papers", "resolve", "Paper", "ReviewConfig", "ReviewForm",
-    "MetaReviewForm", "ReviewResult", "ReviewRecord", "MetaReview", "REVIEW_JSON", "load_result",
+    "review_paper",
+    "review_all",
+    "review_papers",
+    "resolve",
+    "Paper",
+    "ReviewConfig",
+    "ReviewForm",
+    "MetaReviewForm",
+    "ReviewResult",
+    "ReviewRecord",
+    "MetaReview",
+    "REVIEW_JSON",
+    "load_result",
 ]

@@ -26,7 +26,12 @@ METRICS: tuple[str, ...] = ("balanced_accuracy", "accuracy", "f1", "auc", "fpr",
 # Published reference points, shown beside the results (never computed here).
 REFERENCES: dict[str, dict[str, float]] = {
     "human consistency (NeurIPS 2021 experiment)": {"balanced_accuracy": 0.66, "f1": 0.49},
-    "AI Scientist reviewer on ICLR (Nature 2026)": {"balanced_accuracy": 0.69, "f1": 0.62, "auc": 0.69, "fpr": 0.45},
+    "AI Scientist reviewer on ICLR (Nature 2026)": {
+        "balanced_accuracy": 0.69,
+        "f1": 0.62,
+        "auc": 0.69,
+        "fpr": 0.45,
+    },
 }
 REPORT_JSON = "calibration.json"
 REPORT_MD = "calibration.md"
@@ -96,8 +101,11 @@ def load_dataset(path: Path) -> list[Item]:
             raise ConfigError(f"{where}: each row needs `paper` and `decision` (accept or reject)")
         score = row.get("score")
         try:
-            item = Item(paper=path.parent / str(row["paper"]), accept=_decision(row["decision"], where),
-                        score=None if score in (None, "") else score)
+            item = Item(
+                paper=path.parent / str(row["paper"]),
+                accept=_decision(row["decision"], where),
+                score=None if score in (None, "") else score,
+            )
         except ValidationError:
             raise ConfigError(f"{where}: score {score!r} is not a number") from None
         items.append(item)
@@ -160,17 +168,29 @@ def fast_metric(name: str, y: np.ndarray, scores: np.ndarray, threshold: float) 
         return np.where((pos > 0) & (neg > 0), auc, 0.5)
 
 
-def with_interval(name: str, y: np.ndarray, scores: np.ndarray, threshold: float, n_resamples: int,
-                  rng: np.random.Generator) -> Interval:
+def with_interval(
+    name: str, y: np.ndarray, scores: np.ndarray, threshold: float, n_resamples: int, rng: np.random.Generator
+) -> Interval:
     from scipy.stats import bootstrap
 
     def statistic(yy: np.ndarray, ss: np.ndarray, axis: int = -1) -> np.ndarray:
         return fast_metric(name, np.moveaxis(yy, axis, -1), np.moveaxis(ss, axis, -1), threshold)
 
-    res = bootstrap((y, scores), statistic, paired=True, vectorized=True, n_resamples=n_resamples,
-                    confidence_level=0.95, method="percentile", rng=rng)
-    return Interval(value=metric(name, y, scores, threshold), low=float(res.confidence_interval.low),
-                    high=float(res.confidence_interval.high))
+    res = bootstrap(
+        (y, scores),
+        statistic,
+        paired=True,
+        vectorized=True,
+        n_resamples=n_resamples,
+        confidence_level=0.95,
+        method="percentile",
+        rng=rng,
+    )
+    return Interval(
+        value=metric(name, y, scores, threshold),
+        low=float(res.confidence_interval.low),
+        high=float(res.confidence_interval.high),
+    )
 
 
 def choose_threshold(y: np.ndarray, scores: np.ndarray) -> float:
@@ -187,13 +207,25 @@ def baselines(y: np.ndarray, accept_rate: float) -> dict[str, dict[str, float]]:
     never = np.zeros(len(y))
     reject = {name: metric(name, y, never, 0.5) for name in METRICS}
     p, q = float(y.mean()), accept_rate
-    random = {"balanced_accuracy": 0.5, "accuracy": p * q + (1 - p) * (1 - q),
-              "f1": 2 * p * q / (p + q) if p + q else 0.0, "auc": 0.5, "fpr": q, "fnr": 1 - q}
+    random = {
+        "balanced_accuracy": 0.5,
+        "accuracy": p * q + (1 - p) * (1 - q),
+        "f1": 2 * p * q / (p + q) if p + q else 0.0,
+        "auc": 0.5,
+        "fpr": q,
+        "fnr": 1 - q,
+    }
     return {"always reject": reject, f"random (accept {q:.0%})": random}
 
 
-def calibrate(items: list[Item], *, dataset: str, calibration_fraction: float = 0.5, seed: int = 0,
-              n_resamples: int = 2000) -> tuple[CalibrationReport, dict[str, np.ndarray]]:
+def calibrate(
+    items: list[Item],
+    *,
+    dataset: str,
+    calibration_fraction: float = 0.5,
+    seed: int = 0,
+    n_resamples: int = 2000,
+) -> tuple[CalibrationReport, dict[str, np.ndarray]]:
     """The report, and the arrays the reliability plot needs."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import brier_score_loss
@@ -204,20 +236,31 @@ def calibrate(items: list[Item], *, dataset: str, calibration_fraction: float = 
     y = np.array([int(i.accept) for i in scored])
     s = np.array([float(i.score) for i in scored])  # type: ignore[arg-type]
     if min(int(y.sum()), int(len(y) - y.sum())) < 4:
-        raise ConfigError(f"{dataset}: calibration needs at least 4 accepted and 4 rejected papers with a score "
-                          f"(has {int(y.sum())} and {int(len(y) - y.sum())})")
-    y_cal, y_test, s_cal, s_test = train_test_split(y, s, train_size=calibration_fraction, stratify=y,
-                                                    random_state=seed)
+        raise ConfigError(
+            f"{dataset}: calibration needs at least 4 accepted and 4 rejected papers with a score "
+            f"(has {int(y.sum())} and {int(len(y) - y.sum())})"
+        )
+    y_cal, y_test, s_cal, s_test = train_test_split(
+        y, s, train_size=calibration_fraction, stratify=y, random_state=seed
+    )
     threshold = choose_threshold(y_cal, s_cal)
     rng = np.random.default_rng(seed)
     metrics = {name: with_interval(name, y_test, s_test, threshold, n_resamples, rng) for name in METRICS}
     logistic = LogisticRegression().fit(s_cal.reshape(-1, 1), y_cal)
     p_test = logistic.predict_proba(s_test.reshape(-1, 1))[:, 1]
     report = CalibrationReport(
-        dataset=dataset, papers=len(items), excluded=excluded, calibration_papers=len(y_cal),
-        test_papers=len(y_test), threshold=threshold, metrics=metrics,
-        baselines=baselines(y_test, float(y_cal.mean())), brier=float(brier_score_loss(y_test, p_test)),
-        seed=seed, n_resamples=n_resamples)
+        dataset=dataset,
+        papers=len(items),
+        excluded=excluded,
+        calibration_papers=len(y_cal),
+        test_papers=len(y_test),
+        threshold=threshold,
+        metrics=metrics,
+        baselines=baselines(y_test, float(y_cal.mean())),
+        brier=float(brier_score_loss(y_test, p_test)),
+        seed=seed,
+        n_resamples=n_resamples,
+    )
     return report, {"y": y, "scores": s, "y_test": y_test, "p_test": p_test}
 
 
@@ -225,12 +268,17 @@ def calibrate(items: list[Item], *, dataset: str, calibration_fraction: float = 
 def render_table(report: CalibrationReport) -> str:
     columns = list(report.baselines) + list(report.references)
     header = ["metric", "reviewer (95% CI)", *columns]
-    lines = [f"# Reviewer calibration: {report.dataset}", "",
-             f"{report.papers} papers ({len(report.excluded)} without a score); threshold chosen on "
-             f"{report.calibration_papers}, reported on {report.test_papers}: accept when overall >= "
-             f"{report.threshold:g}. Bootstrap: {report.n_resamples} resamples, seed {report.seed}. "
-             f"Brier score of the logistic map: {report.brier:.3f}.", "",
-             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = [
+        f"# Reviewer calibration: {report.dataset}",
+        "",
+        f"{report.papers} papers ({len(report.excluded)} without a score); threshold chosen on "
+        f"{report.calibration_papers}, reported on {report.test_papers}: accept when overall >= "
+        f"{report.threshold:g}. Bootstrap: {report.n_resamples} resamples, seed {report.seed}. "
+        f"Brier score of the logistic map: {report.brier:.3f}.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
     for name in METRICS:
         m = report.metrics[name]
         row = [name, f"{m.value:.3f} [{m.low:.3f}, {m.high:.3f}]"]
@@ -250,11 +298,18 @@ def plot_reliability(report: CalibrationReport, arrays: dict[str, np.ndarray], p
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.8))
     bins = max(2, min(5, len(arrays["y_test"]) // 4))
-    observed, predicted = calibration_curve(arrays["y_test"], arrays["p_test"], n_bins=bins, strategy="quantile")
+    observed, predicted = calibration_curve(
+        arrays["y_test"], arrays["p_test"], n_bins=bins, strategy="quantile"
+    )
     left.plot([0, 1], [0, 1], ls="--", color="#888888", label="perfectly calibrated")
     left.plot(predicted, observed, marker="o", color="#4c72b0", label="reviewer (test part)")
-    left.set(xlim=(0, 1), ylim=(0, 1), xlabel="predicted P(accept) from the overall score",
-             ylabel="observed accept rate", title=f"Reliability (Brier {report.brier:.3f})")
+    left.set(
+        xlim=(0, 1),
+        ylim=(0, 1),
+        xlabel="predicted P(accept) from the overall score",
+        ylabel="observed accept rate",
+        title=f"Reliability (Brier {report.brier:.3f})",
+    )
     left.legend(loc="upper left", fontsize=8)
     y, s = arrays["y"], arrays["scores"]
     levels = np.unique(np.round(s))
@@ -264,7 +319,9 @@ def plot_reliability(report: CalibrationReport, arrays: dict[str, np.ndarray], p
     for v, r, n in zip(levels, rates, counts):
         right.annotate(f"n={n}", (v, r), ha="center", va="bottom", fontsize=8)
     right.axvline(report.threshold - 0.5, color="#c44e52", ls="--", label=f"threshold {report.threshold:g}")
-    right.set(ylim=(0, 1.1), xlabel="overall score (rounded)", ylabel="accept rate", title="Accept rate by score")
+    right.set(
+        ylim=(0, 1.1), xlabel="overall score (rounded)", ylabel="accept rate", title="Accept rate by score"
+    )
     right.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -17,7 +17,9 @@ class ReviewConfig(BaseModel):
 
     reviews: int = Field(5, ge=1, le=20, description="independent reviews per paper")
     temperature: float | None = Field(
-        None, ge=0, le=2,
+        None,
+        ge=0,
+        le=2,
         description="sampling temperature of the `review` role; null keeps llm.roles.review.temperature",
     )
     personas: list[str] = Field(
@@ -27,7 +29,9 @@ class ReviewConfig(BaseModel):
         "or a sentence describing the reviewer",
     )
     reflection_rounds: int = Field(0, ge=0, le=5, description="times each reviewer revisits its own review")
-    page_limit: int | None = Field(9, ge=1, description="pages of main text before the references; null: no limit")
+    page_limit: int | None = Field(
+        9, ge=1, description="pages of main text before the references; null: no limit"
+    )
     page_images: int = Field(
         0, ge=0, le=20, description="first pages sent as images to the reviewers (needs a vision model)"
     )

@@ -36,8 +36,13 @@ WAIT_S = 1.0
 
 
 def _finished(ok: bool, reason: str, out: Path, started: float) -> AttemptResult:
-    return AttemptResult(status="good" if ok else "buggy", reason=reason, artifacts=[str(out)],
-                         started_at=started, finished_at=time.time())
+    return AttemptResult(
+        status="good" if ok else "buggy",
+        reason=reason,
+        artifacts=[str(out)],
+        started_at=started,
+        finished_at=time.time(),
+    )
 
 
 @dataclass
@@ -58,23 +63,38 @@ class ReviewJob:
     def run(self, gpu_ids: Sequence[int]) -> AttemptResult:
         started = time.time()
         record = ReviewRecord(index=self.index, persona=self.persona, status="failed", started_at=started)
-        turns = [Message.system(guidelines.reviewer_system(self.persona)), Message.user(self.request, self.images)]
+        turns = [
+            Message.system(guidelines.reviewer_system(self.persona)),
+            Message.user(self.request, self.images),
+        ]
 
         def ask() -> ReviewForm:
             # `attempt` = reviewer index: identical prompts are distinct samples, and a re-run is a cache hit.
-            return self.llm.complete(turns, role="review", output_type=ReviewForm, node_id=self.node_id,
-                                     idea=self.idea, attempt=self.index)
+            return self.llm.complete(
+                turns,
+                role="review",
+                output_type=ReviewForm,
+                node_id=self.node_id,
+                idea=self.idea,
+                attempt=self.index,
+            )
 
         try:
             record.form = ask()
             record.status = "ok"
             for round_ in range(1, self.reflection_rounds + 1):
-                turns += [Message.assistant(record.form.model_dump_json()),
-                          Message.user(guidelines.reflection_request(round_, self.reflection_rounds))]
+                turns += [
+                    Message.assistant(record.form.model_dump_json()),
+                    Message.user(guidelines.reflection_request(round_, self.reflection_rounds)),
+                ]
                 record.form = ask()
                 record.reflections = round_
         except LLMError as exc:
-            where = "review" if record.form is None else f"reflection round {record.reflections + 1} (earlier review kept)"
+            where = (
+                "review"
+                if record.form is None
+                else f"reflection round {record.reflections + 1} (earlier review kept)"
+            )
             record.error = f"{where} failed: {exc}"
         record.finished_at = time.time()
         self.out.parent.mkdir(parents=True, exist_ok=True)
@@ -100,7 +120,11 @@ class MetaReviewJob:
         try:
             meta.form = self.llm.complete(
                 [Message.system(guidelines.AREA_CHAIR), Message.user(self.request)],
-                role="review", output_type=MetaReviewForm, node_id=self.node_id, idea=self.idea)
+                role="review",
+                output_type=MetaReviewForm,
+                node_id=self.node_id,
+                idea=self.idea,
+            )
         except LLMError as exc:
             meta.error = f"meta-review failed: {exc}"
         meta.finished_at = time.time()
@@ -119,6 +143,7 @@ class _PaperState:
     def integrity(self) -> IntegrityReport:
         assert self.checks is not None
         return self.checks.result()
+
     records: dict[int, ReviewRecord] = field(default_factory=dict)
     meta: MetaReview | None = None
     result: ReviewResult | None = None
@@ -136,21 +161,40 @@ class _Session:
 
     def _submit(self, state: _PaperState, job: ReviewJob | MetaReviewJob) -> None:
         self.pending[self.executor.submit(job, REVIEW_RESOURCES)] = (state, job)
-        self._event("review_started", job=job.node_id, idea=state.paper.idea, paper=state.paper.name,
-                    attempt=job.attempt)
+        self._event(
+            "review_started",
+            job=job.node_id,
+            idea=state.paper.idea,
+            paper=state.paper.name,
+            attempt=job.attempt,
+        )
 
     def start(self, state: _PaperState) -> None:
         paper, cfg = state.paper, self.cfg
         text = paper.text
         if len(text) > cfg.max_paper_chars:
-            text = text[: cfg.max_paper_chars] + f"\n[... cut: {len(text) - cfg.max_paper_chars} more characters]"
+            text = (
+                text[: cfg.max_paper_chars]
+                + f"\n[... cut: {len(text) - cfg.max_paper_chars} more characters]"
+            )
         images = paper.page_images(min(cfg.page_images, len(paper.pages)))
         request = guidelines.review_request(paper.title, text, len(images))
         for k in range(cfg.reviews):
-            self._submit(state, ReviewJob(
-                node_id=f"{state.key}-review-{k + 1}", attempt=1, llm=self.llm, index=k, persona=cfg.persona(k),
-                request=request, images=images, reflection_rounds=cfg.reflection_rounds,
-                out=paper.out_dir / REVIEWS_DIR / f"review-{k + 1}.json", idea=paper.idea))
+            self._submit(
+                state,
+                ReviewJob(
+                    node_id=f"{state.key}-review-{k + 1}",
+                    attempt=1,
+                    llm=self.llm,
+                    index=k,
+                    persona=cfg.persona(k),
+                    request=request,
+                    images=images,
+                    reflection_rounds=cfg.reflection_rounds,
+                    out=paper.out_dir / REVIEWS_DIR / f"review-{k + 1}.json",
+                    idea=paper.idea,
+                ),
+            )
 
     def _collect_review(self, state: _PaperState, job: ReviewJob, result: AttemptResult) -> None:
         record = ReviewRecord.model_validate_json(job.out.read_text())
@@ -165,24 +209,52 @@ class _Session:
         if not good:
             self._finish(state)
             return
-        meta = MetaReview(reviews_used=len(good), reviews_failed=len(records) - len(good),
-                          accept_votes=sum(f.decision == "accept" for f in good), aggregate=aggregate(good))
+        meta = MetaReview(
+            reviews_used=len(good),
+            reviews_failed=len(records) - len(good),
+            accept_votes=sum(f.decision == "accept" for f in good),
+            aggregate=aggregate(good),
+        )
         request = guidelines.meta_request(
-            state.paper.title, [f.model_dump() for f in good], meta.reviews_failed,
-            {n: s.model_dump() for n, s in meta.aggregate.items()}, state.integrity.lines())
-        self._submit(state, MetaReviewJob(node_id=f"{state.key}-meta-review", attempt=1, llm=self.llm, request=request,
-                                          meta=meta, out=state.paper.out_dir / REVIEWS_DIR / "meta-review.json",
-                                          idea=state.paper.idea))
+            state.paper.title,
+            [f.model_dump() for f in good],
+            meta.reviews_failed,
+            {n: s.model_dump() for n, s in meta.aggregate.items()},
+            state.integrity.lines(),
+        )
+        self._submit(
+            state,
+            MetaReviewJob(
+                node_id=f"{state.key}-meta-review",
+                attempt=1,
+                llm=self.llm,
+                request=request,
+                meta=meta,
+                out=state.paper.out_dir / REVIEWS_DIR / "meta-review.json",
+                idea=state.paper.idea,
+            ),
+        )
 
     def _finish(self, state: _PaperState) -> None:
         meta, reviews = state.meta, [state.records[k] for k in sorted(state.records)]
         good = [r.form for r in reviews if r.form is not None]
-        overall = (float(meta.form.overall) if meta is not None and meta.form is not None
-                   else (meta.aggregate["overall"].mean if meta is not None else None))
+        overall = (
+            float(meta.form.overall)
+            if meta is not None and meta.form is not None
+            else (meta.aggregate["overall"].mean if meta is not None else None)
+        )
         state.result = ReviewResult(
-            paper=state.paper.name, title=state.paper.title, idea=state.paper.idea, config=self.cfg, reviews=reviews,
-            meta_review=meta, decision=meta.form.decision if meta is not None and meta.form is not None else None,
-            overall=overall if good else None, integrity=state.integrity, created_at=time.time())
+            paper=state.paper.name,
+            title=state.paper.title,
+            idea=state.paper.idea,
+            config=self.cfg,
+            reviews=reviews,
+            meta_review=meta,
+            decision=meta.form.decision if meta is not None and meta.form is not None else None,
+            overall=overall if good else None,
+            integrity=state.integrity,
+            created_at=time.time(),
+        )
         state.result.write(state.paper.out_dir)
 
     def _lost(self, state: _PaperState, job: ReviewJob | MetaReviewJob, why: str) -> None:
@@ -194,16 +266,30 @@ class _Session:
             return
         failure = f"lost {MAX_LOST + 1} times: {why}"
         if isinstance(job, ReviewJob):
-            job.out.write_text(ReviewRecord(index=job.index, persona=job.persona, status="failed",
-                                            error=failure).model_dump_json())
+            job.out.write_text(
+                ReviewRecord(
+                    index=job.index, persona=job.persona, status="failed", error=failure
+                ).model_dump_json()
+            )
         else:
-            job.out.write_text(job.meta.model_copy(update={"error": f"meta-review {failure}"}).model_dump_json())
+            job.out.write_text(
+                job.meta.model_copy(update={"error": f"meta-review {failure}"}).model_dump_json()
+            )
         self._done(state, job, _finished(False, failure, job.out, time.time()))
 
     def _done(self, state: _PaperState, job: ReviewJob | MetaReviewJob, result: AttemptResult) -> None:
-        self._event("review_finished", job=job.node_id, idea=state.paper.idea, paper=state.paper.name,
-                    attempt=job.attempt, status=result.status, reason=result.reason[:500],
-                    started_at=result.started_at, finished_at=result.finished_at, worker=result.worker)
+        self._event(
+            "review_finished",
+            job=job.node_id,
+            idea=state.paper.idea,
+            paper=state.paper.name,
+            attempt=job.attempt,
+            status=result.status,
+            reason=result.reason[:500],
+            started_at=result.started_at,
+            finished_at=result.finished_at,
+            worker=result.worker,
+        )
         if isinstance(job, ReviewJob):
             self._collect_review(state, job, result)
         else:
@@ -224,7 +310,9 @@ class _Session:
             else:
                 self._done(state, job, done.result)
 
-    def _record_crash(self, state: _PaperState, job: ReviewJob | MetaReviewJob, result: AttemptResult) -> None:
+    def _record_crash(
+        self, state: _PaperState, job: ReviewJob | MetaReviewJob, result: AttemptResult
+    ) -> None:
         error = f"internal error: {result.reason[-1000:]}"
         if isinstance(job, ReviewJob):
             record = ReviewRecord(index=job.index, persona=job.persona, status="failed", error=error)
@@ -239,8 +327,13 @@ def _key(paper: Paper) -> str:
     return paper.idea or Path(paper.name).stem
 
 
-def review_papers(papers: Sequence[Paper], llm: LLM, cfg: ReviewConfig, executor: Executor | None = None,
-                  journal: Journal | None = None) -> list[ReviewResult]:
+def review_papers(
+    papers: Sequence[Paper],
+    llm: LLM,
+    cfg: ReviewConfig,
+    executor: Executor | None = None,
+    journal: Journal | None = None,
+) -> list[ReviewResult]:
     """Review every paper: N reviews each, then a meta-review; writes review.json and review.md
     beside each paper. With no executor, a thread pool of `cfg.max_parallel` is used."""
     own = executor is None
@@ -261,4 +354,3 @@ def review_papers(papers: Sequence[Paper], llm: LLM, cfg: ReviewConfig, executor
         if own:
             runner.shutdown()
     return [s.result for s in states if s.result is not None]
-

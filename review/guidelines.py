@@ -89,13 +89,20 @@ def reflection_request(round_: int, rounds: int) -> str:
     )
 
 
-def meta_request(title: str, reviews: Sequence[dict[str, object]], failed: int,
-                 aggregate: dict[str, dict[str, float]], integrity: Sequence[str]) -> str:
+def meta_request(
+    title: str,
+    reviews: Sequence[dict[str, object]],
+    failed: int,
+    aggregate: dict[str, dict[str, float]],
+    integrity: Sequence[str],
+) -> str:
     header = f"[silva review] meta-review of {len(reviews)} review(s)"
     missing = f" ({failed} more review(s) failed and are not included)" if failed else ""
     scores = "\n".join(f"- {name}: mean {s['mean']:.2f}, sd {s['std']:.2f}" for name, s in aggregate.items())
     checks = "\n".join(f"- {line}" for line in integrity) or "- none"
-    body = "\n\n".join(f"<review {i + 1}>\n{json.dumps(r, indent=1)}\n</review {i + 1}>" for i, r in enumerate(reviews))
+    body = "\n\n".join(
+        f"<review {i + 1}>\n{json.dumps(r, indent=1)}\n</review {i + 1}>" for i, r in enumerate(reviews)
+    )
     return (
         f"{header}\n"
         f"Paper: {title}\nYou have {len(reviews)} review(s){missing}.\n\n"

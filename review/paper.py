@@ -84,8 +84,23 @@ class Paper:
             return []
         require_tools("pdftoppm")
         with tempfile.TemporaryDirectory(prefix="silva-review-") as tmp:
-            subprocess.run(["pdftoppm", "-png", "-r", str(dpi), "-f", "1", "-l", str(count), str(self.pdf),
-                            f"{tmp}/page"], check=True, capture_output=True, timeout=120)
+            subprocess.run(
+                [
+                    "pdftoppm",
+                    "-png",
+                    "-r",
+                    str(dpi),
+                    "-f",
+                    "1",
+                    "-l",
+                    str(count),
+                    str(self.pdf),
+                    f"{tmp}/page",
+                ],
+                check=True,
+                capture_output=True,
+                timeout=120,
+            )
             return [p.read_bytes() for p in sorted(Path(tmp).glob("page*.png"))]
 
 
@@ -96,7 +111,9 @@ def pdf_pages(pdf: Path) -> list[str]:
     try:
         return [page.extract_text() or "" for page in PdfReader(pdf).pages]
     except (PdfReadError, OSError, ValueError) as exc:
-        raise ConfigError(f"{pdf}: cannot read the PDF ({exc}); pass a valid PDF or its LaTeX directory") from None
+        raise ConfigError(
+            f"{pdf}: cannot read the PDF ({exc}); pass a valid PDF or its LaTeX directory"
+        ) from None
 
 
 def run_dir_of(path: Path) -> Path | None:
@@ -110,7 +127,9 @@ def run_dir_of(path: Path) -> Path | None:
 
 def main_tex(directory: Path) -> Path | None:
     """The LaTeX file that holds \\documentclass: paper.tex or main.tex first, else the only one."""
-    candidates = [p for p in sorted(directory.glob("*.tex")) if "\\documentclass" in p.read_text(errors="replace")]
+    candidates = [
+        p for p in sorted(directory.glob("*.tex")) if "\\documentclass" in p.read_text(errors="replace")
+    ]
     for preferred in ("paper.tex", "main.tex"):
         if directory / preferred in candidates:
             return directory / preferred
@@ -122,7 +141,11 @@ def _paper_in(directory: Path) -> Paper | None:
     pdf = tex.with_suffix(".pdf") if tex is not None else None
     if pdf is None or not pdf.is_file():
         pdfs = sorted(directory.glob("*.pdf"))
-        pdf = directory / "paper.pdf" if (directory / "paper.pdf").is_file() else (pdfs[0] if len(pdfs) == 1 else None)
+        pdf = (
+            directory / "paper.pdf"
+            if (directory / "paper.pdf").is_file()
+            else (pdfs[0] if len(pdfs) == 1 else None)
+        )
     if tex is None and pdf is None:
         return None
     run_dir = run_dir_of(directory)
@@ -133,25 +156,38 @@ def _paper_in(directory: Path) -> Paper | None:
 def resolve(path: Path) -> list[Paper]:
     """The papers named by a command-line argument, or a ConfigError saying what was expected."""
     if not path.exists():
-        raise ConfigError(f"{path}: no such file or directory; pass a PDF, a LaTeX directory or a run directory")
+        raise ConfigError(
+            f"{path}: no such file or directory; pass a PDF, a LaTeX directory or a run directory"
+        )
     if path.is_file():
         if path.suffix.lower() != ".pdf":
             raise ConfigError(f"{path}: not a PDF; pass a PDF, a LaTeX directory or a run directory")
         directory = path.parent
         tex = path.with_suffix(".tex")
         run_dir = run_dir_of(path)
-        return [Paper(out_dir=directory, pdf=path, tex=tex if tex.is_file() else None, run_dir=run_dir,
-                      idea=directory.name if run_dir is not None else None)]
+        return [
+            Paper(
+                out_dir=directory,
+                pdf=path,
+                tex=tex if tex.is_file() else None,
+                run_dir=run_dir,
+                idea=directory.name if run_dir is not None else None,
+            )
+        ]
     if (path / EVENTS_FILE).is_file():
         papers = [p for d in sorted((path / PAPERS_DIR).glob("*")) if d.is_dir() and (p := _paper_in(d))]
         if not papers:
-            raise ConfigError(f"{path}: a run directory without papers (nothing in {path / PAPERS_DIR}/<idea>/); "
-                              "write them up first")
+            raise ConfigError(
+                f"{path}: a run directory without papers (nothing in {path / PAPERS_DIR}/<idea>/); "
+                "write them up first"
+            )
         return papers
     paper = _paper_in(path)
     if paper is None:
-        raise ConfigError(f"{path}: no PDF and no LaTeX file with \\documentclass here; pass a PDF, a LaTeX "
-                          "directory (one main .tex) or a run directory")
+        raise ConfigError(
+            f"{path}: no PDF and no LaTeX file with \\documentclass here; pass a PDF, a LaTeX "
+            "directory (one main .tex) or a run directory"
+        )
     return [paper]
 
 

@@ -23,7 +23,9 @@ class ReviewRecord(BaseModel):
     persona: str
     status: Literal["ok", "failed"]
     form: ReviewForm | None = None
-    error: str = Field("", description="why it failed; or a reflection round that failed after a valid review")
+    error: str = Field(
+        "", description="why it failed; or a reflection round that failed after a valid review"
+    )
     reflections: int = Field(0, description="reflection rounds completed")
     started_at: float = 0.0
     finished_at: float = 0.0
@@ -41,8 +43,12 @@ def aggregate(forms: list[ReviewForm]) -> dict[str, ScoreStats]:
     out = {}
     for name in SCORES:
         values = [float(getattr(f, name)) for f in forms]
-        out[name] = ScoreStats(mean=statistics.fmean(values), std=statistics.stdev(values) if len(values) > 1 else 0.0,
-                               min=min(values), max=max(values))
+        out[name] = ScoreStats(
+            mean=statistics.fmean(values),
+            std=statistics.stdev(values) if len(values) > 1 else 0.0,
+            min=min(values),
+            max=max(values),
+        )
     return out
 
 
@@ -66,7 +72,9 @@ class ReviewResult(BaseModel):
     config: ReviewConfig
     reviews: list[ReviewRecord]
     meta_review: MetaReview | None = Field(None, description="None when no review succeeded")
-    decision: Decision | None = Field(None, description="the area chair's; None when there is no meta-review form")
+    decision: Decision | None = Field(
+        None, description="the area chair's; None when there is no meta-review form"
+    )
     overall: float | None = Field(None, description="the area chair's overall score, else the reviews' mean")
     integrity: IntegrityReport
     created_at: float
@@ -110,13 +118,22 @@ def render_markdown(result: ReviewResult) -> str:
     lines += [f"**Decision: {decision}** · overall {overall} · {used} of {total} review(s) used", ""]
     meta = result.meta_review
     if meta is not None:
-        lines += ["## Meta-review (area chair)", "",
-                  f"Based on {meta.reviews_used} review(s); {meta.reviews_failed} failed. "
-                  f"Accept votes: {meta.accept_votes} of {meta.reviews_used}.", "",
-                  "| score | mean | sd | min | max |", "|---|---|---|---|---|"]
-        lines += [f"| {n} | {s.mean:.2f} | {s.std:.2f} | {s.min:g} | {s.max:g} |" for n, s in meta.aggregate.items()]
+        lines += [
+            "## Meta-review (area chair)",
+            "",
+            f"Based on {meta.reviews_used} review(s); {meta.reviews_failed} failed. "
+            f"Accept votes: {meta.accept_votes} of {meta.reviews_used}.",
+            "",
+            "| score | mean | sd | min | max |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {n} | {s.mean:.2f} | {s.std:.2f} | {s.min:g} | {s.max:g} |" for n, s in meta.aggregate.items()
+        ]
         lines.append("")
-        lines += _form_lines(meta.form) if meta.form is not None else [f"The meta-review failed: {meta.error}", ""]
+        lines += (
+            _form_lines(meta.form) if meta.form is not None else [f"The meta-review failed: {meta.error}", ""]
+        )
     lines += ["## Integrity checks (no LLM)", "", "| check | status | detail |", "|---|---|---|"]
     lines += [f"| {c.name} | {c.status} | {c.detail} |" for c in result.integrity.checks]
     lines.append("")

@@ -255,7 +255,9 @@ class HostWorkspace:
         for part in target.relative_to(root).parts:
             st = node.stat()
             if not _allows(st, user, os.X_OK):
-                raise PermissionError(errno.EACCES, "the sandboxed user cannot enter a directory on this path", path)
+                raise PermissionError(
+                    errno.EACCES, "the sandboxed user cannot enter a directory on this path", path
+                )
             if not (node / part).exists():
                 if want == os.W_OK and not _allows(st, user, os.W_OK):
                     raise PermissionError(errno.EACCES, "the sandboxed user cannot create files here", path)
@@ -268,6 +270,4 @@ class HostWorkspace:
 
 def list_files(workspace: Path) -> list[str]:
     root = workspace.resolve()
-    return sorted(
-        str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and not p.is_symlink()
-    )
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and not p.is_symlink())

@@ -365,7 +365,12 @@ def case_ptrace_and_mount_are_denied(box: Sandbox, ctx: Context) -> None:
     print(json.dumps(out))
     """
     seen = _json_of(box, probe)
-    assert seen == {"attach": errno.EPERM, "traceme": errno.EPERM, "mount": errno.EPERM, "unshare_user": errno.EPERM}, seen
+    assert seen == {
+        "attach": errno.EPERM,
+        "traceme": errno.EPERM,
+        "mount": errno.EPERM,
+        "unshare_user": errno.EPERM,
+    }, seen
 
 
 def _raises(kind: type[BaseException], fn: Callable[[], object]) -> None:
@@ -381,8 +386,10 @@ def _raises(kind: type[BaseException], fn: Callable[[], object]) -> None:
 @case
 def case_file_api_errors(box: Sandbox, ctx: Context) -> None:
     """The documented exceptions of read_file/write_file (docs/sandbox.md, "File contract")."""
-    r = box.exec([PY, "-c", "import os; os.mkdir('d'); os.mkfifo('pipe'); open('big', 'wb').write(b'x' * 4096)"],
-                 limits=Limits(wall_s=60))
+    r = box.exec(
+        [PY, "-c", "import os; os.mkdir('d'); os.mkfifo('pipe'); open('big', 'wb').write(b'x' * 4096)"],
+        limits=Limits(wall_s=60),
+    )
     assert r.exit_code == 0, r
     _raises(FileNotFoundError, lambda: box.read_file("missing.txt"))
     _raises(IsADirectoryError, lambda: box.read_file("d"))

@@ -60,12 +60,16 @@ class DockerOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     image: str = DEFAULT_IMAGE
-    base_url: str | None = Field(default=None, description="engine URL; None uses DOCKER_HOST or the local socket")
+    base_url: str | None = Field(
+        default=None, description="engine URL; None uses DOCKER_HOST or the local socket"
+    )
     shm_size_mb: int = Field(default=256, gt=0, description="/dev/shm size (Docker's default is 64 MB)")
     tmp_mb: int = Field(default=512, gt=0, description="/tmp tmpfs size when Limits.disk_mb is unset")
     cpus: float | None = Field(default=1.0, gt=0, description="CPU quota in cores; None for no quota")
     user: str = f"{_SANDBOX_UID}:{_SANDBOX_UID}"
-    run_id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12], description="label for this run's containers")
+    run_id: str = Field(
+        default_factory=lambda: uuid.uuid4().hex[:12], description="label for this run's containers"
+    )
     api_timeout_s: float = Field(default=120.0, gt=0, description="timeout of ordinary engine API calls")
 
 
@@ -93,10 +97,14 @@ class DockerSandbox(HostWorkspace):
         if self._gpu_ids:
             fixed["NVIDIA_VISIBLE_DEVICES"] = ",".join(map(str, self._gpu_ids))
         environment = sandbox_env(env, **fixed)
-        result = self._provider.run_container(self.container_config(list(command), limits, environment), limits)
+        result = self._provider.run_container(
+            self.container_config(list(command), limits, environment), limits
+        )
         return result.model_copy(update={"files": list_files(self.workspace)})
 
-    def container_config(self, command: list[str], limits: Limits, environment: dict[str, str]) -> dict[str, Any]:
+    def container_config(
+        self, command: list[str], limits: Limits, environment: dict[str, str]
+    ) -> dict[str, Any]:
         """Keyword arguments for `containers.create`: every isolation setting in one place."""
         import docker.types
 
@@ -332,7 +340,9 @@ class DockerProvider:
                 pass
 
     def _sampler(self, container: Any) -> _CpuSampler:
-        sampler = _CpuSampler(int(container.client.api.inspect_container(container.id)["State"].get("Pid") or 0))
+        sampler = _CpuSampler(
+            int(container.client.api.inspect_container(container.id)["State"].get("Pid") or 0)
+        )
         sampler.start()
         return sampler
 
@@ -393,7 +403,9 @@ def ensure_image(tag: str = DEFAULT_IMAGE, packages: Sequence[str] = ()) -> None
     """Build the registry-free base image unless it already exists with these packages."""
     result = subprocess.run(["bash", str(BUILD_SCRIPT), tag, *packages], capture_output=True, text=True)
     if result.returncode != 0:
-        raise SandboxUnavailable(f"building image {tag} failed:\n{result.stdout[-2000:]}{result.stderr[-4000:]}")
+        raise SandboxUnavailable(
+            f"building image {tag} failed:\n{result.stdout[-2000:]}{result.stderr[-4000:]}"
+        )
 
 
 register_provider("docker", DockerProvider)

@@ -61,7 +61,9 @@ class LocalOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    uid: int | None = Field(default=None, ge=1, description="fixed sandbox uid (as root); None leases one per sandbox")
+    uid: int | None = Field(
+        default=None, ge=1, description="fixed sandbox uid (as root); None leases one per sandbox"
+    )
     uid_base: int = Field(default=200_000, ge=1000, description="first uid of the lease range")
     uid_count: int = Field(default=50_000, ge=1)
     ro_paths: list[str] = Field(default_factory=_default_ro_paths, description="extra read-only binds")
@@ -70,7 +72,9 @@ class LocalOptions(BaseModel):
     address_space_limit: bool = Field(default=True, description="RLIMIT_AS for memory (off for CUDA)")
     python: str = Field(default=sys.executable, description="interpreter whose bin dir leads PATH inside")
     bwrap: str = "bwrap"
-    lock_dir: str = Field(default=os.path.join(tempfile.gettempdir(), "silva-uids"), description="uid lease locks")
+    lock_dir: str = Field(
+        default=os.path.join(tempfile.gettempdir(), "silva-uids"), description="uid lease locks"
+    )
 
 
 class _UidLease:
@@ -205,7 +209,9 @@ def _ppid(pid: int) -> int:
 class BwrapSandbox(HostWorkspace):
     """One workspace seen through bubblewrap; every exec is a fresh set of namespaces."""
 
-    def __init__(self, workspace: Path, opts: LocalOptions, root_args: list[str], gpu_ids: Sequence[int]) -> None:
+    def __init__(
+        self, workspace: Path, opts: LocalOptions, root_args: list[str], gpu_ids: Sequence[int]
+    ) -> None:
         super().__init__(workspace)
         self._opts = opts
         self._root_args = root_args
@@ -232,7 +238,12 @@ class BwrapSandbox(HostWorkspace):
         fds = [seccomp.bpf_fd(), *self._identity_fds(), _memfd("cpu", b"")]
         try:
             result = run_process(
-                [*self._bwrap_args(limits, fds), *self._inner_prefix(limits), *_cpu_reporter(fds[-1]), *command],
+                [
+                    *self._bwrap_args(limits, fds),
+                    *self._inner_prefix(limits),
+                    *_cpu_reporter(fds[-1]),
+                    *command,
+                ],
                 cwd=self.workspace,
                 env=self._env(env),
                 limits=limits,
@@ -259,7 +270,14 @@ class BwrapSandbox(HostWorkspace):
         for dev in self._gpu_devices():
             args += ["--dev-bind", dev, dev]
         seccomp_fd, passwd_fd, group_fd, hosts_fd, _ = fds
-        args += ["--ro-bind-data", str(passwd_fd), "/etc/passwd", "--ro-bind-data", str(group_fd), "/etc/group"]
+        args += [
+            "--ro-bind-data",
+            str(passwd_fd),
+            "/etc/passwd",
+            "--ro-bind-data",
+            str(group_fd),
+            "/etc/group",
+        ]
         args += ["--ro-bind-data", str(hosts_fd), "/etc/hosts"]
         args += ["--bind", str(self.workspace.resolve()), WORKSPACE, "--chdir", WORKSPACE]
         return [*args, "--seccomp", str(seccomp_fd), "--"]
@@ -279,7 +297,11 @@ class BwrapSandbox(HostWorkspace):
         passwd = f"root:x:0:0::/root:/bin/sh\n{_SANDBOX_NAME}:x:{u}:{u}::/tmp:/bin/sh\n"
         group = f"root:x:0:\n{_SANDBOX_NAME}:x:{u}:\n"
         hosts = "127.0.0.1 localhost silva\n::1 localhost\n"
-        return [_memfd("passwd", passwd.encode()), _memfd("group", group.encode()), _memfd("hosts", hosts.encode())]
+        return [
+            _memfd("passwd", passwd.encode()),
+            _memfd("group", group.encode()),
+            _memfd("hosts", hosts.encode()),
+        ]
 
     def _gpu_devices(self) -> list[str]:
         if not self._gpu_ids:
@@ -325,9 +347,13 @@ class LocalProvider:
             return
         hint = "install bubblewrap (`make system-deps`), use `sandbox: docker`, or `sandbox: none` to run unisolated"
         if not seccomp.supported():
-            raise SandboxUnavailable(f"local sandbox: no seccomp syscall table for {os.uname().machine}; {hint}")
+            raise SandboxUnavailable(
+                f"local sandbox: no seccomp syscall table for {os.uname().machine}; {hint}"
+            )
         for tool in (self.options.bwrap, "prlimit", *(("setpriv",) if os.geteuid() == 0 else ())):
-            if not any(os.access(os.path.join(d, tool), os.X_OK) for d in os.get_exec_path()) and not os.access(tool, os.X_OK):
+            if not any(
+                os.access(os.path.join(d, tool), os.X_OK) for d in os.get_exec_path()
+            ) and not os.access(tool, os.X_OK):
                 raise SandboxUnavailable(f"local sandbox: `{tool}` not found; {hint}")
         # Probe with the real argument set: a kernel without user namespaces, a container without
         # CAP_SYS_ADMIN or a seccomp policy that refuses mounts all fail here, not mid-run.

@@ -130,7 +130,12 @@ def docker_profile() -> str:
                     "names": ["clone"],
                     **eperm,
                     "args": [
-                        {"index": 0, "value": CLONE_NEWUSER, "valueTwo": CLONE_NEWUSER, "op": "SCMP_CMP_MASKED_EQ"}
+                        {
+                            "index": 0,
+                            "value": CLONE_NEWUSER,
+                            "valueTwo": CLONE_NEWUSER,
+                            "op": "SCMP_CMP_MASKED_EQ",
+                        }
                     ],
                 },
                 {"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": errno.ENOSYS},

@@ -70,7 +70,9 @@ class Rung:
         return f"{self.nodes} search node(s) of stage {self.stage}"
 
 
-def plan_rungs(plan: StagePlan, cfg: AllocationConfig, stage_nodes: Mapping[str, int] | None) -> tuple[Rung, ...]:
+def plan_rungs(
+    plan: StagePlan, cfg: AllocationConfig, stage_nodes: Mapping[str, int] | None
+) -> tuple[Rung, ...]:
     """The rungs of a plan, in the order an idea reaches them. `stage_ends`: each stage's end but
     the last (that is the idea's finish). `geometric`: inside each search stage, after
     min_rung_nodes x eta^k of its search nodes, below its configured number (ASHA's resource
@@ -139,7 +141,9 @@ def best_so_far(journal: Journal, plan: StagePlan, idea: str, rung: Rung, spec: 
     return max((v for v in values if v is not None), default=None)
 
 
-def best_over_baseline(journal: Journal, plan: StagePlan, idea: str, rung: Rung, spec: MetricSpec) -> float | None:
+def best_over_baseline(
+    journal: Journal, plan: StagePlan, idea: str, rung: Rung, spec: MetricSpec
+) -> float | None:
     """`best_so_far` relative to the idea's baseline node (the best node of the plan's first
     stage), never below zero: for ideas that are each their own experiment (agentic), whose
     metrics may have other scales."""
@@ -147,7 +151,10 @@ def best_over_baseline(journal: Journal, plan: StagePlan, idea: str, rung: Rung,
     return relative(best_so_far(journal, plan, idea, rung, spec), base)
 
 
-PROGRESS_SCORES: dict[str, ProgressScore] = {"best_over_baseline": best_over_baseline, "best_so_far": best_so_far}
+PROGRESS_SCORES: dict[str, ProgressScore] = {
+    "best_over_baseline": best_over_baseline,
+    "best_so_far": best_so_far,
+}
 
 
 @dataclass(frozen=True)
@@ -167,7 +174,13 @@ class RungDecision:
 
 
 def rung_decision(
-    score: float | None, scores: Sequence[float | None], eta: float, *, pinned: bool, final: bool, keep: bool,
+    score: float | None,
+    scores: Sequence[float | None],
+    eta: float,
+    *,
+    pinned: bool,
+    final: bool,
+    keep: bool,
 ) -> RungDecision:
     """Whether an idea with `score` goes on from a rung whose ideas so far scored `scores` (its
     own included). `final`: no live idea can still reach the rung; `keep`: stopping it would leave
@@ -189,7 +202,9 @@ def rung_decision(
         return RungDecision("waiting", k, threshold, f"not in the top {k} of {len(ranked)} so far")
     if keep:
         return RungDecision("promoted", k, threshold, "kept: the minimum number of ideas")
-    return RungDecision("stopped", k, threshold, f"not in the top {k} of the {len(ranked)} ideas at this rung")
+    return RungDecision(
+        "stopped", k, threshold, f"not in the top {k} of the {len(ranked)} ideas at this rung"
+    )
 
 
 @dataclass
@@ -230,7 +245,9 @@ class Allocation:
         self.open: set[str] = set(self.index)  # ideas neither finished nor stopped, as of the last round
         score = self.cfg.progress or self.plan_.progress
         if self.cfg.policy != "fair" and (score is None or score not in PROGRESS_SCORES):
-            raise ValueError(f"allocation {self.cfg.policy!r}: the {self.plan_.mode} mode declares no progress score")
+            raise ValueError(
+                f"allocation {self.cfg.policy!r}: the {self.plan_.mode} mode declares no progress score"
+            )
         self.progress = PROGRESS_SCORES[score] if score is not None else None
         if self.cfg.rungs != "stage_ends" and self.stage_nodes is None:
             raise ValueError("geometric rungs need the stages' search nodes (stage_nodes)")
@@ -242,10 +259,18 @@ class Allocation:
             self._replay(e)
             made = True
         if not made:
-            self._record(decision="policy", policy=self.cfg.policy, ideas=len(self.ideas),
-                         eta=self.cfg.eta, min_ideas=self.cfg.min_ideas,
-                         **({"rungs": [r.where() for r in self.rungs], "progress": score}
-                            if self.cfg.policy == "successive_halving" else {}))
+            self._record(
+                decision="policy",
+                policy=self.cfg.policy,
+                ideas=len(self.ideas),
+                eta=self.cfg.eta,
+                min_ideas=self.cfg.min_ideas,
+                **(
+                    {"rungs": [r.where() for r in self.rungs], "progress": score}
+                    if self.cfg.policy == "successive_halving"
+                    else {}
+                ),
+            )
 
     # -- journal ----------------------------------------------------------------------------
     def _record(self, **data: Any) -> None:
@@ -287,7 +312,10 @@ class Allocation:
                     continue
                 arm.pulls += 1
                 if e["result"].get("status") == "good":
-                    value = next((m["value"] for m in e["result"].get("metrics", []) if m["name"] == info.spec.name), None)
+                    value = next(
+                        (m["value"] for m in e["result"].get("metrics", []) if m["name"] == info.spec.name),
+                        None,
+                    )
                     o = info.spec.oriented(value)
                     if o is not None and (arm.best is None or o > arm.best):
                         arm.best = o
@@ -315,7 +343,9 @@ class Allocation:
         more than its next rung inside the stage until the idea goes on from that rung."""
         n = max(configured, self.extended.get((idea, stage), configured))
         held = self.held_at(idea)
-        return min(n, held.nodes) if held is not None and held.stage == stage and held.nodes is not None else n
+        return (
+            min(n, held.nodes) if held is not None and held.stage == stage and held.nodes is not None else n
+        )
 
     def held_at(self, idea: str) -> Rung | None:
         """The rung inside a stage that the idea's growth stops at until it goes on from there:
@@ -333,9 +363,13 @@ class Allocation:
         used = self.meter.spend.by_idea[info.name]
         b = info.budgets
         if b.gpu_hours is not None and used.gpu_hours >= b.gpu_hours:
-            return f"idea {info.name}: GPU-hour budget of {b.gpu_hours:g} used up ({used.gpu_hours:.3f} spent)"
+            return (
+                f"idea {info.name}: GPU-hour budget of {b.gpu_hours:g} used up ({used.gpu_hours:.3f} spent)"
+            )
         if b.cpu_hours is not None and used.cpu_hours >= b.cpu_hours:
-            return f"idea {info.name}: CPU-hour budget of {b.cpu_hours:g} used up ({used.cpu_hours:.3f} spent)"
+            return (
+                f"idea {info.name}: CPU-hour budget of {b.cpu_hours:g} used up ({used.cpu_hours:.3f} spent)"
+            )
         return None
 
     def _stop(self, idea: str, reason: str, **numbers: Any) -> None:
@@ -344,8 +378,15 @@ class Allocation:
         own = info.budgets.gpu_hours if info.budgets.gpu_hours is not None else share
         returned = max(0.0, own - self.gpu_hours(idea)) if own is not None else None
         self.stopped[idea] = reason
-        self._record(idea=idea, decision="stopped", reason=reason, gpu_hours=self.gpu_hours(idea),
-                     returned_gpu_hours=returned, share_after=self.share(), **numbers)
+        self._record(
+            idea=idea,
+            decision="stopped",
+            reason=reason,
+            gpu_hours=self.gpu_hours(idea),
+            returned_gpu_hours=returned,
+            share_after=self.share(),
+            **numbers,
+        )
         if idea not in self.journal.idea_stopped:
             self.journal.record("idea_stopped", idea=idea, reason=reason)
 
@@ -366,7 +407,9 @@ class Allocation:
                     self._stop(t.name, why, cause="idea budget")
         if self.cfg.policy == "successive_halving":
             self._halve([t for t in active if t.name not in self.stopped])
-            self._fund_promoted([t for t in active if t.name not in self.stopped and t.name not in self.waiting])
+            self._fund_promoted(
+                [t for t in active if t.name not in self.stopped and t.name not in self.waiting]
+            )
         return [t for t in active if t.name not in self.stopped and t.name not in self.waiting]
 
     def plan(self, live: Sequence[T], max_in_flight: int) -> list[tuple[T, int]]:
@@ -386,8 +429,11 @@ class Allocation:
                 r = self.promoted.get(t.name, 0)
                 score = self.scores.get(r, {}).get(t.name)
                 return (-r, -(score if score is not None else -math.inf), t.inflight(), self.index[t.name])
+
             ranked = sorted(live, key=standing)
-            return [(t, 1) for t in ranked if t.inflight() == 0] + [(t, max_in_flight) for t in ranked if t.inflight()]
+            return [(t, 1) for t in ranked if t.inflight() == 0] + [
+                (t, max_in_flight) for t in ranked if t.inflight()
+            ]
         order = sorted(live, key=lambda t: (t.inflight(), self.index[t.name]))
         fair = math.ceil(max_in_flight / len(order)) if order else 0
         return [(t, fair) for t in order]
@@ -423,13 +469,24 @@ class Allocation:
             could_arrive = any(rr < r for n, rr in rungs.items() if n not in self.stopped)
             alive = sum(1 for i in self.ideas if i.name not in self.stopped)
             d = rung_decision(
-                scores[name], list(scores.values()), self.cfg.eta, pinned=self.by_name[name].budgets.pinned,
-                final=not could_arrive, keep=alive <= self.cfg.min_ideas,
+                scores[name],
+                list(scores.values()),
+                self.cfg.eta,
+                pinned=self.by_name[name].budgets.pinned,
+                final=not could_arrive,
+                keep=alive <= self.cfg.min_ideas,
             )
             rung = self.rungs[r - 1]
-            numbers = {"rung": r, "stage": rung.stage, "nodes": rung.nodes, "score": scores[name], "k": d.k,
-                       "threshold": d.threshold if math.isfinite(d.threshold) else None,
-                       "scores": dict(scores), "why": d.why}
+            numbers = {
+                "rung": r,
+                "stage": rung.stage,
+                "nodes": rung.nodes,
+                "score": scores[name],
+                "k": d.k,
+                "threshold": d.threshold if math.isfinite(d.threshold) else None,
+                "scores": dict(scores),
+                "why": d.why,
+            }
             if d.decision == "promoted":
                 self.promoted[name] = r
                 self.waiting.pop(name, None)
@@ -440,16 +497,25 @@ class Allocation:
                     self._record(idea=name, decision="waiting", **numbers)
             else:
                 self.waiting.pop(name, None)
-                self._stop(name, f"stopped by successive halving at {rung.where()} "
-                           f"(score {_fmt(scores[name])}, needed {_fmt(d.threshold)}: {d.why})",
-                           cause="successive_halving", **numbers)
+                self._stop(
+                    name,
+                    f"stopped by successive halving at {rung.where()} "
+                    f"(score {_fmt(scores[name])}, needed {_fmt(d.threshold)}: {d.why})",
+                    cause="successive_halving",
+                    **numbers,
+                )
 
     def _fund_promoted(self, promoted: Sequence[Tree]) -> None:
         """ASHA: the resources stopped ideas free go to the promoted ones. A promoted idea's current
         search stage gets its configured nodes times its share of the pool over an equal share
         (budget / ideas); journaled each time that number grows, with the numbers behind it."""
         share = self.share()
-        if self.stage_nodes is None or share is None or self.meter is None or self.meter.budgets.gpu_hours is None:
+        if (
+            self.stage_nodes is None
+            or share is None
+            or self.meter is None
+            or self.meter.budgets.gpu_hours is None
+        ):
             return
         equal = self.meter.budgets.gpu_hours / len(self.ideas)
         growth = share / equal
@@ -461,19 +527,35 @@ class Allocation:
                 continue  # not yet past a rung, or at a rung still undecided
             stage = self._stage_after(r)
             configured = self.stage_nodes.get(stage)
-            if configured is None or self.plan_[stage].from_root_only or (t.name, stage) in self.journal.stage_best:
+            if (
+                configured is None
+                or self.plan_[stage].from_root_only
+                or (t.name, stage) in self.journal.stage_best
+            ):
                 continue  # a stage that runs a fixed list (ablations) or is decided has nothing to extend
             nodes = math.ceil(configured * growth)
-            if nodes > self.extended.get((t.name, stage), configured):  # not max_nodes: a held idea's cap is its rung
+            if nodes > self.extended.get(
+                (t.name, stage), configured
+            ):  # not max_nodes: a held idea's cap is its rung
                 self.extended[(t.name, stage)] = nodes
-                self._record(idea=t.name, decision="extended", stage=stage, max_nodes=nodes,
-                             configured=configured, growth=round(growth, 6), share=share, equal_share=equal)
+                self._record(
+                    idea=t.name,
+                    decision="extended",
+                    stage=stage,
+                    max_nodes=nodes,
+                    configured=configured,
+                    growth=round(growth, 6),
+                    share=share,
+                    equal_share=equal,
+                )
 
     def _stage_after(self, r: int) -> str:
         """The stage an idea searches once it has gone on from rung r: the rung's own stage for a
         rung inside it, the next stage after a stage-end rung (never the last stage's end)."""
         rung = self.rungs[r - 1]
-        return rung.stage if rung.nodes is not None else self.plan_.names[self.plan_.names.index(rung.stage) + 1]
+        return (
+            rung.stage if rung.nodes is not None else self.plan_.names[self.plan_.names.index(rung.stage) + 1]
+        )
 
     # -- bandit -------------------------------------------------------------------------------
     def _bandit(self, live: Sequence[T], max_in_flight: int) -> list[tuple[T, int]]:
@@ -498,7 +580,9 @@ class Allocation:
             bonus = self.cfg.exploration * math.sqrt(math.log(max(total, 2)) / arm.pulls)
             ucb[t.name] = (rates[t.name] / top if top > 0 else 0.0) + bonus
         starving = [t for t in live if spent[t.name] < self.cfg.min_share * mean]
-        rest = sorted((t for t in live if t not in starving), key=lambda t: (-ucb[t.name], self.index[t.name]))
+        rest = sorted(
+            (t for t in live if t not in starving), key=lambda t: (-ucb[t.name], self.index[t.name])
+        )
         unexplored = [t for t in rest if math.isinf(ucb[t.name])]
         explored = [t for t in rest if not math.isinf(ucb[t.name])]
         plan = [(t, 1) for t in starving + unexplored]
@@ -506,13 +590,22 @@ class Allocation:
         rank = (tuple(t.name for t in starving), tuple(t.name for t in explored[:1]))
         if rank != self._last_rank:  # journaled when the choice changes, with the numbers behind it
             self._last_rank = rank
-            self._record(decision="bandit", first=rank[1][0] if rank[1] else None, starving=list(rank[0]),
-                         arms={t.name: {"ucb": None if math.isinf(ucb[t.name]) else round(ucb[t.name], 6),
-                                        "rate": rates.get(t.name), "gpu_hours": spent[t.name],
-                                        "pulls": self.arms[t.name].pulls} for t in live})
+            self._record(
+                decision="bandit",
+                first=rank[1][0] if rank[1] else None,
+                starving=list(rank[0]),
+                arms={
+                    t.name: {
+                        "ucb": None if math.isinf(ucb[t.name]) else round(ucb[t.name], 6),
+                        "rate": rates.get(t.name),
+                        "gpu_hours": spent[t.name],
+                        "pulls": self.arms[t.name].pulls,
+                    }
+                    for t in live
+                },
+            )
         return plan
 
 
 def _fmt(v: float | None) -> str:
     return "none" if v is None or not math.isfinite(v) else f"{v:.4g}"
-

@@ -22,13 +22,15 @@ class SearchConfig(Strict):
 
     policy: Literal["best_first", "greedy", "mcts", "evolutionary"] = "best_first"
     speculate: bool = Field(
-        True, description="while a stage's last nodes run, free slots replicate its leader (its best node so far, "
+        True,
+        description="while a stage's last nodes run, free slots replicate its leader (its best node so far, "
         "a run not yet judged included) and grow the next stage from it, a share of that stage's budget as large as "
         "the share of nodes that can no longer beat it (faster stage ends; work from a node not decided best is "
-        "spent compute)"
+        "spent compute)",
     )
     pipeline: bool = Field(
-        True, description="an LLM node is three steps (think, run, judge); only run holds the node's CPUs/GPUs"
+        True,
+        description="an LLM node is three steps (think, run, judge); only run holds the node's CPUs/GPUs",
     )
     num_drafts: int = Field(3, ge=1, description="stage 1: independent drafts before refining")
     debug_prob: float = Field(0.5, ge=0, le=1, description="chance a free slot debugs a buggy leaf")
@@ -37,9 +39,13 @@ class SearchConfig(Strict):
     mcts_widening: float = Field(0.5, gt=0, le=1, description="progressive widening: children <= ceil(2 N^a)")
     islands: int = Field(2, ge=1, description="evolutionary: sub-populations")
     crossover_rate: float = Field(0.3, ge=0, le=1, description="evolutionary: chance of a two-parent child")
-    migration_prob: float = Field(0.2, ge=0, le=1, description="evolutionary: second parent from another island")
+    migration_prob: float = Field(
+        0.2, ge=0, le=1, description="evolutionary: second parent from another island"
+    )
     tournament: int = Field(2, ge=1, description="evolutionary: tournament size")
-    min_tuning_nodes: int = Field(2, ge=1, description="tuning stage ends on convergence only after this many")
+    min_tuning_nodes: int = Field(
+        2, ge=1, description="tuning stage ends on convergence only after this many"
+    )
     tie_tolerance: float = Field(0.0, ge=0, description="primary-metric gap within which the LLM breaks ties")
     plots_gate: bool = Field(True, description="plots that fail to render or fail critique make a node buggy")
     max_plots: int = Field(4, ge=0, description="plots shown to the vision critique")
@@ -48,12 +54,14 @@ class SearchConfig(Strict):
 
 
 class IdeaBudgets(Strict):
-    """An idea's own limits inside the run's, and whether the allocation may stop it (issue 18)."""
+    """An idea's own limits inside the run's, and whether the allocation may stop it (docs/budgets.md)."""
 
     max_nodes: int | None = Field(None, ge=1, description="nodes of this idea's tree, every kind")
     gpu_hours: float | None = Field(None, gt=0, description="accelerator time of this idea")
     cpu_hours: float | None = Field(None, gt=0, description="CPU time of this idea")
-    pinned: bool = Field(False, description="never stopped by the allocation policy (its own budgets still apply)")
+    pinned: bool = Field(
+        False, description="never stopped by the allocation policy (its own budgets still apply)"
+    )
 
 
 class IdeaSource(IdeaBudgets):
@@ -64,7 +72,7 @@ class IdeaSource(IdeaBudgets):
 
 
 class TemplateVariant(IdeaBudgets):
-    """One idea of a template forest: the template with some parameters fixed (issue 18)."""
+    """One idea of a template forest: the template with some parameters fixed (docs/budgets.md)."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
     fixed: dict[str, Any] = Field(default_factory=dict, description="merged over the template's own `fixed`")
@@ -74,22 +82,31 @@ class AllocationConfig(Strict):
     """How a forest's slots and compute go to its ideas (search/allocation.py, docs/budgets.md)."""
 
     policy: Literal["fair", "successive_halving", "bandit"] = "fair"
-    eta: float = Field(3.0, gt=1, description="successive halving: an idea goes on if in the top 1/eta at a rung")
+    eta: float = Field(
+        3.0, gt=1, description="successive halving: an idea goes on if in the top 1/eta at a rung"
+    )
     min_ideas: int = Field(1, ge=1, description="successive halving never stops ideas below this many")
     rungs: Literal["stage_ends", "geometric", "geometric_and_stage_ends"] = Field(
-        "stage_ends", description="successive halving: where ideas are compared: at each stage's end; inside each "
-        "search stage after min_rung_nodes, x eta, x eta^2 ... of its search nodes (ASHA's resource levels); or both"
+        "stage_ends",
+        description="successive halving: where ideas are compared: at each stage's end; inside each "
+        "search stage after min_rung_nodes, x eta, x eta^2 ... of its search nodes (ASHA's resource levels); or both",
     )
     min_rung_nodes: int = Field(
-        1, ge=1, description="successive halving, geometric rungs: a stage's search nodes at its first rung inside it"
+        1,
+        ge=1,
+        description="successive halving, geometric rungs: a stage's search nodes at its first rung inside it",
     )
     progress: Literal["best_over_baseline", "best_so_far"] | None = Field(
-        None, description="successive halving: what ideas are compared on at a rung; null: the search mode's own "
-        "(template: best_so_far, the variants share one task; agentic: best_over_baseline, each idea its own experiment)"
+        None,
+        description="successive halving: what ideas are compared on at a rung; null: the search mode's own "
+        "(template: best_so_far, the variants share one task; agentic: best_over_baseline, each idea its own experiment)",
     )
     exploration: float = Field(1.0, ge=0, description="bandit: weight of the upper-confidence term")
     min_share: float = Field(
-        0.2, ge=0, le=1, description="bandit: each live idea gets at least this fraction of an equal share of GPU time"
+        0.2,
+        ge=0,
+        le=1,
+        description="bandit: each live idea gets at least this fraction of an equal share of GPU time",
     )
 
 

@@ -13,24 +13,25 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from search.allocation import Allocation, IdeaInfo
-from search.config import AllocationConfig, IdeaSource, SearchConfig, SearchSettings, StageConfig
 from engine.budgets import ComputeMeter
 from engine.dispatch import Finish
 from engine.executor import Job
 from engine.journal import Journal
 from engine.llm import LLM
 from engine.node import Node
-from search.agentic import AgenticSearch, has_vision
-from search.agentic_plan import PLAN
+from search.agentic.plan import PLAN
+from search.agentic.strategy import AgenticSearch, has_vision
+from search.allocation import Allocation, IdeaInfo
+from search.config import AllocationConfig, IdeaSource, SearchConfig, SearchSettings, StageConfig
 from search.heldout import HeldoutPhase
 from search.idea import Idea, load_ideas
 from search.notes import ExperimentNotes
 from search.phases import Phase
 from search.selection import LLMChooser
 from search.stages import StageManager
-from search.template import Template
-from search.template_idea import TemplateSeed
+from search.template.seed import TemplateSeed
+from search.template.spec import Template
+
 
 class TreeSettings:
     """The run's settings as one tree's stage manager reads them: each stage's search nodes as
@@ -63,8 +64,15 @@ class TreeSettings:
 
 class IdeaTree:
     def __init__(
-        self, cfg: SearchSettings, journal: Journal, idea: Idea, source: IdeaSource, llm: LLM,
-        spent: Callable[[str], float], allocation: Allocation, more_phases: Callable[[str], list[Phase]] | None = None,
+        self,
+        cfg: SearchSettings,
+        journal: Journal,
+        idea: Idea,
+        source: IdeaSource,
+        llm: LLM,
+        spent: Callable[[str], float],
+        allocation: Allocation,
+        more_phases: Callable[[str], list[Phase]] | None = None,
         template: TemplateSeed | None = None,
     ) -> None:
         self.cfg, self.journal, self.idea, self.source, self.spent = cfg, journal, idea, source, spent
@@ -73,8 +81,12 @@ class IdeaTree:
         role = "selection" if "selection" in cfg.llm.roles else "feedback"
         chooser = LLMChooser(llm, idea, cfg.search.tie_tolerance, role)
         settings: Any = TreeSettings(cfg, allocation, idea.name)  # a SearchSettings by delegation
-        self.stages = StageManager(settings, journal, self.search, PLAN, idea.name, spec=idea.primary, chooser=chooser)
-        self.phases: list[Phase] = [HeldoutPhase(cfg, journal, idea, self.search)] if cfg.search.heldout else []
+        self.stages = StageManager(
+            settings, journal, self.search, PLAN, idea.name, spec=idea.primary, chooser=chooser
+        )
+        self.phases: list[Phase] = (
+            [HeldoutPhase(cfg, journal, idea, self.search)] if cfg.search.heldout else []
+        )
         self.phases += more_phases(idea.name) if more_phases is not None else []
         self.notes = ExperimentNotes(journal.log.path.parent, journal, idea, self.search.label)
 
@@ -135,7 +147,7 @@ class IdeaTree:
 
 
 class GrowingTree(Protocol):
-    """One idea's tree as the forest drives it (IdeaTree; search/template_forest.py's TemplateTree)."""
+    """One idea's tree as the forest drives it (IdeaTree; search/template/forest.py's TemplateTree)."""
 
     @property
     def name(self) -> str: ...
@@ -152,7 +164,7 @@ class GrowingTree(Protocol):
 
 
 class Forest:
-    """Implements engine.dispatch.Strategy over one tree per idea; `allocation` (issue 18,
+    """Implements engine.dispatch.Strategy over one tree per idea; `allocation` (docs/budgets.md,
     search/allocation.py) decides which trees get free slots, in which order, and which stop."""
 
     def __init__(self, trees: Sequence[GrowingTree], max_in_flight: int, allocation: Allocation) -> None:
@@ -182,7 +194,11 @@ class Forest:
             if remaining <= 0:
                 break
             last = k == len(order) - 1
-            cap = remaining if last else min(remaining, max(0, math.ceil(share * scale) - tree.inflight()) + carry)
+            cap = (
+                remaining
+                if last
+                else min(remaining, max(0, math.ceil(share * scale) - tree.inflight()) + carry)
+            )
             got = tree.propose(cap) if cap > 0 else []
             carry = cap - len(got)
             out += got
@@ -219,17 +235,25 @@ class Forest:
 
 
 def build_forest(
-    cfg: SearchSettings, journal: Journal, llm: LLM, spent: Callable[[str], float],
-    allocation: AllocationConfig | None = None, meter: ComputeMeter | None = None,
-    more_phases: Callable[[str], list[Phase]] | None = None, template: Template | None = None,
+    cfg: SearchSettings,
+    journal: Journal,
+    llm: LLM,
+    spent: Callable[[str], float],
+    allocation: AllocationConfig | None = None,
+    meter: ComputeMeter | None = None,
+    more_phases: Callable[[str], list[Phase]] | None = None,
+    template: Template | None = None,
 ) -> Forest:
     """`more_phases(idea)`: phases after the held-out choice (writeup, review), built in silva/.
-    `template`: every idea grows from the template's code (search/template_idea.py)."""
+    `template`: every idea grows from the template's code (search/template/seed.py)."""
     sources = cfg.idea_sources()
     seed = TemplateSeed.from_template(template) if template is not None else None
     ideas = [seed.adapt(i) if seed else i for i in load_ideas(sources)]
     infos = [IdeaInfo(idea.name, idea.primary, src) for idea, src in zip(ideas, sources)]
     nodes = {s: cfg.stages[s].max_nodes for s in PLAN.names if s in cfg.stages}
     policy = Allocation(allocation or AllocationConfig(), journal, PLAN, infos, meter, stage_nodes=nodes)
-    trees = [IdeaTree(cfg, journal, idea, src, llm, spent, policy, more_phases, seed) for idea, src in zip(ideas, sources)]
+    trees = [
+        IdeaTree(cfg, journal, idea, src, llm, spent, policy, more_phases, seed)
+        for idea, src in zip(ideas, sources)
+    ]
     return Forest(trees, cfg.executor.max_in_flight or 1, policy)  # or: the dispatcher tells it the cluster's

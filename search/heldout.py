@@ -14,7 +14,7 @@ from typing import Any
 from engine.executor import Job
 from engine.journal import Journal
 from engine.node import Node, NodeStatus
-from search.agentic_plan import PLAN
+from search.agentic.plan import PLAN
 from search.config import SearchSettings
 from search.idea import Idea
 from search.stages import StageSearch
@@ -58,8 +58,15 @@ class HeldoutPhase:
         missing = [c for c in candidates if c.id not in runs]
         if missing:
             return [
-                Node(parent_id=c.id, stage=HELDOUT, kind=HELDOUT, idea=self.idea.name, code=c.code,
-                     plan=f"held-out evaluation of {c.id}", seed=self.cfg.seed)
+                Node(
+                    parent_id=c.id,
+                    stage=HELDOUT,
+                    kind=HELDOUT,
+                    idea=self.idea.name,
+                    code=c.code,
+                    plan=f"held-out evaluation of {c.id}",
+                    seed=self.cfg.seed,
+                )
                 for c in missing[:slots]
             ]
         if all(runs[c.id].is_finished for c in candidates) and not self.done():
@@ -69,9 +76,13 @@ class HeldoutPhase:
     def _select(self, candidates: list[Node], runs: dict[str | None, Node]) -> None:
         metric = self.idea.primary.name
         rows: list[dict[str, Any]] = [
-            {"node_id": c.id, "heldout_node_id": runs[c.id].id, "search_value": c.metric(metric),
-             "heldout_value": runs[c.id].metric(metric) if runs[c.id].status == NodeStatus.GOOD else None,
-             "heldout_status": runs[c.id].status.value}
+            {
+                "node_id": c.id,
+                "heldout_node_id": runs[c.id].id,
+                "search_value": c.metric(metric),
+                "heldout_value": runs[c.id].metric(metric) if runs[c.id].status == NodeStatus.GOOD else None,
+                "heldout_status": runs[c.id].status.value,
+            }
             for c in candidates
         ]
         valid = [r for r in rows if r["heldout_value"] is not None]
@@ -81,15 +92,21 @@ class HeldoutPhase:
         else:
             chosen = max(valid, key=lambda r: self.idea.primary.oriented(r["heldout_value"]))  # type: ignore[arg-type, return-value]
             same = search_best is not None and chosen["node_id"] == search_best["node_id"]
-            reason = (f"best {metric} on the held-out split among {len(rows)} candidate(s)"
-                      + ("; agrees with the search's choice" if same else f"; the search chose {search_best['node_id'] if search_best else '-'}"))
+            reason = f"best {metric} on the held-out split among {len(rows)} candidate(s)" + (
+                "; agrees with the search's choice"
+                if same
+                else f"; the search chose {search_best['node_id'] if search_best else '-'}"
+            )
         self.journal.record(
-            "heldout_selected", idea=self.idea.name, metric=metric,
+            "heldout_selected",
+            idea=self.idea.name,
+            metric=metric,
             node_id=chosen["node_id"] if chosen else None,
             heldout_node_id=chosen["heldout_node_id"] if chosen else None,
             heldout_value=chosen["heldout_value"] if chosen else None,
             search_value=chosen["search_value"] if chosen else None,
             search_best_id=search_best["node_id"] if search_best else None,
             search_best_heldout_value=search_best["heldout_value"] if search_best else None,
-            candidates=rows, reason=reason,
+            candidates=rows,
+            reason=reason,
         )

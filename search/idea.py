@@ -12,12 +12,20 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from engine.config import format_validation_error, load_yaml
-from search.config import IdeaSource
 from engine.errors import ConfigError
 from engine.node import MetricSpec
+from search.config import IdeaSource
 
 MAX_DATA_BYTES = 64 * 1024 * 1024  # data files travel by path, but every attempt copies them
 
@@ -29,11 +37,15 @@ def _alias(*names: str) -> Any:
 class Idea(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    name: str = Field("", validation_alias=_alias("name", "Name"), description="slug; default: from the title")
+    name: str = Field(
+        "", validation_alias=_alias("name", "Name"), description="slug; default: from the title"
+    )
     title: str = Field(min_length=1, validation_alias=_alias("title", "Title"))
     hypothesis: str = Field(min_length=1, validation_alias=_alias("hypothesis", "Short Hypothesis"))
     abstract: str = Field("", validation_alias=_alias("abstract", "Abstract"))
-    experiments: list[str] = Field(default_factory=list, validation_alias=_alias("experiments", "Experiments"))
+    experiments: list[str] = Field(
+        default_factory=list, validation_alias=_alias("experiments", "Experiments")
+    )
     risks: list[str] = Field(
         default_factory=list, validation_alias=_alias("risks", "Risk Factors and Limitations")
     )
@@ -95,13 +107,19 @@ def load_idea(path: Path) -> Idea:
     else:
         data = load_yaml(path)
     if isinstance(data, list):
-        raise ConfigError(f"{path}: holds a list of {len(data)} ideas; one idea per file (list files under `ideas:`)")
+        raise ConfigError(
+            f"{path}: holds a list of {len(data)} ideas; one idea per file (list files under `ideas:`)"
+        )
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping (title, hypothesis, metrics, ...), got {type(data).__name__}")
+        raise ConfigError(
+            f"{path}: expected a mapping (title, hypothesis, metrics, ...), got {type(data).__name__}"
+        )
     try:
         idea = Idea.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(format_validation_error(str(path), e).replace("invalid configuration", "invalid idea")) from None
+        raise ConfigError(
+            format_validation_error(str(path), e).replace("invalid configuration", "invalid idea")
+        ) from None
     resolved: dict[str, list[Path]] = {}
     total = 0
     for field in ("datasets", "heldout_data"):
@@ -112,7 +130,9 @@ def load_idea(path: Path) -> Idea:
             total += f.stat().st_size
         resolved[field] = files
     if total > MAX_DATA_BYTES:
-        raise ConfigError(f"{path}: data files total {total / 2**20:.0f} MiB; at most {MAX_DATA_BYTES // 2**20} MiB")
+        raise ConfigError(
+            f"{path}: data files total {total / 2**20:.0f} MiB; at most {MAX_DATA_BYTES // 2**20} MiB"
+        )
     return idea.model_copy(update=resolved)
 
 
@@ -121,7 +141,9 @@ def load_ideas(sources: list[IdeaSource]) -> list[Idea]:
     names = [i.name for i in ideas]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        raise ConfigError(f"ideas: two ideas share the name {dupes[0]!r}; set a distinct `name:` in each idea file")
+        raise ConfigError(
+            f"ideas: two ideas share the name {dupes[0]!r}; set a distinct `name:` in each idea file"
+        )
     return ideas
 
 

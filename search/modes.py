@@ -12,9 +12,9 @@ from search.plan import StagePlan
 
 # mode -> "module:ATTRIBUTE" of its StagePlan (imported lazily: plans are cheap, modes are not)
 PLANS = {
-    "template": "search.template_plan:PLAN",
-    "agentic": "search.agentic_plan:PLAN",
-    "discovery": "search.discovery_plan:PLAN",
+    "template": "search.template.plan:PLAN",
+    "agentic": "search.agentic.plan:PLAN",
+    "discovery": "search.discovery.plan:PLAN",
 }
 
 

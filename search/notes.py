@@ -14,11 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine.journal import Journal
 from engine.aggregate import AggregateOutcome
+from engine.journal import Journal
 from engine.node import Node, NodeStatus
+from search.agentic.operators.outcome import operator_outcome, summary
 from search.idea import Idea
-from search.operators.outcome import operator_outcome, summary
 from search.tree import SUPPORT_KINDS
 
 NOTES_DIR = "notes"
@@ -66,7 +66,9 @@ class ExperimentNotes:
                 "selection": decision.get("selection"),
                 "aggregate": _table(agg),
                 "aggregate_artifacts": agg.artifacts if agg else [],
-                "what_worked": [{"node": n.id, "label": self.label(n), metric: n.metric(metric)} for n in good[:5]],
+                "what_worked": [
+                    {"node": n.id, "label": self.label(n), metric: n.metric(metric)} for n in good[:5]
+                ],
                 "tried": [self._entry(n) for n in searched],
             }
         return {
@@ -80,8 +82,12 @@ class ExperimentNotes:
     def _entry(self, n: Node) -> dict[str, Any]:
         out = operator_outcome(n)
         return {
-            "node": n.id, "kind": n.kind, "parent": n.parent_id, "status": n.status.value,
-            "plan": n.plan[:400], "note": summary(n)[:400],
+            "node": n.id,
+            "kind": n.kind,
+            "parent": n.parent_id,
+            "status": n.status.value,
+            "plan": n.plan[:400],
+            "note": summary(n)[:400],
             "metrics": {m.name: m.value for m in n.metrics},
             **({"hyperparameters": out.hyperparameters} if out.hyperparameters else {}),
             **({"ablation": out.ablation} if out.ablation else {}),
@@ -96,12 +102,19 @@ class ExperimentNotes:
 
     def markdown(self, data: dict[str, Any]) -> str:
         metric = self.idea.primary.name
-        out = [f"# Experimental journal: {self.idea.title}", "", f"Hypothesis: {self.idea.hypothesis}",
-               f"Primary metric: {metric} ({self.idea.primary.direction})", ""]
+        out = [
+            f"# Experimental journal: {self.idea.title}",
+            "",
+            f"Hypothesis: {self.idea.hypothesis}",
+            f"Primary metric: {metric} ({self.idea.primary.direction})",
+            "",
+        ]
         for stage, s in data["stages"].items():
             out += [f"## {stage}", "", f"Ended because: {s['ended_because']}", ""]
             if s["best_node"]:
-                out.append(f"Best node: {s['best_node']} with {metric} = {_num(s['best_value'])} ({s['decision']})")
+                out.append(
+                    f"Best node: {s['best_node']} with {metric} = {_num(s['best_value'])} ({s['decision']})"
+                )
             if s["aggregate"]:
                 out += ["", "| group | metric | mean | sd | n |", "|---|---|---|---|---|"]
                 for group, per_metric in s["aggregate"].items():
@@ -111,15 +124,24 @@ class ExperimentNotes:
             out += ["", "Tried:"]
             for t in s["tried"]:
                 what = t.get("hyperparameters") or t.get("ablation") or ""
-                out.append(f"- {t['node']} {t['kind']}{' ' + str(what) if what else ''} [{t['status']}] "
-                           f"{metric}={_num(t['metrics'].get(metric))}: {t['note']}")
+                out.append(
+                    f"- {t['node']} {t['kind']}{' ' + str(what) if what else ''} [{t['status']}] "
+                    f"{metric}={_num(t['metrics'].get(metric))}: {t['note']}"
+                )
             out.append("")
         h = data["heldout"]
         if h:
-            out += ["## held-out selection", "", f"{h['reason']}: node {h['node_id']} with held-out {metric} = "
-                    f"{_num(h['heldout_value'])} (search {metric} = {_num(h['search_value'])})", ""]
+            out += [
+                "## held-out selection",
+                "",
+                f"{h['reason']}: node {h['node_id']} with held-out {metric} = "
+                f"{_num(h['heldout_value'])} (search {metric} = {_num(h['search_value'])})",
+                "",
+            ]
             for r in h["candidates"]:
-                out.append(f"- {r['node_id']}: search {_num(r['search_value'])}, held-out {_num(r['heldout_value'])}")
+                out.append(
+                    f"- {r['node_id']}: search {_num(r['search_value'])}, held-out {_num(r['heldout_value'])}"
+                )
         if data["stopped"]:
             out += ["", f"Stopped early: {data['stopped']['reason']}"]
         return "\n".join(out) + "\n"

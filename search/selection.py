@@ -17,9 +17,9 @@ from pydantic import ConfigDict, model_validator
 
 from engine.llm import LLM, BudgetExceeded, LLMError
 from engine.node import AttemptResult, BudgetRefusal, MetricSpec, Node
+from search.agentic.operators.prompts import selection_prompt
+from search.agentic.operators.schemas import BestChoice
 from search.idea import Idea
-from search.operators.prompts import selection_prompt
-from search.operators.schemas import BestChoice
 from search.stages import Selection
 
 SANITY_WIDTH = 3  # candidates shown besides ties, so a suspicious winner has alternatives
@@ -32,7 +32,9 @@ class LLMChooser:
         self.llm, self.idea, self.tolerance, self.role = llm, idea, tolerance, role
 
     def job_for(self, node: Node, attempt: int, ranked: list[Node], spec: MetricSpec) -> SelectionJob:
-        return SelectionJob(node.id, attempt, node.stage, ranked, spec, self.llm, self.idea, self.tolerance, self.role)
+        return SelectionJob(
+            node.id, attempt, node.stage, ranked, spec, self.llm, self.idea, self.tolerance, self.role
+        )
 
 
 @dataclass
@@ -55,14 +57,21 @@ class SelectionJob:
         except BudgetExceeded as e:
             return AttemptResult(status="buggy", refusal=BudgetRefusal(budget="dollars", message=str(e)))
         return AttemptResult(
-            status="good", reason=f"chose {choice.node_id} ({choice.by})", outcome=choice,
-            started_at=started, finished_at=time.time(),
+            status="good",
+            reason=f"chose {choice.node_id} ({choice.by})",
+            outcome=choice,
+            started_at=started,
+            finished_at=time.time(),
         )
 
     def choose(self) -> Selection:
         spec, top = self.spec, self.ranked[0]
         value = top.metric(spec.name)
-        tied = [n for n in self.ranked if value is not None and abs((n.metric(spec.name) or 0.0) - value) <= self.tolerance]
+        tied = [
+            n
+            for n in self.ranked
+            if value is not None and abs((n.metric(spec.name) or 0.0) - value) <= self.tolerance
+        ]
         candidates = self.ranked[: max(len(tied), SANITY_WIDTH)]
         ids = [n.id for n in candidates]
 
@@ -75,24 +84,39 @@ class SelectionJob:
                     raise ValueError(f"node_id must be one of {ids}")
                 return self
 
-        base = Selection(node_id=top.id, by="metric", metric_best=top.id, candidates=ids, tied=[n.id for n in tied])
+        base = Selection(
+            node_id=top.id, by="metric", metric_best=top.id, candidates=ids, tied=[n.id for n in tied]
+        )
         try:
             answer = self.llm.complete(
                 selection_prompt(idea=self.idea, stage=self.stage, metric=spec, candidates=candidates),
-                role=self.role, output_type=Choice, node_id=self.node_id, stage=self.stage, idea=self.idea.name,
-                attempt=self.attempt, blocking=True,  # the stage's decision, and every slot, may wait for it
+                role=self.role,
+                output_type=Choice,
+                node_id=self.node_id,
+                stage=self.stage,
+                idea=self.idea.name,
+                attempt=self.attempt,
+                blocking=True,  # the stage's decision, and every slot, may wait for it
             )
         except BudgetExceeded:
             raise
         except LLMError as e:
             return base.model_copy(update={"llm_error": str(e)[:500]})
-        asked = base.model_copy(update={
-            "llm_choice": answer.node_id, "llm_reason": answer.reason, "metric_best_is_sane": answer.metric_best_is_sane,
-        })
+        asked = base.model_copy(
+            update={
+                "llm_choice": answer.node_id,
+                "llm_reason": answer.reason,
+                "metric_best_is_sane": answer.metric_best_is_sane,
+            }
+        )
         if answer.node_id == top.id:
             return asked.model_copy(update={"by": "metric, confirmed by the LLM"})
         if answer.node_id in base.tied:
             return asked.model_copy(update={"node_id": answer.node_id, "by": "LLM tie-break"})
         if not answer.metric_best_is_sane:
-            return asked.model_copy(update={"node_id": answer.node_id, "by": "LLM sanity check (metric best flagged invalid)"})
-        return asked.model_copy(update={"by": "metric (the LLM's other choice was neither tied nor a sanity override)"})
+            return asked.model_copy(
+                update={"node_id": answer.node_id, "by": "LLM sanity check (metric best flagged invalid)"}
+            )
+        return asked.model_copy(
+            update={"by": "metric (the LLM's other choice was neither tied nor a sanity override)"}
+        )

@@ -15,13 +15,13 @@ from typing import Protocol
 
 from pydantic import Field
 
-from engine.aggregate import AggregateOutcome, AggregationJob
+from engine.aggregate import AggregationJob
 from engine.dispatch import Finish
-from search.config import SearchSettings
 from engine.executor import Job
 from engine.journal import Journal
 from engine.node import MetricSpec, Node, NodeStatus
-from engine.outcome import Outcome
+from engine.outcome import NodeOutcome
+from search.config import SearchSettings
 from search.plan import StagePlan
 
 REPLICATION, AGGREGATION, SELECTION = "replication", "aggregation", "selection"
@@ -51,7 +51,7 @@ class BestChooser(Protocol):
         """The job deciding among `ranked` (good nodes, best first); its outcome is a `Selection`."""
 
 
-class Selection(Outcome):
+class Selection(NodeOutcome):
     """A stage's best-node decision made by a selection job."""
 
     family: str = "selection"
@@ -70,8 +70,15 @@ class StageManager:
     """Drives one tree (one idea) through the stages. Implements engine.dispatch.Strategy."""
 
     def __init__(
-        self, cfg: SearchSettings, journal: Journal, search: StageSearch, plan: StagePlan, idea: str = "default",
-        *, spec: MetricSpec | None = None, chooser: BestChooser | None = None,
+        self,
+        cfg: SearchSettings,
+        journal: Journal,
+        search: StageSearch,
+        plan: StagePlan,
+        idea: str = "default",
+        *,
+        spec: MetricSpec | None = None,
+        chooser: BestChooser | None = None,
     ) -> None:
         self.cfg, self.journal, self.search, self.plan, self.idea = cfg, journal, search, plan, idea
         # A forest's trees may each declare their own primary metric; templates use the run's.
@@ -125,7 +132,9 @@ class StageManager:
         if key not in j.stage_started:
             j.record("stage_started", idea=self.idea, stage=stage, root=root.id if root else None)
         if key not in j.stage_best:
-            early = self.search.search_done(j, stage, root)  # first: it may discard proposals it no longer needs
+            early = self.search.search_done(
+                j, stage, root
+            )  # first: it may discard proposals it no longer needs
             searched = self.search_nodes(stage)
             budget_left = self.cfg.stages[stage].max_nodes - len(searched)
             if early is None and budget_left > 0:
@@ -139,8 +148,10 @@ class StageManager:
                 return self._speculate(stage, searched, slots), True
             why = early or f"node budget of {len(searched)} used"
             if out:
-                why += (f" (not waiting for the judgement of {', '.join(n.id for n in out)}: "
-                        "the metric its run reported does not beat the best)")
+                why += (
+                    f" (not waiting for the judgement of {', '.join(n.id for n in out)}: "
+                    "the metric its run reported does not beat the best)"
+                )
             selection = self._decide(stage, searched, why)
             if selection is not None:  # an LLM's second opinion first: speculate while it thinks
                 return selection + self._speculate(stage, searched, slots - len(selection)), True
@@ -166,8 +177,12 @@ class StageManager:
         if not aggregates[0].is_finished:
             return [], False
         j.record(
-            "stage_ended", idea=self.idea, stage=stage, best_node_id=best.id,
-            aggregate_node_id=aggregates[0].id, reason=decision["reason"],
+            "stage_ended",
+            idea=self.idea,
+            stage=stage,
+            best_node_id=best.id,
+            aggregate_node_id=aggregates[0].id,
+            reason=decision["reason"],
         )
         return [], False
 
@@ -217,13 +232,20 @@ class StageManager:
         ran = node.steps.get("run")
         if ran is None or getattr(ran, "run_problem", ""):
             return None
-        return spec.oriented(next((m.value for m in getattr(ran, "metrics", []) if m.name == spec.name), None))
+        return spec.oriented(
+            next((m.value for m in getattr(ran, "metrics", []) if m.name == spec.name), None)
+        )
 
     def _replicates(self, stage: str, best: Node) -> list[Node]:
         """The seed replicates of `best` as this stage's best: a kept root's are those its own
         stage ran (the same seeds again would repeat the same runs), then any made here."""
         stages = dict.fromkeys((best.stage, stage))
-        return [n for s in stages for n in self.journal.in_stage(s, REPLICATION, idea=self.idea) if n.parent_id == best.id]
+        return [
+            n
+            for s in stages
+            for n in self.journal.in_stage(s, REPLICATION, idea=self.idea)
+            if n.parent_id == best.id
+        ]
 
     def _decide(self, stage: str, searched: list[Node], why_ended: str) -> list[Node] | None:
         """Record the stage's best node among its contenders; when the chooser must be asked, the
@@ -236,8 +258,15 @@ class StageManager:
         if self.chooser is not None and spec is not None and len(ranked) > 1:
             runs = [n for n in self.journal.in_stage(stage, SELECTION, idea=self.idea)]
             if not runs:
-                return [Node(stage=stage, kind=SELECTION, idea=self.idea, refs=[n.id for n in ranked],
-                             plan=f"choose the best of {len(ranked)} good node(s) on {spec.name}")]
+                return [
+                    Node(
+                        stage=stage,
+                        kind=SELECTION,
+                        idea=self.idea,
+                        refs=[n.id for n in ranked],
+                        plan=f"choose the best of {len(ranked)} good node(s) on {spec.name}",
+                    )
+                ]
             if not runs[0].is_finished:
                 return []
             selection = runs[0].outcome_as(Selection)
@@ -254,9 +283,13 @@ class StageManager:
             if selection is not None:
                 reason += f" ({selection.by})"
         self.journal.record(
-            "stage_best", idea=self.idea, stage=stage, node_id=best.id if best else None,
+            "stage_best",
+            idea=self.idea,
+            stage=stage,
+            node_id=best.id if best else None,
             metric=spec.name if spec else None,
-            value=best.metric(spec.name) if best and spec else None, reason=reason,
+            value=best.metric(spec.name) if best and spec else None,
+            reason=reason,
             **({"selection": selection.model_dump(mode="json")} if selection else {}),
         )
         return None
@@ -264,9 +297,15 @@ class StageManager:
     def _replicate(self, best: Node, stage: str, index: int, speculative: bool = False) -> Node:
         origin = best.origin.model_copy(update={"label": self.search.label(best), "speculative": speculative})
         return Node(
-            parent_id=best.id, stage=stage, kind=REPLICATION,
-            idea=self.idea, plan=f"seed replicate {index} of {best.id}", code=best.code,
-            params=best.params, seed=self.cfg.seed + index, origin=origin,
+            parent_id=best.id,
+            stage=stage,
+            kind=REPLICATION,
+            idea=self.idea,
+            plan=f"seed replicate {index} of {best.id}",
+            code=best.code,
+            params=best.params,
+            seed=self.cfg.seed + index,
+            origin=origin,
         )
 
     def _speculate(self, stage: str, searched: list[Node], slots: int) -> list[Node]:
@@ -287,7 +326,9 @@ class StageManager:
         if provisional is not None:
             done = self._replicates(stage, provisional)
             need = min(slots, self.cfg.replicates - len(done))
-            out = [self._replicate(provisional, stage, len(done) + 1 + i, speculative=True) for i in range(need)]
+            out = [
+                self._replicate(provisional, stage, len(done) + 1 + i, speculative=True) for i in range(need)
+            ]
         leader = self._leader(stage, searched, spec)
         if leader is None:
             return out
@@ -300,8 +341,11 @@ class StageManager:
         from a run that still waits for its judgement takes one LLM call per stage off the
         chain the stages wait on; its judgement mostly keeps it, and where it rules the run out
         the work grown from it is discarded like any other lost premise."""
-        scored = [(score, n.is_finished, -i, n) for i, n in enumerate(self._contenders(stage, searched))
-                  if (score := self._reported(n, spec)) is not None]
+        scored = [
+            (score, n.is_finished, -i, n)
+            for i, n in enumerate(self._contenders(stage, searched))
+            if (score := self._reported(n, spec)) is not None
+        ]
         return max(scored, key=lambda t: t[:3])[3] if scored else None
 
     def _speculate_next(self, stage: str, leader: Node, share: float, slots: int) -> list[Node]:
@@ -322,7 +366,9 @@ class StageManager:
         for n in self.search_nodes(nxt):
             premise = self._premise(n)
             if premise != leader.id:
-                self.journal.discard(n.id, f"speculative: grew from {premise}, but {leader.id} now leads {stage}")
+                self.journal.discard(
+                    n.id, f"speculative: grew from {premise}, but {leader.id} now leads {stage}"
+                )
 
     def settle(self, node: Node) -> None:
         """`node` finished a step or its attempt (engine.dispatch). Where that changes the leader
@@ -331,9 +377,16 @@ class StageManager:
         (a traced run: a speculative experiment from an overtaken leader ran for 5.5 s)."""
         stage, nxt = node.stage, self.plan.after(node.stage) if node.stage in self.plan.names else None
         spec = self.spec or self.journal.primary_metric
-        if (nxt is None or spec is None or not self.cfg.search.speculate or node.idea != self.idea
-                or node.kind in SUPPORT_KINDS or self._key(stage) in self.journal.stage_best
-                or self._key(nxt) in self.journal.stage_started or not self.search_nodes(nxt)):
+        if (
+            nxt is None
+            or spec is None
+            or not self.cfg.search.speculate
+            or node.idea != self.idea
+            or node.kind in SUPPORT_KINDS
+            or self._key(stage) in self.journal.stage_best
+            or self._key(nxt) in self.journal.stage_started
+            or not self.search_nodes(nxt)
+        ):
             return
         leader = self._leader(stage, self.search_nodes(stage), spec)
         if leader is not None:
@@ -359,8 +412,10 @@ class StageManager:
         for n in self.search_nodes(nxt):
             premise = self._premise(n)
             if n.origin.speculative and (best is None or premise != best.id):
-                self.journal.discard(n.id, f"speculative: grew from {premise}, but {stage}'s best is "
-                                           f"{best.id if best else 'none'}")
+                self.journal.discard(
+                    n.id,
+                    f"speculative: grew from {premise}, but {stage}'s best is {best.id if best else 'none'}",
+                )
 
     def _premise(self, node: Node) -> str | None:
         """The earlier stage's node that `node`'s line grew from: its parent, or, for a child of
@@ -373,8 +428,12 @@ class StageManager:
     def _aggregate(self, stage: str, best: Node, replicates: list[Node]) -> Node:
         refs = [best.id] + [r.id for r in replicates]
         return Node(
-            parent_id=best.id, stage=stage, kind=AGGREGATION, idea=self.idea,
-            plan=f"aggregate {len(replicates)} seed replicates of {best.id}", refs=refs,
+            parent_id=best.id,
+            stage=stage,
+            kind=AGGREGATION,
+            idea=self.idea,
+            plan=f"aggregate {len(replicates)} seed replicates of {best.id}",
+            refs=refs,
         )
 
     # -- running ------------------------------------------------------------------------
@@ -386,8 +445,11 @@ class StageManager:
             return self.chooser.job_for(node, attempt, [self.journal.nodes[r] for r in node.refs], spec)
         if node.kind == AGGREGATION:
             return AggregationJob(
-                node_id=node.id, attempt=attempt, run_dir=self.journal.log.path.parent,
-                title=f"{self.idea} · {node.stage}", metrics=self.journal.metric_specs,
+                node_id=node.id,
+                attempt=attempt,
+                run_dir=self.journal.log.path.parent,
+                title=f"{self.idea} · {node.stage}",
+                metrics=self.journal.metric_specs,
                 groups=self._groups(node),
             )
         return self.search.job_for(node, attempt)
@@ -409,7 +471,9 @@ class StageManager:
         j = self.journal
         best = j.nodes[agg.refs[0]]
         reps = [j.nodes[r] for r in agg.refs[1:]]
-        subject = self._values(reps) if any(r.status == NodeStatus.GOOD for r in reps) else self._values([best])
+        subject = (
+            self._values(reps) if any(r.status == NodeStatus.GOOD for r in reps) else self._values([best])
+        )
         groups = {f"{self.search.label(best)} (best of {agg.stage})": subject}
         for s in self.plan.before(agg.stage)[::-1]:
             ended = j.stage_ended.get(self._key(s))

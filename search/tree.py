@@ -11,10 +11,10 @@ import hashlib
 import random
 from dataclasses import dataclass, field
 
-from search.config import SearchConfig
 from engine.journal import Journal
 from engine.node import MetricSpec, Node, NodeStatus
-from search.agentic_plan import PLAN
+from search.agentic.plan import PLAN
+from search.config import SearchConfig
 
 SUPPORT_KINDS = ("replication", "aggregation", "selection", "heldout")
 
@@ -60,7 +60,9 @@ class StageView:
         the root (they take apart the final method); other stages may also extend their own."""
         if PLAN[self.stage].from_root_only:
             return [self.root] if self.root is not None else []
-        pool = self.ranked() + ([self.root] if self.root is not None and self.score(self.root) is not None else [])
+        pool = self.ranked() + (
+            [self.root] if self.root is not None and self.score(self.root) is not None else []
+        )
         return sorted(pool, key=lambda n: -self.score(n))  # type: ignore[operator]
 
     # -- structure ------------------------------------------------------------------------------
@@ -84,9 +86,13 @@ class StageView:
         taken = {e.parent.id for e in pending if e.parent is not None and e.operator == "debug"}
         parents = {n.parent_id for n in self.nodes}
         return [
-            n for n in self.nodes
-            if n.status == NodeStatus.BUGGY and n.id not in parents and n.id not in taken
-            and n.code and self.journal.debug_depth(n.id) < self.cfg.max_debug_depth
+            n
+            for n in self.nodes
+            if n.status == NodeStatus.BUGGY
+            and n.id not in parents
+            and n.id not in taken
+            and n.code
+            and self.journal.debug_depth(n.id) < self.cfg.max_debug_depth
         ]
 
     def drafts(self, pending: list[Expansion]) -> int:

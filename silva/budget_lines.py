@@ -1,4 +1,4 @@
-"""Budget lines of `silva status` (issue 18): each budget's use against its limit as
+"""Budget lines of `silva status` (docs/budgets.md): each budget's use against its limit as
 `silva budget` last set it, the recent rate and projected time to exhaustion, and the forest's
 allocation decisions. Read-only."""
 
@@ -13,8 +13,12 @@ from engine.journal import Journal
 from engine.llm.ledger import LEDGER_FILE, read_records
 from silva.config import RunConfig
 
-NAMES = {"gpu_hours": ("GPU-hours", "{:.3f}"), "cpu_hours": ("CPU-hours", "{:.3f}"),
-         "dollars": ("LLM dollars", "${:.4f}"), "wall_clock_s": ("wall clock (s)", "{:.0f}")}
+NAMES = {
+    "gpu_hours": ("GPU-hours", "{:.3f}"),
+    "cpu_hours": ("CPU-hours", "{:.3f}"),
+    "dollars": ("LLM dollars", "${:.4f}"),
+    "wall_clock_s": ("wall clock (s)", "{:.0f}"),
+}
 
 
 def duration(seconds: float) -> str:
@@ -60,12 +64,13 @@ def allocation_lines(journal: Journal) -> list[str]:
         out.append(f"  idea {idea} waits {where} {e['stage']} (score {e['score']}, {e['why']})")
     last = next((e for e in reversed(events) if e.get("decision") == "bandit"), None)
     if last is not None:
-        out.append(f"  bandit: next slots to {last['first'] or '-'}; starving: {', '.join(last['starving']) or 'none'}")
+        out.append(
+            f"  bandit: next slots to {last['first'] or '-'}; starving: {', '.join(last['starving']) or 'none'}"
+        )
     return out
 
 
 def budget_text(run_dir: Path, cfg: RunConfig, journal: Journal) -> Text:
     points = [(r.ts, r.dollars) for r in read_records(run_dir / LEDGER_FILE)]
-    lines = [line(b) for b in budget_lines(journal, cfg.budgets, points)
-             if b.limit is not None or b.used > 0]
+    lines = [line(b) for b in budget_lines(journal, cfg.budgets, points) if b.limit is not None or b.used > 0]
     return Text("\n".join(lines + allocation_lines(journal)))

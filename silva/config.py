@@ -10,33 +10,48 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, model_validator
 
 from engine.config import (
-    SUPPORT_RESOURCES, Budgets, ExecutorConfig, Resources, Strict, default_resources, format_validation_error,
+    SUPPORT_RESOURCES,
+    Budgets,
+    ExecutorConfig,
+    Resources,
+    Strict,
+    default_resources,
+    format_validation_error,
     load_yaml,
 )
 from engine.errors import ConfigError
 from engine.llm.config import LLMConfig
+from review.config import ReviewConfig
 from sandbox.config import SandboxConfig
 from search.config import AllocationConfig, IdeaSource, SearchConfig, StageConfig, TemplateVariant
-from review.config import ReviewConfig
 from search.discovery.config import DiscoveryConfig
-from writeup.config import WriteupConfig
 from search.modes import plan_for
 from search.plan import StagePlan
+from writeup.config import WriteupConfig
 
 
 class RunConfig(Strict):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
     template: Path | None = Field(
-        None, description="template directory: offline search, or with `idea`/`ideas` the LLM search's starting code"
+        None,
+        description="template directory: offline search, or with `idea`/`ideas` the LLM search's starting code",
     )
     idea: Path | None = Field(None, description="idea file (LLM search)")
     ideas: list[IdeaSource] = Field(default_factory=list, description="several idea files: a forest")
-    # Issue 18 (docs/budgets.md): a forest of template ideas, and how a forest's compute is shared.
-    variants: list[TemplateVariant] = Field(default_factory=list, description="a template forest: one idea per variant")
+    # docs/budgets.md: a forest of template ideas, and how a forest's compute is shared.
+    variants: list[TemplateVariant] = Field(
+        default_factory=list, description="a template forest: one idea per variant"
+    )
     allocation: AllocationConfig = Field(default_factory=AllocationConfig)
-    discovery: DiscoveryConfig | None = Field(None, description="data-driven discovery on a table (docs/discovery.md)")
-    writeup: WriteupConfig | None = Field(None, description="write the paper as a phase after the search (docs/writeup.md)")
-    review: ReviewConfig | None = Field(None, description="review the paper as the last phase (docs/review.md)")
+    discovery: DiscoveryConfig | None = Field(
+        None, description="data-driven discovery on a table (docs/discovery.md)"
+    )
+    writeup: WriteupConfig | None = Field(
+        None, description="write the paper as a phase after the search (docs/writeup.md)"
+    )
+    review: ReviewConfig | None = Field(
+        None, description="review the paper as the last phase (docs/review.md)"
+    )
     search: SearchConfig = Field(default_factory=SearchConfig)
     llm: LLMConfig | None = Field(None, description="LLM providers, models and roles (idea mode)")
     scripted_fn: str | None = Field(
@@ -68,9 +83,17 @@ class RunConfig(Strict):
         # `template` with `idea`/`ideas` is the LLM search grown from the template's code (docs/search.md).
         has_ideas = self.idea is not None or bool(self.ideas)
         if self.template is not None and self.discovery is not None:
-            raise ValueError("`template` and `discovery` do not combine: discovery starts from a data table; remove one")
-        sources = sum((self.template is not None and not has_ideas, self.idea is not None, bool(self.ideas),
-                       self.discovery is not None))
+            raise ValueError(
+                "`template` and `discovery` do not combine: discovery starts from a data table; remove one"
+            )
+        sources = sum(
+            (
+                self.template is not None and not has_ideas,
+                self.idea is not None,
+                bool(self.ideas),
+                self.discovery is not None,
+            )
+        )
         if sources != 1:
             raise ValueError(
                 "set exactly one of `template` (offline search), `idea` or `ideas` (LLM search; with `template`, "
@@ -86,7 +109,11 @@ class RunConfig(Strict):
         if len({v.name for v in self.variants}) != len(self.variants):
             raise ValueError("variants: each variant needs its own `name`")
         if self.mode != "template" and self.llm is None:
-            what = "`template` with `idea`/`ideas` (the LLM search from the template's code)" if self.template else f"{self.mode} mode"
+            what = (
+                "`template` with `idea`/`ideas` (the LLM search from the template's code)"
+                if self.template
+                else f"{self.mode} mode"
+            )
             raise ValueError(f"{what} needs an `llm:` section: providers, models and roles")
         plan = self.plan
         unknown = sorted(set(self.stages) - set(plan.names))
@@ -121,7 +148,9 @@ class RunConfig(Strict):
         return [IdeaSource(path=self.idea)] if self.idea is not None else list(self.ideas)
 
 
-def load_config(path: Path, *, check_files: bool = True, overrides: dict[str, Any] | None = None) -> RunConfig:
+def load_config(
+    path: Path, *, check_files: bool = True, overrides: dict[str, Any] | None = None
+) -> RunConfig:
     """Load and validate a run config.
 
     `template` and `idea` are relative to the config file; `output_dir` to the working directory.
@@ -130,7 +159,9 @@ def load_config(path: Path, *, check_files: bool = True, overrides: dict[str, An
     """
     data = load_yaml(path)
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping of settings at the top level, got {type(data).__name__}")
+        raise ConfigError(
+            f"{path}: expected a mapping of settings at the top level, got {type(data).__name__}"
+        )
     data = {**data, **(overrides or {})}
     try:
         cfg = RunConfig.model_validate(data)

@@ -33,7 +33,9 @@ def open_read_only(run_dir: Path) -> tuple[RunConfig, Journal, list[CallRecord]]
     """A run's config, journal and ledger without taking the writer's lock: works while the
     run is going on, and never writes."""
     if not (run_dir / EVENTS_FILE).is_file():
-        raise ConfigError(f"{run_dir}: not a Silva run directory (no {EVENTS_FILE}); pass the directory `silva run` printed")
+        raise ConfigError(
+            f"{run_dir}: not a Silva run directory (no {EVENTS_FILE}); pass the directory `silva run` printed"
+        )
     cfg = load_config(run_dir / CONFIG_SNAPSHOT, check_files=False)  # the idea files may have moved since
     journal = Journal(EventLog(run_dir / EVENTS_FILE, read_only=True))
     return cfg, journal, read_records(run_dir / LEDGER_FILE)
@@ -53,7 +55,9 @@ class SpendRow(BaseModel):
 class Spend(BaseModel):
     total: SpendRow
     groups: dict[str, list[SpendRow]]  # group name (GROUPS) -> rows, most expensive first
-    saved_estimated: int = 0  # cache hits whose first payment is not in this ledger: priced by the model's mean
+    saved_estimated: int = (
+        0  # cache hits whose first payment is not in this ledger: priced by the model's mean
+    )
 
 
 def _key(rec: CallRecord, group: str) -> str | None:
@@ -144,7 +148,9 @@ def attempt_spans(events: Iterable[dict[str, Any]]) -> list[Span]:
     for e in events:
         kind = e["type"]
         if kind == "attempt_started":
-            spans[(e["node_id"], e["attempt"])] = Span(node_id=e["node_id"], attempt=e["attempt"], start=e["ts"])
+            spans[(e["node_id"], e["attempt"])] = Span(
+                node_id=e["node_id"], attempt=e["attempt"], start=e["ts"]
+            )
         elif kind in ("attempt_finished", "attempt_lost", "attempt_cancelled"):
             span = spans.get((e["node_id"], e["attempt"]))
             if span is None:
@@ -198,7 +204,9 @@ def remaining_nodes(cfg: RunConfig, journal: Journal) -> int:
     return left
 
 
-def throughput(cfg: RunConfig, journal: Journal, records: Sequence[CallRecord], now: float | None = None) -> Throughput:
+def throughput(
+    cfg: RunConfig, journal: Journal, records: Sequence[CallRecord], now: float | None = None
+) -> Throughput:
     live = journal.finished is None and journal.stop is None
     elapsed = journal.elapsed_s(now=(now or time.time()) if live else None)
     finished = sum(n.is_finished for n in journal)
@@ -217,10 +225,18 @@ def throughput(cfg: RunConfig, journal: Journal, records: Sequence[CallRecord], 
         if cfg.budgets.dollars is not None:
             projected = min(projected, cfg.budgets.dollars)
     return Throughput(
-        elapsed_s=elapsed, finished_nodes=finished, nodes_per_hour=rate, slots=slots, busy_s=busy,
+        elapsed_s=elapsed,
+        finished_nodes=finished,
+        nodes_per_hour=rate,
+        slots=slots,
+        busy_s=busy,
         utilization=busy / (elapsed * slots) if elapsed > 0 and slots else None,
-        llm_calls=len(records), calls_per_node=len(records) / finished if finished else None,
-        dollars=dollars, dollars_per_node=per_node, remaining_nodes=left, projected_dollars=projected,
+        llm_calls=len(records),
+        calls_per_node=len(records) / finished if finished else None,
+        dollars=dollars,
+        dollars_per_node=per_node,
+        remaining_nodes=left,
+        projected_dollars=projected,
         dollar_budget=cfg.budgets.dollars,
         projected_remaining_s=left / rate * 3600 if rate else None,
     )
@@ -228,6 +244,7 @@ def throughput(cfg: RunConfig, journal: Journal, records: Sequence[CallRecord], 
 
 def throughput_lines(t: Throughput) -> list[str]:
     """Two lines for `silva status` and the progress log."""
+
     def num(v: float | None, f: str) -> str:
         return "-" if v is None else format(v, f)
 

@@ -14,11 +14,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from silva.config import RunConfig
 from engine.errors import ConfigError
-from engine.llm import LEDGER_FILE, LLM, CallRecord, build_gateway, resolve_keys, take_api_keys, validate_llm_config
+from engine.llm import (
+    LEDGER_FILE,
+    LLM,
+    CallRecord,
+    build_gateway,
+    resolve_keys,
+    take_api_keys,
+    validate_llm_config,
+)
 from engine.llm.providers.base import Provider
 from engine.llm.providers.scripted import ScriptedProvider, ScriptFn
+from silva.config import RunConfig
 
 
 class LedgerTail:
@@ -103,7 +111,8 @@ def scripted_providers(cfg: RunConfig) -> dict[str, Provider]:
     fn = load_function(cfg.scripted_fn)
     return {
         name: ScriptedProvider(name, rules=p.rules, fn=fn, default=p.default_response)
-        for name, p in cfg.llm.providers.items() if p.kind == "scripted"
+        for name, p in cfg.llm.providers.items()
+        if p.kind == "scripted"
     }
 
 
@@ -114,12 +123,13 @@ def open_llm(cfg: RunConfig, run_dir: Path, providers: Mapping[str, Provider] | 
     chosen = {**scripted_providers(cfg), **(providers or {})}
     ledger = LedgerTail(run_dir)
     if cfg.executor.kind == "inprocess":
-        gateway = build_gateway(cfg.llm, run_dir, cfg.budgets.dollars, resolve_keys(cfg.llm, os.environ),
-                                providers=chosen)
+        gateway = build_gateway(
+            cfg.llm, run_dir, cfg.budgets.dollars, resolve_keys(cfg.llm, os.environ), providers=chosen
+        )
         return LLMSession(gateway.client(), ledger, gateway.close)
     keys = take_api_keys(cfg.llm, os.environ)
-    from actors.ray_executor import connect
     from actors.gateway import close_gateway_actor, start_gateway_actor
+    from actors.ray_executor import connect
 
     connect(cfg.executor)
     client = start_gateway_actor(cfg.llm, run_dir, cfg.budgets.dollars, keys=keys, providers=chosen or None)

@@ -34,7 +34,9 @@ def interval_from_env() -> float:
     except ValueError:
         value = -1.0
     if value < 0:
-        raise ConfigError(f"{INTERVAL_ENV}={raw!r}: expected a number of seconds >= 0 (0 prints every change)")
+        raise ConfigError(
+            f"{INTERVAL_ENV}={raw!r}: expected a number of seconds >= 0 (0 prints every change)"
+        )
     return value
 
 
@@ -54,7 +56,9 @@ class Progress:
             self.live.__enter__()
         return self
 
-    def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self.live is not None:
             self.live.__exit__(t, e, tb)
         elif self._held is not None:
@@ -94,11 +98,26 @@ class Progress:
     def table(self, journal: Journal) -> Table:
         spec = journal.primary_metric
         t = Table(title=f"Silva · {journal.elapsed_s(now=time.time()):.0f} s elapsed", title_justify="left")
-        for col in ("idea", "stage", "done", "running", "buggy", f"best {spec.name if spec else ''}", "state"):
+        for col in (
+            "idea",
+            "stage",
+            "done",
+            "running",
+            "buggy",
+            f"best {spec.name if spec else ''}",
+            "state",
+        ):
             t.add_column(col)
         for r in stage_rows(journal):
-            t.add_row(r.idea, r.stage, str(r.done), str(r.running), str(r.buggy),
-                      f"{fmt(r.best_value)} ({r.best_node})" if r.best_node else "-", "ended" if r.ended else "active")
+            t.add_row(
+                r.idea,
+                r.stage,
+                str(r.done),
+                str(r.running),
+                str(r.buggy),
+                f"{fmt(r.best_value)} ({r.best_node})" if r.best_node else "-",
+                "ended" if r.ended else "active",
+            )
         return t
 
     def line(self, journal: Journal) -> str:
@@ -115,6 +134,7 @@ class Progress:
         parts += [
             f"{r.idea + '/' if forest else ''}{r.stage} {r.done} done {r.running} running {r.buggy} buggy "
             f"best={fmt(r.best_value)}"
-            for r in rows if not r.ended or r.running
+            for r in rows
+            if not r.ended or r.running
         ]
         return " | ".join(parts) if journal.nodes else "starting"

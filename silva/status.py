@@ -10,14 +10,13 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from silva.config import RunConfig
 from engine.journal import Journal
 from engine.llm.ledger import LEDGER_FILE, read_records, render_summary, summarize
-from silva.budget_lines import budget_text
-from silva.cost import throughput, throughput_lines
 from engine.summary import fmt, stage_rows
 from search.stages import SUPPORT_KINDS
-
+from silva.budget_lines import budget_text
+from silva.config import RunConfig
+from silva.cost import throughput, throughput_lines
 
 MAX_STAGE_ROWS = 40
 
@@ -43,18 +42,35 @@ def render(run_dir: Path, cfg: RunConfig, journal: Journal) -> Group:
         f"primary metric: {spec.name} ({spec.direction})\n" if spec else "",
     )
     stages = Table(title="stages", title_justify="left")
-    for col in ("idea", "stage", "done", "good", "buggy", "running", "best node", f"best {spec.name if spec else ''}"):
+    for col in (
+        "idea",
+        "stage",
+        "done",
+        "good",
+        "buggy",
+        "running",
+        "best node",
+        f"best {spec.name if spec else ''}",
+    ):
         stages.add_column(col)
     rows = stage_rows(journal)
     if len(rows) > MAX_STAGE_ROWS:  # a forest of a thousand ideas: its open stages, then the latest ended
         active = [r for r in rows if not r.ended or r.running][:MAX_STAGE_ROWS]
         ended = [r for r in rows if r.ended and not r.running]
-        shown = {id(r) for r in active + ended[len(ended) - (MAX_STAGE_ROWS - len(active)):]}
+        shown = {id(r) for r in active + ended[len(ended) - (MAX_STAGE_ROWS - len(active)) :]}
         stages.caption = f"{len(rows) - len(shown)} more stage(s) not shown (`silva export` has every node)"
         rows = [r for r in rows if id(r) in shown]
     for r in rows:
-        stages.add_row(r.idea, r.stage, str(r.done), str(r.good), str(r.buggy), str(r.running),
-                       r.best_node or "-", fmt(r.best_value))
+        stages.add_row(
+            r.idea,
+            r.stage,
+            str(r.done),
+            str(r.good),
+            str(r.buggy),
+            str(r.running),
+            r.best_node or "-",
+            fmt(r.best_value),
+        )
     # Reasons are sentences: listed under the table rather than squeezed into a column.
     ended = Text("\n".join(f"{r.idea}/{r.stage} ended: {r.ended}" for r in rows if r.ended))
     budgets = Table(title="budgets", title_justify="left")
@@ -72,9 +88,16 @@ def render(run_dir: Path, cfg: RunConfig, journal: Journal) -> Group:
     budgets.add_row("LLM dollars", f"{dollars:.4f}", fmt(b.dollars))
     # Nodes per hour, utilization, calls and dollars per node, projected spend (silva/cost.py).
     rates = Text("\n".join(throughput_lines(throughput(cfg, journal, read_records(run_dir / LEDGER_FILE)))))
-    # Compute and changed budgets, projected exhaustion, allocation decisions (issue 18).
-    return Group(head, stages, ended, budgets, budget_text(run_dir, cfg, journal),
-                 llm_lines(run_dir, journal, llm, discovery=cfg.mode == "discovery"), rates)
+    # Compute and changed budgets, projected exhaustion, allocation decisions (docs/budgets.md).
+    return Group(
+        head,
+        stages,
+        ended,
+        budgets,
+        budget_text(run_dir, cfg, journal),
+        llm_lines(run_dir, journal, llm, discovery=cfg.mode == "discovery"),
+        rates,
+    )
 
 
 def llm_lines(run_dir: Path, journal: Journal, llm: dict[str, Any] | None, discovery: bool = False) -> Text:

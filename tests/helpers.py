@@ -11,7 +11,7 @@ import yaml
 
 # An experiment whose metric is a smooth function of its parameters; it can sleep, fail or
 # hang on request so dispatch, timeout and fault tests can drive it.
-EXPERIMENT = '''
+EXPERIMENT = """
 import json, os, time
 spec = json.load(open("silva_params.json"))
 p, seed = spec["params"], spec["seed"] or 0
@@ -24,12 +24,15 @@ if p.get("fail"):
 score = 1.0 - (p["x"] - 0.3) ** 2 - 0.1 * p["y"] + (0.05 if p["method"] else 0.0) - (0.02 if p["ab"] else 0.0)
 score += 0.001 * seed
 json.dump({"metrics": {"score": score, "cost": p["x"] + p["y"]}}, open("results.json", "w"))
-'''
+"""
 
 TEMPLATE: dict[str, Any] = {
     "name": "quad",
     "command": ["{python}", "experiment.py"],
-    "metrics": [{"name": "score", "direction": "maximize", "primary": True}, {"name": "cost", "direction": "minimize"}],
+    "metrics": [
+        {"name": "score", "direction": "maximize", "primary": True},
+        {"name": "cost", "direction": "minimize"},
+    ],
     "hyperparameters": {
         "x": {"type": "float", "low": 0.0, "high": 1.0, "default": 0.5},
         "y": {"type": "choice", "values": [0, 1, 2], "default": 1},

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 import silva
-from search.operators.outcome import OperatorOutcome
+from search.agentic.operators.outcome import OperatorOutcome
 from search.stages import Selection
 from silva.cli.main import main
 
@@ -54,15 +54,20 @@ def test_resume_continues_a_format1_run_with_todays_strategy(old_run: Path) -> N
     # The run's idea and scripted function moved: point the snapshot at this checkout's copies,
     # and drop the finish event so that resume replays the whole tree with today's code.
     cfg = yaml.safe_load((old_run / "config.yaml").read_text())
-    cfg.update(idea=str(EXAMPLES / "label_noise.yaml"), scripted_fn=f"{EXAMPLES / 'scripted_scientist.py'}:respond",
-               output_dir=str(old_run.parent))
+    cfg.update(
+        idea=str(EXAMPLES / "label_noise.yaml"),
+        scripted_fn=f"{EXAMPLES / 'scripted_scientist.py'}:respond",
+        output_dir=str(old_run.parent),
+    )
     (old_run / "config.yaml").write_text(yaml.safe_dump(cfg))
     lines = (old_run / "events.jsonl").read_bytes().splitlines(keepends=True)
     assert b'"run_finished"' in lines[-1]
     (old_run / "events.jsonl").write_bytes(b"".join(lines[:-1]))
     nodes_before = len(silva.open_run(old_run).journal.nodes)
     outcome = silva.resume(old_run)
-    assert outcome.status == "finished" and outcome.message.startswith("all four stages complete; held-out choice")
+    assert outcome.status == "finished" and outcome.message.startswith(
+        "all four stages complete; held-out choice"
+    )
     view = silva.open_run(old_run)
     assert len(view.journal.nodes) == nodes_before  # nothing is re-run or added
     assert all(n.kind != "selection" for n in view.journal)  # decisions already recorded are kept

@@ -1,4 +1,4 @@
-"""DESIGN.md's layout rules, checked: the import-linter contracts (layers; Ray only in actors/
+"""The layout rules of docs/architecture.md, checked: the import-linter contracts (layers; Ray only in actors/
 and cluster/) and optional SDKs imported lazily."""
 
 from __future__ import annotations
@@ -30,7 +30,16 @@ def test_import_engine_needs_no_optional_sdk() -> None:
 def test_stage_names_live_only_in_mode_declarations() -> None:
     """engine/ and silva/ treat stage names as opaque data."""
     out = subprocess.run(
-        ["grep", "-rnE", '"(preliminary|hyperparameter|agenda|ablation)"', "engine", "silva", "--include=*.py"],
-        capture_output=True, text=True, cwd=ROOT,
+        [
+            "grep",
+            "-rnE",
+            '"(preliminary|hyperparameter|agenda|ablation)"',
+            "engine",
+            "silva",
+            "--include=*.py",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
     )
     assert out.stdout == ""

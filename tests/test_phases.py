@@ -37,8 +37,15 @@ def test_a_forest_writes_and_reviews_each_paper(tmp_path: Path) -> None:
     llm["roles"]["review"] = {"model": "sci", "max_tokens": 4096}
     ideas = [idea_file(tmp_path / "a", name="first"), idea_file(tmp_path / "b", name="second")]
     small = {s: {"max_nodes": 1} for s in ("hyperparameter", "agenda", "ablation")}
-    cfg = agentic_config(tmp_path, ideas=ideas, llm=llm, replicates=1, stages=small,
-                         writeup={"offline": True}, review={"reviews": 2})
+    cfg = agentic_config(
+        tmp_path,
+        ideas=ideas,
+        llm=llm,
+        replicates=1,
+        stages=small,
+        writeup={"offline": True},
+        review={"reviews": 2},
+    )
     search = responder(plots=False)
 
     def answer(call: ProviderCall) -> str:

@@ -7,8 +7,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_WHERE = {"WriteupConfig": "writeup.config", "WriteupJob": "writeup.job", "write_paper": "writeup.paper",
-          "preflight": "writeup.preflight"}
+_WHERE = {
+    "WriteupConfig": "writeup.config",
+    "WriteupJob": "writeup.job",
+    "write_paper": "writeup.paper",
+    "preflight": "writeup.preflight",
+}
 __all__ = ["WriteupConfig", "WriteupJob", "preflight", "write_paper"]
 
 

@@ -18,8 +18,15 @@ from pathlib import Path
 from sandbox.base import ExecResult, Limits, SandboxProvider
 
 TEX_ENV = {"openin_any": "p", "openout_any": "p", "shell_escape": "f"}
-LATEXMK = ["latexmk", "-pdf", "-norc", "-interaction=nonstopmode", "-halt-on-error", "-file-line-error",
-           "-no-shell-escape"]
+LATEXMK = [
+    "latexmk",
+    "-pdf",
+    "-norc",
+    "-interaction=nonstopmode",
+    "-halt-on-error",
+    "-file-line-error",
+    "-no-shell-escape",
+]
 BODY_END_LABEL = "silvabodyend"  # the templates put \label{silvabodyend} before the references
 TOOLS = ("latexmk", "pdflatex", "bibtex", "chktex", "pdftotext", "pdftoppm", "pdfinfo")
 
@@ -55,10 +62,14 @@ class CompileResult:
 class TexBox:
     """The TeX tools on one build directory through one sandbox provider."""
 
-    def __init__(self, provider: SandboxProvider, build_dir: Path, wall_s: float = 120.0, memory_mb: int = 2048) -> None:
+    def __init__(
+        self, provider: SandboxProvider, build_dir: Path, wall_s: float = 120.0, memory_mb: int = 2048
+    ) -> None:
         self.provider = provider
         self.build_dir = build_dir
-        self.limits = Limits(wall_s=wall_s, memory_mb=memory_mb, processes=64, file_size_mb=256, output_bytes=200_000)
+        self.limits = Limits(
+            wall_s=wall_s, memory_mb=memory_mb, processes=64, file_size_mb=256, output_bytes=200_000
+        )
 
     def exec(self, command: Sequence[str], files: Mapping[str, bytes] | None = None) -> ExecResult:
         box = self.provider.open(self.build_dir)
@@ -81,8 +92,15 @@ class TexBox:
         if not ok and not errors:
             reason = "timed out" if res.timed_out else f"latexmk exited {res.exit_code}"
             errors = [TexIssue(main, None, f"{reason}: {(res.stdout + res.stderr)[-600:].strip()}")]
-        result = CompileResult(ok=ok, pdf=pdf if ok else None, errors=errors, warnings=warnings,
-                               log_tail=log[-3000:], wall_s=wall, timed_out=res.timed_out)
+        result = CompileResult(
+            ok=ok,
+            pdf=pdf if ok else None,
+            errors=errors,
+            warnings=warnings,
+            log_tail=log[-3000:],
+            wall_s=wall,
+            timed_out=res.timed_out,
+        )
         if ok:
             result.pages = self.page_count(pdf.name)
             result.body_pages = body_pages(self.build_dir / f"{stem}.aux") or result.pages
@@ -145,5 +163,7 @@ def body_pages(aux: Path) -> int:
     """The page the body ends on, from the label the templates set before the references."""
     if not aux.is_file():
         return 0
-    m = re.search(r"\\newlabel\{" + BODY_END_LABEL + r"\}\{\{[^{}]*\}\{(\d+)\}", aux.read_text(errors="replace"))
+    m = re.search(
+        r"\\newlabel\{" + BODY_END_LABEL + r"\}\{\{[^{}]*\}\{(\d+)\}", aux.read_text(errors="replace")
+    )
     return int(m.group(1)) if m else 0

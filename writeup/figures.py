@@ -34,13 +34,23 @@ def figure_data(idea: IdeaResults) -> dict[str, object]:
         "metrics": [m.name for m in idea.metrics],
         "directions": {m.name: m.direction for m in idea.metrics},
         "main_stage": chosen[0].stage if chosen else None,
-        "stages": [{"stage": s.stage, "groups": {g: {m: st.model_dump() for m, st in per.items()}
-                                                  for g, per in s.groups.items()}} for s in idea.stages],
+        "stages": [
+            {
+                "stage": s.stage,
+                "groups": {g: {m: st.model_dump() for m, st in per.items()} for g, per in s.groups.items()},
+            }
+            for s in idea.stages
+        ],
     }
 
 
-def make_figures(idea: IdeaResults, paper_dir: Path, provider: SandboxProvider, script: str | None = None,
-                 wall_s: float = 120.0) -> tuple[list[Figure], str]:
+def make_figures(
+    idea: IdeaResults,
+    paper_dir: Path,
+    provider: SandboxProvider,
+    script: str | None = None,
+    wall_s: float = 120.0,
+) -> tuple[list[Figure], str]:
     """Figures in paper_dir/figures/ and what happened ('template', 'llm', or why the LLM's failed)."""
     attempts = [("llm", script)] if script else []
     attempts.append(("template", TEMPLATE_SCRIPT.read_text()))
@@ -51,8 +61,14 @@ def make_figures(idea: IdeaResults, paper_dir: Path, provider: SandboxProvider, 
         shutil.rmtree(ws, ignore_errors=True)
         box = provider.open(ws)
         try:
-            res = box.exec(["python3", "make_figures.py"], limits=Limits(wall_s=wall_s, memory_mb=2048),
-                           files={"make_figures.py": code.encode(), "figure_data.json": json.dumps(figure_data(idea)).encode()})
+            res = box.exec(
+                ["python3", "make_figures.py"],
+                limits=Limits(wall_s=wall_s, memory_mb=2048),
+                files={
+                    "make_figures.py": code.encode(),
+                    "figure_data.json": json.dumps(figure_data(idea)).encode(),
+                },
+            )
         finally:
             box.close()
         pngs = sorted((ws / "figures").glob("*.png")) if (ws / "figures").is_dir() else []
@@ -65,5 +81,7 @@ def make_figures(idea: IdeaResults, paper_dir: Path, provider: SandboxProvider, 
                 figures.append(Figure(png.name, out_dir / png.name))
             shutil.rmtree(ws, ignore_errors=True)
             return figures, origin if not note else f"{origin} ({note})"
-        note = f"the {origin} script failed: exit {res.exit_code}, {(res.stderr or res.stdout)[-300:].strip()}"
+        note = (
+            f"the {origin} script failed: exit {res.exit_code}, {(res.stderr or res.stdout)[-300:].strip()}"
+        )
     raise RuntimeError(f"no figure could be drawn: {note}")

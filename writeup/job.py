@@ -43,14 +43,30 @@ class WriteupJob:
                 literature = open_literature(self.cfg.literature, os.environ)
             except LiteratureError:
                 literature = None  # preflight already refused a run that needs it; a paper without citations
-        pdf = write_paper(self.run_dir, self.idea, cfg=self.cfg, llm=self.llm, literature=literature,
-                          sandbox=self.sandbox, sandbox_options=self.sandbox_options)
+        pdf = write_paper(
+            self.run_dir,
+            self.idea,
+            cfg=self.cfg,
+            llm=self.llm,
+            literature=literature,
+            sandbox=self.sandbox,
+            sandbox_options=self.sandbox_options,
+        )
         paper_dir = pdf.parent
         return AttemptResult(
             status="good",
             reason=f"paper written: {pdf.relative_to(self.run_dir)}",
-            artifacts=[str((paper_dir / n).relative_to(self.run_dir)) for n in
-                       ("paper.pdf", "paper.tex", "references.bib", "results.tex", "numbers.json", "writeup.jsonl")],
+            artifacts=[
+                str((paper_dir / n).relative_to(self.run_dir))
+                for n in (
+                    "paper.pdf",
+                    "paper.tex",
+                    "references.bib",
+                    "results.tex",
+                    "numbers.json",
+                    "writeup.jsonl",
+                )
+            ],
             workspace=str(paper_dir.relative_to(self.run_dir)),
             started_at=started,
             finished_at=time.time(),

@@ -14,10 +14,16 @@ STYLE_FILES = ("silva-base.sty", "silva-workshop.sty", "silva-conference.sty")
 
 _ENV = jinja2.Environment(
     loader=jinja2.FileSystemLoader(TEMPLATES),
-    block_start_string="((*", block_end_string="*))",
-    variable_start_string="(((", variable_end_string=")))",
-    comment_start_string="((=", comment_end_string="=))",
-    trim_blocks=True, lstrip_blocks=True, autoescape=False, undefined=jinja2.StrictUndefined,
+    block_start_string="((*",
+    block_end_string="*))",
+    variable_start_string="(((",
+    variable_end_string=")))",
+    comment_start_string="((=",
+    comment_end_string="=))",
+    trim_blocks=True,
+    lstrip_blocks=True,
+    autoescape=False,
+    undefined=jinja2.StrictUndefined,
     keep_trailing_newline=True,
 )
 
@@ -32,11 +38,25 @@ class Section:
         self.label = self.label or re.sub(r"[^a-z]+", "-", self.title.lower()).strip("-")
 
 
-def render_paper(*, template: str, title: str, author: str, abstract: str, sections: list[Section],
-                 cite: bool, appendix: list[Section] | None = None) -> str:
+def render_paper(
+    *,
+    template: str,
+    title: str,
+    author: str,
+    abstract: str,
+    sections: list[Section],
+    cite: bool,
+    appendix: list[Section] | None = None,
+) -> str:
     return _ENV.get_template("paper.tex.j2").render(
-        template=template, title=title, author=author, date=time.strftime("%B %Y"), abstract=abstract,
-        sections=sections, cite=cite, appendix=appendix or [],
+        template=template,
+        title=title,
+        author=author,
+        date=time.strftime("%B %Y"),
+        abstract=abstract,
+        sections=sections,
+        cite=cite,
+        appendix=appendix or [],
     )
 
 
@@ -53,6 +73,7 @@ def cite_keys(tex: str) -> list[str]:
 
 def drop_cites(tex: str, bad: set[str]) -> str:
     """Remove unresolved keys from every \\cite; a \\cite left empty goes with its leading space."""
+
     def fix(m: re.Match[str]) -> str:
         keep = [k.strip() for k in m.group(2).split(",") if k.strip() and k.strip() not in bad]
         return f"{m.group(1)}{{{','.join(keep)}}}" if keep else ""

@@ -28,9 +28,11 @@ if TYPE_CHECKING:
 
 ROLE = "writeup"
 SECTIONS = ("Introduction", "Method", "Experiments", "Results", "Related Work", "Limitations", "Conclusion")
-SYSTEM = ("You are a careful ML researcher writing a paper about experiments that were actually run. "
-          "Write LaTeX. Never type a number: every number comes from the \\macros listed (results.tex). "
-          "Cite only with \\cite{key} using the keys given; never invent a key.")
+SYSTEM = (
+    "You are a careful ML researcher writing a paper about experiments that were actually run. "
+    "Write LaTeX. Never type a number: every number comes from the \\macros listed (results.tex). "
+    "Cite only with \\cite{key} using the keys given; never invent a key."
+)
 
 
 class Queries(BaseModel):
@@ -106,22 +108,40 @@ class LLMWriter:
         self.ledger = LedgerReader(paper.run.run_dir / LEDGER_FILE)
 
     # -- one call ------------------------------------------------------------------------------
-    def ask(self, step: str, prompt: str, output_type: type[BaseModel] | None = None, images: list[bytes] | None = None,
-            role: str = ROLE, **kv: object) -> object:
+    def ask(
+        self,
+        step: str,
+        prompt: str,
+        output_type: type[BaseModel] | None = None,
+        images: list[bytes] | None = None,
+        role: str = ROLE,
+        **kv: object,
+    ) -> object:
         messages = [Message.system(SYSTEM), Message.user(_header(step, **kv) + prompt, images=images or [])]
-        out = self.llm.complete(messages, role=role, output_type=output_type, idea=self.p.idea.name, stage="writeup")
+        out = self.llm.complete(
+            messages, role=role, output_type=output_type, idea=self.p.idea.name, stage="writeup"
+        )
         calls = self.ledger.new_calls(self.p.idea.name)
-        self.p.log("llm_call", call=step, role=role, **kv, calls=len(calls), dollars=sum(c.dollars for c in calls),
-                   cache_hits=sum(c.cache_hit for c in calls))
+        self.p.log(
+            "llm_call",
+            call=step,
+            role=role,
+            **kv,
+            calls=len(calls),
+            dollars=sum(c.dollars for c in calls),
+            cache_hits=sum(c.cache_hit for c in calls),
+        )
         return out if output_type is not None else out.text  # type: ignore[union-attr]
 
     @property
     def context(self) -> str:
         i = self.p.idea
         notes = i.notes_md[:6000]
-        return (f"Title of the idea: {i.title}\nHypothesis: {i.hypothesis}\nMethod: {i.method}. {i.method_description}\n"
-                f"Primary metric: {i.primary.name} ({i.primary.direction})\n\nExperimental journal:\n{notes}\n\n"
-                f"Macros of results.tex (the only numbers you may print):\n{self.p.macros.describe()}\n")
+        return (
+            f"Title of the idea: {i.title}\nHypothesis: {i.hypothesis}\nMethod: {i.method}. {i.method_description}\n"
+            f"Primary metric: {i.primary.name} ({i.primary.direction})\n\nExperimental journal:\n{notes}\n\n"
+            f"Macros of results.tex (the only numbers you may print):\n{self.p.macros.describe()}\n"
+        )
 
     # -- the whole paper -----------------------------------------------------------------------
     def write(self) -> Version:
@@ -134,9 +154,16 @@ class LLMWriter:
             self.p.log("reflection", round=r, issues=issues)
             if not issues:
                 break
-            answer = str(self.ask("revise", f"{self.context}\nIssues to fix:\n" + "\n".join(f"- {x}" for x in issues)
-                                  + f"\n\nThe current paper.tex:\n```latex\n{version.tex}\n```\n"
-                                  "Answer with the whole revised paper.tex in one ```latex block.", round=r))
+            answer = str(
+                self.ask(
+                    "revise",
+                    f"{self.context}\nIssues to fix:\n"
+                    + "\n".join(f"- {x}" for x in issues)
+                    + f"\n\nThe current paper.tex:\n```latex\n{version.tex}\n```\n"
+                    "Answer with the whole revised paper.tex in one ```latex block.",
+                    round=r,
+                )
+            )
             revised = self.accept(latex_block(answer), version.tex)
             if revised == version.tex:
                 break
@@ -146,17 +173,28 @@ class LLMWriter:
 
     def figures(self) -> None:
         data = json.dumps({k: v for k, v in self._figure_schema().items()})
-        answer = str(self.ask("figures", "Write a Python script (matplotlib, Agg backend) that reads figure_data.json "
-                              f"(structure: {data}) and saves two or three compound PNG figures into figures/ that "
-                              "together show the stages' results with error bars and the seeds. Nothing else is readable.\n"
-                              + self.context))
-        self.p.figures, origin = make_figures(self.p.idea, self.p.dir, self.p.provider, script=extract_code(answer) or None)
+        answer = str(
+            self.ask(
+                "figures",
+                "Write a Python script (matplotlib, Agg backend) that reads figure_data.json "
+                f"(structure: {data}) and saves two or three compound PNG figures into figures/ that "
+                "together show the stages' results with error bars and the seeds. Nothing else is readable.\n"
+                + self.context,
+            )
+        )
+        self.p.figures, origin = make_figures(
+            self.p.idea, self.p.dir, self.p.provider, script=extract_code(answer) or None
+        )
         self.p.log("figures", origin=origin, files=[f.name for f in self.p.figures])
 
     def _figure_schema(self) -> dict[str, str]:
-        return {"primary": "metric name", "metrics": "[metric names]", "directions": "{metric: maximize|minimize}",
-                "main_stage": "stage of the headline comparison",
-                "stages": "[{stage, groups: {label: {metric: {mean, std, n, values: [per seed]}}}}]"}
+        return {
+            "primary": "metric name",
+            "metrics": "[metric names]",
+            "directions": "{metric: maximize|minimize}",
+            "main_stage": "stage of the headline comparison",
+            "stages": "[{stage, groups: {label: {metric: {mean, std, n, values: [per seed]}}}}]",
+        }
 
     def cite(self) -> None:
         if self.literature is None:
@@ -165,9 +203,14 @@ class LLMWriter:
         for r in range(1, self.p.cfg.citation_rounds + 1):
             if len(self.bib) >= self.p.cfg.max_citations:
                 break
-            q = self.ask("queries", f"{self.context}\nAlready chosen: {', '.join(chosen) or 'nothing'}\n"
-                         "Propose up to three literature search queries for related work, or none when the "
-                         "paper is covered.", Queries, round=r)
+            q = self.ask(
+                "queries",
+                f"{self.context}\nAlready chosen: {', '.join(chosen) or 'nothing'}\n"
+                "Propose up to three literature search queries for related work, or none when the "
+                "paper is covered.",
+                Queries,
+                round=r,
+            )
             assert isinstance(q, Queries)
             if not q.queries:
                 break
@@ -182,41 +225,68 @@ class LLMWriter:
                 found.update({paper.id: paper for paper in results})
             if not found:
                 continue
-            listing = "\n".join(p.summary() + (f"\n    {p.abstract[:300]}" if p.abstract else "") for p in found.values())
-            picks = self.ask("picks", f"{self.context}\nSearch results:\n{listing}\n\nPick the papers this paper should "
-                             "cite (by id, as shown in brackets), each with a one-line justification.", Picks, round=r)
+            listing = "\n".join(
+                p.summary() + (f"\n    {p.abstract[:300]}" if p.abstract else "") for p in found.values()
+            )
+            picks = self.ask(
+                "picks",
+                f"{self.context}\nSearch results:\n{listing}\n\nPick the papers this paper should "
+                "cite (by id, as shown in brackets), each with a one-line justification.",
+                Picks,
+                round=r,
+            )
             assert isinstance(picks, Picks)
             for pick in picks.picks:
                 paper = found.get(pick.paper_id)
                 if paper is None:
-                    self.p.log("citation_rejected", paper_id=pick.paper_id, why="not among the search results")
+                    self.p.log(
+                        "citation_rejected", paper_id=pick.paper_id, why="not among the search results"
+                    )
                     continue
                 key = cite_key(paper)
                 while key in self.bib and self.bib[key].id != paper.id:
                     key += "b"
                 self.bib[key] = paper
                 chosen.append(paper.title)
-                self.p.log("citation", key=key, paper_id=paper.id, title=paper.title, justification=pick.justification)
+                self.p.log(
+                    "citation",
+                    key=key,
+                    paper_id=paper.id,
+                    title=paper.title,
+                    justification=pick.justification,
+                )
 
     def bibtex(self) -> str:
         return "".join(bibtex(paper, key) for key, paper in self.bib.items())
 
     def draft(self) -> str:
         figs = self.p.figures
-        captions = self.ask("captions", self.context + "\nWrite one caption per figure (no typed numbers): "
-                            + ", ".join(f.name for f in figs), Captions)
+        captions = self.ask(
+            "captions",
+            self.context
+            + "\nWrite one caption per figure (no typed numbers): "
+            + ", ".join(f.name for f in figs),
+            Captions,
+        )
         assert isinstance(captions, Captions)
-        keys = "\n".join(f"{k}: {p.summary()}" for k, p in self.bib.items()) or "(none: write without citations)"
+        keys = (
+            "\n".join(f"{k}: {p.summary()}" for k, p in self.bib.items()) or "(none: write without citations)"
+        )
         figure_list = "\n".join(f"\\ref{{{f.label}}}: {captions.captions.get(f.name, '')}" for f in figs)
         title = self.ask("title", self.context + "\nGive the paper a title.", Title)
         assert isinstance(title, Title)
         sections: list[Section] = []
         written = ""
         for name in ("Abstract", *SECTIONS):
-            answer = str(self.ask("section", f"{self.context}\nCitable keys:\n{keys}\n\nFigures (each must be referenced "
-                                  f"once in Results with \\ref):\n{figure_list}\n\nWritten so far:\n{written[-4000:]}\n\n"
-                                  f"Write the body of the section '{name}' (no \\section command) in one ```latex block.",
-                                  name=name.replace(" ", "_")))
+            answer = str(
+                self.ask(
+                    "section",
+                    f"{self.context}\nCitable keys:\n{keys}\n\nFigures (each must be referenced "
+                    f"once in Results with \\ref):\n{figure_list}\n\nWritten so far:\n{written[-4000:]}\n\n"
+                    f"Write the body of the section '{name}' (no \\section command) in one ```latex block.",
+                    name=name.replace(" ", "_"),
+                )
+            )
             body = latex_block(answer) or answer
             if name == "Results":
                 body = "".join(figure_env(f, captions.captions.get(f.name, "")) for f in figs) + body
@@ -225,12 +295,23 @@ class LLMWriter:
             else:
                 sections.append(Section(name, body))
             written += f"\n% {name}\n{body}"
-        return render_paper(template=self.p.cfg.template, title=title.title, author="Silva", abstract=abstract,
-                            sections=sections, cite=bool(self.bib))
+        return render_paper(
+            template=self.p.cfg.template,
+            title=title.title,
+            author="Silva",
+            abstract=abstract,
+            sections=sections,
+            cite=bool(self.bib),
+        )
 
     def accept(self, tex: str | None, previous: str) -> str:
         """A revision must keep the skeleton: the style, results.tex and the document."""
-        needed = (f"\\usepackage{{silva-{self.p.cfg.template}}}", "\\input{results.tex}", "\\begin{document}", "\\end{document}")
+        needed = (
+            f"\\usepackage{{silva-{self.p.cfg.template}}}",
+            "\\input{results.tex}",
+            "\\begin{document}",
+            "\\end{document}",
+        )
         if tex is None or any(n not in tex for n in needed):
             self.p.log("revision_rejected", why="the answer lost the preamble, results.tex or the document")
             return previous
@@ -242,9 +323,15 @@ class LLMWriter:
             if version.compiled.ok:
                 break
             errors = "\n".join(str(e) for e in version.compiled.errors[:8])
-            answer = str(self.ask("fix", f"paper.tex does not compile. LaTeX errors (file:line):\n{errors}\n\n"
-                                  f"paper.tex with line numbers:\n{_numbered(version.tex)}\n\nAnswer with the whole "
-                                  "corrected paper.tex in one ```latex block.", round=k))
+            answer = str(
+                self.ask(
+                    "fix",
+                    f"paper.tex does not compile. LaTeX errors (file:line):\n{errors}\n\n"
+                    f"paper.tex with line numbers:\n{_numbered(version.tex)}\n\nAnswer with the whole "
+                    "corrected paper.tex in one ```latex block.",
+                    round=k,
+                )
+            )
             fixed = self.accept(latex_block(answer), version.tex)
             if fixed == version.tex:
                 continue
@@ -258,12 +345,16 @@ class LLMWriter:
         out += [f"LaTeX warning: {w}" for w in v.compiled.warnings[:8]]
         out += [str(c) for c in v.chktex[:10]]
         if v.compiled.body_pages > self.p.cfg.page_limit:
-            out.append(f"the body runs {v.compiled.body_pages} pages; the {self.p.cfg.template} limit is "
-                       f"{self.p.cfg.page_limit} (references excluded): shorten it")
+            out.append(
+                f"the body runs {v.compiled.body_pages} pages; the {self.p.cfg.template} limit is "
+                f"{self.p.cfg.page_limit} (references excluded): shorten it"
+            )
         out += v.numbers.issues()
         bad = sorted({k for k in cite_keys(v.tex) if k not in self.bib})
         if bad:
-            out.append(f"unresolved citation keys {', '.join(bad)}: use only {', '.join(self.bib) or 'no citations'}")
+            out.append(
+                f"unresolved citation keys {', '.join(bad)}: use only {', '.join(self.bib) or 'no citations'}"
+            )
         for f in self.p.figures:
             n = v.tex.count(f"\\ref{{{f.label}}}")
             if n == 0:
@@ -276,17 +367,28 @@ class LLMWriter:
         out: list[str] = []
         try:
             for f in self.p.figures:
-                review = self.ask("review_figure", f"Review this figure of the paper with its caption: does it show what "
-                                  f"the caption says, legibly?\nCaption: {_caption(v.tex, f.label)}", FigureReview,
-                                  images=[f.path.read_bytes()], role="vision", figure=f.name)
+                review = self.ask(
+                    "review_figure",
+                    f"Review this figure of the paper with its caption: does it show what "
+                    f"the caption says, legibly?\nCaption: {_caption(v.tex, f.label)}",
+                    FigureReview,
+                    images=[f.path.read_bytes()],
+                    role="vision",
+                    figure=f.name,
+                )
                 assert isinstance(review, FigureReview)
                 if not review.acceptable:
                     out.append(f"figure {f.label}: {review.feedback}")
             if v.compiled.ok and self.p.best is not None:
                 pages = self.p.texbox().render("paper.pdf", dpi=50)
-                review = self.ask("review_pages", "Review the layout of these rendered pages (overflowing tables or "
-                                  "figures, empty space, unreadable text).", PageReview,
-                                  images=[pg.read_bytes() for pg in pages[:8]], role="vision")
+                review = self.ask(
+                    "review_pages",
+                    "Review the layout of these rendered pages (overflowing tables or "
+                    "figures, empty space, unreadable text).",
+                    PageReview,
+                    images=[pg.read_bytes() for pg in pages[:8]],
+                    role="vision",
+                )
                 assert isinstance(review, PageReview)
                 out += [f"layout: {x}" for x in review.issues]
         except LLMError as e:  # no vision role, or a model without vision: the review is skipped, said so
@@ -297,4 +399,4 @@ class LLMWriter:
 def _caption(tex: str, label: str) -> str:
     at = tex.find(f"\\label{{{label}}}")
     start = tex.rfind("\\caption{", 0, at)
-    return tex[start + 9: at].rstrip("}") if at >= 0 and start >= 0 else ""
+    return tex[start + 9 : at].rstrip("}") if at >= 0 and start >= 0 else ""

@@ -57,8 +57,11 @@ class NumberReport(BaseModel):
         return not self.untraced and not self.pdf_missing
 
     def issues(self) -> list[str]:
-        out = [f"paper.tex:{u.line}: the number {u.text!r} ({u.region}) matches no result of the run; "
-               f"use a results.tex macro or remove it. Context: ...{u.context}..." for u in self.untraced]
+        out = [
+            f"paper.tex:{u.line}: the number {u.text!r} ({u.region}) matches no result of the run; "
+            f"use a results.tex macro or remove it. Context: ...{u.context}..."
+            for u in self.untraced
+        ]
         out += [f"the PDF text does not show the value of \\{name}" for name in self.pdf_missing]
         return out
 
@@ -95,11 +98,14 @@ def regions(tex: str) -> list[tuple[str, int, int]]:
     for m in re.finditer(r"\\begin\{abstract\}(.*?)\\end\{abstract\}", tex, re.DOTALL):
         out.append(("abstract", m.start(1), m.end(1)))
     heads = list(re.finditer(r"\\section\*?\{([^{}]*)\}", tex))
-    stop = min((i for i in (tex.find("\\label{silvabodyend}"), tex.find("\\end{document}")) if i >= 0), default=len(tex))
+    stop = min(
+        (i for i in (tex.find("\\label{silvabodyend}"), tex.find("\\end{document}")) if i >= 0),
+        default=len(tex),
+    )
     for i, h in enumerate(heads):
         if CHECKED_SECTIONS.search(h.group(1)) and h.end() < stop:
             end = heads[i + 1].start() if i + 1 < len(heads) else stop
-            label = re.match(r"\s*\\label\{[^{}]*\}", tex[h.end():])
+            label = re.match(r"\s*\\label\{[^{}]*\}", tex[h.end() :])
             out.append((f"section '{h.group(1)}'", h.end() + (label.end() if label else 0), min(end, stop)))
     for m in re.finditer(r"\\begin\{tabular\*?\}.*?\\end\{tabular\*?\}", tex, re.DOTALL):
         out.append(("table", m.start(), m.end()))
@@ -154,9 +160,18 @@ def check_tex(tex: str, macros: ResultsMacros, values: list[float]) -> NumberRep
                 report.from_artifacts += 1
                 continue
             line = tex.count("\n", 0, pos[0]) + 1
-            context = " ".join(tex[max(0, pos[0] - 60): pos[1] + 60].split())
-            report.untraced.append(UntracedNumber(text=m.group(0).strip(), line=line, region=region, context=context,
-                                                  start=pos[0], end=pos[1], bounds=(start, end)))
+            context = " ".join(tex[max(0, pos[0] - 60) : pos[1] + 60].split())
+            report.untraced.append(
+                UntracedNumber(
+                    text=m.group(0).strip(),
+                    line=line,
+                    region=region,
+                    context=context,
+                    start=pos[0],
+                    end=pos[1],
+                    bounds=(start, end),
+                )
+            )
     return report
 
 
@@ -177,7 +192,7 @@ def remove_untraced(tex: str, untraced: list[UntracedNumber]) -> str:
     sentence that typed the number goes."""
     for u in sorted(untraced, key=lambda u: u.start, reverse=True):
         if u.region == "table":
-            tex = tex[: u.start] + "--" + tex[u.end:]
+            tex = tex[: u.start] + "--" + tex[u.end :]
             continue
         lo, hi = u.bounds
         left = max([tex.rfind(b, lo, u.start) + 2 for b in (". ", ".\n", "\n\n")] + [lo])

@@ -23,16 +23,23 @@ def abstract(run: RunResults, idea: IdeaResults, macros: ResultsMacros) -> str:
     text = f"This report was written by Silva from the artifacts of the run \\texttt{{{latex_escape(run.name)}}}. "
     if idea.hypothesis:
         text += f"It tests the hypothesis that {latex_escape(idea.hypothesis.rstrip('.').removeprefix('Hypothesis: '))}. "
-    text += (f"The search grew \\RunNodes{{}} experiment nodes (\\RunBuggyNodes{{}} of them failed) over \\RunStages{{}} stages, "
-             f"and replicated each stage's best node over \\RunSeeds{{}} seeds. ")
+    text += (
+        "The search grew \\RunNodes{} experiment nodes (\\RunBuggyNodes{} of them failed) over \\RunStages{} stages, "
+        "and replicated each stage's best node over \\RunSeeds{} seeds. "
+    )
     main = macros.main
     if main is not None:
-        better = (main.effect or 0) > 0 if idea.primary.direction == "maximize" or idea.primary.name != main.metric \
+        better = (
+            (main.effect or 0) > 0
+            if idea.primary.direction == "maximize" or idea.primary.name != main.metric
             else (main.effect or 0) < 0
+        )
         verdict = "outperformed" if better else "did not outperform"
-        text += (f"On {latex_escape(main.metric)}, {latex_escape(main.subject)} {verdict} {latex_escape(main.reference)}: "
-                 f"\\MainMethodMean{{}}\\,$\\pm$\\,\\MainMethodSd{{}} against \\MainBaselineMean{{}}\\,$\\pm$\\,\\MainBaselineSd{{}} "
-                 f"(mean\\,$\\pm$\\,sd over \\MainN{{}} seeds")
+        text += (
+            f"On {latex_escape(main.metric)}, {latex_escape(main.subject)} {verdict} {latex_escape(main.reference)}: "
+            f"\\MainMethodMean{{}}\\,$\\pm$\\,\\MainMethodSd{{}} against \\MainBaselineMean{{}}\\,$\\pm$\\,\\MainBaselineSd{{}} "
+            f"(mean\\,$\\pm$\\,sd over \\MainN{{}} seeds"
+        )
         if "MainP" in macros.macros:
             text += f"; {_test_name(main.test)} $p=\\MainP{{}}$"
         if "MainG" in macros.macros:
@@ -42,47 +49,63 @@ def abstract(run: RunResults, idea: IdeaResults, macros: ResultsMacros) -> str:
 
 
 def _test_name(test: str) -> str:
-    return {"welch": "Welch's $t$-test", "student": "Student's $t$-test", "mannwhitney": "Mann--Whitney $U$ test"}[test]
+    return {
+        "welch": "Welch's $t$-test",
+        "student": "Student's $t$-test",
+        "mannwhitney": "Mann--Whitney $U$ test",
+    }[test]
 
 
 def stage_table(idea: IdeaResults, macros: ResultsMacros, si: int) -> str:
     stage = idea.stages[si]
     st = camel(stage.stage)
     metrics = [m.name for m in idea.metrics if any(m.name in g for g in stage.groups.values())]
-    head = " & ".join(latex_escape(m) + (" $\\uparrow$" if s.direction == "maximize" else " $\\downarrow$")
-                      for m in metrics for s in idea.metrics if s.name == m)
+    head = " & ".join(
+        latex_escape(m) + (" $\\uparrow$" if s.direction == "maximize" else " $\\downarrow$")
+        for m in metrics
+        for s in idea.metrics
+        if s.name == m
+    )
     rows = []
-    for gi, (label, per_metric) in enumerate(stage.groups.items()):
+    for gi, per_metric in enumerate(stage.groups.values()):
         g = chr(ord("A") + gi)
         cells = [_meansd(macros, f"{st}{g}{camel(m)}") if m in per_metric else "--" for m in metrics]
         n = _m(macros, f"{st}{g}{camel(metrics[0])}N")
         rows.append(f"\\{st}Group{g}{{}} & {n} & " + " & ".join(cells) + " \\\\")
     cols = "l" + "c" * (len(metrics) + 1)
-    return (f"\\begin{{table}}[!ht]\\centering\\footnotesize\n\\caption{{Stage \\emph{{{latex_escape(stage.stage)}}}: mean\\,$\\pm$\\,sd over seeds "
-            f"for each group of the stage's aggregation.}}\\label{{tab:{st.lower()}}}\n"
-            f"\\begin{{tabular}}{{{cols}}}\\toprule\nGroup & $n$ & {head} \\\\ \\midrule\n" + "\n".join(rows)
-            + "\n\\bottomrule\\end{tabular}\n\\end{table}\n")
+    return (
+        f"\\begin{{table}}[!ht]\\centering\\footnotesize\n\\caption{{Stage \\emph{{{latex_escape(stage.stage)}}}: mean\\,$\\pm$\\,sd over seeds "
+        f"for each group of the stage's aggregation.}}\\label{{tab:{st.lower()}}}\n"
+        f"\\begin{{tabular}}{{{cols}}}\\toprule\nGroup & $n$ & {head} \\\\ \\midrule\n"
+        + "\n".join(rows)
+        + "\n\\bottomrule\\end{tabular}\n\\end{table}\n"
+    )
 
 
 def tests_table(idea: IdeaResults, macros: ResultsMacros) -> str:
     rows = []
     for stage in idea.stages:
         st, labels = camel(stage.stage), list(stage.groups)
-        for gi, ref in enumerate(labels[1:], start=1):
+        for gi in range(1, len(labels)):
             g = chr(ord("A") + gi)
             base = f"{st}AVs{g}{camel(idea.primary.name)}"
             if base + "G" not in macros.macros and base + "P" not in macros.macros:
                 continue
-            rows.append(f"\\{st}GroupA{{}} vs.\\ \\{st}Group{g}{{}} & {_m(macros, base + 'Stat')} & {_m(macros, base + 'Df')} "
-                        f"& {_m(macros, base + 'P')} & {_m(macros, base + 'G')} \\\\")
+            rows.append(
+                f"\\{st}GroupA{{}} vs.\\ \\{st}Group{g}{{}} & {_m(macros, base + 'Stat')} & {_m(macros, base + 'Df')} "
+                f"& {_m(macros, base + 'P')} & {_m(macros, base + 'G')} \\\\"
+            )
     if not rows:
         return ""
     test = idea.stages and macros.comparisons[0].test if macros.comparisons else "welch"
-    return (f"\\begin{{table}}[ht]\\centering\\small\n\\caption{{Each stage's subject against the other groups of its "
-            f"aggregation on {latex_escape(idea.primary.name)}: {_test_name(str(test))} (statistic, degrees of freedom, two-sided $p$) "
-            f"and Hedges' $g$ (positive: the subject is higher).}}\\label{{tab:tests}}\n"
-            "\\begin{tabular}{lcccc}\\toprule\nComparison & statistic & df & $p$ & $g$ \\\\ \\midrule\n" + "\n".join(rows)
-            + "\n\\bottomrule\\end{tabular}\n\\end{table}\n")
+    return (
+        f"\\begin{{table}}[ht]\\centering\\small\n\\caption{{Each stage's subject against the other groups of its "
+        f"aggregation on {latex_escape(idea.primary.name)}: {_test_name(str(test))} (statistic, degrees of freedom, two-sided $p$) "
+        f"and Hedges' $g$ (positive: the subject is higher).}}\\label{{tab:tests}}\n"
+        "\\begin{tabular}{lcccc}\\toprule\nComparison & statistic & df & $p$ & $g$ \\\\ \\midrule\n"
+        + "\n".join(rows)
+        + "\n\\bottomrule\\end{tabular}\n\\end{table}\n"
+    )
 
 
 def search_table(idea: IdeaResults, macros: ResultsMacros) -> str:
@@ -90,13 +113,22 @@ def search_table(idea: IdeaResults, macros: ResultsMacros) -> str:
     for stage in idea.stages:
         st = camel(stage.stage)
         best = latex_escape(stage.best_node_id or "--")
-        rows.append(f"{latex_escape(stage.stage)} & \\{st}Nodes{{}} & {stage.good} & {stage.buggy} & \\texttt{{{best}}} \\\\")
-    reasons = "\n".join(f"\\item[{latex_escape(s.stage)}:] {latex_escape(s.ended_because)}" for s in idea.stages)
-    return ("\\begin{table}[!ht]\\centering\\small\n\\caption{The search tree, stage by stage: nodes grown, nodes that "
-            "ran cleanly or failed, and the node chosen as the stage's best.}\\label{tab:search}\n"
-            "\\begin{tabular}{lcccc}\\toprule\nStage & nodes & good & buggy & best node \\\\ \\midrule\n"
-            + "\n".join(rows) + "\n\\bottomrule\\end{tabular}\n\\end{table}\n"
-            + "Why each stage ended:\n\\begin{description}\\small\n" + reasons + "\n\\end{description}\n")
+        rows.append(
+            f"{latex_escape(stage.stage)} & \\{st}Nodes{{}} & {stage.good} & {stage.buggy} & \\texttt{{{best}}} \\\\"
+        )
+    reasons = "\n".join(
+        f"\\item[{latex_escape(s.stage)}:] {latex_escape(s.ended_because)}" for s in idea.stages
+    )
+    return (
+        "\\begin{table}[!ht]\\centering\\small\n\\caption{The search tree, stage by stage: nodes grown, nodes that "
+        "ran cleanly or failed, and the node chosen as the stage's best.}\\label{tab:search}\n"
+        "\\begin{tabular}{lcccc}\\toprule\nStage & nodes & good & buggy & best node \\\\ \\midrule\n"
+        + "\n".join(rows)
+        + "\n\\bottomrule\\end{tabular}\n\\end{table}\n"
+        + "Why each stage ended:\n\\begin{description}\\small\n"
+        + reasons
+        + "\n\\end{description}\n"
+    )
 
 
 def settings_text(idea: IdeaResults) -> str:
@@ -104,9 +136,14 @@ def settings_text(idea: IdeaResults) -> str:
     params = {**idea.fixed_settings, **(final.best_params if final else {})}
     if not params:
         return ""
-    rows = "\n".join(f"\\texttt{{{latex_escape(k)}}} & \\texttt{{{latex_escape(_short(v))}}} \\\\" for k, v in params.items())
-    return ("The settings of the final best node:\n\n\\begin{center}\\small\\begin{tabular}{ll}\\toprule\n"
-            "Setting & Value \\\\ \\midrule\n" + rows + "\n\\bottomrule\\end{tabular}\\end{center}\n")
+    rows = "\n".join(
+        f"\\texttt{{{latex_escape(k)}}} & \\texttt{{{latex_escape(_short(v))}}} \\\\"
+        for k, v in params.items()
+    )
+    return (
+        "The settings of the final best node:\n\n\\begin{center}\\small\\begin{tabular}{ll}\\toprule\n"
+        "Setting & Value \\\\ \\midrule\n" + rows + "\n\\bottomrule\\end{tabular}\\end{center}\n"
+    )
 
 
 def _short(v: object) -> str:
@@ -114,53 +151,96 @@ def _short(v: object) -> str:
 
 
 def figure_env(fig: Figure, caption: str) -> str:
-    return (f"\\begin{{figure}}[ht]\\centering\n\\includegraphics[width=\\linewidth]{{figures/{fig.name}}}\n"
-            f"\\caption{{{caption}}}\\label{{{fig.label}}}\n\\end{{figure}}\n")
+    return (
+        f"\\begin{{figure}}[ht]\\centering\n\\includegraphics[width=\\linewidth]{{figures/{fig.name}}}\n"
+        f"\\caption{{{caption}}}\\label{{{fig.label}}}\n\\end{{figure}}\n"
+    )
 
 
 TEMPLATE_CAPTIONS = {
     "fig_stages.png": "The primary metric of every group, stage by stage: bars show the mean, whiskers one sd, "
-                      "dots the individual seeds.",
+    "dots the individual seeds.",
     "fig_main.png": "Every metric of the headline comparison (arrows: the better direction); bars, whiskers and dots "
-                    "as in the stage overview.",
+    "as in the stage overview.",
 }
 
 
-def report(run: RunResults, idea: IdeaResults, macros: ResultsMacros, figures: list[Figure], template: str) -> str:
+def report(
+    run: RunResults, idea: IdeaResults, macros: ResultsMacros, figures: list[Figure], template: str
+) -> str:
     figs = {f.name: f for f in figures}
     method = latex_escape(idea.method or idea.title)
     sections = [
-        Section("Idea", f"\\textbf{{{latex_escape(idea.title)}.}} {latex_escape(idea.hypothesis or idea.abstract)}\n\n"
-                f"The search ran in {latex_escape(run.mode)} mode; its best nodes and the aggregated results are reported "
-                "below. Every number in this report comes from the run's artifacts (results.tex)."),
-        Section("Method and settings", f"\\textbf{{Method.}} {method}"
-                + (f": {latex_escape(idea.method_description)}." if idea.method_description else ".")
-                + "\n\n" + settings_text(idea)),
+        Section(
+            "Idea",
+            f"\\textbf{{{latex_escape(idea.title)}.}} {latex_escape(idea.hypothesis or idea.abstract)}\n\n"
+            f"The search ran in {latex_escape(run.mode)} mode; its best nodes and the aggregated results are reported "
+            "below. Every number in this report comes from the run's artifacts (results.tex).",
+        ),
+        Section(
+            "Method and settings",
+            f"\\textbf{{Method.}} {method}"
+            + (f": {latex_escape(idea.method_description)}." if idea.method_description else ".")
+            + "\n\n"
+            + settings_text(idea),
+        ),
     ]
     results = ""
     if "fig_stages.png" in figs and "fig_main.png" in figs:
-        results += ("Figure~\\ref{fig:fig_stages} summarises the stages and Figure~\\ref{fig:fig_main} the headline "
-                    "comparison. Table~\\ref{tab:tests} tests each stage's subject against the other groups; "
-                    "Appendix~\\ref{sec:per-stage-results} lists every group's values.\n\n")
-    ordered = sorted(figs.values(), key=lambda f: (f.name not in TEMPLATE_CAPTIONS, list(TEMPLATE_CAPTIONS).index(f.name)
-                                                  if f.name in TEMPLATE_CAPTIONS else 0, f.name))
+        results += (
+            "Figure~\\ref{fig:fig_stages} summarises the stages and Figure~\\ref{fig:fig_main} the headline "
+            "comparison. Table~\\ref{tab:tests} tests each stage's subject against the other groups; "
+            "Appendix~\\ref{sec:per-stage-results} lists every group's values.\n\n"
+        )
+    ordered = sorted(
+        figs.values(),
+        key=lambda f: (
+            f.name not in TEMPLATE_CAPTIONS,
+            list(TEMPLATE_CAPTIONS).index(f.name) if f.name in TEMPLATE_CAPTIONS else 0,
+            f.name,
+        ),
+    )
     for fig in ordered:
-        results += figure_env(fig, TEMPLATE_CAPTIONS.get(fig.name, "A figure drawn from the run's aggregated results."))
+        results += figure_env(
+            fig, TEMPLATE_CAPTIONS.get(fig.name, "A figure drawn from the run's aggregated results.")
+        )
     results += tests_table(idea, macros)
     sections.append(Section("Results", results))
     tables = "".join(stage_table(idea, macros, si) for si, stage in enumerate(idea.stages) if stage.groups)
     sections.append(Section("Search tree", search_table(idea, macros)))
     if idea.heldout and "HeldoutValue" in macros.macros:
-        sections.append(Section("Held-out evaluation", "The final node was chosen on held-out data the search never "
-                                f"saw: held-out {latex_escape(idea.primary.name)} \\HeldoutValue{{}}"
-                                + (" against \\HeldoutSearchValue{} during the search." if "HeldoutSearchValue" in macros.macros else ".")))
-    sections.append(Section("Limitations", "This is an automated results report, not a paper: it makes no claim beyond "
-                            "the run's own experiments, the seeds are few, and significance tests on so few seeds have "
-                            "little power. Read the effect sizes with their standard deviations."))
-    tex = render_paper(template=template, title=latex_escape(idea.title), author="Silva \\textperiodcentered{} automated results report",
-                       abstract=abstract(run, idea, macros), sections=sections, cite=False,
-                       appendix=[Section("Per-stage results", tables)])
+        sections.append(
+            Section(
+                "Held-out evaluation",
+                "The final node was chosen on held-out data the search never "
+                f"saw: held-out {latex_escape(idea.primary.name)} \\HeldoutValue{{}}"
+                + (
+                    " against \\HeldoutSearchValue{} during the search."
+                    if "HeldoutSearchValue" in macros.macros
+                    else "."
+                ),
+            )
+        )
+    sections.append(
+        Section(
+            "Limitations",
+            "This is an automated results report, not a paper: it makes no claim beyond "
+            "the run's own experiments, the seeds are few, and significance tests on so few seeds have "
+            "little power. Read the effect sizes with their standard deviations.",
+        )
+    )
+    tex = render_paper(
+        template=template,
+        title=latex_escape(idea.title),
+        author="Silva \\textperiodcentered{} automated results report",
+        abstract=abstract(run, idea, macros),
+        sections=sections,
+        cite=False,
+        appendix=[Section("Per-stage results", tables)],
+    )
     if template == "conference":  # two columns: tables and figures span both
         for env in ("table", "figure"):
-            tex = tex.replace(f"\\begin{{{env}}}", f"\\begin{{{env}*}}").replace(f"\\end{{{env}}}", f"\\end{{{env}*}}")
+            tex = tex.replace(f"\\begin{{{env}}}", f"\\begin{{{env}*}}").replace(
+                f"\\end{{{env}}}", f"\\end{{{env}*}}"
+            )
     return tex

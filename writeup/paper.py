@@ -87,8 +87,13 @@ class Paper:
     def try_version(self, tex: str, bib: str, round_: str) -> Version:
         """Compile `tex` in build/, check it, publish it when it compiled and is no worse."""
         shutil.rmtree(self.build, ignore_errors=True)
-        files = {"paper.tex": tex.encode(), "references.bib": bib.encode(), "results.tex": self.macros.tex().encode(),
-                 **style_files(), **{f"figures/{f.name}": f.path.read_bytes() for f in self.figures}}
+        files = {
+            "paper.tex": tex.encode(),
+            "references.bib": bib.encode(),
+            "results.tex": self.macros.tex().encode(),
+            **style_files(),
+            **{f"figures/{f.name}": f.path.read_bytes() for f in self.figures},
+        }
         box = self.texbox()
         box.exec(["true"], files=files)
         compiled = box.compile("paper.tex")
@@ -98,18 +103,33 @@ class Paper:
             numbers = check_pdf(numbers, box.text("paper.pdf"), self.macros)
             chk = box.chktex("paper.tex")
         version = Version(tex, bib, compiled, numbers, chk)
-        self.log("compile", round=round_, ok=compiled.ok, wall_s=round(compiled.wall_s, 3), pages=compiled.pages,
-                 body_pages=compiled.body_pages, errors=[str(e) for e in compiled.errors[:10]],
-                 untraced=[u.text for u in numbers.untraced], pdf_missing=numbers.pdf_missing, chktex=len(chk))
-        if compiled.ok and (self.best is None or version.score(self.cfg.page_limit) <= self.best.score(self.cfg.page_limit)):
+        self.log(
+            "compile",
+            round=round_,
+            ok=compiled.ok,
+            wall_s=round(compiled.wall_s, 3),
+            pages=compiled.pages,
+            body_pages=compiled.body_pages,
+            errors=[str(e) for e in compiled.errors[:10]],
+            untraced=[u.text for u in numbers.untraced],
+            pdf_missing=numbers.pdf_missing,
+            chktex=len(chk),
+        )
+        if compiled.ok and (
+            self.best is None or version.score(self.cfg.page_limit) <= self.best.score(self.cfg.page_limit)
+        ):
             self.publish(version)
         return version
 
     def publish(self, version: Version) -> None:
         assert version.compiled.pdf is not None
-        for name, data in (("paper.tex", version.tex.encode()), ("references.bib", version.bib.encode()),
-                           ("results.tex", self.macros.tex().encode()), ("paper.pdf", version.compiled.pdf.read_bytes()),
-                           ("numbers.json", version.numbers.model_dump_json(indent=2).encode())):
+        for name, data in (
+            ("paper.tex", version.tex.encode()),
+            ("references.bib", version.bib.encode()),
+            ("results.tex", self.macros.tex().encode()),
+            ("paper.pdf", version.compiled.pdf.read_bytes()),
+            ("numbers.json", version.numbers.model_dump_json(indent=2).encode()),
+        ):
             tmp = self.dir / (name + ".tmp")
             tmp.write_bytes(data)
             os.replace(tmp, self.dir / name)
@@ -132,17 +152,26 @@ class Paper:
         return self.try_version(tex, version.bib, "final")
 
 
-def open_paper(run_dir: Path, idea: str | None, cfg: WriteupConfig, sandbox: str = "local",
-               sandbox_options: dict[str, Any] | None = None) -> Paper:
+def open_paper(
+    run_dir: Path,
+    idea: str | None,
+    cfg: WriteupConfig,
+    sandbox: str = "local",
+    sandbox_options: dict[str, Any] | None = None,
+) -> Paper:
     run = read_run(run_dir)
     if not run.ideas:
         raise ConfigError(f"{run_dir}: no stage of the run has finished yet; nothing to write about")
     if idea is None:
         if len(run.ideas) > 1:
-            raise ConfigError(f"{run_dir} holds several ideas ({', '.join(run.ideas)}); choose one with --idea NAME")
+            raise ConfigError(
+                f"{run_dir} holds several ideas ({', '.join(run.ideas)}); choose one with --idea NAME"
+            )
         idea = next(iter(run.ideas))
     if idea not in run.ideas:
-        raise ConfigError(f"--idea {idea!r}: the run has no finished stage for it; ideas: {', '.join(run.ideas)}")
+        raise ConfigError(
+            f"--idea {idea!r}: the run has no finished stage for it; ideas: {', '.join(run.ideas)}"
+        )
     results = run.ideas[idea]
     paper_dir = run_dir / PAPER_DIR / idea
     paper_dir.mkdir(parents=True, exist_ok=True)
@@ -174,7 +203,9 @@ def write_paper(
 
         paper.figures, origin = make_figures(paper.idea, paper.dir, paper.provider)
         paper.log("figures", origin=origin, files=[f.name for f in paper.figures])
-        version = paper.try_version(report(paper.run, paper.idea, paper.macros, paper.figures, cfg.template), "", "offline")
+        version = paper.try_version(
+            report(paper.run, paper.idea, paper.macros, paper.figures, cfg.template), "", "offline"
+        )
     else:
         from engine.llm import LLMError
         from writeup.llm_writer import LLMWriter
@@ -187,8 +218,11 @@ def write_paper(
             paper.log("llm_failed", error=str(e)[:500])
             if paper.best is None:
                 paper.figures, _ = make_figures(paper.idea, paper.dir, paper.provider)
-                version = paper.try_version(report(paper.run, paper.idea, paper.macros, paper.figures, cfg.template),
-                                            "", "offline-fallback")
+                version = paper.try_version(
+                    report(paper.run, paper.idea, paper.macros, paper.figures, cfg.template),
+                    "",
+                    "offline-fallback",
+                )
             else:
                 version = paper.best
     if paper.best is None:
@@ -196,6 +230,10 @@ def write_paper(
         paper.log("failed", errors=errors)
         raise RuntimeError(f"no version of the paper compiled ({paper.dir / LOG_FILE}): {errors}")
     shutil.rmtree(paper.build, ignore_errors=True)
-    paper.log("done", pdf=str(paper.dir / "paper.pdf"), wall_s=round(time.monotonic() - started, 3),
-              numbers_ok=paper.best.numbers.ok)
+    paper.log(
+        "done",
+        pdf=str(paper.dir / "paper.pdf"),
+        wall_s=round(time.monotonic() - started, 3),
+        numbers_ok=paper.best.numbers.ok,
+    )
     return paper.dir / "paper.pdf"

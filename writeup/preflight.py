@@ -16,18 +16,28 @@ from writeup.compile import TOOLS, TexBox
 from writeup.config import WriteupConfig
 from writeup.latex import style_files
 
-PROBE = "\\documentclass{article}\\usepackage{silva-workshop}\\begin{document}Silva preflight.\\end{document}\n"
+PROBE = (
+    "\\documentclass{article}\\usepackage{silva-workshop}\\begin{document}Silva preflight.\\end{document}\n"
+)
 
 
-def preflight(cfg: WriteupConfig, *, sandbox: str = "local", sandbox_options: dict[str, Any] | None = None,
-              llm_writer: bool = True, env: Mapping[str, str] = os.environ) -> None:
+def preflight(
+    cfg: WriteupConfig,
+    *,
+    sandbox: str = "local",
+    sandbox_options: dict[str, Any] | None = None,
+    llm_writer: bool = True,
+    env: Mapping[str, str] = os.environ,
+) -> None:
     """Raise ConfigError naming every problem: missing TeX tools, a style that does not compile
     in the sandbox, a literature client that cannot answer (only when the LLM writer will cite)."""
     problems: list[str] = []
     missing = [t for t in TOOLS if shutil.which(t) is None]
     if missing:
-        problems.append(f"writeup: {', '.join(missing)} not found; install TeX Live with `make system-deps` "
-                        "(texlive-latex-base, -latex-recommended, -fonts-recommended, -latex-extra, latexmk, chktex, poppler-utils)")
+        problems.append(
+            f"writeup: {', '.join(missing)} not found; install TeX Live with `make system-deps` "
+            "(texlive-latex-base, -latex-recommended, -fonts-recommended, -latex-extra, latexmk, chktex, poppler-utils)"
+        )
     else:
         with tempfile.TemporaryDirectory(prefix="silva-tex-probe-") as tmp:
             try:
@@ -38,15 +48,19 @@ def preflight(cfg: WriteupConfig, *, sandbox: str = "local", sandbox_options: di
                 problems.append(f"writeup: the {sandbox!r} sandbox cannot compile LaTeX here: {e}")
             else:
                 if not result.ok:
-                    problems.append("writeup: a one-line LaTeX document does not compile in the sandbox: "
-                                    + "; ".join(str(e) for e in result.errors[:3]))
+                    problems.append(
+                        "writeup: a one-line LaTeX document does not compile in the sandbox: "
+                        + "; ".join(str(e) for e in result.errors[:3])
+                    )
     if llm_writer and cfg.offline is not True and cfg.literature.provider != "none":
         from writeup.literature import LiteratureError, open_literature
 
         try:
             open_literature(cfg.literature, env).check()
         except LiteratureError as e:
-            problems.append(f"writeup.literature ({cfg.literature.provider}): {e}; set writeup.literature.provider "
-                            "to another source (openalex, offline_bib with bib_file) or 'none' to write without citations")
+            problems.append(
+                f"writeup.literature ({cfg.literature.provider}): {e}; set writeup.literature.provider "
+                "to another source (openalex, offline_bib with bib_file) or 'none' to write without citations"
+            )
     if problems:
         raise ConfigError("the paper writer cannot run:\n  " + "\n  ".join(problems))

@@ -89,12 +89,16 @@ class RunResults(BaseModel):
 def read_run(run_dir: Path) -> RunResults:
     """Read a run directory. Raises ConfigError when it is not one or holds no finished stage."""
     if not (run_dir / EVENTS_FILE).is_file():
-        raise ConfigError(f"{run_dir}: not a Silva run directory (no {EVENTS_FILE}); pass the directory `silva run` printed")
+        raise ConfigError(
+            f"{run_dir}: not a Silva run directory (no {EVENTS_FILE}); pass the directory `silva run` printed"
+        )
     journal = Journal.open(run_dir, read_only=True)  # a reader: no lock, never a write
     cfg = journal.config
     ideas: dict[str, IdeaResults] = {}
-    names = sorted({idea for idea, _ in journal.stage_ended}, key=lambda i: min(
-        e["ts"] for (k, _), e in journal.stage_ended.items() if k == i))
+    names = sorted(
+        {idea for idea, _ in journal.stage_ended},
+        key=lambda i: min(e["ts"] for (k, _), e in journal.stage_ended.items() if k == i),
+    )
     described = _descriptions(cfg, journal)
     for name in names:
         ideas[name] = _idea(run_dir, journal, name, described.get(name) or described.get("*") or {})
@@ -126,32 +130,47 @@ def _descriptions(cfg: dict[str, Any], journal: Journal) -> dict[str, dict[str, 
         path = Path(cfg["template"]) / "template.yaml"
         spec = yaml.safe_load(path.read_text()) if path.is_file() else {}
         method = spec.get("method") or {}
-        return {"*": {
-            "title": spec.get("name", cfg.get("name", "experiment")),
-            "hypothesis": " ".join(str(spec.get("description", "")).split()),
-            "method": method.get("name", ""), "method_description": method.get("description", ""),
-            "metrics": spec.get("metrics") or metrics, "fixed": spec.get("fixed") or {},
-        }}
+        return {
+            "*": {
+                "title": spec.get("name", cfg.get("name", "experiment")),
+                "hypothesis": " ".join(str(spec.get("description", "")).split()),
+                "method": method.get("name", ""),
+                "method_description": method.get("description", ""),
+                "metrics": spec.get("metrics") or metrics,
+                "fixed": spec.get("fixed") or {},
+            }
+        }
     out: dict[str, dict[str, Any]] = {}
     sources = [cfg["idea"]] if cfg.get("idea") else [i["path"] for i in cfg.get("ideas") or []]
     for source in sources:
         path = Path(source)
         if not path.is_file():
             continue
-        data = yaml.safe_load(path.read_text()) if path.suffix in (".yaml", ".yml") else json.loads(path.read_text())
+        data = (
+            yaml.safe_load(path.read_text())
+            if path.suffix in (".yaml", ".yml")
+            else json.loads(path.read_text())
+        )
         from search.idea import Idea  # the idea file's own validation (AI-Scientist aliases included)
 
         idea = Idea.model_validate(data)
         out[idea.name] = {
-            "title": idea.title, "hypothesis": idea.hypothesis, "abstract": idea.abstract,
-            "method": idea.title, "method_description": "; ".join(idea.experiments),
+            "title": idea.title,
+            "hypothesis": idea.hypothesis,
+            "abstract": idea.abstract,
+            "method": idea.title,
+            "method_description": "; ".join(idea.experiments),
             "metrics": [m.model_dump() for m in idea.metrics],
         }
     return out
 
 
 def _idea(run_dir: Path, journal: Journal, name: str, described: dict[str, Any]) -> IdeaResults:
-    stages = [_stage(run_dir, journal, name, stage) for stage in journal.stage_names if (name, stage) in journal.stage_ended]
+    stages = [
+        _stage(run_dir, journal, name, stage)
+        for stage in journal.stage_names
+        if (name, stage) in journal.stage_ended
+    ]
     notes = run_dir / NOTES_DIR / name / "journal.md"
     best_code = ""
     for s in reversed(stages):
@@ -159,7 +178,9 @@ def _idea(run_dir: Path, journal: Journal, name: str, described: dict[str, Any])
         if node is not None and node.code:
             best_code = node.code
             break
-    metrics = [MetricSpec.model_validate(m) for m in described.get("metrics") or []] or list(journal.metric_specs)
+    metrics = [MetricSpec.model_validate(m) for m in described.get("metrics") or []] or list(
+        journal.metric_specs
+    )
     return IdeaResults(
         name=name,
         title=described.get("title") or name,

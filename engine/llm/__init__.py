@@ -15,7 +15,15 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from engine.llm.client import LLM, Transport
-from engine.llm.config import Capabilities, LLMConfig, ModelSpec, Price, ProviderConfig, RoleConfig, ScriptRule
+from engine.llm.config import (
+    Capabilities,
+    LLMConfig,
+    ModelSpec,
+    Price,
+    ProviderConfig,
+    RoleConfig,
+    ScriptRule,
+)
 from engine.llm.errors import (
     BudgetExceeded,
     CacheMiss,
@@ -31,8 +39,8 @@ from engine.llm.structured import FinalAnswer, extract_code, extract_code_blocks
 from engine.llm.types import (
     EMBEDDING_ROLE,
     Completion,
-    EmbedRequest,
     Embeddings,
+    EmbedRequest,
     ImagePart,
     LLMRequest,
     Message,
@@ -56,11 +64,42 @@ def build_gateway(
 
 
 __all__ = [
-    "LLM", "Transport", "Gateway", "build_gateway", "validate_llm_config", "resolve_keys", "take_api_keys",
-    "LLMConfig", "ProviderConfig", "ModelSpec", "RoleConfig", "Capabilities", "Price", "ScriptRule",
-    "Message", "TextPart", "ImagePart", "Completion", "Usage", "LLMRequest", "Provider",
-    "EMBEDDING_ROLE", "EmbedRequest", "Embeddings",
-    "LLMError", "LLMConfigError", "BudgetExceeded", "LLMCallError", "StructuredOutputError", "FinalAnswer", "CacheMiss",
-    "CallRecord", "LEDGER_FILE", "summarize", "render_summary",
-    "extract_code", "extract_code_blocks", "extract_json",
+    "LLM",
+    "Transport",
+    "Gateway",
+    "build_gateway",
+    "validate_llm_config",
+    "resolve_keys",
+    "take_api_keys",
+    "LLMConfig",
+    "ProviderConfig",
+    "ModelSpec",
+    "RoleConfig",
+    "Capabilities",
+    "Price",
+    "ScriptRule",
+    "Message",
+    "TextPart",
+    "ImagePart",
+    "Completion",
+    "Usage",
+    "LLMRequest",
+    "Provider",
+    "EMBEDDING_ROLE",
+    "EmbedRequest",
+    "Embeddings",
+    "LLMError",
+    "LLMConfigError",
+    "BudgetExceeded",
+    "LLMCallError",
+    "StructuredOutputError",
+    "FinalAnswer",
+    "CacheMiss",
+    "CallRecord",
+    "LEDGER_FILE",
+    "summarize",
+    "render_summary",
+    "extract_code",
+    "extract_code_blocks",
+    "extract_json",
 ]

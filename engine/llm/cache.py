@@ -49,8 +49,16 @@ def cache_key(call: ProviderCall, node_id: str | None) -> str:
 
 
 def embedding_key(model: ResolvedModel, dimensions: int | None, text: str) -> str:
-    return _digest({"v": CACHE_VERSION, "kind": "embedding", "provider": model.provider, "model": model.model,
-                    "dimensions": dimensions, "text": text})
+    return _digest(
+        {
+            "v": CACHE_VERSION,
+            "kind": "embedding",
+            "provider": model.provider,
+            "model": model.model,
+            "dimensions": dimensions,
+            "text": text,
+        }
+    )
 
 
 def _digest(material: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from engine.llm.errors import StructuredOutputError
 from engine.llm.structured import ParseFailure, output_schema, parse_output, reask
-from engine.llm.types import EMBEDDING_ROLE, Completion, EmbedRequest, Embeddings, LLMRequest, Message
+from engine.llm.types import EMBEDDING_ROLE, Completion, Embeddings, EmbedRequest, LLMRequest, Message
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -28,15 +28,29 @@ class LLM:
 
     @overload
     def complete(
-        self, messages: str | Message | Sequence[Message], *, role: str, output_type: None = None,
-        node_id: str | None = None, stage: str | None = None, idea: str | None = None, attempt: int = 0,
+        self,
+        messages: str | Message | Sequence[Message],
+        *,
+        role: str,
+        output_type: None = None,
+        node_id: str | None = None,
+        stage: str | None = None,
+        idea: str | None = None,
+        attempt: int = 0,
         blocking: bool = False,
     ) -> Completion: ...
 
     @overload
     def complete(
-        self, messages: str | Message | Sequence[Message], *, role: str, output_type: type[T],
-        node_id: str | None = None, stage: str | None = None, idea: str | None = None, attempt: int = 0,
+        self,
+        messages: str | Message | Sequence[Message],
+        *,
+        role: str,
+        output_type: type[T],
+        node_id: str | None = None,
+        stage: str | None = None,
+        idea: str | None = None,
+        attempt: int = 0,
         blocking: bool = False,
     ) -> T: ...
 
@@ -61,8 +75,16 @@ class LLM:
         schema = output_schema(output_type) if output_type is not None else None
 
         def ask(history: list[Message]) -> Completion:
-            request = LLMRequest(messages=tuple(history), role=role, output_schema=schema,
-                                 node_id=node_id, stage=stage, idea=idea, attempt=attempt, blocking=blocking)
+            request = LLMRequest(
+                messages=tuple(history),
+                role=role,
+                output_schema=schema,
+                node_id=node_id,
+                stage=stage,
+                idea=idea,
+                attempt=attempt,
+                blocking=blocking,
+            )
             return self.transport.call(request)
 
         completion = ask(turns)
@@ -83,8 +105,13 @@ class LLM:
                 completion = ask(turns)
 
     def embed(
-        self, texts: Sequence[str], *, role: str = EMBEDDING_ROLE, node_id: str | None = None,
-        stage: str | None = None, idea: str | None = None,
+        self,
+        texts: Sequence[str],
+        *,
+        role: str = EMBEDDING_ROLE,
+        node_id: str | None = None,
+        stage: str | None = None,
+        idea: str | None = None,
     ) -> list[list[float]]:
         """One vector per text, in order, from the model `role` maps to (it must have the
         `embeddings` capability). Cached per text, so texts embedded before cost nothing.

@@ -43,12 +43,18 @@ class HedgeConfig(_Strict):
     sent once more; the first answer wins, the other is cancelled. A blocking call is sent twice
     at once: every slot may be waiting for it, and it needs no history to be hedged."""
 
-    quantile: float = Field(0.9, gt=0, lt=1, description="hedge once a call outlasts this share of earlier calls")
-    min_samples: int = Field(20, ge=1, description="answered calls needed first: of the role, else of its model in every role")
+    quantile: float = Field(
+        0.9, gt=0, lt=1, description="hedge once a call outlasts this share of earlier calls"
+    )
+    min_samples: int = Field(
+        20, ge=1, description="answered calls needed first: of the role, else of its model in every role"
+    )
     min_delay_s: float = Field(2.0, ge=0, description="never hedge a call sooner than this")
     at_once_when_blocking: bool = Field(
-        True, description="send a blocking call (one a decision waits for: a stage's selection, the judgement "
-        "of a node that could be its best) twice at once")
+        True,
+        description="send a blocking call (one a decision waits for: a stage's selection, the judgement "
+        "of a node that could be its best) twice at once",
+    )
 
 
 class ProviderConfig(_Strict):
@@ -62,7 +68,9 @@ class ProviderConfig(_Strict):
     max_retries: int = Field(4, ge=0, description="retries of 429/5xx/connection errors/timeouts")
     backoff_base_s: float = Field(1.0, ge=0)
     backoff_max_s: float = Field(60.0, ge=0)
-    hedge: HedgeConfig | None = Field(default_factory=HedgeConfig, description="null: never send a call twice")
+    hedge: HedgeConfig | None = Field(
+        default_factory=HedgeConfig, description="null: never send a call twice"
+    )
     rules: list[ScriptRule] = Field(default_factory=list, description="scripted provider only")
     default_response: str = Field("", description="scripted provider: answer when no rule matches")
 
@@ -105,7 +113,9 @@ class RoleConfig(_Strict):
     max_tokens: int = Field(4096, gt=0)
     reasoning_effort: Literal["low", "medium", "high"] | None = None
     dimensions: int | None = Field(
-        None, gt=0, description="embedding role only: vector length asked of models that can shorten (text-embedding-3)"
+        None,
+        gt=0,
+        description="embedding role only: vector length asked of models that can shorten (text-embedding-3)",
     )
 
 

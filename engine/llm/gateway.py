@@ -32,7 +32,7 @@ from engine.llm.hedge import LatencyBook, Race, race
 from engine.llm.ledger import LEDGER_FILE, CallRecord, Ledger
 from engine.llm.providers.base import EmbedCall, EmbeddingProvider, Provider, ProviderCall, ProviderError
 from engine.llm.ratelimit import Limiter
-from engine.llm.types import CachedVector, Completion, EmbedRequest, Embeddings, LLMRequest, Message, Usage
+from engine.llm.types import CachedVector, Completion, Embeddings, EmbedRequest, LLMRequest, Message, Usage
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,9 @@ def build_provider(name: str, pcfg: ProviderConfig, key: str | None) -> Provider
     if pcfg.kind in ("openai", "openai_compatible"):
         from engine.llm.providers.openai import OpenAIProvider
 
-        return OpenAIProvider(name, api_key=key, base_url=pcfg.base_url, compatible=pcfg.kind == "openai_compatible")
+        return OpenAIProvider(
+            name, api_key=key, base_url=pcfg.base_url, compatible=pcfg.kind == "openai_compatible"
+        )
     from engine.llm.providers.scripted import ScriptedProvider
 
     return ScriptedProvider(name, rules=pcfg.rules, default=pcfg.default_response)
@@ -130,17 +132,23 @@ class Gateway:
         key = cache_key(call, request.node_id)  # never the attempt: a resume must not pay twice
         cached = self.cache.get(key)
         if cached is not None:
-            hit = cached.model_copy(update={"cache_hit": True, "dollars": 0.0, "latency_s": 0.0, "retries": 0})
+            hit = cached.model_copy(
+                update={"cache_hit": True, "dollars": 0.0, "latency_s": 0.0, "retries": 0}
+            )
             self._record(request, call, hit, key=key)
             return hit
         if self.cache.mode == "replay":
             self._record(request, call, None, key=key, error="cache miss in replay mode")
-            raise CacheMiss(f"replay: no cached response for a {request.role!r} call (node {request.node_id}); "
-                            "the replayed run asked something the original run did not")
+            raise CacheMiss(
+                f"replay: no cached response for a {request.role!r} call (node {request.node_id}); "
+                "the replayed run asked something the original run did not"
+            )
         price = call.model.price
         if price is None:
-            raise LLMConfigError(f"model {call.model.name!r} ({call.model.model}) has no price; "
-                                 "set llm.models.<name>.price (input/output USD per million tokens)")
+            raise LLMConfigError(
+                f"model {call.model.name!r} ({call.model.model}) has no price; "
+                "set llm.models.<name>.price (input/output USD per million tokens)"
+            )
         est_in = estimate_tokens(call.messages, chars_per_token=3.0)
         try:
             reservation = await self.budget.reserve(price.dollars(est_in, call.max_tokens, 0), request.role)
@@ -164,10 +172,18 @@ class Gateway:
         try:
             provider = self._provider(call.model.provider)
             won = await race(
-                lambda: self._with_retries(call.model.provider, call.model.model, call.role, pcfg,
-                                           est_in + call.max_tokens, lambda: provider.complete(call)),
-                0.0 if request.blocking and pcfg.hedge is not None and pcfg.hedge.at_once_when_blocking
-                else self.latencies.delay(book, pcfg.hedge), may_hedge,
+                lambda: self._with_retries(
+                    call.model.provider,
+                    call.model.model,
+                    call.role,
+                    pcfg,
+                    est_in + call.max_tokens,
+                    lambda: provider.complete(call),
+                ),
+                0.0
+                if request.blocking and pcfg.hedge is not None and pcfg.hedge.at_once_when_blocking
+                else self.latencies.delay(book, pcfg.hedge),
+                may_hedge,
             )
             completion, usage = won.result, won.result.usage
             dollars = price.dollars(usage.input_tokens, usage.output_tokens, usage.cached_tokens)
@@ -178,8 +194,14 @@ class Gateway:
             # The job that asked was cancelled (engine/cancel.py). The provider has read the
             # prompt and may bill it: charged at the estimate, and kept in the ledger.
             dollars = price.dollars(est_in, 0, 0)
-            self._record(request, call, None, key=key, error="cancelled: the job that asked no longer needs it",
-                         charged=(est_in, dollars))
+            self._record(
+                request,
+                call,
+                None,
+                key=key,
+                error="cancelled: the job that asked no longer needs it",
+                charged=(est_in, dollars),
+            )
             raise
         finally:
             # Always: a reservation left behind would hold back every later caller.
@@ -195,8 +217,9 @@ class Gateway:
             await self._record_loser(request, call, won, key, hedge or 0.0)
         return completion
 
-    async def _record_loser(self, request: LLMRequest, call: ProviderCall, won: Race[Completion], key: str,
-                            reservation: float) -> None:
+    async def _record_loser(
+        self, request: LLMRequest, call: ProviderCall, won: Race[Completion], key: str, reservation: float
+    ) -> None:
         """The other copy of a hedged call: paid for real when it answered too, nothing when it
         failed, and when cancelled charged as if it had read the whole prompt and written the
         winner's output (providers may bill tokens generated before a disconnect), so the
@@ -207,14 +230,18 @@ class Gateway:
             await self.budget.settle(reservation, 0.0)
             self._record(request, call, None, key=key, error=f"hedged copy: {won.loser_error}", hedge="lost")
             return
-        usage = loser.usage if loser is not None else Usage(input_tokens=winner.usage.input_tokens,
-                                                            output_tokens=winner.usage.output_tokens)
+        usage = (
+            loser.usage
+            if loser is not None
+            else Usage(input_tokens=winner.usage.input_tokens, output_tokens=winner.usage.output_tokens)
+        )
         dollars = price.dollars(usage.input_tokens, usage.output_tokens, usage.cached_tokens)
         await self.budget.settle(reservation, dollars)
         # Its running time, a lower bound when cancelled: with the winner's, the ledger keeps how
         # long the first copy took (engine/llm/hedge.py LatencyBook).
-        copy = (loser or winner).model_copy(update={"usage": usage, "dollars": dollars, "retries": 0,
-                                                    "latency_s": won.loser_s})
+        copy = (loser or winner).model_copy(
+            update={"usage": usage, "dollars": dollars, "retries": 0, "latency_s": won.loser_s}
+        )
         self._record(request, call, copy, key=key, hedge="lost")
 
     async def aembed(self, request: EmbedRequest) -> Embeddings:
@@ -230,12 +257,19 @@ class Gateway:
         missing = [i for i in range(len(keys)) if i not in found]
         batch_key = _combined(keys)
         if found:
-            self._record_embed(request, call, key=batch_key if not missing else _combined([keys[i] for i in found]),
-                               tokens=sum(e.tokens for e in found.values()), cache_hit=True)
+            self._record_embed(
+                request,
+                call,
+                key=batch_key if not missing else _combined([keys[i] for i in found]),
+                tokens=sum(e.tokens for e in found.values()),
+                cache_hit=True,
+            )
         if missing and self.cache.mode == "replay":
             self._record_embed(request, call, key=batch_key, error="cache miss in replay mode")
-            raise CacheMiss(f"replay: {len(missing)} text(s) of a {request.role!r} embeddings call (node "
-                            f"{request.node_id}) are not in the cache; the replayed run embedded something new")
+            raise CacheMiss(
+                f"replay: {len(missing)} text(s) of a {request.role!r} embeddings call (node "
+                f"{request.node_id}) are not in the cache; the replayed run embedded something new"
+            )
         same: dict[str, list[int]] = {}  # a text repeated in one request is sent once
         for i in missing:
             same.setdefault(keys[i], []).append(i)
@@ -243,11 +277,15 @@ class Gateway:
         usage, dollars, retries, latency = 0, 0.0, 0, 0.0
         for batch in _batches(unique, [len(request.texts[i]) / 3.0 for i in unique]):
             texts = tuple(request.texts[i] for i in batch)
-            result = await self._embed_batch(request, call, pcfg, price, texts, _combined([keys[i] for i in batch]))
+            result = await self._embed_batch(
+                request, call, pcfg, price, texts, _combined([keys[i] for i in batch])
+            )
             weights = [max(1, len(t)) for t in texts]
             for i, vector, weight in zip(batch, result.vectors, weights):
                 # The API reports tokens per request; each text's share is apportioned by length.
-                entry = CachedVector(vector=vector, tokens=round(result.usage.input_tokens * weight / sum(weights)))
+                entry = CachedVector(
+                    vector=vector, tokens=round(result.usage.input_tokens * weight / sum(weights))
+                )
                 self.cache.put_vector(keys[i], entry)
                 found.update((j, entry) for j in same[keys[i]])
             usage += result.usage.input_tokens
@@ -256,14 +294,31 @@ class Gateway:
             latency += result.latency_s
         return Embeddings(
             vectors=tuple(found[i].vector for i in range(len(keys))),
-            usage=Usage(input_tokens=usage), provider=call.model.provider, model=call.model.model,
-            dollars=dollars, cache_hit=not missing, latency_s=latency, retries=retries,
+            usage=Usage(input_tokens=usage),
+            provider=call.model.provider,
+            model=call.model.model,
+            dollars=dollars,
+            cache_hit=not missing,
+            latency_s=latency,
+            retries=retries,
         )
 
-    async def _embed_batch(self, request: EmbedRequest, call: EmbedCall, pcfg: ProviderConfig, price: Price,
-                           texts: tuple[str, ...], key: str) -> Embeddings:
-        batch = EmbedCall(model=call.model, texts=texts, role=call.role, timeout_s=call.timeout_s,
-                          dimensions=call.dimensions)
+    async def _embed_batch(
+        self,
+        request: EmbedRequest,
+        call: EmbedCall,
+        pcfg: ProviderConfig,
+        price: Price,
+        texts: tuple[str, ...],
+        key: str,
+    ) -> Embeddings:
+        batch = EmbedCall(
+            model=call.model,
+            texts=texts,
+            role=call.role,
+            timeout_s=call.timeout_s,
+            dimensions=call.dimensions,
+        )
         est = int(sum(len(t) for t in texts) / 3.0)
         try:
             reservation = await self.budget.reserve(price.dollars(est, 0, 0), request.role)
@@ -274,8 +329,9 @@ class Gateway:
         assert isinstance(provider, EmbeddingProvider)  # checked by _resolve_embed
         dollars = 0.0
         try:
-            result = await self._with_retries(call.model.provider, call.model.model, call.role, pcfg, est,
-                                              lambda: provider.embed(batch))
+            result = await self._with_retries(
+                call.model.provider, call.model.model, call.role, pcfg, est, lambda: provider.embed(batch)
+            )
             dollars = price.dollars(result.usage.input_tokens, 0, 0)
         except Exception as exc:  # recorded whatever it is, then re-raised unchanged
             self._record_embed(request, call, key=key, error=str(exc) or type(exc).__name__)
@@ -283,8 +339,15 @@ class Gateway:
         finally:
             await self.budget.settle(reservation, dollars)
         result = result.model_copy(update={"dollars": dollars})
-        self._record_embed(request, call, key=key, tokens=result.usage.input_tokens, dollars=dollars,
-                           latency_s=result.latency_s, retries=result.retries)
+        self._record_embed(
+            request,
+            call,
+            key=key,
+            tokens=result.usage.input_tokens,
+            dollars=dollars,
+            latency_s=result.latency_s,
+            retries=result.retries,
+        )
         return result
 
     def client(self) -> LLM:
@@ -313,7 +376,9 @@ class Gateway:
         with self._loop_lock:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
-                self._thread = threading.Thread(target=loop.run_forever, name="silva-llm-gateway", daemon=True)
+                self._thread = threading.Thread(
+                    target=loop.run_forever, name="silva-llm-gateway", daemon=True
+                )
                 self._thread.start()
                 self._loop = loop
             return self._loop
@@ -321,20 +386,26 @@ class Gateway:
     def _resolve(self, request: LLMRequest) -> tuple[ProviderCall, ProviderConfig]:
         role = self.cfg.roles.get(request.role)
         if role is None:
-            raise LLMConfigError(f"no model configured for LLM role {request.role!r}; add it under llm.roles "
-                                 f"(configured: {', '.join(sorted(self.cfg.roles)) or 'none'})")
+            raise LLMConfigError(
+                f"no model configured for LLM role {request.role!r}; add it under llm.roles "
+                f"(configured: {', '.join(sorted(self.cfg.roles)) or 'none'})"
+            )
         model = resolve_model(self.cfg, role.model)
         caps = model.capabilities
         if not caps.chat:
             raise LLMConfigError(chat_caps_problem(request.role, role.model))
         n_images = sum(len(m.images) for m in request.messages)
         if n_images and not caps.vision:
-            raise LLMCallError(f"role {request.role!r} sent {n_images} image(s) but model {role.model!r} has no "
-                               "vision capability; map the role to a vision model")
+            raise LLMCallError(
+                f"role {request.role!r} sent {n_images} image(s) but model {role.model!r} has no "
+                "vision capability; map the role to a vision model"
+            )
         prompt_tokens = estimate_tokens(request.messages, chars_per_token=4.0)
         if prompt_tokens + role.max_tokens > caps.context_tokens:
-            raise LLMCallError(f"role {request.role!r}: prompt of ~{prompt_tokens} tokens plus max_tokens "
-                               f"{role.max_tokens} exceeds the {caps.context_tokens}-token context of {role.model!r}")
+            raise LLMCallError(
+                f"role {request.role!r}: prompt of ~{prompt_tokens} tokens plus max_tokens "
+                f"{role.max_tokens} exceeds the {caps.context_tokens}-token context of {role.model!r}"
+            )
         pcfg = self.cfg.providers[model.provider]
         call = ProviderCall(
             model=model,
@@ -351,8 +422,10 @@ class Gateway:
     def _resolve_embed(self, request: EmbedRequest) -> tuple[EmbedCall, ProviderConfig, Price]:
         role = self.cfg.roles.get(request.role)
         if role is None:
-            raise LLMConfigError(f"no model configured for LLM role {request.role!r}; add it under llm.roles, "
-                                 "mapped to an embedding model (e.g. text-embedding-3-small)")
+            raise LLMConfigError(
+                f"no model configured for LLM role {request.role!r}; add it under llm.roles, "
+                "mapped to an embedding model (e.g. text-embedding-3-small)"
+            )
         model = resolve_model(self.cfg, role.model)
         pcfg = self.cfg.providers[model.provider]
         if pcfg.kind not in EMBEDDING_KINDS:
@@ -360,19 +433,30 @@ class Gateway:
         if not model.capabilities.embeddings:
             raise LLMConfigError(embedding_caps_problem(request.role, role.model, model.model))
         if model.price is None:
-            raise LLMConfigError(f"model {model.name!r} ({model.model}) has no price; "
-                                 "set llm.models.<name>.price (input USD per million tokens)")
+            raise LLMConfigError(
+                f"model {model.name!r} ({model.model}) has no price; "
+                "set llm.models.<name>.price (input USD per million tokens)"
+            )
         for i, text in enumerate(request.texts):
             if not text.strip():
-                raise LLMCallError(f"role {request.role!r}: text {i} is empty; embeddings APIs refuse empty input")
+                raise LLMCallError(
+                    f"role {request.role!r}: text {i} is empty; embeddings APIs refuse empty input"
+                )
             if len(text) / 4.0 > model.capabilities.context_tokens:
-                raise LLMCallError(f"role {request.role!r}: text {i} of ~{int(len(text) / 4)} tokens exceeds the "
-                                   f"{model.capabilities.context_tokens}-token input limit of {role.model!r}")
+                raise LLMCallError(
+                    f"role {request.role!r}: text {i} of ~{int(len(text) / 4)} tokens exceeds the "
+                    f"{model.capabilities.context_tokens}-token input limit of {role.model!r}"
+                )
         if not isinstance(self._provider(model.provider), EmbeddingProvider):
             # A provider passed in from Python (build_gateway(providers=...)) that cannot embed.
             raise LLMConfigError(embedding_kind_problem(request.role, role.model, model.provider, pcfg.kind))
-        call = EmbedCall(model=model, texts=request.texts, role=request.role, timeout_s=pcfg.timeout_s,
-                         dimensions=role.dimensions)
+        call = EmbedCall(
+            model=model,
+            texts=request.texts,
+            role=request.role,
+            timeout_s=pcfg.timeout_s,
+            dimensions=role.dimensions,
+        )
         return call, pcfg, model.price
 
     def _provider(self, name: str) -> Provider:
@@ -385,8 +469,15 @@ class Gateway:
             self._limiters[name] = Limiter(pcfg.rpm, pcfg.tpm, pcfg.max_concurrency)
         return self._limiters[name]
 
-    async def _with_retries(self, name: str, model_id: str, role: str, pcfg: ProviderConfig, est_tokens: int,
-                            attempt_once: Callable[[], Awaitable[R]]) -> R:
+    async def _with_retries(
+        self,
+        name: str,
+        model_id: str,
+        role: str,
+        pcfg: ProviderConfig,
+        est_tokens: int,
+        attempt_once: Callable[[], Awaitable[R]],
+    ) -> R:
         limiter = self._limiter(name, pcfg)
         error = ProviderError("not attempted", retryable=False)
         for attempt in range(pcfg.max_retries + 1):
@@ -399,7 +490,7 @@ class Gateway:
                     return result.model_copy(update={"retries": attempt})
                 except ProviderError as exc:
                     error = exc
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     error = ProviderError(f"no answer within {pcfg.timeout_s}s", retryable=True)
             if not error.retryable or attempt == pcfg.max_retries:
                 break
@@ -409,8 +500,9 @@ class Gateway:
             log.info("LLM %s/%s: %s; retry %d in %.2fs", name, model_id, error, attempt + 1, delay)
             await asyncio.sleep(delay)
         tries = "not retryable" if not error.retryable else f"after {pcfg.max_retries + 1} attempts"
-        raise LLMCallError(f"LLM call to provider {name!r} model {model_id!r} for role {role!r} "
-                           f"failed ({tries}): {error}")
+        raise LLMCallError(
+            f"LLM call to provider {name!r} model {model_id!r} for role {role!r} failed ({tries}): {error}"
+        )
 
     @staticmethod
     def _backoff(pcfg: ProviderConfig, attempt: int, retry_after: float | None) -> float:
@@ -419,53 +511,97 @@ class Gateway:
             return min(retry_after, pcfg.backoff_max_s) * random.uniform(1.0, 1.1)
         return min(pcfg.backoff_max_s, pcfg.backoff_base_s * 2**attempt) * random.uniform(0.5, 1.0)
 
-    def _record(self, request: LLMRequest, call: ProviderCall, completion: Completion | None, *,
-                key: str, error: str | None = None, hedge: Literal["won", "lost"] | None = None,
-                charged: tuple[int, float] = (0, 0.0)) -> None:
+    def _record(
+        self,
+        request: LLMRequest,
+        call: ProviderCall,
+        completion: Completion | None,
+        *,
+        key: str,
+        error: str | None = None,
+        hedge: Literal["won", "lost"] | None = None,
+        charged: tuple[int, float] = (0, 0.0),
+    ) -> None:
         """One ledger record; `charged` (input tokens, dollars) for a call with no completion that
         is billed anyway (a cancelled one)."""
         usage = completion.usage if completion else None
-        self.ledger.append(CallRecord(
-            role=request.role, node_id=request.node_id, stage=request.stage, idea=request.idea,
-            provider=call.model.provider, model=call.model.model,
-            input_tokens=usage.input_tokens if usage else charged[0],
-            output_tokens=usage.output_tokens if usage else 0,
-            cached_tokens=usage.cached_tokens if usage else 0,
-            dollars=completion.dollars if completion else charged[1],
-            cache_hit=completion.cache_hit if completion else False,
-            latency_s=completion.latency_s if completion else 0.0,
-            retries=completion.retries if completion else 0,
-            attempt=request.attempt,
-            stop_reason=completion.stop_reason if completion else None,
-            error=error, key=key, hedge=hedge,
-        ))
+        self.ledger.append(
+            CallRecord(
+                role=request.role,
+                node_id=request.node_id,
+                stage=request.stage,
+                idea=request.idea,
+                provider=call.model.provider,
+                model=call.model.model,
+                input_tokens=usage.input_tokens if usage else charged[0],
+                output_tokens=usage.output_tokens if usage else 0,
+                cached_tokens=usage.cached_tokens if usage else 0,
+                dollars=completion.dollars if completion else charged[1],
+                cache_hit=completion.cache_hit if completion else False,
+                latency_s=completion.latency_s if completion else 0.0,
+                retries=completion.retries if completion else 0,
+                attempt=request.attempt,
+                stop_reason=completion.stop_reason if completion else None,
+                error=error,
+                key=key,
+                hedge=hedge,
+            )
+        )
 
-    def _record_embed(self, request: EmbedRequest, call: EmbedCall, *, key: str, tokens: int = 0,
-                      dollars: float = 0.0, cache_hit: bool = False, latency_s: float = 0.0, retries: int = 0,
-                      error: str | None = None) -> None:
-        self.ledger.append(CallRecord(
-            role=request.role, node_id=request.node_id, stage=request.stage, idea=request.idea,
-            provider=call.model.provider, model=call.model.model, input_tokens=tokens, dollars=dollars,
-            cache_hit=cache_hit, latency_s=latency_s, retries=retries, error=error, key=key,
-        ))
+    def _record_embed(
+        self,
+        request: EmbedRequest,
+        call: EmbedCall,
+        *,
+        key: str,
+        tokens: int = 0,
+        dollars: float = 0.0,
+        cache_hit: bool = False,
+        latency_s: float = 0.0,
+        retries: int = 0,
+        error: str | None = None,
+    ) -> None:
+        self.ledger.append(
+            CallRecord(
+                role=request.role,
+                node_id=request.node_id,
+                stage=request.stage,
+                idea=request.idea,
+                provider=call.model.provider,
+                model=call.model.model,
+                input_tokens=tokens,
+                dollars=dollars,
+                cache_hit=cache_hit,
+                latency_s=latency_s,
+                retries=retries,
+                error=error,
+                key=key,
+            )
+        )
 
 
 def chat_caps_problem(role: str, model: str) -> str:
-    return (f"role {role!r} maps to model {model!r}, an embedding model (capabilities.chat is false); "
-            "map it to a chat model")
+    return (
+        f"role {role!r} maps to model {model!r}, an embedding model (capabilities.chat is false); "
+        "map it to a chat model"
+    )
 
 
 def embedding_kind_problem(role: str, model: str, provider: str, kind: str) -> str:
-    return (f"role {role!r} maps to model {model!r} on provider {provider!r} of kind {kind}, which has no "
-            "embeddings API (Anthropic offers none); map it to an embedding model on an openai or "
-            "openai_compatible provider (e.g. text-embedding-3-small), or leave the role out to use the "
-            "offline TF-IDF fallback")
+    return (
+        f"role {role!r} maps to model {model!r} on provider {provider!r} of kind {kind}, which has no "
+        "embeddings API (Anthropic offers none); map it to an embedding model on an openai or "
+        "openai_compatible provider (e.g. text-embedding-3-small), or leave the role out to use the "
+        "offline TF-IDF fallback"
+    )
 
 
 def embedding_caps_problem(role: str, model: str, model_id: str) -> str:
-    return (f"role {role!r} maps to model {model!r} ({model_id}), which cannot embed "
-            "(capabilities.embeddings is false); map it to an embedding model such as text-embedding-3-small, "
-            "or set capabilities.embeddings: true on a model that serves embeddings")
+    return (
+        f"role {role!r} maps to model {model!r} ({model_id}), which cannot embed "
+        "(capabilities.embeddings is false); map it to an embedding model such as text-embedding-3-small, "
+        "or set capabilities.embeddings: true on a model that serves embeddings"
+    )
 
 
 def _combined(keys: list[str]) -> str:

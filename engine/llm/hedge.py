@@ -52,8 +52,14 @@ class LatencyBook:
         calls of the role, or of its model, seen to know what slow is)."""
         if cfg is None:
             return None
-        seen = next((s for s in (self._seen.get(key), self._model.get(key[:2]))
-                     if s is not None and len(s) >= cfg.min_samples), None)
+        seen = next(
+            (
+                s
+                for s in (self._seen.get(key), self._model.get(key[:2]))
+                if s is not None and len(s) >= cfg.min_samples
+            ),
+            None,
+        )
         if seen is None:
             return None
         ordered = sorted(seen)
@@ -73,7 +79,9 @@ class Race(Generic[T]):
     loser_s: float  # how long the other copy ran (a lower bound of its latency when cancelled)
 
 
-async def race(send: Callable[[], Awaitable[T]], delay: float | None, may_hedge: Callable[[], bool]) -> Race[T]:
+async def race(
+    send: Callable[[], Awaitable[T]], delay: float | None, may_hedge: Callable[[], bool]
+) -> Race[T]:
     """`send()` once; if it has not answered after `delay` s and `may_hedge()` agrees (it takes
     the budget's reservation for the copy), once more. First success wins; a copy that fails
     leaves the race to the other; both failing raises the first copy's error."""
@@ -89,16 +97,23 @@ async def race(send: Callable[[], Awaitable[T]], delay: float | None, may_hedge:
         pending: set[asyncio.Future[T]] = set(copies)
         while pending:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            ok = [c for c in copies if c in done and c.exception() is None]  # exception(): retrieved, never warned
+            ok = [
+                c for c in copies if c in done and c.exception() is None
+            ]  # exception(): retrieved, never warned
             if ok:
                 won = copies.index(ok[0])
                 now = time.monotonic()
                 other = copies[1 - won] if len(copies) > 1 else None
                 failed = other.exception() if other is not None and other.done() else None
                 loser = other.result() if other is not None and other.done() and failed is None else None
-                return Race(ok[0].result(), len(copies) > 1, loser,
-                            None if failed is None else str(failed) or type(failed).__name__,
-                            now - start, now - sent[1 - won] if len(copies) > 1 else 0.0)
+                return Race(
+                    ok[0].result(),
+                    len(copies) > 1,
+                    loser,
+                    None if failed is None else str(failed) or type(failed).__name__,
+                    now - start,
+                    now - sent[1 - won] if len(copies) > 1 else 0.0,
+                )
         error = copies[0].exception()
         assert error is not None
         raise error

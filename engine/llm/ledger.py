@@ -73,8 +73,16 @@ def read_records(path: Path) -> list[CallRecord]:
 
 
 def _empty() -> dict[str, Any]:
-    return {"calls": 0, "cache_hits": 0, "errors": 0, "hedged": 0, "input_tokens": 0, "output_tokens": 0,
-            "cached_tokens": 0, "dollars": 0.0}
+    return {
+        "calls": 0,
+        "cache_hits": 0,
+        "errors": 0,
+        "hedged": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cached_tokens": 0,
+        "dollars": 0.0,
+    }
 
 
 def _add(total: dict[str, Any], rec: CallRecord) -> None:
@@ -99,8 +107,13 @@ def totals(records: list[CallRecord]) -> dict[str, Any]:
     }
     for rec in records:
         _add(run, rec)
-        for group, value in (("by_role", rec.role), ("by_node", rec.node_id), ("by_stage", rec.stage),
-                             ("by_idea", rec.idea), ("by_model", f"{rec.provider}/{rec.model}")):
+        for group, value in (
+            ("by_role", rec.role),
+            ("by_node", rec.node_id),
+            ("by_stage", rec.stage),
+            ("by_idea", rec.idea),
+            ("by_model", f"{rec.provider}/{rec.model}"),
+        ):
             if value is not None:
                 _add(groups[group][value], rec)
     run["budget_stops"] = sum(1 for r in records if r.error and r.error.startswith("budget"))
@@ -117,7 +130,8 @@ def render_summary(summary: dict[str, Any]) -> str:
     run = summary["run"]
     lines = [
         f"LLM: {run['calls']} calls ({run['cache_hits']} cached, {run['errors']} failed"
-        + (f", {run['hedged']} hedged cop{'y' if run['hedged'] == 1 else 'ies'}" if run.get("hedged") else "") + "), "
+        + (f", {run['hedged']} hedged cop{'y' if run['hedged'] == 1 else 'ies'}" if run.get("hedged") else "")
+        + "), "
         f"{run['input_tokens']} in / {run['output_tokens']} out tokens "
         f"({run['cached_tokens']} cached), ${run['dollars']:.4f}"
     ]

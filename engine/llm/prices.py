@@ -44,15 +44,23 @@ DEFAULT_MODELS: dict[str, tuple[Capabilities, Price]] = {
     ),
     "gpt-5": (
         Capabilities(
-            **_VISION_TOOLS, json_schema=True, reasoning=True, temperature=False,
-            context_tokens=400_000, max_output_tokens=128_000,
+            **_VISION_TOOLS,
+            json_schema=True,
+            reasoning=True,
+            temperature=False,
+            context_tokens=400_000,
+            max_output_tokens=128_000,
         ),
         Price(input=1.25, output=10.0, cached_input=0.125),
     ),
     "o4-mini": (
         Capabilities(
-            **_VISION_TOOLS, json_schema=True, reasoning=True, temperature=False,
-            context_tokens=200_000, max_output_tokens=100_000,
+            **_VISION_TOOLS,
+            json_schema=True,
+            reasoning=True,
+            temperature=False,
+            context_tokens=200_000,
+            max_output_tokens=100_000,
         ),
         Price(input=1.1, output=4.4, cached_input=0.275),
     ),

@@ -99,7 +99,9 @@ def reask(completion: Completion, failure: ParseFailure) -> list[Message]:
     )
     return [
         Message.assistant(previous),
-        Message.user(f"That answer could not be used: {failure}.{hint} Reply again with only the corrected JSON."),
+        Message.user(
+            f"That answer could not be used: {failure}.{hint} Reply again with only the corrected JSON."
+        ),
     ]
 
 

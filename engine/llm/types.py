@@ -11,7 +11,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-ROLES: tuple[str, ...] = ("code", "feedback", "selection", "vision", "writeup", "review", "ideation", "embedding")
+ROLES: tuple[str, ...] = (
+    "code",
+    "feedback",
+    "selection",
+    "vision",
+    "writeup",
+    "review",
+    "ideation",
+    "embedding",
+)
 EMBEDDING_ROLE = "embedding"  # the role `LLM.embed` asks by default; it maps to an embedding model
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -34,7 +43,6 @@ class ImagePart(_Frozen):
 
     def b64(self) -> str:
         return base64.b64encode(self.png).decode("ascii")
-
 
 
 class Message(_Frozen):

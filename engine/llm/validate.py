@@ -27,16 +27,22 @@ def _problems(cfg: LLMConfig, env: Mapping[str, str]) -> list[str]:
         if role not in ROLES:
             problems.append(f"llm.roles.{role}: unknown role; the roles are {', '.join(ROLES)}")
         if rc.model not in cfg.models:
-            problems.append(f"llm.roles.{role}: model {rc.model!r} is not defined under llm.models "
-                            f"(defined: {', '.join(sorted(cfg.models)) or 'none'})")
+            problems.append(
+                f"llm.roles.{role}: model {rc.model!r} is not defined under llm.models "
+                f"(defined: {', '.join(sorted(cfg.models)) or 'none'})"
+            )
     for name, spec in cfg.models.items():
         if spec.provider not in cfg.providers:
-            problems.append(f"llm.models.{name}: provider {spec.provider!r} is not defined under llm.providers")
+            problems.append(
+                f"llm.models.{name}: provider {spec.provider!r} is not defined under llm.providers"
+            )
             continue
         model = resolve_model(cfg, name)
         if model.price is None:
-            problems.append(f"llm.models.{name}: no price known for model id {spec.model!r}; set "
-                            "price: {input: USD/Mtok, output: USD/Mtok} (0 for a free local model)")
+            problems.append(
+                f"llm.models.{name}: no price known for model id {spec.model!r}; set "
+                "price: {input: USD/Mtok, output: USD/Mtok} (0 for a free local model)"
+            )
     for role, rc in cfg.roles.items():
         if rc.model not in cfg.models or cfg.models[rc.model].provider not in cfg.providers:
             continue
@@ -45,34 +51,48 @@ def _problems(cfg: LLMConfig, env: Mapping[str, str]) -> list[str]:
         if role == EMBEDDING_ROLE:
             kind = cfg.providers[model.provider].kind
             if kind not in EMBEDDING_KINDS:
-                problems.append(f"llm.roles.{role}: model {rc.model!r} is on provider {model.provider!r} of kind "
-                                f"{kind}, which has no embeddings API (Anthropic offers none); map the role to an "
-                                "embedding model on an openai or openai_compatible provider (e.g. "
-                                "text-embedding-3-small), or remove it to use the offline TF-IDF fallback")
+                problems.append(
+                    f"llm.roles.{role}: model {rc.model!r} is on provider {model.provider!r} of kind "
+                    f"{kind}, which has no embeddings API (Anthropic offers none); map the role to an "
+                    "embedding model on an openai or openai_compatible provider (e.g. "
+                    "text-embedding-3-small), or remove it to use the offline TF-IDF fallback"
+                )
             elif not caps.embeddings:
-                problems.append(f"llm.roles.{role}: model {rc.model!r} ({model.model}) cannot embed "
-                                "(capabilities.embeddings is false); map the role to an embedding model such as "
-                                "text-embedding-3-small, or set capabilities.embeddings: true on a model that "
-                                "serves embeddings")
+                problems.append(
+                    f"llm.roles.{role}: model {rc.model!r} ({model.model}) cannot embed "
+                    "(capabilities.embeddings is false); map the role to an embedding model such as "
+                    "text-embedding-3-small, or set capabilities.embeddings: true on a model that "
+                    "serves embeddings"
+                )
             continue  # temperature and max_tokens mean nothing to an embeddings call
         if rc.dimensions is not None:
             problems.append(f"llm.roles.{role}: dimensions applies to the {EMBEDDING_ROLE} role only")
         if not caps.chat:
-            problems.append(f"llm.roles.{role}: model {rc.model!r} ({model.model}) is an embedding model "
-                            "(capabilities.chat is false); map the role to a chat model")
+            problems.append(
+                f"llm.roles.{role}: model {rc.model!r} ({model.model}) is an embedding model "
+                "(capabilities.chat is false); map the role to a chat model"
+            )
         if rc.max_tokens > caps.max_output_tokens:
-            problems.append(f"llm.roles.{role}: max_tokens {rc.max_tokens} exceeds model {rc.model!r}'s "
-                            f"output limit of {caps.max_output_tokens}")
+            problems.append(
+                f"llm.roles.{role}: max_tokens {rc.max_tokens} exceeds model {rc.model!r}'s "
+                f"output limit of {caps.max_output_tokens}"
+            )
         if role == "vision" and not caps.vision:
-            problems.append(f"llm.roles.vision: model {rc.model!r} has no vision capability; pick a model "
-                            "with capabilities.vision: true")
+            problems.append(
+                f"llm.roles.vision: model {rc.model!r} has no vision capability; pick a model "
+                "with capabilities.vision: true"
+            )
     for name, pcfg in _used_providers(cfg).items():
         if pcfg.kind in KEYED_KINDS and not pcfg.api_key_env:
-            problems.append(f"llm.providers.{name}: set api_key_env to the NAME of the environment variable "
-                            "holding its API key")
+            problems.append(
+                f"llm.providers.{name}: set api_key_env to the NAME of the environment variable "
+                "holding its API key"
+            )
         elif pcfg.api_key_env and not env.get(pcfg.api_key_env):
-            problems.append(f"llm.providers.{name}: environment variable {pcfg.api_key_env} (its API key) "
-                            "is not set; export it in the shell that starts the run")
+            problems.append(
+                f"llm.providers.{name}: environment variable {pcfg.api_key_env} (its API key) "
+                "is not set; export it in the shell that starts the run"
+            )
         if pcfg.kind == "openai_compatible" and not pcfg.base_url:
             problems.append(f"llm.providers.{name}: an openai_compatible provider needs base_url")
     return problems
@@ -95,8 +115,9 @@ def _unreachable(name: str, pcfg: ProviderConfig, timeout_s: float) -> str | Non
         with socket.create_connection((parts.hostname, port), timeout=timeout_s):
             return None
     except OSError as exc:
-        return (f"llm.providers.{name}: endpoint {url} is unreachable ({exc}); start the server or fix "
-                "base_url")
+        return (
+            f"llm.providers.{name}: endpoint {url} is unreachable ({exc}); start the server or fix base_url"
+        )
 
 
 def validate_llm_config(
@@ -114,7 +135,11 @@ def validate_llm_config(
 
 def resolve_keys(cfg: LLMConfig, env: Mapping[str, str]) -> dict[str, str]:
     """provider name -> API key value, read from the environment variables the config names."""
-    return {name: env[p.api_key_env] for name, p in cfg.providers.items() if p.api_key_env and env.get(p.api_key_env)}
+    return {
+        name: env[p.api_key_env]
+        for name, p in cfg.providers.items()
+        if p.api_key_env and env.get(p.api_key_env)
+    }
 
 
 def take_api_keys(cfg: LLMConfig, environ: MutableMapping[str, str]) -> dict[str, str]:

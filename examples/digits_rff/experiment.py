@@ -6,7 +6,6 @@ Silva file contract: read silva_params.json, write results.json (metrics and art
 import json
 import time
 
-import numpy as np
 from sklearn.datasets import load_digits
 from sklearn.kernel_approximation import RBFSampler
 from sklearn.linear_model import LogisticRegression
@@ -21,7 +20,9 @@ X, y = load_digits(return_X_y=True)
 # The test split is fixed across seeds so every node is scored on the same held-out digits;
 # the seed moves the train/validation split and the random features.
 X_rest, X_test, y_rest, y_test = train_test_split(X, y, test_size=0.25, random_state=1234, stratify=y)
-X_train, X_val, y_train, y_val = train_test_split(X_rest, y_rest, test_size=0.25, random_state=seed, stratify=y_rest)
+X_train, X_val, y_train, y_val = train_test_split(
+    X_rest, y_rest, test_size=0.25, random_state=seed, stratify=y_rest
+)
 
 steps = []
 if not p["ablate_scaling"]:

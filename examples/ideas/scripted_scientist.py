@@ -19,17 +19,41 @@ import math
 import random
 import re
 
-BASE_CONFIG = {"lr": 0.5, "epochs": 150, "l2": 0.0001, "standardize": True, "filter_rounds": 0,
-               "keep_ratio": 0.7, "random_filter": False, "noise": 0.3, "noise_type": "symmetric", "sleep": 0.0}
-HYPERPARAMETERS = [{"lr": 0.1}, {"lr": 1.0}, {"l2": 0.001}, {"epochs": 300}, {"lr": 0.3, "epochs": 250},
-                   {"l2": 1e-05}, {"lr": 2.0}, {"epochs": 80}, {"l2": 0.01}, {"lr": 0.05, "epochs": 400}]
-IMPROVEMENTS = [({"filter_rounds": 1, "keep_ratio": 0.7}, "drop the 30% highest-loss samples once and retrain"),
-                ({"filter_rounds": 2, "keep_ratio": 0.75}, "two rounds of small-loss filtering keeping 75%"),
-                ({"filter_rounds": 1, "keep_ratio": 0.65}, "filter more aggressively, keeping 65%"),
-                ({"filter_rounds": 3, "keep_ratio": 0.8}, "three gentle filtering rounds keeping 80%")]
-ABLATIONS = [("no_standardize", {"standardize": False}, "remove feature standardization"),
-             ("random_filter", {"random_filter": True}, "replace loss-ranked filtering by a random drop"),
-             ("no_filtering", {"filter_rounds": 0}, "remove the filtering step entirely")]
+BASE_CONFIG = {
+    "lr": 0.5,
+    "epochs": 150,
+    "l2": 0.0001,
+    "standardize": True,
+    "filter_rounds": 0,
+    "keep_ratio": 0.7,
+    "random_filter": False,
+    "noise": 0.3,
+    "noise_type": "symmetric",
+    "sleep": 0.0,
+}
+HYPERPARAMETERS = [
+    {"lr": 0.1},
+    {"lr": 1.0},
+    {"l2": 0.001},
+    {"epochs": 300},
+    {"lr": 0.3, "epochs": 250},
+    {"l2": 1e-05},
+    {"lr": 2.0},
+    {"epochs": 80},
+    {"l2": 0.01},
+    {"lr": 0.05, "epochs": 400},
+]
+IMPROVEMENTS = [
+    ({"filter_rounds": 1, "keep_ratio": 0.7}, "drop the 30% highest-loss samples once and retrain"),
+    ({"filter_rounds": 2, "keep_ratio": 0.75}, "two rounds of small-loss filtering keeping 75%"),
+    ({"filter_rounds": 1, "keep_ratio": 0.65}, "filter more aggressively, keeping 65%"),
+    ({"filter_rounds": 3, "keep_ratio": 0.8}, "three gentle filtering rounds keeping 80%"),
+]
+ABLATIONS = [
+    ("no_standardize", {"standardize": False}, "remove feature standardization"),
+    ("random_filter", {"random_filter": True}, "replace loss-ranked filtering by a random drop"),
+    ("no_filtering", {"filter_rounds": 0}, "remove the filtering step entirely"),
+]
 BLANK_PNG_BYTES = 6000  # a matplotlib figure with axes, lines and text is several times larger
 
 NUMPY_MODEL = '''
@@ -143,7 +167,7 @@ json.dump(results, open("results.json", "w"), indent=2)
 print(json.dumps(results["metrics"]))
 '''
 
-PLOT = '''import json
+PLOT = """import json
 
 import matplotlib
 matplotlib.use("Agg")
@@ -163,17 +187,17 @@ right.set_ylabel("value")
 right.set_title("validation metrics")
 fig.tight_layout()
 fig.savefig("training.png", dpi=80)
-'''
+"""
 
-BLANK_PLOT = '''import matplotlib
+BLANK_PLOT = """import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 fig = plt.figure(figsize=(3, 2))
 fig.savefig("training.png", dpi=40)
-'''
+"""
 
-METRICS_PLOT = '''import json
+METRICS_PLOT = """import json
 
 import matplotlib
 matplotlib.use("Agg")
@@ -189,7 +213,7 @@ for i, v in enumerate(metrics.values()):
     ax.text(i, v, f"{v:.3g}", ha="center", va="bottom")
 fig.tight_layout()
 fig.savefig("metrics.png", dpi=80)
-'''
+"""
 
 HEADER = re.compile(r"^\[silva\] (.*)$", re.MULTILINE)
 LOAD = re.compile(r"^(\w+) = json\.load\(open\([\"']silva_params\.json[\"']\)\)[ \t]*$", re.MULTILINE)
@@ -226,8 +250,10 @@ def _config_diff(code, config):
     """A unified diff that rewrites the CONFIG line of `code`."""
     lines = code.splitlines()
     i = next(k for k, line in enumerate(lines) if line.startswith("CONFIG = "))
-    return (f"--- a/experiment.py\n+++ b/experiment.py\n@@ -{i + 1},1 +{i + 1},1 @@\n"
-            f"-{lines[i]}\n+CONFIG = {config!r}\n")
+    return (
+        f"--- a/experiment.py\n+++ b/experiment.py\n@@ -{i + 1},1 +{i + 1},1 @@\n"
+        f"-{lines[i]}\n+CONFIG = {config!r}\n"
+    )
 
 
 class Responder:
@@ -246,7 +272,11 @@ class Responder:
         prompt = users[0].text
         h = _header(prompt)
         if call.role == "code":
-            rejected = {k for m in users[1:] for k in re.findall(r"the (?:setting|ablation) (.+?) was already tried", m.text)}
+            rejected = {
+                k
+                for m in users[1:]
+                for k in re.findall(r"the (?:setting|ablation) (.+?) was already tried", m.text)
+            }
             for m in users[1:]:  # a re-ask after a race lists every claim so far
                 for listed in re.findall(r"tried so far: (.+?)\. Propose one not in this list", m.text):
                     rejected |= set(listed.split("; "))
@@ -256,8 +286,13 @@ class Responder:
         if call.role == "vision":
             return json.dumps(self.critique(users[0]))
         if "select" in h:
-            return json.dumps({"node_id": h["candidates"].split(",")[0], "reason": "highest primary metric; the "
-                               "numbers are plausible for 30% label noise", "metric_best_is_sane": True})
+            return json.dumps(
+                {
+                    "node_id": h["candidates"].split(",")[0],
+                    "reason": "highest primary metric; the numbers are plausible for 30% label noise",
+                    "metric_best_is_sane": True,
+                }
+            )
         return json.dumps({"error": "unexpected call"})
 
     # -- code ---------------------------------------------------------------------------------------
@@ -278,8 +313,13 @@ class Responder:
             config["noise_type"] = "asymmetric"
         if bug == "timeout":
             config["sleep"] = 3600.0
-        return EXPERIMENT.format(title=title, plan=plan, config=repr(config), model=model,
-                                 val_labels="y_valid" if bug == "name_error" else "y_val")
+        return EXPERIMENT.format(
+            title=title,
+            plan=plan,
+            config=repr(config),
+            model=model,
+            val_labels="y_valid" if bug == "name_error" else "y_val",
+        )
 
     def code(self, h, prompt, rejected):
         op, node, stage = h["operator"], h["node"], h["stage"]
@@ -301,7 +341,9 @@ class Responder:
         if op == "hyperparameter":
             tried = set(re.findall(r"\{[^{}]*\}", _line(prompt, "Already tried settings")))
             untried = [s for s in HYPERPARAMETERS if json.dumps(s, sort_keys=True) not in tried | rejected]
-            choice = _pick(untried, prompt, node, rejected) if untried else {"lr": round(0.05 + _unit(node), 3)}
+            choice = (
+                _pick(untried, prompt, node, rejected) if untried else {"lr": round(0.05 + _unit(node), 3)}
+            )
             plan = "Tune " + ", ".join(f"{k}={v}" for k, v in choice.items()) + " on the working baseline."
             new = self.tweak({**config, **choice}, node)
             return {**out, "plan": plan, "hyperparameters": choice, "diff": _config_diff(parent, new)}
@@ -312,10 +354,19 @@ class Responder:
             plan = f"Ablation: {what}."
             # A stale diff with the whole file beside it: Silva applies the file when the diff fails.
             stale = "--- a/experiment.py\n+++ b/experiment.py\n@@ -1,1 +1,1 @@\n-CONFIG = {}\n+CONFIG = {}\n"
-            return {**out, "plan": plan, "ablation": name, "diff": stale,
-                    "code": self.experiment(prompt, {**config, **change}, plan, node)}
+            return {
+                **out,
+                "plan": plan,
+                "ablation": name,
+                "diff": stale,
+                "code": self.experiment(prompt, {**config, **change}, plan, node),
+            }
         if op == "crossover":
-            other = _config_of(FENCE.findall(prompt[prompt.index("Parent B ("):])[0]) if "Parent B (" in prompt else config
+            other = (
+                _config_of(FENCE.findall(prompt[prompt.index("Parent B (") :])[0])
+                if "Parent B (" in prompt
+                else config
+            )
             merged = {**config, **{k: other[k] for k in ("filter_rounds", "keep_ratio")}}
             plan = "Crossover: parent A's optimisation settings with parent B's filtering schedule."
             return {**out, "plan": plan, "code": self.experiment(prompt, merged, plan, node)}
@@ -331,28 +382,53 @@ class Responder:
         current = {**defaults, **edits}
         out = {"plot_code": METRICS_PLOT if self.plots else None}
         if op == "debug":  # back to the template's own settings
-            return {**out, "plan": "Revert the settings edit that made the run fail.", "code": _with_edits(parent, {}, "")}
+            return {
+                **out,
+                "plan": "Revert the settings edit that made the run fail.",
+                "code": _with_edits(parent, {}, ""),
+            }
         switches = [k for k, v in current.items() if v is False]
         numbers = [k for k, v in current.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
         if op == "hyperparameter":
             tried = set(re.findall(r"\{[^{}]*\}", _line(prompt, "Already tried settings")))
-            options = [{k: v} for k in numbers for f in (0.5, 2.0) if (v := _scaled(current[k], f)) != current[k]]
-            untried = [s for s in options if json.dumps(s, sort_keys=True) not in tried | rejected] \
-                or options or [{"tuning_round": len(tried) + 1}]
+            options = [
+                {k: v} for k in numbers for f in (0.5, 2.0) if (v := _scaled(current[k], f)) != current[k]
+            ]
+            untried = (
+                [s for s in options if json.dumps(s, sort_keys=True) not in tried | rejected]
+                or options
+                or [{"tuning_round": len(tried) + 1}]
+            )
             choice = _pick(untried, prompt, node, rejected)
-            plan = "Tune " + ", ".join(f"{k}={v}" for k, v in choice.items()) + " on the template's experiment."
-            return {**out, "plan": plan, "hyperparameters": choice, "code": _with_edits(parent, {**edits, **choice}, plan)}
+            plan = (
+                "Tune " + ", ".join(f"{k}={v}" for k, v in choice.items()) + " on the template's experiment."
+            )
+            return {
+                **out,
+                "plan": plan,
+                "hyperparameters": choice,
+                "code": _with_edits(parent, {**edits, **choice}, plan),
+            }
         # A switch named like an ablation removes a component; any other switch turns a method on.
         ablations = [k for k in switches if k.startswith("ablat")]
         methods = [k for k in switches if k not in ablations]
         if op == "ablation":
             tried = set(_line(prompt, "Already tried ablations").split("; "))
             untried = [k for k in ablations + methods if k not in tried | rejected]
-            name = _pick(untried, prompt, node, rejected, spread=1) if untried else (ablations + methods + ["none"])[0]
+            name = (
+                _pick(untried, prompt, node, rejected, spread=1)
+                if untried
+                else (ablations + methods + ["none"])[0]
+            )
             plan = f"Ablation: switch on {name} to remove that component."
-            return {**out, "plan": plan, "ablation": name, "code": _with_edits(parent, {**edits, name: True}, plan)}
+            return {
+                **out,
+                "plan": plan,
+                "ablation": name,
+                "code": _with_edits(parent, {**edits, name: True}, plan),
+            }
         if op == "crossover" and "Parent B (" in prompt:
-            merged = {**edits, **_edits_of(FENCE.findall(prompt[prompt.index("Parent B ("):])[0])}
+            merged = {**edits, **_edits_of(FENCE.findall(prompt[prompt.index("Parent B (") :])[0])}
             plan = "Crossover: both parents' settings edits together."
             return {**out, "plan": plan, "code": _with_edits(parent, merged, plan)}
         # Switch the method on; like a sampled model, some nodes also double one number.
@@ -369,8 +445,11 @@ class Responder:
         failed = _line(prompt, "Silva's checks already mark this run as failed")
         plan = _line(prompt, "Plan")
         shown = "val_accuracy" if "val_accuracy" in metrics else next(iter(metrics), "val_accuracy")
-        verdict = {"is_buggy": False, "reason": "ran cleanly and wrote every metric",
-                   "summary": f"{plan[:160]} -> {shown} {metrics.get(shown, '?')}"}
+        verdict = {
+            "is_buggy": False,
+            "reason": "ran cleanly and wrote every metric",
+            "summary": f"{plan[:160]} -> {shown} {metrics.get(shown, '?')}",
+        }
         if failed:
             verdict.update(is_buggy=True, reason=failed, summary=f"{plan[:160]} failed: {failed[:160]}")
         elif "val_accuracy" in metrics and float(metrics["val_accuracy"]) < 0.4:
@@ -382,8 +461,11 @@ class Responder:
 
     def critique(self, message):
         if any(len(img.png) < BLANK_PNG_BYTES for img in message.images):
-            return {"acceptable": False, "reason": "the figure is blank: no axes, data or labels",
-                    "suggestions": ["plot the training loss curve with labelled axes"]}
+            return {
+                "acceptable": False,
+                "reason": "the figure is blank: no axes, data or labels",
+                "suggestions": ["plot the training loss curve with labelled axes"],
+            }
         return {"acceptable": True, "reason": "loss curve and metric bars are labelled and match the metrics"}
 
 
@@ -406,7 +488,7 @@ def _with_edits(code, edits, plan):
         return code
     m = LOAD.search(code)
     line = f'{m.group(1)}["params"].update({edits!r})  # scripted edit: {plan[:80]}\n'
-    return code[: m.end()] + "\n" + line + code[m.end() + 1:]
+    return code[: m.end()] + "\n" + line + code[m.end() + 1 :]
 
 
 def _scaled(value, factor):

@@ -60,8 +60,11 @@ def replicated_comparisons(paper: Paper) -> list[Comparison]:
                 b = groups[other].get(metric, [])
                 if len(a) >= 2 and len(b) >= 2:
                     p = float(ttest_ind(a, b, equal_var=False).pvalue)
-                    out.append(Comparison(str(path.relative_to(paper.run_dir)), metric, subject, other,
-                                          p if p == p else 1.0))  # identical constant groups give nan: no difference
+                    out.append(
+                        Comparison(
+                            str(path.relative_to(paper.run_dir)), metric, subject, other, p if p == p else 1.0
+                        )
+                    )  # identical constant groups give nan: no difference
     return out
 
 
@@ -76,20 +79,35 @@ def unsupported_claims(paper: Paper) -> CheckResult:
     first = claims[0][:160]
     findings = []
     if not _TEST.search(text):
-        findings.append(Finding(message=f"{len(claims)} sentence(s) claim an improvement but the paper reports no "
-                                        "statistical test or interval", where=first))
+        findings.append(
+            Finding(
+                message=f"{len(claims)} sentence(s) claim an improvement but the paper reports no "
+                "statistical test or interval",
+                where=first,
+            )
+        )
     detail = f"{len(claims)} claim sentence(s)"
     if paper.run_dir is not None:
         comparisons = replicated_comparisons(paper)
         significant = [c for c in comparisons if c.p_value < ALPHA]
-        detail += f"; {len(comparisons)} replicated comparison(s) in the run, {len(significant)} with p < {ALPHA}"
+        detail += (
+            f"; {len(comparisons)} replicated comparison(s) in the run, {len(significant)} with p < {ALPHA}"
+        )
         if not comparisons:
-            findings.append(Finding(message="the paper claims an improvement but the run has no replicated comparison "
-                                            "(no aggregation with two groups of two or more seeds)", where=first))
+            findings.append(
+                Finding(
+                    message="the paper claims an improvement but the run has no replicated comparison "
+                    "(no aggregation with two groups of two or more seeds)",
+                    where=first,
+                )
+            )
         elif not significant:
             best = min(comparisons, key=lambda c: c.p_value)
-            findings.append(Finding(
-                message=f"the paper claims an improvement but no replicated comparison in the run is significant "
-                        f"(smallest Welch p = {best.p_value:.3g}: {best.subject} vs {best.other} on {best.metric})",
-                where=best.source))
+            findings.append(
+                Finding(
+                    message=f"the paper claims an improvement but no replicated comparison in the run is significant "
+                    f"(smallest Welch p = {best.p_value:.3g}: {best.subject} vs {best.other} on {best.metric})",
+                    where=best.source,
+                )
+            )
     return CheckResult.of(name, findings, detail)

@@ -78,18 +78,22 @@ def undefined_references(paper: Paper) -> CheckResult:
         else:
             for key in dict.fromkeys(src.cites):
                 if key not in bib:
-                    findings[("citation", key)] = Finding(message=f"citation {key!r} is not in the bibliography",
-                                                          where=f"\\cite{{{key}}}")
+                    findings[("citation", key)] = Finding(
+                        message=f"citation {key!r} is not in the bibliography", where=f"\\cite{{{key}}}"
+                    )
         labels = src.labels
         for key in dict.fromkeys(src.refs):
             if key not in labels:
-                findings[("reference", key)] = Finding(message=f"reference {key!r} has no \\label",
-                                                       where=f"\\ref{{{key}}}")
+                findings[("reference", key)] = Finding(
+                    message=f"reference {key!r} has no \\label", where=f"\\ref{{{key}}}"
+                )
     if log is not None:
         sources.append("LaTeX log")
         for m in _LOG_UNDEFINED.finditer(log.read_text(errors="replace")):
             kind, key = m.group(1).lower(), m.group(2)
-            findings.setdefault((kind, key), Finding(message=f"{kind} {key!r} is undefined", where=f"page {m.group(3)}"))
+            findings.setdefault(
+                (kind, key), Finding(message=f"{kind} {key!r} is undefined", where=f"page {m.group(3)}")
+            )
     if not sources:
         if not paper.pages:
             return CheckResult.skipped(name, "no LaTeX source, log or PDF text")
@@ -97,7 +101,8 @@ def undefined_references(paper: Paper) -> CheckResult:
         for i, page in enumerate(paper.pages):
             for m in _MARKER.finditer(page):
                 findings[("marker", f"{i}:{m.start()}")] = Finding(
-                    message=f"unresolved reference or citation marker {m.group(0)!r}", where=f"page {i + 1}")
+                    message=f"unresolved reference or citation marker {m.group(0)!r}", where=f"page {i + 1}"
+                )
     return CheckResult.of(name, list(findings.values()), "checked " + ", ".join(sources))
 
 
@@ -122,6 +127,14 @@ def page_limit(paper: Paper, limit: int | None) -> CheckResult:
         return CheckResult.skipped(name, "no PDF to count pages in")
     main, total = paper.main_pages(), len(paper.pages)
     detail = f"{main} page(s) of main text (through the start of the references) of {total}; limit {limit}"
-    findings = [Finding(message=f"main text runs to page {main}, over the {limit}-page limit",
-                        where=f"pages {limit + 1}-{main}")] if main > limit else []
+    findings = (
+        [
+            Finding(
+                message=f"main text runs to page {main}, over the {limit}-page limit",
+                where=f"pages {limit + 1}-{main}",
+            )
+        ]
+        if main > limit
+        else []
+    )
     return CheckResult.of(name, findings, detail)

@@ -1,6 +1,6 @@
 """Numbers in the paper that match no artifact of the run.
 
-Every number in a manuscript must come from a results artifact (DESIGN invariant 6). The pool
+Every number in a manuscript must come from a results artifact (docs/architecture.md, "Invariants"). The pool
 of legitimate values: metrics and parameters of the run's nodes (the journal), every number in
 the attempts' results.json and aggregate.json files, and the writeup's numbers.json. A decimal
 number in the paper's text matches when some value rounds to it at the precision printed, or
@@ -24,9 +24,12 @@ from review.paper import REFERENCES_HEADING, Paper
 NUMBERS_FILE = "numbers.json"  # the writeup's record of every number it printed
 _NUMBER = re.compile(r"(?<![\w.])[-\u2212]?(\d+\.\d+)(?![\w.]|\.\d)")
 _ARXIV = re.compile(r"\d{4}\.\d{4,5}")
-_NOT_RESULT = re.compile(r"(?:§|\b(?:Section|Sec\.|Figure|Fig\.|Table|Tab\.|Eq\.|Equation|Appendix|Algorithm|Theorem"
-                         r"|Lemma|Definition|Proposition|Corollary|version|v))\s*\(?$"
-                         r"|[<>\u2264\u2265]\s*$", re.IGNORECASE)  # a threshold (p < 0.05) is not a result
+_NOT_RESULT = re.compile(
+    r"(?:§|\b(?:Section|Sec\.|Figure|Fig\.|Table|Tab\.|Eq\.|Equation|Appendix|Algorithm|Theorem"
+    r"|Lemma|Definition|Proposition|Corollary|version|v))\s*\(?$"
+    r"|[<>\u2264\u2265]\s*$",
+    re.IGNORECASE,
+)  # a threshold (p < 0.05) is not a result
 _APPENDIX = re.compile(r"^\s*(?:[A-Z]\s+)?Appendix\b|^\s*A\s+[A-Z][a-z]", re.MULTILINE)
 MAX_FINDINGS = 50
 
@@ -61,7 +64,10 @@ def artifact_values(paper: Paper) -> tuple[list[float], list[str]]:
         values += _json_numbers(numbers_file)
         sources.append(NUMBERS_FILE)
     if paper.run_dir is not None:
-        files = [*paper.run_dir.glob("nodes/*/attempt-*/results.json"), *paper.run_dir.glob("nodes/*/attempt-*/aggregate.json")]
+        files = [
+            *paper.run_dir.glob("nodes/*/attempt-*/results.json"),
+            *paper.run_dir.glob("nodes/*/attempt-*/aggregate.json"),
+        ]
         for f in files:
             values += _json_numbers(f)
         journal = Journal.open(paper.run_dir, read_only=True)
@@ -71,7 +77,9 @@ def artifact_values(paper: Paper) -> tuple[list[float], list[str]]:
                 values += list(_numbers(node.params))
         finally:
             journal.log.close()
-        sources.append(f"{len(journal.nodes)} node(s) of the journal and {len(files)} results/aggregate file(s)")
+        sources.append(
+            f"{len(journal.nodes)} node(s) of the journal and {len(files)} results/aggregate file(s)"
+        )
     return sorted(values), sources
 
 
@@ -81,7 +89,7 @@ def main_text(text: str) -> str:
     if refs is None:
         return text
     appendix = _APPENDIX.search(text, refs.end())
-    return text[: refs.start()] + (text[appendix.start():] if appendix else "")
+    return text[: refs.start()] + (text[appendix.start() :] if appendix else "")
 
 
 def _matches(x: float, decimals: int, pool: list[float]) -> bool:
@@ -106,7 +114,7 @@ def unmatched_numbers(paper: Paper) -> CheckResult:
     text = main_text("\f".join(pages))
     for m in _NUMBER.finditer(text):
         literal = m.group(0).replace("\u2212", "-")
-        before = text[max(0, m.start() - 14): m.start()]
+        before = text[max(0, m.start() - 14) : m.start()]
         if _ARXIV.fullmatch(m.group(1)) or _NOT_RESULT.search(before):
             continue
         checked += 1
@@ -116,7 +124,9 @@ def unmatched_numbers(paper: Paper) -> CheckResult:
             continue
         seen.add(literal)
         page = text.count("\f", 0, m.start()) + 1
-        context = " ".join(text[max(0, m.start() - 40): m.end() + 40].split())
-        findings.append(Finding(message=f"{literal} matches no artifact value: ...{context}...", where=f"page {page}"))
+        context = " ".join(text[max(0, m.start() - 40) : m.end() + 40].split())
+        findings.append(
+            Finding(message=f"{literal} matches no artifact value: ...{context}...", where=f"page {page}")
+        )
     detail = f"{checked} decimal number(s) against {len(pool)} value(s) from {', '.join(sources)}"
     return CheckResult.of(name, findings[:MAX_FINDINGS], detail)

@@ -39,5 +39,9 @@ class IntegrityReport(BaseModel):
 
     def lines(self, limit: int = 40) -> list[str]:
         """One line per finding (for the area chair and the console), at most `limit`."""
-        out = [f"{c.name}: {f.message}" + (f" ({f.where})" if f.where else "") for c in self.checks for f in c.findings]
+        out = [
+            f"{c.name}: {f.message}" + (f" ({f.where})" if f.where else "")
+            for c in self.checks
+            for f in c.findings
+        ]
         return out[:limit] + ([f"... and {len(out) - limit} more"] if len(out) > limit else [])

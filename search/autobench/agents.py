@@ -46,10 +46,15 @@ class IdealAgent:
         for obs in view.observations:
             probes[obs.node] += 1
         target = min(range(view.n), key=lambda i: (probes[i], i))
-        return CycleAnswer(adjacency=integrate(view.observations, view.n, view.kind),  # type: ignore[arg-type]
-                           intervention=target, justification=f"node {target} probed {probes[target]} time(s)")
+        return CycleAnswer(
+            adjacency=integrate(view.observations, view.n, view.kind),  # type: ignore[arg-type]
+            intervention=target,
+            justification=f"node {target} probed {probes[target]} time(s)",
+        )
 
-    def integrate(self, env: str, n: int, kind: Kind, rules: str, trajectory: Sequence[Observation]) -> Matrix:
+    def integrate(
+        self, env: str, n: int, kind: Kind, rules: str, trajectory: Sequence[Observation]
+    ) -> Matrix:
         return integrate(trajectory, n, kind)
 
 
@@ -62,12 +67,21 @@ class RandomAgent:
         self._rng = random.Random(f"random-agent/{seed}")
 
     def step(self, view: EpisodeView) -> CycleAnswer:
-        graph = (graphs.random_dag(view.n, 0.5, self._rng) if view.kind == "directed"
-                 else graphs.random_undirected(view.n, 0.5, self._rng))
+        graph = (
+            graphs.random_dag(view.n, 0.5, self._rng)
+            if view.kind == "directed"
+            else graphs.random_undirected(view.n, 0.5, self._rng)
+        )
         return CycleAnswer(adjacency=graph, intervention=self._rng.randrange(view.n), justification="random")
 
-    def integrate(self, env: str, n: int, kind: Kind, rules: str, trajectory: Sequence[Observation]) -> Matrix:
-        return graphs.random_dag(n, 0.5, self._rng) if kind == "directed" else graphs.random_undirected(n, 0.5, self._rng)
+    def integrate(
+        self, env: str, n: int, kind: Kind, rules: str, trajectory: Sequence[Observation]
+    ) -> Matrix:
+        return (
+            graphs.random_dag(n, 0.5, self._rng)
+            if kind == "directed"
+            else graphs.random_undirected(n, 0.5, self._rng)
+        )
 
 
 class Hypothesis(BaseModel):
@@ -86,8 +100,12 @@ SYSTEM = (
 
 def render_cycle(view: EpisodeView) -> str:
     """The episode as a prompt: a line per past cycle for people, and the same data as JSON."""
-    lines = [f"{TASK_MARK} cycle", view.rules, "",
-             f"Cycle {view.cycle} of at most {view.max_cycles}. Initial state: {view.initial_state}."]
+    lines = [
+        f"{TASK_MARK} cycle",
+        view.rules,
+        "",
+        f"Cycle {view.cycle} of at most {view.max_cycles}. Initial state: {view.initial_state}.",
+    ]
     for past in view.history:
         if past.invalid:
             lines.append(f"- cycle {past.cycle}: your matrix was invalid ({past.invalid})")
@@ -95,47 +113,80 @@ def render_cycle(view: EpisodeView) -> str:
         if obs is None:
             lines.append(f"- cycle {past.cycle}: the intervention was out of range; nothing happened")
         else:
-            lines.append(f"- cycle {past.cycle}: intervened on {obs.node}; state {obs.before} -> {obs.after}; "
-                         f"changed: {obs.changed or 'none'}")
+            lines.append(
+                f"- cycle {past.cycle}: intervened on {obs.node}; state {obs.before} -> {obs.after}; "
+                f"changed: {obs.changed or 'none'}"
+            )
     if view.history:
         lines.append("Your hypothesis so far was not right.")
-    lines += ["", "Data (JSON):", json.dumps(_data(view.env, view.n, view.kind, view.observations, view.cycle,
-                                                   view.max_cycles)),
-              "", 'Answer with JSON: {"adjacency": [[0/1, ...], ...], "intervention": <node>, "justification": "..."}']
+    lines += [
+        "",
+        "Data (JSON):",
+        json.dumps(_data(view.env, view.n, view.kind, view.observations, view.cycle, view.max_cycles)),
+        "",
+        'Answer with JSON: {"adjacency": [[0/1, ...], ...], "intervention": <node>, "justification": "..."}',
+    ]
     return "\n".join(lines)
 
 
 def render_tracking(env: str, n: int, kind: Kind, rules: str, trajectory: Sequence[Observation]) -> str:
-    lines = [f"{TASK_MARK} tracking", rules, "",
-             f"Here is a full trajectory of {len(trajectory)} interventions. Integrate all of it into one "
-             "hypothesis: for each node that was intervened on, what it affects. Nodes never intervened on: "
-             "leave their row empty unless the rules imply it."]
+    lines = [
+        f"{TASK_MARK} tracking",
+        rules,
+        "",
+        f"Here is a full trajectory of {len(trajectory)} interventions. Integrate all of it into one "
+        "hypothesis: for each node that was intervened on, what it affects. Nodes never intervened on: "
+        "leave their row empty unless the rules imply it.",
+    ]
     for t, obs in enumerate(trajectory, 1):
         lines.append(f"- step {t}: intervened on {obs.node}; changed: {obs.changed or 'none'}")
-    lines += ["", "Data (JSON):", json.dumps(_data(env, n, kind, trajectory, None, None)),
-              "", 'Answer with JSON: {"adjacency": [[0/1, ...], ...], "justification": "..."}']
+    lines += [
+        "",
+        "Data (JSON):",
+        json.dumps(_data(env, n, kind, trajectory, None, None)),
+        "",
+        'Answer with JSON: {"adjacency": [[0/1, ...], ...], "justification": "..."}',
+    ]
     return "\n".join(lines)
 
 
-def _data(env: str, n: int, kind: str, observations: Sequence[Observation], cycle: int | None,
-          max_cycles: int | None) -> dict[str, object]:
-    return {"env": env, "n": n, "kind": kind, "cycle": cycle, "max_cycles": max_cycles,
-            "observations": [{"node": o.node, "changed": o.changed} for o in observations]}
+def _data(
+    env: str,
+    n: int,
+    kind: str,
+    observations: Sequence[Observation],
+    cycle: int | None,
+    max_cycles: int | None,
+) -> dict[str, object]:
+    return {
+        "env": env,
+        "n": n,
+        "kind": kind,
+        "cycle": cycle,
+        "max_cycles": max_cycles,
+        "observations": [{"node": o.node, "changed": o.changed} for o in observations],
+    }
 
 
 class LLMAgent:
     """Asks the model for a `CycleAnswer`. An answer that never validates is an invalid cycle
     (an empty, wrong-shaped matrix and no intervention), not a crash of the episode."""
 
-    def __init__(self, llm: LLM, *, role: str = "code", name: str = "llm", node_id: str | None = None,
-                 attempt: int = 0) -> None:
+    def __init__(
+        self, llm: LLM, *, role: str = "code", name: str = "llm", node_id: str | None = None, attempt: int = 0
+    ) -> None:
         self.llm, self.role, self.name, self.node_id, self.attempt = llm, role, name, node_id, attempt
 
     def _ask(self, prompt: str, output_type: type[T], stage: str) -> T | None:
         try:
-            return self.llm.complete([Message.system(SYSTEM), Message.user(prompt)], role=self.role,
-                                     output_type=output_type, node_id=self.node_id, stage=stage,
-                                     attempt=self.attempt)
+            return self.llm.complete(
+                [Message.system(SYSTEM), Message.user(prompt)],
+                role=self.role,
+                output_type=output_type,
+                node_id=self.node_id,
+                stage=stage,
+                attempt=self.attempt,
+            )
         except StructuredOutputError:
             return None
 
@@ -143,6 +194,8 @@ class LLMAgent:
         answer = self._ask(render_cycle(view), CycleAnswer, "autobench")
         return answer or CycleAnswer(adjacency=[], intervention=-1, justification="(no valid answer)")
 
-    def integrate(self, env: str, n: int, kind: Kind, rules: str, trajectory: Sequence[Observation]) -> Matrix:
+    def integrate(
+        self, env: str, n: int, kind: Kind, rules: str, trajectory: Sequence[Observation]
+    ) -> Matrix:
         answer = self._ask(render_tracking(env, n, kind, rules, trajectory), Hypothesis, "tracking")
         return answer.adjacency if answer is not None else []

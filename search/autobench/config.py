@@ -50,21 +50,32 @@ class AutoBenchConfig(Strict):
     slip: float = Field(0.05, ge=0, le=1, description="scripted agent: chance of one wrong matrix entry")
     llm: LLMConfig | None = Field(None, description="providers/models/roles for the llm agent")
     budgets: Budgets = Field(default_factory=lambda: Budgets(wall_clock_s=3600.0))
-    executor: ExecutorConfig = Field(default_factory=lambda: ExecutorConfig(kind="inprocess", max_in_flight=4))
+    executor: ExecutorConfig = Field(
+        default_factory=lambda: ExecutorConfig(kind="inprocess", max_in_flight=4)
+    )
     resources: dict[str, Resources] = Field(default_factory=default_resources)
 
     @model_validator(mode="after")
     def _llm_for_llm_agent(self) -> AutoBenchConfig:
         if "llm" in self.agents and self.llm is None:
-            raise ValueError("agent 'llm' needs an `llm:` section (providers, models, roles) in the bench config")
+            raise ValueError(
+                "agent 'llm' needs an `llm:` section (providers, models, roles) in the bench config"
+            )
         return self
 
     def resources_for(self, kind: str) -> Resources:
         return self.resources.get(kind, self.resources.get("default", Resources()))
 
     def spec(self, env: EnvName, n: int, k: int) -> EnvSpec:
-        return EnvSpec(env=env, n=n, seed=self.seed + k, colours=self.colours, edge_prob=self.edge_prob,
-                       forced_change=self.forced_change, success=self.success)
+        return EnvSpec(
+            env=env,
+            n=n,
+            seed=self.seed + k,
+            colours=self.colours,
+            edge_prob=self.edge_prob,
+            forced_change=self.forced_change,
+            success=self.success,
+        )
 
     def tasks(self) -> list[Task]:
         """Every node of the run, in a fixed order (the resume key is `Task.key`)."""
@@ -74,8 +85,11 @@ class AutoBenchConfig(Strict):
                 for k in range(self.graphs):
                     spec = self.spec(env, n, k)
                     out += [Task(spec=spec, agent=a) for a in self.agents]
-                    out += [Task(task="tracking", spec=spec, agent=a, length=t)
-                            for t in self.tracking_lengths for a in self.agents]
+                    out += [
+                        Task(task="tracking", spec=spec, agent=a, length=t)
+                        for t in self.tracking_lengths
+                        for a in self.agents
+                    ]
         return out
 
 

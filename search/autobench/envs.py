@@ -35,7 +35,8 @@ class EnvSpec(BaseModel):
     edge_prob: float = Field(0.3, gt=0, lt=1)
     forced_change: bool = Field(True, description="chemistry: a re-drawn colour always changes")
     success: Literal["reachability", "adjacency"] | None = Field(
-        None, description="what a right hypothesis must match; default reachability (chemistry), adjacency (social)"
+        None,
+        description="what a right hypothesis must match; default reachability (chemistry), adjacency (social)",
     )
 
     @property
@@ -108,8 +109,11 @@ class Oracle:
         """The environment's rules in words, for an agent's prompt (nothing about the hidden graph)."""
         n = self.n
         if self.spec.env == "chemistry":
-            redraw = ("always changes to a different colour" if self.spec.forced_change
-                      else "is re-drawn at random and may stay the same")
+            redraw = (
+                "always changes to a different colour"
+                if self.spec.forced_change
+                else "is re-drawn at random and may stay the same"
+            )
             return (
                 f"Chemistry: {n} chemicals 0..{n - 1} linked by a hidden directed acyclic graph; each has "
                 f"one of {self.spec.colours} colours (0..{self.spec.colours - 1}). Intervening on a chemical "
@@ -124,5 +128,6 @@ class Oracle:
             f"count. Intervening on a person adds 1 to their count and to the count of each friend; "
             f"nothing else changes. Give the hypothesis as an {n}x{n} symmetric 0/1 adjacency matrix with a "
             f"zero diagonal (A[i][j] = A[j][i] = 1 for friends). It is right when it equals the hidden "
-            f"friendships" + (" up to who can reach whom." if self.spec.success_rule == "reachability" else ".")
+            f"friendships"
+            + (" up to who can reach whom." if self.spec.success_rule == "reachability" else ".")
         )

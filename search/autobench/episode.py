@@ -81,12 +81,24 @@ def run_episode(spec: EnvSpec, agent: Agent) -> EpisodeResult:
     history: list[PastCycle] = []
     trace: list[CycleRecord] = []
     for cycle in range(1, spec.max_cycles + 1):
-        view = EpisodeView(env=spec.env, n=spec.n, kind=spec.kind, rules=oracle.rules(), cycle=cycle,
-                           max_cycles=spec.max_cycles, initial_state=initial, history=history)
+        view = EpisodeView(
+            env=spec.env,
+            n=spec.n,
+            kind=spec.kind,
+            rules=oracle.rules(),
+            cycle=cycle,
+            max_cycles=spec.max_cycles,
+            initial_state=initial,
+            history=history,
+        )
         answer = agent.step(view)
         invalid = graphs.invalid_reason(answer.adjacency, spec.n, spec.kind)
-        record = CycleRecord(cycle=cycle, answer=answer, invalid=invalid,
-                             right=not invalid and oracle.is_right(answer.adjacency))
+        record = CycleRecord(
+            cycle=cycle,
+            answer=answer,
+            invalid=invalid,
+            right=not invalid and oracle.is_right(answer.adjacency),
+        )
         trace.append(record)
         if record.right:
             break
@@ -111,8 +123,17 @@ def _result(spec: EnvSpec, agent: str, oracle: Oracle, trace: list[CycleRecord])
     }
     if success:
         metrics["cycles_to_success"] = float(len(trace))
-    return EpisodeResult(spec=spec, agent=agent, success=success, cycles=len(trace), interventions=interventions,
-                         invalid_matrices=invalid, metrics=metrics, truth=oracle.truth, trace=trace)
+    return EpisodeResult(
+        spec=spec,
+        agent=agent,
+        success=success,
+        cycles=len(trace),
+        interventions=interventions,
+        invalid_matrices=invalid,
+        metrics=metrics,
+        truth=oracle.truth,
+        trace=trace,
+    )
 
 
 def hypothesis_scores(truth: Matrix, guess: Matrix, kind: graphs.Kind) -> dict[str, float]:

@@ -97,7 +97,9 @@ def similarity(a: Matrix, b: Matrix) -> float:
 
 def edges(adj: Matrix, kind: Kind) -> set[tuple[int, int]]:
     n = len(adj)
-    return {(i, j) for i in range(n) for j in range(n) if adj[i][j] and i != j and (kind == "directed" or i < j)}
+    return {
+        (i, j) for i in range(n) for j in range(n) if adj[i][j] and i != j and (kind == "directed" or i < j)
+    }
 
 
 def edge_scores(truth: Matrix, guess: Matrix, kind: Kind) -> tuple[float, float, float]:

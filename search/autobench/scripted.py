@@ -31,12 +31,16 @@ class ScriptedScientist:
     def __call__(self, call: ProviderCall) -> str:
         text = last_user_text(call.messages)
         if not text.startswith(TASK_MARK):
-            return json.dumps({"adjacency": [], "intervention": -1, "justification": "not an Auto-Bench prompt"})
+            return json.dumps(
+                {"adjacency": [], "intervention": -1, "justification": "not an Auto-Bench prompt"}
+            )
         data = _data(text)
         rng = random.Random(hashlib.sha256(text.encode()).hexdigest())
         n, kind = int(data["n"]), str(data["kind"])
-        seen = [Observation(node=o["node"], before=[0] * n, after=[int(i in o["changed"]) for i in range(n)])
-                for o in data["observations"]][-self.memory:]
+        seen = [
+            Observation(node=o["node"], before=[0] * n, after=[int(i in o["changed"]) for i in range(n)])
+            for o in data["observations"]
+        ][-self.memory :]
         adj = integrate(seen, n, kind)  # type: ignore[arg-type]
         if rng.random() < self.slip and n > 1:
             i, j = rng.sample(range(n), 2)
@@ -45,8 +49,13 @@ class ScriptedScientist:
             return json.dumps({"adjacency": adj, "justification": f"integrated the last {len(seen)} steps"})
         probed = {o.node for o in seen}
         target = next((i for i in range(n) if i not in probed), rng.randrange(n))
-        return json.dumps({"adjacency": adj, "intervention": target,
-                           "justification": f"rows from {len(seen)} remembered observations; {target} not yet probed"})
+        return json.dumps(
+            {
+                "adjacency": adj,
+                "intervention": target,
+                "justification": f"rows from {len(seen)} remembered observations; {target} not yet probed",
+            }
+        )
 
 
 def _data(text: str) -> dict[str, Any]:

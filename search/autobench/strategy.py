@@ -20,7 +20,7 @@ from engine.dispatch import Finish
 from engine.journal import Journal
 from engine.llm import LLM, BudgetExceeded
 from engine.node import AttemptResult, BudgetRefusal, MetricValue, Node, Origin
-from engine.outcome import Outcome
+from engine.outcome import NodeOutcome
 from search.autobench.agents import IdealAgent, LLMAgent, RandomAgent
 from search.autobench.config import LLM_AGENTS, METRICS, AutoBenchConfig, Task
 from search.autobench.episode import run_episode
@@ -31,7 +31,7 @@ TRACE_FILE = "episode.json"
 DIRECTIONS = {m.name: m.direction for m in METRICS}
 
 
-class AutoBenchOutcome(Outcome):
+class AutoBenchOutcome(NodeOutcome):
     """What an episode node reports besides its metrics: the task it played and its trace file."""
 
     family: Literal["autobench"] = "autobench"
@@ -87,8 +87,9 @@ class EpisodeJob:
 class AutoBenchStrategy:
     """Proposes each task of the config once, in order; finished when every task has a node."""
 
-    def __init__(self, cfg: AutoBenchConfig, journal: Journal, run_dir: Path,
-                 clients: Mapping[str, LLM] | None = None) -> None:
+    def __init__(
+        self, cfg: AutoBenchConfig, journal: Journal, run_dir: Path, clients: Mapping[str, LLM] | None = None
+    ) -> None:
         self.cfg, self.journal, self.run_dir = cfg, journal, run_dir
         self.clients = dict(clients or {})
         missing = sorted({a for a in cfg.agents if a in LLM_AGENTS} - set(self.clients))
@@ -105,14 +106,28 @@ class AutoBenchStrategy:
             if task.key in self.created:
                 continue
             self.created.add(task.key)
-            out.append(Node(stage=STAGE, kind=task.task, idea=task.spec.env, seed=task.spec.seed,
-                            params=task.model_dump(mode="json"), origin=Origin(label=task.agent)))
+            out.append(
+                Node(
+                    stage=STAGE,
+                    kind=task.task,
+                    idea=task.spec.env,
+                    seed=task.spec.seed,
+                    params=task.model_dump(mode="json"),
+                    origin=Origin(label=task.agent),
+                )
+            )
         return out
 
     def job_for(self, node: Node, attempt: int) -> EpisodeJob:
         task = Task.model_validate({k: v for k, v in node.params.items() if k != "key"})
-        return EpisodeJob(node_id=node.id, attempt=attempt, task=task, run_dir=self.run_dir,
-                          llm=self.clients.get(task.agent), role=self.cfg.role if task.agent == "llm" else "code")
+        return EpisodeJob(
+            node_id=node.id,
+            attempt=attempt,
+            task=task,
+            run_dir=self.run_dir,
+            llm=self.clients.get(task.agent),
+            role=self.cfg.role if task.agent == "llm" else "code",
+        )
 
     def finished(self) -> Finish | None:
         if len(self.created) < len(self.tasks):

@@ -11,8 +11,17 @@ from engine.journal import Journal
 from engine.node import Node, NodeStatus
 from search.autobench.config import Task
 
-COLUMNS = ("success", "cycles_to_success", "interventions", "invalid_rate", "reachability_similarity",
-           "exact_adjacency", "edge_f1", "integration_exact", "integration_accuracy")
+COLUMNS = (
+    "success",
+    "cycles_to_success",
+    "interventions",
+    "invalid_rate",
+    "reachability_similarity",
+    "exact_adjacency",
+    "edge_f1",
+    "integration_exact",
+    "integration_accuracy",
+)
 
 
 def _mean(values: list[float]) -> float | None:
@@ -48,6 +57,8 @@ def agent_totals(table: list[dict[str, Any]]) -> dict[str, dict[str, float | Non
         weights = sum(r["episodes"] for r in mine)
         totals[agent] = {
             "success_rate": round(sum(r["success"] * r["episodes"] for r in mine) / weights, 4),
-            "mean_cycles_to_success": _mean([r["cycles_to_success"] for r in mine if "cycles_to_success" in r]),
+            "mean_cycles_to_success": _mean(
+                [r["cycles_to_success"] for r in mine if "cycles_to_success" in r]
+            ),
         }
     return totals

@@ -23,7 +23,9 @@ from search.autobench.graphs import Kind, Matrix
 class TrackingAgent(Protocol):
     name: str
 
-    def integrate(self, env: str, n: int, kind: Kind, rules: str, trajectory: Sequence[Observation]) -> Matrix: ...
+    def integrate(
+        self, env: str, n: int, kind: Kind, rules: str, trajectory: Sequence[Observation]
+    ) -> Matrix: ...
 
 
 class TrackingResult(BaseModel):
@@ -59,5 +61,12 @@ def run_tracking(spec: EnvSpec, length: int, agent: TrackingAgent) -> TrackingRe
         "invalid_rate": float(bool(invalid)),
         **hypothesis_scores(oracle.truth, usable, spec.kind),
     }
-    return TrackingResult(spec=spec, length=length, agent=agent.name, invalid=invalid, metrics=metrics,
-                          trajectory=steps, answer=answer)
+    return TrackingResult(
+        spec=spec,
+        length=length,
+        agent=agent.name,
+        invalid=invalid,
+        metrics=metrics,
+        trajectory=steps,
+        answer=answer,
+    )

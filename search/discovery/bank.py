@@ -55,8 +55,15 @@ class GatewayEmbedder:
     driver (`in_driver`), where no job can hand the refusal back, a spent budget falls back too.
     """
 
-    def __init__(self, llm: LLM, *, node_id: str | None = None, stage: str | None = None,
-                 idea: str | None = None, in_driver: bool = False) -> None:
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        node_id: str | None = None,
+        stage: str | None = None,
+        idea: str | None = None,
+        in_driver: bool = False,
+    ) -> None:
         self.llm, self.node_id, self.stage, self.idea = llm, node_id, stage, idea
         self.in_driver = in_driver
         self.fallback = ""
@@ -84,8 +91,15 @@ def has_embedding_role(llm_cfg: LLMConfig | None) -> bool:
     return llm_cfg is not None and EMBEDDING_ROLE in llm_cfg.roles
 
 
-def make_embedder(llm: LLM | None, use_gateway: bool, *, node_id: str | None = None, stage: str | None = None,
-                  idea: str | None = None, in_driver: bool = False) -> GatewayEmbedder | TfidfEmbedder:
+def make_embedder(
+    llm: LLM | None,
+    use_gateway: bool,
+    *,
+    node_id: str | None = None,
+    stage: str | None = None,
+    idea: str | None = None,
+    in_driver: bool = False,
+) -> GatewayEmbedder | TfidfEmbedder:
     """The gateway's embeddings when an embedding role is configured, else offline TF-IDF."""
     if use_gateway and llm is not None:
         return GatewayEmbedder(llm, node_id=node_id, stage=stage, idea=idea, in_driver=in_driver)
@@ -108,12 +122,13 @@ def novelty(candidates: Sequence[str], bank: Sequence[str], embedder: Embedder) 
     if not bank:
         return [1.0] * len(candidates)
     vecs = embedder.embed([*candidates, *bank])
-    d = cosine_distances(vecs[: len(candidates)], vecs[len(candidates):])
+    d = cosine_distances(vecs[: len(candidates)], vecs[len(candidates) :])
     return [float(x) for x in d.min(axis=1)]
 
 
-def prune_max_min(ids: Sequence[str], texts: Sequence[str], capacity: int, embedder: Embedder,
-                  keep_first: str | None = None) -> list[str]:
+def prune_max_min(
+    ids: Sequence[str], texts: Sequence[str], capacity: int, embedder: Embedder, keep_first: str | None = None
+) -> list[str]:
     """The `capacity` ids chosen greedily so that each added one is the farthest (max over the
     remaining of the min distance to those kept) from those already kept.
 

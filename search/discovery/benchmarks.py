@@ -39,24 +39,28 @@ def planted_table(seed: int, n: int = 800, *, reverse: bool = False) -> pd.DataF
     smoker = (rng.random(n) < 0.3).astype(int)
     sleep = rng.normal(7, 1.1, n)
     coffee = np.clip(2 + 1.0 * z_age + rng.normal(0, 1, n), 0, None)
-    return pd.DataFrame({
-        "age": age.round(1),
-        "exercise_hours": exercise.round(2),
-        "smoker": smoker,
-        "sleep_hours": sleep.round(2),
-        "coffee_cups": coffee.round(1),
-        "resting_heart_rate": (70 + s * -4.0 * (exercise - 4) / 2 + rng.normal(0, 6, n)).round(1),
-        "blood_pressure": (125 + s * (7 * z_age + 8 * smoker) + rng.normal(0, 10, n)).round(1),
-        "cholesterol": (200 + s * -9 * (sleep - 7) / 1.1 + 12 * z_age + rng.normal(0, 25, n)).round(1),
-        "shoe_size": rng.normal(42, 2.5, n).round(1),
-        "income": rng.lognormal(10.5, 0.5, n).round(0),
-        "commute_minutes": rng.gamma(2.0, 15.0, n).round(0),
-    })
+    return pd.DataFrame(
+        {
+            "age": age.round(1),
+            "exercise_hours": exercise.round(2),
+            "smoker": smoker,
+            "sleep_hours": sleep.round(2),
+            "coffee_cups": coffee.round(1),
+            "resting_heart_rate": (70 + s * -4.0 * (exercise - 4) / 2 + rng.normal(0, 6, n)).round(1),
+            "blood_pressure": (125 + s * (7 * z_age + 8 * smoker) + rng.normal(0, 10, n)).round(1),
+            "cholesterol": (200 + s * -9 * (sleep - 7) / 1.1 + 12 * z_age + rng.normal(0, 25, n)).round(1),
+            "shoe_size": rng.normal(42, 2.5, n).round(1),
+            "income": rng.lognormal(10.5, 0.5, n).round(0),
+            "commute_minutes": rng.gamma(2.0, 15.0, n).round(0),
+        }
+    )
 
 
 def prior_facts() -> str:
     """The prior as commonly believed (true on `planted_table`, reversed on its counterfactual)."""
-    lines = [f"Known fact: more `{x}` {'increases' if sign > 0 else 'decreases'} `{y}`" for x, y, sign in PLANTED]
+    lines = [
+        f"Known fact: more `{x}` {'increases' if sign > 0 else 'decreases'} `{y}`" for x, y, sign in PLANTED
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -82,8 +86,12 @@ def bn_samples(name: str, n: int, seed: int) -> NetworkSample:
 
         model = get_example_model(name)
         raw = BayesianModelSampling(model).forward_sample(size=n, seed=seed, show_progress=False)
-    data = pd.DataFrame({c: pd.Categorical(raw[c], categories=sorted(model.get_cpds(c).state_names[c])).codes
-                         for c in model.nodes()})
+    data = pd.DataFrame(
+        {
+            c: pd.Categorical(raw[c], categories=sorted(model.get_cpds(c).state_names[c])).codes
+            for c in model.nodes()
+        }
+    )
     edges = frozenset(frozenset(e) for e in model.edges())
     return NetworkSample(name, data.astype(int), edges)
 
@@ -94,13 +102,22 @@ def edge_f1(found: set[frozenset[str]], true: frozenset[frozenset[str]]) -> dict
     precision = tp / len(found) if found else 0.0
     recall = tp / len(true) if true else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"precision": precision, "recall": recall, "f1": f1, "edges_found": len(found), "edges_true": len(true)}
+    return {
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "edges_found": len(found),
+        "edges_true": len(true),
+    }
 
 
 def _skeleton(graph: object, names: list[str]) -> set[frozenset[str]]:
     adj = np.asarray(graph.graph)  # type: ignore[attr-defined]
-    return {frozenset((names[i], names[j])) for i, j in itertools.combinations(range(len(names)), 2)
-            if adj[i, j] != 0 or adj[j, i] != 0}
+    return {
+        frozenset((names[i], names[j]))
+        for i, j in itertools.combinations(range(len(names)), 2)
+        if adj[i, j] != 0 or adj[j, i] != 0
+    }
 
 
 def pc_edges(data: pd.DataFrame, alpha: float = 0.05) -> set[frozenset[str]]:

@@ -1,7 +1,7 @@
 """The claim store: every hypothesis of a discovery run with its evidence and status, as
 `discovery/claims.parquet` and `discovery/claims.json`, plus `discovery/findings.md` and
 `findings.json` for the paper writer. Rebuilt from the journal's discovery events, so it is
-always what the journal says; `ClaimStore.load(run_dir)` reads it back (e.g. for issue 12's
+always what the journal says; `ClaimStore.load(run_dir)` reads it back (e.g. for the
 stateful discovery).
 """
 
@@ -97,32 +97,50 @@ def render_findings(claims: list[Claim], findings: dict[str, Any]) -> str:
     """A findings report a paper writer can start from: method, counts, every claim's numbers."""
     split = findings.get("split", {})
     lines = [
-        "# Findings", "",
+        "# Findings",
+        "",
         f"Mode: {findings.get('mode')} with the {findings.get('gate')} gate "
         f"(alpha {findings.get('alpha')}, minimum |effect| {findings.get('min_effect')}).",
         f"Data: {split.get('data')} (sha256 {str(split.get('sha256', ''))[:12]}), split once with seed "
         f"{split.get('seed')}: {split.get('rows', {}).get('train')} train rows, "
         f"{split.get('rows', {}).get('heldout')} held-out rows never shown to the model.",
         f"Tests on train: {findings.get('tests')}. Claims by status: "
-        + ", ".join(f"{k} {v}" for k, v in counts(claims).items() if v) + ".", "",
+        + ", ".join(f"{k} {v}" for k, v in counts(claims).items() if v)
+        + ".",
+        "",
     ]
     good = [c for c in claims if c.status in ("accepted", "supported")]
-    lines += ["## Accepted claims", ""] + ([
-        f"- **{c.statement}** ({c.id}; {c.test}, {c.effect_name} train {_fmt(c.effect_train)}, "
-        f"log p {_fmt(c.log_p_train, '.2f')}, n {c.n_train}; held-out {_fmt(c.effect_heldout)}, "
-        f"log p {_fmt(c.log_p_heldout, '.2f')}, n {c.n_heldout}) — {c.status}: {c.reason}"
-        for c in sorted(good, key=lambda c: c.log_p_train or 0.0)
-    ] or ["None."])
+    lines += ["## Accepted claims", ""] + (
+        [
+            f"- **{c.statement}** ({c.id}; {c.test}, {c.effect_name} train {_fmt(c.effect_train)}, "
+            f"log p {_fmt(c.log_p_train, '.2f')}, n {c.n_train}; held-out {_fmt(c.effect_heldout)}, "
+            f"log p {_fmt(c.log_p_heldout, '.2f')}, n {c.n_heldout}) — {c.status}: {c.reason}"
+            for c in sorted(good, key=lambda c: c.log_p_train or 0.0)
+        ]
+        or ["None."]
+    )
     lines += ["", "## Reflections", ""]
     for r in findings.get("reflections", []):
         lines.append(f"Reflection {r['index']} ({r['node_id']}):")
-        lines += [f"- {k[:-1].capitalize()}: {item}" for k in ("gaps", "confounds", "compounds") for item in r.get(k, [])]
-    lines += ["", "## Every claim", "", "| id | status | statement | test | effect train | log p train | "
-              "effect held-out | log p held-out | held-out uses | parent |", "|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            f"- {k[:-1].capitalize()}: {item}"
+            for k in ("gaps", "confounds", "compounds")
+            for item in r.get(k, [])
+        ]
+    lines += [
+        "",
+        "## Every claim",
+        "",
+        "| id | status | statement | test | effect train | log p train | "
+        "effect held-out | log p held-out | held-out uses | parent |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for c in claims:
-        lines.append(f"| {c.id} | {c.status} | {c.statement.replace('|', '/')} | {c.test} | {_fmt(c.effect_train)} | "
-                     f"{_fmt(c.log_p_train, '.2f')} | {_fmt(c.effect_heldout)} | {_fmt(c.log_p_heldout, '.2f')} | "
-                     f"{c.heldout_uses} | {c.parent or '-'} |")
+        lines.append(
+            f"| {c.id} | {c.status} | {c.statement.replace('|', '/')} | {c.test} | {_fmt(c.effect_train)} | "
+            f"{_fmt(c.log_p_train, '.2f')} | {_fmt(c.effect_heldout)} | {_fmt(c.log_p_heldout, '.2f')} | "
+            f"{c.heldout_uses} | {c.parent or '-'} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -132,5 +150,8 @@ def status_line(run_dir: Path) -> str | None:
     if not store.exists:
         return None
     c = counts(store.load())
-    return ("claims: " + ", ".join(f"{v} {k}" for k, v in c.items() if v)
-            + f" (total {sum(c.values())}); claim store: {store.dir / CLAIMS_PARQUET}")
+    return (
+        "claims: "
+        + ", ".join(f"{v} {k}" for k, v in c.items() if v)
+        + f" (total {sum(c.values())}); claim store: {store.dir / CLAIMS_PARQUET}"
+    )

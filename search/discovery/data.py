@@ -33,8 +33,10 @@ def read_table(path: Path) -> pd.DataFrame:
     except (ValueError, OSError) as e:
         raise ConfigError(f"discovery.data = {str(path)!r}: cannot read the table: {e}") from None
     if len(df) < 20 or df.shape[1] < 2:
-        raise ConfigError(f"discovery.data = {str(path)!r}: {len(df)} rows x {df.shape[1]} columns; "
-                          "discovery needs 20+ rows and 2+ columns")
+        raise ConfigError(
+            f"discovery.data = {str(path)!r}: {len(df)} rows x {df.shape[1]} columns; "
+            "discovery needs 20+ rows and 2+ columns"
+        )
     df.columns = [str(c) for c in df.columns]
     return df
 
@@ -52,8 +54,9 @@ class Split:
         return self.root / SPLIT_DIR / f"{part}_images"
 
 
-def make_split(run_dir: Path, journal: Journal, data: Path, *, fraction: float, seed: int,
-               image_column: str | None) -> Split:
+def make_split(
+    run_dir: Path, journal: Journal, data: Path, *, fraction: float, seed: int, image_column: str | None
+) -> Split:
     """Split once: a recorded `discovery_split` event makes later calls (resumes) reuse the files."""
     split = Split(run_dir)
     if any(e["type"] == "discovery_split" for e in journal.log.events):
@@ -70,8 +73,13 @@ def make_split(run_dir: Path, journal: Journal, data: Path, *, fraction: float, 
         if image_column is not None:
             _copy_images(rows[image_column], data.parent, split.images(part))
     journal.record(
-        "discovery_split", data=str(data), sha256=hashlib.sha256(data.read_bytes()).hexdigest(), seed=seed,
-        heldout_fraction=fraction, rows={p: len(r) for p, r in parts.items()}, columns=list(df.columns),
+        "discovery_split",
+        data=str(data),
+        sha256=hashlib.sha256(data.read_bytes()).hexdigest(),
+        seed=seed,
+        heldout_fraction=fraction,
+        rows={p: len(r) for p, r in parts.items()},
+        columns=list(df.columns),
         image_column=image_column,
     )
     return split
@@ -100,8 +108,10 @@ def describe(df: pd.DataFrame, image_column: str | None = None) -> str:
             counts = s.value_counts().to_dict()
             lines.append(f"- {col}: binary {counts}{missing}")
         elif pd.api.types.is_numeric_dtype(s):
-            lines.append(f"- {col}: numeric, mean {s.mean():.3g}, sd {s.std():.3g}, "
-                         f"range [{s.min():.3g}, {s.max():.3g}]{missing}")
+            lines.append(
+                f"- {col}: numeric, mean {s.mean():.3g}, sd {s.std():.3g}, "
+                f"range [{s.min():.3g}, {s.max():.3g}]{missing}"
+            )
         else:
             top = s.astype(str).value_counts().head(6).to_dict()
             lines.append(f"- {col}: categorical, {s.nunique()} levels, most common {top}{missing}")

@@ -12,7 +12,13 @@ MAX_RESULT_BYTES = 200_000
 
 ClaimStatus = Literal["proposed", "accepted", "rejected", "supported", "weakened", "refuted", "inconclusive"]
 STATUSES: tuple[ClaimStatus, ...] = (
-    "proposed", "accepted", "rejected", "supported", "weakened", "refuted", "inconclusive",
+    "proposed",
+    "accepted",
+    "rejected",
+    "supported",
+    "weakened",
+    "refuted",
+    "inconclusive",
 )
 
 
@@ -23,10 +29,16 @@ class Hypothesis(BaseModel):
     h0: str = Field(min_length=3, max_length=1000, description="null hypothesis")
     h1: str = Field(min_length=3, max_length=1000, description="alternative hypothesis")
     variables: list[str] = Field(min_length=1, max_length=20, description="columns the test uses")
-    expected_sign: Literal[-1, 0, 1] = Field(0, description="+1 / -1 when H1 predicts a direction, 0 two-sided")
+    expected_sign: Literal[-1, 0, 1] = Field(
+        0, description="+1 / -1 when H1 predicts a direction, 0 two-sided"
+    )
     rationale: str = Field("", max_length=2000)
-    refines: str = Field("", max_length=40, description="id of an earlier hypothesis this one refines or re-analyses")
-    code: str = Field(min_length=10, max_length=20_000, description="Python using silva_stats; ends with st.record(...)")
+    refines: str = Field(
+        "", max_length=40, description="id of an earlier hypothesis this one refines or re-analyses"
+    )
+    code: str = Field(
+        min_length=10, max_length=20_000, description="Python using silva_stats; ends with st.record(...)"
+    )
 
 
 class Check(BaseModel):

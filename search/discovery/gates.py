@@ -36,8 +36,14 @@ def _sign_ok(ev: TestOutcome, expected_sign: int) -> bool:
 
 def two_split_train(ev: TestOutcome, expected_sign: int, *, alpha: float, min_effect: float) -> GateDecision:
     log_alpha = math.log(alpha)
-    numbers = {"effect": ev.effect, "log_p": ev.log_p, "n": ev.n, "alpha": alpha, "min_effect": min_effect,
-               "expected_sign": expected_sign}
+    numbers = {
+        "effect": ev.effect,
+        "log_p": ev.log_p,
+        "n": ev.n,
+        "alpha": alpha,
+        "min_effect": min_effect,
+        "expected_sign": expected_sign,
+    }
     fails = []
     if abs(ev.effect) < min_effect:
         fails.append(f"|effect| {abs(ev.effect):.3f} < {min_effect}")
@@ -46,18 +52,42 @@ def two_split_train(ev: TestOutcome, expected_sign: int, *, alpha: float, min_ef
     if not _sign_ok(ev, expected_sign):
         fails.append(f"effect sign {ev.sign:+d} opposite to the predicted {expected_sign:+d}")
     if fails:
-        return GateDecision(gate="two_split", passed=False, status="rejected", numbers=numbers,
-                            reason="train: " + "; ".join(fails))
-    return GateDecision(gate="two_split", passed=True, status="proposed", numbers=numbers,
-                        reason="train passed; held-out evaluation pending")
+        return GateDecision(
+            gate="two_split",
+            passed=False,
+            status="rejected",
+            numbers=numbers,
+            reason="train: " + "; ".join(fails),
+        )
+    return GateDecision(
+        gate="two_split",
+        passed=True,
+        status="proposed",
+        numbers=numbers,
+        reason="train passed; held-out evaluation pending",
+    )
 
 
-def _heldout_verdict(train: TestOutcome, held: TestOutcome, expected_sign: int, *, alpha: float, min_effect: float,
-                     ratio: float) -> tuple[str, list[str], dict[str, Any]]:
+def _heldout_verdict(
+    train: TestOutcome,
+    held: TestOutcome,
+    expected_sign: int,
+    *,
+    alpha: float,
+    min_effect: float,
+    ratio: float,
+) -> tuple[str, list[str], dict[str, Any]]:
     """'pass', 'weak' or 'opposite', the failed conditions, and the numbers."""
-    numbers = {"effect_train": train.effect, "effect_heldout": held.effect, "log_p_heldout": held.log_p,
-               "n_heldout": held.n, "alpha": alpha, "min_effect": min_effect, "replication_ratio": ratio,
-               "expected_sign": expected_sign}
+    numbers = {
+        "effect_train": train.effect,
+        "effect_heldout": held.effect,
+        "log_p_heldout": held.log_p,
+        "n_heldout": held.n,
+        "alpha": alpha,
+        "min_effect": min_effect,
+        "replication_ratio": ratio,
+        "expected_sign": expected_sign,
+    }
     if held.sign != train.sign and held.log_p <= math.log(alpha):
         return "opposite", [f"held-out effect {held.effect:+.3f} significant with the opposite sign"], numbers
     fails = []
@@ -74,28 +104,53 @@ def _heldout_verdict(train: TestOutcome, held: TestOutcome, expected_sign: int, 
     return ("weak" if fails else "pass"), fails, numbers
 
 
-def two_split_heldout(train: TestOutcome, held: TestOutcome, expected_sign: int, *, alpha: float,
-                      min_effect: float, ratio: float) -> GateDecision:
-    verdict, fails, numbers = _heldout_verdict(train, held, expected_sign, alpha=alpha, min_effect=min_effect,
-                                               ratio=ratio)
+def two_split_heldout(
+    train: TestOutcome,
+    held: TestOutcome,
+    expected_sign: int,
+    *,
+    alpha: float,
+    min_effect: float,
+    ratio: float,
+) -> GateDecision:
+    verdict, fails, numbers = _heldout_verdict(
+        train, held, expected_sign, alpha=alpha, min_effect=min_effect, ratio=ratio
+    )
     status: ClaimStatus = {"pass": "accepted", "weak": "weakened", "opposite": "refuted"}[verdict]  # type: ignore[assignment]
     reason = "train and held-out passed" if verdict == "pass" else "held-out: " + "; ".join(fails)
-    return GateDecision(gate="two_split", passed=verdict == "pass", status=status, reason=reason, numbers=numbers)
+    return GateDecision(
+        gate="two_split", passed=verdict == "pass", status=status, reason=reason, numbers=numbers
+    )
 
 
-def confirm_heldout(train: TestOutcome, held: TestOutcome, expected_sign: int, *, alpha: float,
-                    min_effect: float, ratio: float) -> GateDecision:
+def confirm_heldout(
+    train: TestOutcome,
+    held: TestOutcome,
+    expected_sign: int,
+    *,
+    alpha: float,
+    min_effect: float,
+    ratio: float,
+) -> GateDecision:
     """The held-out confirmation of a claim a one-split gate accepted."""
-    verdict, fails, numbers = _heldout_verdict(train, held, expected_sign, alpha=alpha, min_effect=min_effect,
-                                               ratio=ratio)
+    verdict, fails, numbers = _heldout_verdict(
+        train, held, expected_sign, alpha=alpha, min_effect=min_effect, ratio=ratio
+    )
     status: ClaimStatus = {"pass": "supported", "weak": "weakened", "opposite": "refuted"}[verdict]  # type: ignore[assignment]
     reason = "held-out replicated the effect" if verdict == "pass" else "held-out: " + "; ".join(fails)
-    return GateDecision(gate="heldout_confirmation", passed=verdict == "pass", status=status, reason=reason,
-                        numbers=numbers)
+    return GateDecision(
+        gate="heldout_confirmation", passed=verdict == "pass", status=status, reason=reason, numbers=numbers
+    )
 
 
-def bonferroni_chain(steps: list[tuple[str, TestOutcome | None, int]], *, alpha: float, min_effect: float,
-                     chain_length: int, global_tests: int) -> tuple[str | None, dict[str, GateDecision]]:
+def bonferroni_chain(
+    steps: list[tuple[str, TestOutcome | None, int]],
+    *,
+    alpha: float,
+    min_effect: float,
+    chain_length: int,
+    global_tests: int,
+) -> tuple[str | None, dict[str, GateDecision]]:
     """Decide every step of a finished chain: (best accepted step id or None, decision per step).
 
     `steps`: (id, evidence or None when the code failed, expected sign). The threshold is
@@ -106,11 +161,21 @@ def bonferroni_chain(steps: list[tuple[str, TestOutcome | None, int]], *, alpha:
     decisions: dict[str, GateDecision] = {}
     best: tuple[float, str] | None = None
     for sid, ev, expected_sign in steps:
-        numbers: dict[str, Any] = {"alpha": alpha, "chain_length": chain_length, "threshold": threshold,
-                                   "global_tests": global_tests, "min_effect": min_effect}
+        numbers: dict[str, Any] = {
+            "alpha": alpha,
+            "chain_length": chain_length,
+            "threshold": threshold,
+            "global_tests": global_tests,
+            "min_effect": min_effect,
+        }
         if ev is None:
-            decisions[sid] = GateDecision(gate="bonferroni", passed=False, status="inconclusive", numbers=numbers,
-                                          reason="the analysis produced no test result")
+            decisions[sid] = GateDecision(
+                gate="bonferroni",
+                passed=False,
+                status="inconclusive",
+                numbers=numbers,
+                reason="the analysis produced no test result",
+            )
             continue
         numbers.update(effect=ev.effect, log_p=ev.log_p, n=ev.n, expected_sign=expected_sign)
         fails = []
@@ -122,8 +187,13 @@ def bonferroni_chain(steps: list[tuple[str, TestOutcome | None, int]], *, alpha:
             fails.append(f"effect sign {ev.sign:+d} opposite to the predicted {expected_sign:+d}")
         passed = not fails
         decisions[sid] = GateDecision(
-            gate="bonferroni", passed=passed, status="accepted" if passed else "rejected", numbers=numbers,
-            reason=f"p < alpha/T = {threshold:.3g} (global tests so far: {global_tests})" if passed else "; ".join(fails),
+            gate="bonferroni",
+            passed=passed,
+            status="accepted" if passed else "rejected",
+            numbers=numbers,
+            reason=f"p < alpha/T = {threshold:.3g} (global tests so far: {global_tests})"
+            if passed
+            else "; ".join(fails),
         )
         if passed and (best is None or ev.log_p < best[0]):
             best = (ev.log_p, sid)
@@ -145,17 +215,28 @@ def benjamini_hochberg(log_ps: dict[str, float], *, alpha: float) -> tuple[set[s
     return {i for i, _ in ranked[:cutoff_rank]}, ranked[cutoff_rank - 1][1]
 
 
-def bh_decisions(evidence: dict[str, tuple[TestOutcome | None, int]], *, alpha: float,
-                 min_effect: float) -> dict[str, GateDecision]:
+def bh_decisions(
+    evidence: dict[str, tuple[TestOutcome | None, int]], *, alpha: float, min_effect: float
+) -> dict[str, GateDecision]:
     """The BH gate over the whole bank: discovery by BH, then effect size and predicted sign."""
     tested = {i: ev.log_p for i, (ev, _) in evidence.items() if ev is not None}
     discovered, cutoff = benjamini_hochberg(tested, alpha=alpha)
     out: dict[str, GateDecision] = {}
     for i, (ev, expected_sign) in evidence.items():
-        numbers: dict[str, Any] = {"alpha": alpha, "m": len(tested), "log_p_cutoff": cutoff, "min_effect": min_effect}
+        numbers: dict[str, Any] = {
+            "alpha": alpha,
+            "m": len(tested),
+            "log_p_cutoff": cutoff,
+            "min_effect": min_effect,
+        }
         if ev is None:
-            out[i] = GateDecision(gate="bh", passed=False, status="inconclusive", numbers=numbers,
-                                  reason="the analysis produced no test result")
+            out[i] = GateDecision(
+                gate="bh",
+                passed=False,
+                status="inconclusive",
+                numbers=numbers,
+                reason="the analysis produced no test result",
+            )
             continue
         numbers.update(effect=ev.effect, log_p=ev.log_p, n=ev.n, expected_sign=expected_sign)
         fails = []
@@ -165,6 +246,11 @@ def bh_decisions(evidence: dict[str, tuple[TestOutcome | None, int]], *, alpha: 
             fails.append(f"|effect| {abs(ev.effect):.3f} < {min_effect}")
         if not _sign_ok(ev, expected_sign):
             fails.append(f"effect sign {ev.sign:+d} opposite to the predicted {expected_sign:+d}")
-        out[i] = GateDecision(gate="bh", passed=not fails, status="rejected" if fails else "accepted", numbers=numbers,
-                              reason="; ".join(fails) or f"BH discovery at FDR {alpha} among {len(tested)} tests")
+        out[i] = GateDecision(
+            gate="bh",
+            passed=not fails,
+            status="rejected" if fails else "accepted",
+            numbers=numbers,
+            reason="; ".join(fails) or f"BH discovery at FDR {alpha} among {len(tested)} tests",
+        )
     return out

@@ -25,12 +25,12 @@ from engine.attempt import failure_reason, fresh_workspace, summarize
 from engine.contract import read_capped
 from engine.llm import LLM, BudgetExceeded, LLMError, Message
 from engine.node import AttemptResult, BudgetRefusal, ExecSummary, MetricValue
-from engine.outcome import Outcome
+from engine.outcome import NodeOutcome
 from sandbox.base import Limits, get_provider, kept_artifacts, workspace_file
+from search.agentic.operators.evaluate import png_bytes
 from search.discovery.bank import Embedder, claim_text, fallback_reason, make_embedder, novelty
 from search.discovery.evidence import MAX_RESULT_BYTES, Hypothesis, TestOutcome
 from search.discovery.prompts import SYSTEM, Reflection, ScoredHypothesis, SeedCandidates, vision_prompt
-from search.operators.evaluate import png_bytes
 
 STATS_MODULE = "silva_stats.py"
 STATS_SOURCE = (Path(__file__).parent / STATS_MODULE).read_bytes()
@@ -40,7 +40,7 @@ PROPOSING_KINDS = ("hypothesis", "seed", "refine")
 BANK_KINDS = ("seed", "refine")  # ExperiGen's: their claims may enter the bank
 
 
-class DiscoveryOutcome(Outcome):
+class DiscoveryOutcome(NodeOutcome):
     """What one attempt produced; `evidence` is None when the analysis gave no valid result."""
 
     family: Literal["discovery"] = "discovery"
@@ -97,29 +97,47 @@ class DiscoveryJob:
         rel = ws.relative_to(self.run_dir)
         keep = [CODE_FILE, RESULT_FILE, *(out.evidence.figures if out.evidence else [])]
         ok = out.reflection is not None or out.evidence is not None
-        metrics = [] if out.evidence is None else [
-            MetricValue(name="log_p", value=out.evidence.log_p, direction="minimize"),
-            MetricValue(name="abs_effect", value=abs(out.evidence.effect), direction="maximize"),
-            MetricValue(name="n", value=float(out.evidence.n), direction="maximize"),
-        ]
+        metrics = (
+            []
+            if out.evidence is None
+            else [
+                MetricValue(name="log_p", value=out.evidence.log_p, direction="minimize"),
+                MetricValue(name="abs_effect", value=abs(out.evidence.effect), direction="maximize"),
+                MetricValue(name="n", value=float(out.evidence.n), direction="maximize"),
+            ]
+        )
         return AttemptResult(
-            status="good" if ok else "buggy", reason=out.error, metrics=metrics, execution=execution,
-            artifacts=kept_artifacts(ws, rel, keep), workspace=str(rel),
-            started_at=started, finished_at=time.time(), outcome=out,
-            code=out.hypothesis.code if out.hypothesis else None, plan=out.hypothesis.statement if out.hypothesis else None,
+            status="good" if ok else "buggy",
+            reason=out.error,
+            metrics=metrics,
+            execution=execution,
+            artifacts=kept_artifacts(ws, rel, keep),
+            workspace=str(rel),
+            started_at=started,
+            finished_at=time.time(),
+            outcome=out,
+            code=out.hypothesis.code if out.hypothesis else None,
+            plan=out.hypothesis.statement if out.hypothesis else None,
         )
 
     # -- steps ----------------------------------------------------------------------------------
     def _ask(self, output_type: Any, role: str, out: DiscoveryOutcome, *, prompt: str | None = None) -> Any:
         assert self.llm is not None
         out.llm_calls += 1
-        return self.llm.complete([Message.system(SYSTEM), Message.user(prompt or self.prompt)], role=role,
-                                 output_type=output_type, node_id=self.node_id, stage=self.stage, idea=self.idea,
-                                 attempt=self.attempt)
+        return self.llm.complete(
+            [Message.system(SYSTEM), Message.user(prompt or self.prompt)],
+            role=role,
+            output_type=output_type,
+            node_id=self.node_id,
+            stage=self.stage,
+            idea=self.idea,
+            attempt=self.attempt,
+        )
 
     def _propose(self, out: DiscoveryOutcome) -> Hypothesis | None:
-        embedder = make_embedder(self.llm, self.embed_with_gateway, node_id=self.node_id, stage=self.stage,
-                                 idea=self.idea)
+        embedder = make_embedder(
+            self.llm, self.embed_with_gateway, node_id=self.node_id, stage=self.stage, idea=self.idea
+        )
         hypothesis = self._seed(out, embedder) if self.kind == "seed" else self._ask(Hypothesis, "code", out)
         if self.kind in BANK_KINDS and self.embed_with_gateway:
             # An ExperiGen claim may enter the bank: its vector, cached now, spares the driver a
@@ -132,10 +150,19 @@ class DiscoveryJob:
         seeds: SeedCandidates = self._ask(SeedCandidates, "code", out)
         texts = [claim_text(c) for c in seeds.candidates]
         novel = novelty(texts, self.bank_texts, embedder)
-        scored = [(c.plausibility + self.novelty_weight * nv, i) for i, (c, nv) in enumerate(zip(seeds.candidates, novel))]
+        scored = [
+            (c.plausibility + self.novelty_weight * nv, i)
+            for i, (c, nv) in enumerate(zip(seeds.candidates, novel))
+        ]
         best = max(scored)[1]
         out.candidates = [
-            {"statement": c.statement, "plausibility": c.plausibility, "novelty": nv, "score": s, "chosen": i == best}
+            {
+                "statement": c.statement,
+                "plausibility": c.plausibility,
+                "novelty": nv,
+                "score": s,
+                "chosen": i == best,
+            }
             for (s, i), c, nv in zip(scored, seeds.candidates, novel)
         ]
         chosen: ScoredHypothesis = seeds.candidates[best]
@@ -143,17 +170,27 @@ class DiscoveryJob:
 
     def _analyse(self, ws: Path, gpu_ids: Sequence[int], out: DiscoveryOutcome) -> ExecSummary:
         assert out.hypothesis is not None
-        files = {CODE_FILE: out.hypothesis.code.encode(), STATS_MODULE: STATS_SOURCE,
-                 DATA_IN_WORKSPACE: self.data_file.read_bytes()}
+        files = {
+            CODE_FILE: out.hypothesis.code.encode(),
+            STATS_MODULE: STATS_SOURCE,
+            DATA_IN_WORKSPACE: self.data_file.read_bytes(),
+        }
         if self.images_dir is not None:
-            files.update({f"data/images/{p.relative_to(self.images_dir)}": p.read_bytes()
-                          for p in sorted(self.images_dir.rglob("*")) if p.is_file()})
+            files.update(
+                {
+                    f"data/images/{p.relative_to(self.images_dir)}": p.read_bytes()
+                    for p in sorted(self.images_dir.rglob("*"))
+                    if p.is_file()
+                }
+            )
         box = get_provider(self.sandbox, **self.sandbox_options).open(ws, gpu_ids=gpu_ids)
         images: list[bytes] = []
         try:
             res = box.exec([self.python, CODE_FILE], limits=self.limits, files=files)
             problem = failure_reason(res, self.limits)
-            raw, unreadable = read_capped(box, RESULT_FILE, res.files if not problem else [], MAX_RESULT_BYTES)
+            raw, unreadable = read_capped(
+                box, RESULT_FILE, res.files if not problem else [], MAX_RESULT_BYTES
+            )
             if problem or unreadable:
                 out.error = problem or unreadable
             elif raw is None:
@@ -161,15 +198,21 @@ class DiscoveryJob:
             else:
                 out.evidence = _validate(raw, out)
             if out.evidence is not None and self.vision and self.llm is not None:
-                images, too_big = png_bytes(box, [f for f in out.evidence.figures if f.endswith(".png") and _kept(ws, f)])
+                images, too_big = png_bytes(
+                    box, [f for f in out.evidence.figures if f.endswith(".png") and _kept(ws, f)]
+                )
                 out.error = out.error or too_big
         finally:
             box.close()
         if images and self.llm is not None:
             out.llm_calls += 1
             out.figure_reading = self.llm.complete(
-                Message.user(vision_prompt(out.hypothesis), images=images), role="vision", node_id=self.node_id,
-                stage=self.stage, idea=self.idea, attempt=self.attempt,
+                Message.user(vision_prompt(out.hypothesis), images=images),
+                role="vision",
+                node_id=self.node_id,
+                stage=self.stage,
+                idea=self.idea,
+                attempt=self.attempt,
             ).text[:4000]
         return summarize(res)
 

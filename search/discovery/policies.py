@@ -77,8 +77,10 @@ class DiscoPER:
         return len(created) >= self.d.max_hypotheses and all(r.evaluated for r in created)
 
     def finish_reason(self) -> str:
-        return (f"DiscoPER: {len(self._created())} hypotheses tested with {len(self.s.state.reflect_nodes)} "
-                f"reflection(s), gate {self.d.chosen_gate}")
+        return (
+            f"DiscoPER: {len(self._created())} hypotheses tested with {len(self.s.state.reflect_nodes)} "
+            f"reflection(s), gate {self.d.chosen_gate}"
+        )
 
 
 class ExperiGen:
@@ -92,8 +94,16 @@ class ExperiGen:
                 break
             last = st.records[steps[-1]]
             if chain not in st.ended_chains and last.evaluated and len(steps) < self.d.chain_steps:
-                out.append(self.s.node("refine", parent=last.id, plan=f"chain {chain} step {len(steps) + 1}",
-                                       chain=chain, step=len(steps) + 1, iteration=len(st.chains)))
+                out.append(
+                    self.s.node(
+                        "refine",
+                        parent=last.id,
+                        plan=f"chain {chain} step {len(steps) + 1}",
+                        chain=chain,
+                        step=len(steps) + 1,
+                        iteration=len(st.chains),
+                    )
+                )
         started = len(st.chains)
         while len(out) < slots and started < self.d.max_chains:
             started += 1
@@ -106,18 +116,27 @@ class ExperiGen:
         if node.kind == "seed":
             bank = [st.records[i] for i in st.bank(seq)]
             job.bank_texts = [claim_text(r.hypothesis) for r in bank if r.hypothesis]
-            job.prompt = seed_prompt(ctx, [self.s.tested(r, seq) for r in bank if r.hypothesis],
-                                     self.d.seed_candidates)
+            job.prompt = seed_prompt(
+                ctx, [self.s.tested(r, seq) for r in bank if r.hypothesis], self.d.seed_candidates
+            )
             return
         chain = [st.records[i] for i in st.chains[str(node.params["chain"])] if i != node.id]
-        job.prompt = refine_prompt(ctx, [self.s.tested(r, seq) for r in chain if r.hypothesis],
-                                   int(node.params["step"]), self.d.chain_steps)
+        job.prompt = refine_prompt(
+            ctx,
+            [self.s.tested(r, seq) for r in chain if r.hypothesis],
+            int(node.params["step"]),
+            self.d.chain_steps,
+        )
 
     def evaluated(self, rec: Record) -> None:
         st = self.s.state
         assert rec.chain is not None
         steps = [st.records[i] for i in st.chains[rec.chain]]
-        if rec.chain in st.ended_chains or len(steps) < self.d.chain_steps or not all(r.evaluated for r in steps):
+        if (
+            rec.chain in st.ended_chains
+            or len(steps) < self.d.chain_steps
+            or not all(r.evaluated for r in steps)
+        ):
             return
         self._end_chain(rec.chain, steps)
 
@@ -125,13 +144,21 @@ class ExperiGen:
         d = self.d
         triples = [(r.id, r.evidence, r.hypothesis.expected_sign if r.hypothesis else 0) for r in steps]
         if d.chosen_gate == "bonferroni":
-            best, decisions = gates.bonferroni_chain(triples, alpha=d.alpha, min_effect=d.min_effect,
-                                                     chain_length=d.chain_steps, global_tests=self.s.state.tests_done())
+            best, decisions = gates.bonferroni_chain(
+                triples,
+                alpha=d.alpha,
+                min_effect=d.min_effect,
+                chain_length=d.chain_steps,
+                global_tests=self.s.state.tests_done(),
+            )
             for r in steps:
                 self.s.decide(r, "chain", decisions[r.id])
         else:  # BH decides over the whole bank at the end; the chain keeps its strongest eligible step
-            eligible = [(ev.log_p, sid) for sid, ev, sign in triples if ev is not None
-                        and abs(ev.effect) >= d.min_effect and (sign == 0 or ev.sign == sign)]
+            eligible = [
+                (ev.log_p, sid)
+                for sid, ev, sign in triples
+                if ev is not None and abs(ev.effect) >= d.min_effect and (sign == 0 or ev.sign == sign)
+            ]
             best = min(eligible)[1] if eligible else None
         self.s.record("chain_ended", chain=chain, steps=[r.id for r in steps], best=best)
         if best is not None:
@@ -144,8 +171,13 @@ class ExperiGen:
         embedder = self.s.embedder(best)
         kept = prune_max_min(ids, texts, self.d.bank_capacity, embedder, keep_first=best)
         fallback = fallback_reason(embedder)
-        self.s.record("bank_updated", added=best, bank=kept, pruned=[i for i in ids if i not in kept],
-                      **({"embedding_fallback": fallback} if fallback else {}))
+        self.s.record(
+            "bank_updated",
+            added=best,
+            bank=kept,
+            pruned=[i for i in ids if i not in kept],
+            **({"embedding_fallback": fallback} if fallback else {}),
+        )
 
     def confirms(self, rec: Record) -> bool:
         return rec.chain is not None and self.s.state.ended_chains.get(rec.chain) == rec.id
@@ -156,8 +188,10 @@ class ExperiGen:
 
     def finish_reason(self) -> str:
         st = self.s.state
-        return (f"ExperiGen: {len(st.chains)} chains of up to {self.d.chain_steps} steps, "
-                f"{len(st.bank())} claim(s) in the bank, gate {self.d.chosen_gate}")
+        return (
+            f"ExperiGen: {len(st.chains)} chains of up to {self.d.chain_steps} steps, "
+            f"{len(st.bank())} claim(s) in the bank, gate {self.d.chosen_gate}"
+        )
 
 
 def make_policy(s: DiscoveryStrategy) -> Policy:

@@ -46,11 +46,19 @@ class SeedCandidates(BaseModel):
 class Reflection(BaseModel):
     """DiscoPER's Reflect: the hypotheses so far treated as data."""
 
-    gaps: list[str] = Field(default_factory=list, max_length=10, description="regions of the data not explored")
-    confounds: list[str] = Field(default_factory=list, max_length=10,
-                                 description="train-passing effects that may vanish when stratified, and by what")
-    compounds: list[str] = Field(default_factory=list, max_length=10,
-                                 description="conjunctions of train-passing hypotheses worth testing together")
+    gaps: list[str] = Field(
+        default_factory=list, max_length=10, description="regions of the data not explored"
+    )
+    confounds: list[str] = Field(
+        default_factory=list,
+        max_length=10,
+        description="train-passing effects that may vanish when stratified, and by what",
+    )
+    compounds: list[str] = Field(
+        default_factory=list,
+        max_length=10,
+        description="conjunctions of train-passing hypotheses worth testing together",
+    )
 
     def guidance(self) -> str:
         parts = [("Gap", self.gaps), ("Confound", self.confounds), ("Compound", self.compounds)]
@@ -94,45 +102,67 @@ def hypothesis_prompt(ctx: Context) -> str:
     if ctx.guidance:
         parts.append(f"## Guidance from reflection on the hypotheses so far\n{ctx.guidance}")
     if ctx.history:
-        parts.append("## Hypotheses already tested (training evidence)\n" + "\n".join(t.line() for t in ctx.history))
+        parts.append(
+            "## Hypotheses already tested (training evidence)\n" + "\n".join(t.line() for t in ctx.history)
+        )
     if ctx.inflight:
-        parts.append(f"{ctx.inflight} other hypotheses are being tested right now; propose something different.")
-    parts.append("Propose ONE new hypothesis that is not a repeat: statement, h0, h1, variables, expected_sign, "
-                 "rationale, refines (id of an earlier hypothesis it refines or re-analyses, or empty), and code.")
+        parts.append(
+            f"{ctx.inflight} other hypotheses are being tested right now; propose something different."
+        )
+    parts.append(
+        "Propose ONE new hypothesis that is not a repeat: statement, h0, h1, variables, expected_sign, "
+        "rationale, refines (id of an earlier hypothesis it refines or re-analyses, or empty), and code."
+    )
     return "\n\n".join(parts)
 
 
 def reflect_prompt(ctx: Context, index: int) -> str:
-    parts = [f"Reflection #{index}: treat the hypotheses tested so far as data.", f"## Dataset\n{ctx.dataset}"]
+    parts = [
+        f"Reflection #{index}: treat the hypotheses tested so far as data.",
+        f"## Dataset\n{ctx.dataset}",
+    ]
     if ctx.prior:
         parts.append(f"## Prior information\n{ctx.prior}")
-    parts.append("## Hypotheses tested (training evidence and train-gate verdict)\n"
-                 + ("\n".join(t.line() for t in ctx.history) or "none"))
-    parts.append("Write: gaps (variables or regions not explored), confounds (passing effects that may vanish "
-                 "when stratified by another variable: name it), compounds (conjunctions of passing hypotheses "
-                 "worth testing as one, e.g. an interaction).")
+    parts.append(
+        "## Hypotheses tested (training evidence and train-gate verdict)\n"
+        + ("\n".join(t.line() for t in ctx.history) or "none")
+    )
+    parts.append(
+        "Write: gaps (variables or regions not explored), confounds (passing effects that may vanish "
+        "when stratified by another variable: name it), compounds (conjunctions of passing hypotheses "
+        "worth testing as one, e.g. an interaction)."
+    )
     return "\n\n".join(parts)
 
 
 def seed_prompt(ctx: Context, bank: list[Tested], n: int) -> str:
-    parts = [f"Seed acquisition #{ctx.iteration}: propose {n} candidate hypotheses, each with a plausibility "
-             "in [0, 1]. The one scoring best on plausibility plus novelty against the bank is tested and refined.",
-             *_common(ctx)]
+    parts = [
+        f"Seed acquisition #{ctx.iteration}: propose {n} candidate hypotheses, each with a plausibility "
+        "in [0, 1]. The one scoring best on plausibility plus novelty against the bank is tested and refined.",
+        *_common(ctx),
+    ]
     parts.append("## Bank of accepted claims\n" + ("\n".join(t.line() for t in bank) or "empty"))
     if ctx.history:
-        parts.append("## Hypotheses already tested (training evidence)\n" + "\n".join(t.line() for t in ctx.history))
+        parts.append(
+            "## Hypotheses already tested (training evidence)\n" + "\n".join(t.line() for t in ctx.history)
+        )
     return "\n\n".join(parts)
 
 
 def refine_prompt(ctx: Context, chain: list[Tested], step: int, steps: int) -> str:
-    parts = [f"Refinement step {step} of {steps} of chain {chain[0].id}. Refine the hypothesis using the evidence "
-             "so far: sharpen the population, add a covariate, test a mechanism or a moderator. Every step "
-             "is one more test in the chain's Bonferroni correction.", *_common(ctx)]
+    parts = [
+        f"Refinement step {step} of {steps} of chain {chain[0].id}. Refine the hypothesis using the evidence "
+        "so far: sharpen the population, add a covariate, test a mechanism or a moderator. Every step "
+        "is one more test in the chain's Bonferroni correction.",
+        *_common(ctx),
+    ]
     parts.append("## This chain so far (hypothesis, evidence)\n" + "\n".join(t.line() for t in chain))
     parts.append("Propose ONE refined hypothesis with its code.")
     return "\n\n".join(parts)
 
 
 def vision_prompt(h: Hypothesis) -> str:
-    return (f"These figures were produced by the analysis of the hypothesis: {h.statement}\n"
-            "Describe in three sentences what they show and whether they support it.")
+    return (
+        f"These figures were produced by the analysis of the hypothesis: {h.statement}\n"
+        "Describe in three sentences what they show and whether they support it."
+    )

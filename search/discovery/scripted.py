@@ -39,10 +39,16 @@ class Candidate:
         code = self.code
         if bug:  # a realistic slip: a misspelt column name
             code = code.replace(f'"{self.variables[0]}"', f'"{self.variables[0]}_"', 1)
-        return {"statement": self.statement, "h0": f"No association: {self.statement.lower()} is false",
-                "h1": self.statement, "variables": list(self.variables), "expected_sign": self.expected_sign,
-                "rationale": "follows from the data description and the evidence so far", "refines": self.refines,
-                "code": code}
+        return {
+            "statement": self.statement,
+            "h0": f"No association: {self.statement.lower()} is false",
+            "h1": self.statement,
+            "variables": list(self.variables),
+            "expected_sign": self.expected_sign,
+            "rationale": "follows from the data description and the evidence so far",
+            "refines": self.refines,
+            "code": code,
+        }
 
 
 HEAD = "import silva_stats as st\ndf = st.load()\n"
@@ -55,7 +61,10 @@ def _pair(x: str, kx: str, y: str, ky: str) -> Candidate:
         code = HEAD + f'res = st.compare_groups(df, "{x}", "{y}")\nst.record(res, expected_sign=0)\n'
         return Candidate(f"`{x}` differs between levels of `{y}`", (x, y), code)
     if kx == "numeric" and ky == "numeric":
-        code = HEAD + f'res = st.correlation(df, "{x}", "{y}", method="pearson")\nst.record(res, expected_sign=0)\n'
+        code = (
+            HEAD
+            + f'res = st.correlation(df, "{x}", "{y}", method="pearson")\nst.record(res, expected_sign=0)\n'
+        )
         return Candidate(f"`{x}` is associated with `{y}`", (x, y), code)
     code = HEAD + f'res = st.contingency(df, "{x}", "{y}")\nst.record(res, expected_sign=0)\n'
     return Candidate(f"`{x}` is associated with `{y}`", (x, y), code)
@@ -64,16 +73,25 @@ def _pair(x: str, kx: str, y: str, ky: str) -> Candidate:
 def _fact(x: str, verb: str, y: str, kinds: dict[str, str]) -> Candidate:
     sign = 1 if verb == "increases" else -1
     if kinds.get(x) == "binary" and kinds.get(y) == "numeric":
-        code = HEAD + f'res = st.compare_groups(df, "{y}", "{x}", a=1, b=0)\nst.record(res, expected_sign={sign})\n'
+        code = (
+            HEAD
+            + f'res = st.compare_groups(df, "{y}", "{x}", a=1, b=0)\nst.record(res, expected_sign={sign})\n'
+        )
     else:
-        code = HEAD + f'res = st.correlation(df, "{x}", "{y}", method="spearman")\nst.record(res, expected_sign={sign})\n'
+        code = (
+            HEAD
+            + f'res = st.correlation(df, "{x}", "{y}", method="spearman")\nst.record(res, expected_sign={sign})\n'
+        )
     return Candidate(f"More `{x}` {verb} `{y}`", (x, y), code, expected_sign=sign, plausibility=0.95)
 
 
 def _direct(x: str, y: str, others: list[str]) -> Candidate:
-    code = HEAD + (f'res = st.regression(df, "{y}", "{x}", covariates={others!r})\n'
-                   "st.record(res, expected_sign=0)\n")
-    return Candidate(f"`{x}` is directly associated with `{y}` given the other variables", (x, y, *others), code)
+    code = HEAD + (
+        f'res = st.regression(df, "{y}", "{x}", covariates={others!r})\nst.record(res, expected_sign=0)\n'
+    )
+    return Candidate(
+        f"`{x}` is directly associated with `{y}` given the other variables", (x, y, *others), code
+    )
 
 
 def _score(text: str) -> float:
@@ -85,12 +103,19 @@ def base_candidates(prompt: str) -> list[Candidate]:
     usable = [c for c, k in kinds.items() if k in ("numeric", "binary")]
     out = [_fact(x, verb, y, kinds) for x, verb, y in FACT.findall(prompt) if x in kinds and y in kinds]
     if "directly associated" in prompt.split("## Tools")[0]:
-        out += [_direct(x, y, [c for c in usable if c not in (x, y)]) for x, y in itertools.combinations(usable, 2)]
+        out += [
+            _direct(x, y, [c for c in usable if c not in (x, y)])
+            for x, y in itertools.combinations(usable, 2)
+        ]
         return out
     pairs = sorted(itertools.combinations(usable, 2), key=lambda p: _score("|".join(p)))
     out += [_pair(x, kinds[x], y, kinds[y]) for x, y in pairs]
-    return [c if c.plausibility > 0.5 else Candidate(c.statement, c.variables, c.code, c.expected_sign,
-                                                     0.2 + 0.6 * _score(c.statement)) for c in out]
+    return [
+        c
+        if c.plausibility > 0.5
+        else Candidate(c.statement, c.variables, c.code, c.expected_sign, 0.2 + 0.6 * _score(c.statement))
+        for c in out
+    ]
 
 
 def guidance_candidates(prompt: str) -> list[Candidate]:
@@ -103,10 +128,17 @@ def guidance_candidates(prompt: str) -> list[Candidate]:
         elif line.startswith("- Confound:") and len(names) == 3:
             x, y, z = names
             code = HEAD + f'res = st.stratified(df, "{y}", "{x}", "{z}")\nst.record(res, expected_sign=0)\n'
-            out.append(Candidate(f"The association of `{x}` with `{y}` holds within strata of `{z}`", (x, y, z), code))
+            out.append(
+                Candidate(
+                    f"The association of `{x}` with `{y}` holds within strata of `{z}`", (x, y, z), code
+                )
+            )
         elif line.startswith("- Compound:") and len(names) == 3:
             a, b, y = names
-            code = HEAD + f'res = st.regression(df, "{y}", "{a}", covariates=["{b}"])\nst.record(res, expected_sign=0)\n'
+            code = (
+                HEAD
+                + f'res = st.regression(df, "{y}", "{a}", covariates=["{b}"])\nst.record(res, expected_sign=0)\n'
+            )
             out.append(Candidate(f"`{a}` is associated with `{y}` beyond `{b}`", (a, y, b), code))
     return out
 
@@ -153,17 +185,38 @@ def refine(prompt: str) -> dict[str, object]:
     others = [c for c in numeric if c not in (x, y)]
     if step == 2:
         cov = others[:3]
-        code = HEAD + f'res = st.regression(df, "{y}", "{x}", covariates={cov!r})\nst.record(res, expected_sign={sign})\n'
-        return Candidate(f"`{x}` is associated with `{y}` adjusting for {', '.join(cov)}", (x, y, *cov), code,
-                         sign, refines=chain[-1][0]).answer()
+        code = (
+            HEAD
+            + f'res = st.regression(df, "{y}", "{x}", covariates={cov!r})\nst.record(res, expected_sign={sign})\n'
+        )
+        return Candidate(
+            f"`{x}` is associated with `{y}` adjusting for {', '.join(cov)}",
+            (x, y, *cov),
+            code,
+            sign,
+            refines=chain[-1][0],
+        ).answer()
     if step == 3 and kinds.get(y) == "numeric" and kinds.get(x) == "numeric":
-        code = HEAD + f'res = st.correlation(df, "{x}", "{y}", method="spearman")\nst.record(res, expected_sign={sign})\n'
-        return Candidate(f"The rank association of `{x}` with `{y}` is robust to outliers", (x, y), code, sign,
-                         refines=chain[-1][0]).answer()
+        code = (
+            HEAD
+            + f'res = st.correlation(df, "{x}", "{y}", method="spearman")\nst.record(res, expected_sign={sign})\n'
+        )
+        return Candidate(
+            f"The rank association of `{x}` with `{y}` is robust to outliers",
+            (x, y),
+            code,
+            sign,
+            refines=chain[-1][0],
+        ).answer()
     z = others[(step - 1) % len(others)] if others else x
     code = HEAD + f'res = st.stratified(df, "{y}", "{x}", "{z}")\nst.record(res, expected_sign={sign})\n'
-    return Candidate(f"The association of `{x}` with `{y}` holds within strata of `{z}`", (x, y, z), code, sign,
-                     refines=chain[-1][0]).answer()
+    return Candidate(
+        f"The association of `{x}` with `{y}` holds within strata of `{z}`",
+        (x, y, z),
+        code,
+        sign,
+        refines=chain[-1][0],
+    ).answer()
 
 
 def reflect(prompt: str) -> dict[str, object]:

@@ -43,9 +43,14 @@ def load() -> pd.DataFrame:
 
 def _result(test, effect, effect_name, p, log_p, n, assumptions, **estimates):
     return {
-        "test": test, "effect": float(effect), "effect_name": effect_name,
-        "p": float(p), "log_p": float(log_p), "n": int(n),
-        "assumptions": assumptions, "estimates": {k: _plain(v) for k, v in estimates.items()},
+        "test": test,
+        "effect": float(effect),
+        "effect_name": effect_name,
+        "p": float(p),
+        "log_p": float(log_p),
+        "n": int(n),
+        "assumptions": assumptions,
+        "estimates": {k: _plain(v) for k, v in estimates.items()},
     }
 
 
@@ -79,7 +84,14 @@ def _t_logsf(t, df):
         total += term
         if term < 1e-17 * total:
             break
-    return a * math.log(x) + b * math.log1p(-x) - math.log(a) - float(special.betaln(a, b)) + math.log(total) - math.log(2.0)
+    return (
+        a * math.log(x)
+        + b * math.log1p(-x)
+        - math.log(a)
+        - float(special.betaln(a, b))
+        + math.log(total)
+        - math.log(2.0)
+    )
 
 
 def _two_sided_t(t, df):
@@ -126,30 +138,64 @@ def compare_groups(df, outcome, group, a=None, b=None, method="welch"):
     n1, n2 = len(x), len(y)
     pooled = math.sqrt(((n1 - 1) * x.var(ddof=1) + (n2 - 1) * y.var(ddof=1)) / (n1 + n2 - 2))
     d = (x.mean() - y.mean()) / pooled if pooled > 0 else 0.0
-    checks = {"normality_a": _normality(x, f"{group}={a}"), "normality_b": _normality(y, f"{group}={b}"),
-              "min_group_size": _check(min(n1, n2) >= 20, f"group sizes {n1} and {n2}")}
+    checks = {
+        "normality_a": _normality(x, f"{group}={a}"),
+        "normality_b": _normality(y, f"{group}={b}"),
+        "min_group_size": _check(min(n1, n2) >= 20, f"group sizes {n1} and {n2}"),
+    }
     if method == "welch":
         t = stats.ttest_ind(x, y, equal_var=False)
         v1, v2 = x.var(ddof=1) / n1, y.var(ddof=1) / n2
-        dof = (v1 + v2) ** 2 / (v1 ** 2 / (n1 - 1) + v2 ** 2 / (n2 - 1)) if v1 + v2 > 0 else n1 + n2 - 2
+        dof = (v1 + v2) ** 2 / (v1**2 / (n1 - 1) + v2**2 / (n2 - 1)) if v1 + v2 > 0 else n1 + n2 - 2
         p, log_p = _two_sided_t(float(t.statistic), dof) if np.isfinite(t.statistic) else (1.0, 0.0)
         lev = stats.levene(x, y)
-        checks["equal_variance"] = _check(True, f"Welch's t does not assume it (Levene p={float(lev.pvalue):.3g})")
-        return _result("welch_t", d, "cohens_d", p, log_p, n1 + n2, checks, mean_a=x.mean(), mean_b=y.mean(),
-                       group_a=str(a), group_b=str(b), t=float(t.statistic), df=dof)
+        checks["equal_variance"] = _check(
+            True, f"Welch's t does not assume it (Levene p={float(lev.pvalue):.3g})"
+        )
+        return _result(
+            "welch_t",
+            d,
+            "cohens_d",
+            p,
+            log_p,
+            n1 + n2,
+            checks,
+            mean_a=x.mean(),
+            mean_b=y.mean(),
+            group_a=str(a),
+            group_b=str(b),
+            t=float(t.statistic),
+            df=dof,
+        )
     if method == "mannwhitney":
         u = stats.mannwhitneyu(x, y, alternative="two-sided")
         r = 2.0 * float(u.statistic) / (n1 * n2) - 1.0  # rank-biserial, positive when a > b
         ranks = stats.rankdata(np.concatenate([x, y]))
         _, ties = np.unique(ranks, return_counts=True)
-        sigma = math.sqrt(n1 * n2 / 12.0 * ((n1 + n2 + 1) - (ties ** 3 - ties).sum() / ((n1 + n2) * (n1 + n2 - 1))))
+        sigma = math.sqrt(
+            n1 * n2 / 12.0 * ((n1 + n2 + 1) - (ties**3 - ties).sum() / ((n1 + n2) * (n1 + n2 - 1)))
+        )
         z = (float(u.statistic) - n1 * n2 / 2.0) / sigma if sigma > 0 else 0.0
         p, log_p = _two_sided_z(z)
         r = max(min(r, 0.999999), -0.999999)
-        checks["distribution_free"] = _check(True, "rank test: no normality needed (normal approximation for p)")
-        return _result("mann_whitney_u", 2 * r / math.sqrt(1 - r * r), "d_from_rank_biserial", p, log_p, n1 + n2,
-                       checks, rank_biserial=r, median_a=float(np.median(x)), median_b=float(np.median(y)),
-                       group_a=str(a), group_b=str(b), z=z)
+        checks["distribution_free"] = _check(
+            True, "rank test: no normality needed (normal approximation for p)"
+        )
+        return _result(
+            "mann_whitney_u",
+            2 * r / math.sqrt(1 - r * r),
+            "d_from_rank_biserial",
+            p,
+            log_p,
+            n1 + n2,
+            checks,
+            rank_biserial=r,
+            median_a=float(np.median(x)),
+            median_b=float(np.median(y)),
+            group_a=str(a),
+            group_b=str(b),
+            z=z,
+        )
     raise ValueError(f"method {method!r}: use 'welch' or 'mannwhitney'")
 
 
@@ -198,7 +244,9 @@ def _ols(d, formula, term):
     checks = {
         "residual_normality": _check(jb_p > 0.01 or fit.nobs >= 200, f"Jarque-Bera p={jb_p:.3g}"),
         "homoscedasticity": _check(bp_p > 0.01, f"Breusch-Pagan p={bp_p:.3g}"),
-        "rows_per_term": _check(fit.nobs >= 10 * len(fit.params), f"n={int(fit.nobs)}, terms={len(fit.params)}"),
+        "rows_per_term": _check(
+            fit.nobs >= 10 * len(fit.params), f"n={int(fit.nobs)}, terms={len(fit.params)}"
+        ),
     }
     return fit, t, p, log_p, checks
 
@@ -220,8 +268,18 @@ def regression(df, outcome, predictor, covariates=()):
     rhs = [_q(predictor)] + [_q(c) if c in numeric else f"C({_q(c)})" for c in covariates]
     fit, t, p, log_p, checks = _ols(z, f"{_q(outcome)} ~ " + " + ".join(rhs), _q(predictor))
     beta = float(fit.params[_q(predictor)])
-    return _result("ols_regression", beta, "standardized_beta", p, log_p, len(d), checks,
-                   covariates=list(covariates), t=t, r_squared=float(fit.rsquared))
+    return _result(
+        "ols_regression",
+        beta,
+        "standardized_beta",
+        p,
+        log_p,
+        len(d),
+        checks,
+        covariates=list(covariates),
+        t=t,
+        r_squared=float(fit.rsquared),
+    )
 
 
 def interaction(df, outcome, a, b, covariates=()):
@@ -238,8 +296,18 @@ def interaction(df, outcome, a, b, covariates=()):
     rhs = [f"{_q(a)} * {_q(b)}"] + [_q(c) if c in numeric else f"C({_q(c)})" for c in covariates]
     term = f"{_q(a)}:{_q(b)}"
     fit, t, p, log_p, checks = _ols(z, f"{_q(outcome)} ~ " + " + ".join(rhs), term)
-    return _result("ols_interaction", float(fit.params[term]), "standardized_beta", p, log_p, len(d), checks,
-                   main_a=float(fit.params[_q(a)]), main_b=float(fit.params[_q(b)]), t=t)
+    return _result(
+        "ols_interaction",
+        float(fit.params[term]),
+        "standardized_beta",
+        p,
+        log_p,
+        len(d),
+        checks,
+        main_a=float(fit.params[_q(a)]),
+        main_b=float(fit.params[_q(b)]),
+        t=t,
+    )
 
 
 def stratified(df, outcome, predictor, strata):
@@ -262,7 +330,7 @@ def stratified(df, outcome, predictor, strata):
         if not (math.isfinite(se) and se > 0):
             continue
         per[str(level)] = {"beta": beta, "se": se, "n": len(g)}
-        ws.append(1 / se ** 2)
+        ws.append(1 / se**2)
         bs.append(beta)
     if not ws:
         raise ValueError(f"no stratum of {strata!r} has 5+ rows with varying {predictor!r}")
@@ -272,10 +340,13 @@ def stratified(df, outcome, predictor, strata):
     p, log_p = _two_sided_z(z)
     q = float((w * (b - pooled) ** 2).sum())
     q_p = float(stats.chi2.sf(q, len(b) - 1)) if len(b) > 1 else 1.0
-    checks = {"homogeneity": _check(q_p > 0.05, f"Cochran Q={q:.3g}, p={q_p:.3g} over {len(b)} strata"),
-              "strata_used": _check(len(b) >= 2, f"{len(b)} strata with enough rows")}
-    return _result("stratified_fixed_effect", pooled, "standardized_beta", p, log_p, len(d), checks,
-                   strata=per, z=z)
+    checks = {
+        "homogeneity": _check(q_p > 0.05, f"Cochran Q={q:.3g}, p={q_p:.3g} over {len(b)} strata"),
+        "strata_used": _check(len(b) >= 2, f"{len(b)} strata with enough rows"),
+    }
+    return _result(
+        "stratified_fixed_effect", pooled, "standardized_beta", p, log_p, len(d), checks, strata=per, z=z
+    )
 
 
 def contingency(df, a, b):
@@ -296,10 +367,22 @@ def contingency(df, a, b):
         if expected.min() < 5:
             p = float(stats.fisher_exact(table).pvalue)
             log_p = math.log(p) if p > 0 else float(stats.chi2.logsf(chi2, dof))
-            return _result("fisher_exact", v, "phi", p, min(log_p, 0.0), n, checks, table=table.to_numpy().tolist())
+            return _result(
+                "fisher_exact", v, "phi", p, min(log_p, 0.0), n, checks, table=table.to_numpy().tolist()
+            )
     log_p = float(stats.chi2.logsf(chi2, dof))
-    return _result("chi_square", v, "cramers_v" if table.shape != (2, 2) else "phi", math.exp(log_p),
-                   min(log_p, 0.0), n, checks, chi2=chi2, dof=int(dof), table=table.to_numpy().tolist())
+    return _result(
+        "chi_square",
+        v,
+        "cramers_v" if table.shape != (2, 2) else "phi",
+        math.exp(log_p),
+        min(log_p, 0.0),
+        n,
+        checks,
+        chi2=chi2,
+        dof=int(dof),
+        table=table.to_numpy().tolist(),
+    )
 
 
 def enrichment(df, feature, selected):
@@ -315,10 +398,22 @@ def enrichment(df, feature, selected):
     log_p = float(stats.hypergeom.logsf(k - 1, big_n, k_total, n_sel))  # one-sided: over-representation
     a, b_, c, e = k + 0.5, n_sel - k + 0.5, k_total - k + 0.5, big_n - n_sel - k_total + k + 0.5
     log_or = math.log(a * e / (b_ * c))
-    checks = {"counts": _check(min(k, n_sel - k, k_total - k) >= 5, f"k={k}, selected={n_sel}, feature={k_total}")}
-    return _result("hypergeometric_enrichment", log_or * math.sqrt(3) / math.pi, "d_from_log_odds",
-                   math.exp(log_p), min(log_p, 0.0), big_n, checks, k=k, selected=n_sel, with_feature=k_total,
-                   log_odds_ratio=log_or)
+    checks = {
+        "counts": _check(min(k, n_sel - k, k_total - k) >= 5, f"k={k}, selected={n_sel}, feature={k_total}")
+    }
+    return _result(
+        "hypergeometric_enrichment",
+        log_or * math.sqrt(3) / math.pi,
+        "d_from_log_odds",
+        math.exp(log_p),
+        min(log_p, 0.0),
+        big_n,
+        checks,
+        k=k,
+        selected=n_sel,
+        with_feature=k_total,
+        log_odds_ratio=log_or,
+    )
 
 
 def record(result, expected_sign=0, figures=()):

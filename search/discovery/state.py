@@ -132,9 +132,15 @@ class DiscoveryState:
         elif node["kind"] == "reflect":
             self.reflect_nodes.append(node["id"])
         else:
-            rec = Record(id=node["id"], kind=node["kind"], created_seq=seq, iteration=int(p.get("iteration", 0)),
-                         parent=node.get("parent_id"), step=int(p.get("step", 1)),
-                         chain=node["id"] if node["kind"] == "seed" else p.get("chain"))
+            rec = Record(
+                id=node["id"],
+                kind=node["kind"],
+                created_seq=seq,
+                iteration=int(p.get("iteration", 0)),
+                parent=node.get("parent_id"),
+                step=int(p.get("step", 1)),
+                chain=node["id"] if node["kind"] == "seed" else p.get("chain"),
+            )
             self.records[rec.id] = rec
             if rec.chain is not None:
                 self.chains.setdefault(rec.chain, []).append(rec.id)
@@ -144,8 +150,11 @@ class DiscoveryState:
         self.evaluated.add(node_id)
         out = self.journal.nodes[node_id].outcome_as(DiscoveryOutcome)
         if e["kind"] == "reflect":
-            self.reflections.append(ReflectionRecord(node_id, len(self.reflections) + 1, e["seq"],
-                                                     out.reflection if out else None))
+            self.reflections.append(
+                ReflectionRecord(
+                    node_id, len(self.reflections) + 1, e["seq"], out.reflection if out else None
+                )
+            )
         elif e["kind"] == "heldout":
             rec = self.records[self.heldout_of[node_id]]
             rec.heldout, rec.heldout_done = (out.evidence if out else None), True

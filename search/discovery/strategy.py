@@ -29,24 +29,31 @@ from search.discovery.claims import Claim, ClaimStore, counts
 from search.discovery.config import DiscoveryConfig
 from search.discovery.data import HELDOUT, TRAIN, Split, describe, load_prior, make_split, read_table
 from search.discovery.job import PROPOSING_KINDS, DiscoveryJob, DiscoveryOutcome
+from search.discovery.plan import IDEA, PLAN
 from search.discovery.prompts import Context, Tested, reflect_prompt
 from search.discovery.state import DISCOVERY_KINDS, DiscoveryState, Record
-from search.discovery_plan import IDEA, PLAN
 
 MAX_REFLECT_HISTORY = 60
 
 
 class DiscoveryStrategy:
-    def __init__(self, cfg: SearchSettings, dcfg: DiscoveryConfig, journal: Journal, llm: LLM, *,
-                 vision: bool = False) -> None:
+    def __init__(
+        self, cfg: SearchSettings, dcfg: DiscoveryConfig, journal: Journal, llm: LLM, *, vision: bool = False
+    ) -> None:
         from search.discovery.policies import make_policy
 
         self.cfg, self.dcfg, self.journal, self.llm, self.vision = cfg, dcfg, journal, llm, vision
         self.embed_with_gateway = has_embedding_role(cfg.llm)
         self.run_dir = journal.log.path.parent
         seed = dcfg.split_seed if dcfg.split_seed is not None else cfg.seed
-        self.split: Split = make_split(self.run_dir, journal, dcfg.data, fraction=dcfg.heldout_fraction, seed=seed,
-                                       image_column=dcfg.image_column)
+        self.split: Split = make_split(
+            self.run_dir,
+            journal,
+            dcfg.data,
+            fraction=dcfg.heldout_fraction,
+            seed=seed,
+            image_column=dcfg.image_column,
+        )
         self.dataset = describe(pd.read_parquet(self.split.table(TRAIN)), dcfg.image_column)
         self.prior = load_prior(dcfg.prior)
         self.state = DiscoveryState(journal)
@@ -69,21 +76,31 @@ class DiscoveryStrategy:
         res = self.cfg.resources_for(node.kind)
         part = HELDOUT if node.kind == "heldout" else TRAIN
         job = DiscoveryJob(
-            node_id=node.id, attempt=attempt, run_dir=self.run_dir, kind=node.kind, stage=node.stage, idea=node.idea,
+            node_id=node.id,
+            attempt=attempt,
+            run_dir=self.run_dir,
+            kind=node.kind,
+            stage=node.stage,
+            idea=node.idea,
             limits=Limits(wall_s=self.cfg.budgets.node_timeout_s, memory_mb=res.memory_mb),
-            sandbox=self.cfg.sandbox.provider, sandbox_options=self.cfg.sandbox.options,
+            sandbox=self.cfg.sandbox.provider,
+            sandbox_options=self.cfg.sandbox.options,
             python="python3" if self.cfg.sandbox.provider == "docker" else sys.executable,
             data_file=self.split.table(part),
             images_dir=self.split.images(part) if self.dcfg.image_column else None,
-            llm=None if node.kind == "heldout" else self.llm, vision=self.vision,
-            novelty_weight=self.dcfg.novelty_weight, embed_with_gateway=self.embed_with_gateway,
+            llm=None if node.kind == "heldout" else self.llm,
+            vision=self.vision,
+            novelty_weight=self.dcfg.novelty_weight,
+            embed_with_gateway=self.embed_with_gateway,
         )
         seq = int(node.params.get("context_seq", self.state.last_seq()))
         if node.kind == "heldout":
             job.hypothesis = self.state.records[self.state.heldout_of[node.id]].hypothesis
         elif node.kind == "reflect":
-            job.prompt = reflect_prompt(self.context(seq, int(node.params.get("iteration", 0)), MAX_REFLECT_HISTORY),
-                                        int(node.params.get("index", 1)))
+            job.prompt = reflect_prompt(
+                self.context(seq, int(node.params.get("iteration", 0)), MAX_REFLECT_HISTORY),
+                int(node.params.get("index", 1)),
+            )
         else:
             self.policy.prepare(job, node, seq)
         return job
@@ -106,28 +123,49 @@ class DiscoveryStrategy:
     def embedder(self, node_id: str) -> Embedder:
         """Embeddings on the driver (bank pruning), attributed to `node_id` in the ledger."""
         node = self.journal.nodes[node_id]
-        return make_embedder(self.llm, self.embed_with_gateway, node_id=node_id, stage=node.stage, idea=node.idea,
-                             in_driver=True)
+        return make_embedder(
+            self.llm,
+            self.embed_with_gateway,
+            node_id=node_id,
+            stage=node.stage,
+            idea=node.idea,
+            in_driver=True,
+        )
 
     # -- absorbing finished nodes ---------------------------------------------------------------
     def _open(self) -> list[Node]:
-        return [n for n in self.journal.nodes.values()
-                if n.kind in DISCOVERY_KINDS and n.id not in self.state.evaluated and not n.is_finished]
+        return [
+            n
+            for n in self.journal.nodes.values()
+            if n.kind in DISCOVERY_KINDS and n.id not in self.state.evaluated and not n.is_finished
+        ]
 
     def absorb(self) -> None:
         """Journal what each newly finished discovery node means, in creation order."""
         self.state.sync()
-        done = [n for n in self.journal.nodes.values()
-                if n.kind in DISCOVERY_KINDS and n.is_finished and n.id not in self.state.evaluated]
+        done = [
+            n
+            for n in self.journal.nodes.values()
+            if n.kind in DISCOVERY_KINDS and n.is_finished and n.id not in self.state.evaluated
+        ]
         for node in done:
             out = node.outcome_as(DiscoveryOutcome)
-            self.record("discovery_evaluated", node_id=node.id, kind=node.kind,
-                        reason=(out.error if out else "") or node.reason)
+            self.record(
+                "discovery_evaluated",
+                node_id=node.id,
+                kind=node.kind,
+                reason=(out.error if out else "") or node.reason,
+            )
             if node.kind == "heldout":
                 self._heldout_decision(self.state.records[self.state.heldout_of[node.id]])
             elif node.kind in PROPOSING_KINDS:
                 self.policy.evaluated(self.state.records[node.id])
-        if self.dcfg.chosen_gate == "bh" and not self.state.bh_done and self.policy.done() and not self._open():
+        if (
+            self.dcfg.chosen_gate == "bh"
+            and not self.state.bh_done
+            and self.policy.done()
+            and not self._open()
+        ):
             self._bh_pass()
 
     def record(self, type_: str, **data: Any) -> None:
@@ -142,21 +180,43 @@ class DiscoveryStrategy:
         """A one-hypothesis train decision (DiscoPER): two-split's first half or Bonferroni."""
         d = self.dcfg
         if rec.evidence is None:
-            self.decide(rec, "train", gates.GateDecision(gate=d.chosen_gate, passed=False, status="inconclusive",
-                                                         reason=f"no test result: {rec.error or 'unknown'}"))
+            self.decide(
+                rec,
+                "train",
+                gates.GateDecision(
+                    gate=d.chosen_gate,
+                    passed=False,
+                    status="inconclusive",
+                    reason=f"no test result: {rec.error or 'unknown'}",
+                ),
+            )
             return
         sign = rec.hypothesis.expected_sign if rec.hypothesis else 0
         if d.chosen_gate == "two_split":
-            self.decide(rec, "train", gates.two_split_train(rec.evidence, sign, alpha=d.alpha, min_effect=d.min_effect))
+            self.decide(
+                rec,
+                "train",
+                gates.two_split_train(rec.evidence, sign, alpha=d.alpha, min_effect=d.min_effect),
+            )
         elif d.chosen_gate == "bonferroni":
-            _, decisions = gates.bonferroni_chain([(rec.id, rec.evidence, sign)], alpha=d.alpha, min_effect=d.min_effect,
-                                                  chain_length=bonferroni_tests, global_tests=self.state.tests_done())
+            _, decisions = gates.bonferroni_chain(
+                [(rec.id, rec.evidence, sign)],
+                alpha=d.alpha,
+                min_effect=d.min_effect,
+                chain_length=bonferroni_tests,
+                global_tests=self.state.tests_done(),
+            )
             self.decide(rec, "train", decisions[rec.id])
 
     def _bh_pass(self) -> None:
-        evidence = {r.id: (r.evidence, r.hypothesis.expected_sign if r.hypothesis else 0)
-                    for r in self.state.proposals() if r.evaluated}
-        for rid, decision in gates.bh_decisions(evidence, alpha=self.dcfg.alpha, min_effect=self.dcfg.min_effect).items():
+        evidence = {
+            r.id: (r.evidence, r.hypothesis.expected_sign if r.hypothesis else 0)
+            for r in self.state.proposals()
+            if r.evaluated
+        }
+        for rid, decision in gates.bh_decisions(
+            evidence, alpha=self.dcfg.alpha, min_effect=self.dcfg.min_effect
+        ).items():
             self.decide(self.state.records[rid], "bh", decision)
 
     # -- held-out: once per hypothesis ----------------------------------------------------------
@@ -174,8 +234,16 @@ class DiscoveryStrategy:
     def _heldout_nodes(self, slots: int) -> list[Node]:
         out = []
         for rec in self._pending_heldout()[:slots]:
-            out.append(Node(parent_id=rec.id, stage=PLAN.first, kind="heldout", idea=IDEA, seed=self.cfg.seed,
-                            plan=f"held-out evaluation of {rec.id}"))
+            out.append(
+                Node(
+                    parent_id=rec.id,
+                    stage=PLAN.first,
+                    kind="heldout",
+                    idea=IDEA,
+                    seed=self.cfg.seed,
+                    plan=f"held-out evaluation of {rec.id}",
+                )
+            )
             # Registered now so that a second proposal in this batch cannot add another one.
             rec.heldout_node = "pending"
         return out
@@ -185,14 +253,30 @@ class DiscoveryStrategy:
         sign = rec.hypothesis.expected_sign if rec.hypothesis else 0
         two_split = d.chosen_gate == "two_split"
         if rec.evidence is None or rec.heldout is None:
-            decision = gates.GateDecision(gate="two_split" if two_split else "heldout_confirmation", passed=False,
-                                          status="inconclusive", reason="the held-out analysis produced no test result")
+            decision = gates.GateDecision(
+                gate="two_split" if two_split else "heldout_confirmation",
+                passed=False,
+                status="inconclusive",
+                reason="the held-out analysis produced no test result",
+            )
         elif two_split:
-            decision = gates.two_split_heldout(rec.evidence, rec.heldout, sign, alpha=d.alpha, min_effect=d.min_effect,
-                                               ratio=d.replication_ratio)
+            decision = gates.two_split_heldout(
+                rec.evidence,
+                rec.heldout,
+                sign,
+                alpha=d.alpha,
+                min_effect=d.min_effect,
+                ratio=d.replication_ratio,
+            )
         else:
-            decision = gates.confirm_heldout(rec.evidence, rec.heldout, sign, alpha=d.alpha, min_effect=d.min_effect,
-                                             ratio=d.replication_ratio)
+            decision = gates.confirm_heldout(
+                rec.evidence,
+                rec.heldout,
+                sign,
+                alpha=d.alpha,
+                min_effect=d.min_effect,
+                ratio=d.replication_ratio,
+            )
         self.decide(rec, "heldout" if two_split else "confirm", decision)
 
     # -- prompts --------------------------------------------------------------------------------
@@ -202,17 +286,35 @@ class DiscoveryStrategy:
 
     def context(self, before_seq: int, iteration: int, history: int) -> Context:
         """What a prompt made at `before_seq` may know: only what was journaled before it."""
-        seen = [r for r in self.state.proposals()
-                if r.eval_seq is not None and r.eval_seq < before_seq and r.hypothesis is not None]
-        inflight = sum(1 for r in self.state.proposals()
-                       if r.created_seq < before_seq and (r.eval_seq is None or r.eval_seq >= before_seq))
-        return Context(dataset=self.dataset, prior=self.prior, iteration=iteration,
-                       history=[self.tested(r, before_seq) for r in seen[-history:]] if history else [],
-                       guidance=self.state.guidance(before_seq), inflight=inflight)
+        seen = [
+            r
+            for r in self.state.proposals()
+            if r.eval_seq is not None and r.eval_seq < before_seq and r.hypothesis is not None
+        ]
+        inflight = sum(
+            1
+            for r in self.state.proposals()
+            if r.created_seq < before_seq and (r.eval_seq is None or r.eval_seq >= before_seq)
+        )
+        return Context(
+            dataset=self.dataset,
+            prior=self.prior,
+            iteration=iteration,
+            history=[self.tested(r, before_seq) for r in seen[-history:]] if history else [],
+            guidance=self.state.guidance(before_seq),
+            inflight=inflight,
+        )
 
     def node(self, kind: str, *, parent: str | None = None, plan: str, **params: Any) -> Node:
-        return Node(parent_id=parent, stage=PLAN.first, kind=kind, idea=IDEA, seed=self.cfg.seed, plan=plan,
-                    params={"context_seq": self.state.last_seq(), **params})
+        return Node(
+            parent_id=parent,
+            stage=PLAN.first,
+            kind=kind,
+            idea=IDEA,
+            seed=self.cfg.seed,
+            plan=plan,
+            params={"context_seq": self.state.last_seq(), **params},
+        )
 
     # -- the claim store ------------------------------------------------------------------------
     def claims(self) -> list[Claim]:
@@ -222,33 +324,62 @@ class DiscoveryStrategy:
             h, ev, held = r.hypothesis, r.evidence, r.heldout
             last = r.last()
             held_node = self.journal.nodes.get(r.heldout_node or "")
-            out.append(Claim(
-                id=r.id, kind=r.kind, statement=h.statement if h else "", h0=h.h0 if h else "", h1=h.h1 if h else "",
-                variables=h.variables if h else [], code=h.code if h else "",
-                test=ev.test if ev else "", effect_name=ev.effect_name if ev else "",
-                effect_train=ev.effect if ev else None, sign=ev.sign if ev else None,
-                expected_sign=h.expected_sign if h else 0, log_p_train=ev.log_p if ev else None,
-                n_train=ev.n if ev else None, effect_heldout=held.effect if held else None,
-                log_p_heldout=held.log_p if held else None, n_heldout=held.n if held else None,
-                status=r.status if r.evaluated else "proposed", reason=last.reason if last else r.error,
-                gate=last.gate if last else "", parent=r.parent or (h.refines if h and h.refines else None),
-                chain=r.chain, step=r.step, heldout_uses=held_node.attempts if held_node else 0, in_bank=r.id in bank,
-                assumptions_failed=[k for k, c in ev.assumptions.items() if not c.ok] if ev else [],
-                figure_reading=r.figure_reading,
-            ))
+            out.append(
+                Claim(
+                    id=r.id,
+                    kind=r.kind,
+                    statement=h.statement if h else "",
+                    h0=h.h0 if h else "",
+                    h1=h.h1 if h else "",
+                    variables=h.variables if h else [],
+                    code=h.code if h else "",
+                    test=ev.test if ev else "",
+                    effect_name=ev.effect_name if ev else "",
+                    effect_train=ev.effect if ev else None,
+                    sign=ev.sign if ev else None,
+                    expected_sign=h.expected_sign if h else 0,
+                    log_p_train=ev.log_p if ev else None,
+                    n_train=ev.n if ev else None,
+                    effect_heldout=held.effect if held else None,
+                    log_p_heldout=held.log_p if held else None,
+                    n_heldout=held.n if held else None,
+                    status=r.status if r.evaluated else "proposed",
+                    reason=last.reason if last else r.error,
+                    gate=last.gate if last else "",
+                    parent=r.parent or (h.refines if h and h.refines else None),
+                    chain=r.chain,
+                    step=r.step,
+                    heldout_uses=held_node.attempts if held_node else 0,
+                    in_bank=r.id in bank,
+                    assumptions_failed=[k for k, c in ev.assumptions.items() if not c.ok] if ev else [],
+                    figure_reading=r.figure_reading,
+                )
+            )
         return out
 
     def write_store(self) -> None:
         claims = self.claims()
-        refl = [{"node_id": r.node_id, "index": r.index, **(r.reflection.model_dump() if r.reflection else {})}
-                for r in self.state.reflections]
-        self.store.write(claims, {
-            "mode": self.dcfg.mode, "gate": self.dcfg.chosen_gate, "alpha": self.dcfg.alpha,
-            "min_effect": self.dcfg.min_effect, "split": {k: v for k, v in (self.state.split or {}).items()
-                                                          if k not in ("type", "seq", "ts")},
-            "tests": self.state.tests_done(), "counts": counts(claims), "reflections": refl,
-            "bank": self.state.bank(), "finished": (self.state.finished or {}).get("reason"),
-        })
+        refl = [
+            {"node_id": r.node_id, "index": r.index, **(r.reflection.model_dump() if r.reflection else {})}
+            for r in self.state.reflections
+        ]
+        self.store.write(
+            claims,
+            {
+                "mode": self.dcfg.mode,
+                "gate": self.dcfg.chosen_gate,
+                "alpha": self.dcfg.alpha,
+                "min_effect": self.dcfg.min_effect,
+                "split": {
+                    k: v for k, v in (self.state.split or {}).items() if k not in ("type", "seq", "ts")
+                },
+                "tests": self.state.tests_done(),
+                "counts": counts(claims),
+                "reflections": refl,
+                "bank": self.state.bank(),
+                "finished": (self.state.finished or {}).get("reason"),
+            },
+        )
         self._dirty = False
 
 

@@ -8,7 +8,12 @@ from search.policies.evolutionary import Evolutionary
 from search.policies.greedy import Greedy
 from search.policies.mcts import MCTS
 
-POLICIES: dict[str, type] = {"best_first": BestFirst, "greedy": Greedy, "mcts": MCTS, "evolutionary": Evolutionary}
+POLICIES: dict[str, type] = {
+    "best_first": BestFirst,
+    "greedy": Greedy,
+    "mcts": MCTS,
+    "evolutionary": Evolutionary,
+}
 
 
 def get_policy(name: str) -> Policy:

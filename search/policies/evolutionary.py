@@ -35,7 +35,9 @@ class Evolutionary(SlotPolicy):
             return view.grow(None, island)
         debug = maybe_debug(view, pending, rng)
         if debug is not None:
-            return Expansion("debug", debug.parent, island=island_of(debug.parent) if debug.parent else island)
+            return Expansion(
+                "debug", debug.parent, island=island_of(debug.parent) if debug.parent else island
+            )
         if view.stage == "ablation":
             return view.fallback(island)
         population = [n for n in view.ranked() if island_of(n) % cfg.islands == island]

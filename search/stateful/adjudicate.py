@@ -37,8 +37,10 @@ def scope_problems(claim: Claim, evidence: Evidence) -> list[str]:
     if missing:
         out.append(f"claim names {missing}, which {evidence.id} did not analyse")
     if population_key(claim.population) != population_key(evidence.analysis.population):
-        out.append(f"claim is about {population_text(claim.population)} but {evidence.id} analysed "
-                   f"{population_text(evidence.analysis.population)}")
+        out.append(
+            f"claim is about {population_text(claim.population)} but {evidence.id} analysed "
+            f"{population_text(evidence.analysis.population)}"
+        )
     return out
 
 
@@ -55,7 +57,9 @@ def adjudicate(inv: Investigation, t: Thresholds, *, check_scope: bool = True) -
     for ev in inv.evidence:
         if ev.result is None:
             continue
-        found = scope_problems(claim, ev) if check_scope else []  # covariates and strata only add variables: robustness fits too
+        found = (
+            scope_problems(claim, ev) if check_scope else []
+        )  # covariates and strata only add variables: robustness fits too
         if not found:
             in_scope.append(ev)
         else:
@@ -69,23 +73,43 @@ def adjudicate(inv: Investigation, t: Thresholds, *, check_scope: bool = True) -
     assert main.result is not None
     sign = claim.expected_sign or main.result.sign
     if any(_significant_opposite(e, sign, t) for e in in_scope):
-        return Judgement(verdict="refuted", reason="a significant effect of the opposite sign", in_scope=ids,
-                         scope_problems=problems)
+        return Judgement(
+            verdict="refuted",
+            reason="a significant effect of the opposite sign",
+            in_scope=ids,
+            scope_problems=problems,
+        )
     gate = two_split_train(main.result, claim.expected_sign, alpha=t.alpha, min_effect=t.min_effect)
     if not gate.passed:
         return Judgement(verdict="inconclusive", reason=gate.reason, in_scope=ids, scope_problems=problems)
-    lost = [e for e in in_scope if e.role == "robustness" and e.split == "train" and e.result is not None
-            and not two_split_train(e.result, sign, alpha=t.alpha, min_effect=t.min_effect).passed]
+    lost = [
+        e
+        for e in in_scope
+        if e.role == "robustness"
+        and e.split == "train"
+        and e.result is not None
+        and not two_split_train(e.result, sign, alpha=t.alpha, min_effect=t.min_effect).passed
+    ]
     held = [e for e in in_scope if e.split == "heldout" and e.role == "primary"]
     if not held:
         verdict = "weakened" if lost else "inconclusive"
-        reason = (f"the effect is lost in {', '.join(e.id for e in lost)}" if lost
-                  else "passed on train; held-out confirmation pending")
-        return Judgement(verdict=verdict, reason=reason, in_scope=ids, scope_problems=problems,
-                         awaiting_heldout=not lost)
+        reason = (
+            f"the effect is lost in {', '.join(e.id for e in lost)}"
+            if lost
+            else "passed on train; held-out confirmation pending"
+        )
+        return Judgement(
+            verdict=verdict, reason=reason, in_scope=ids, scope_problems=problems, awaiting_heldout=not lost
+        )
     assert held[0].result is not None
-    conf = confirm_heldout(main.result, held[0].result, claim.expected_sign, alpha=t.alpha, min_effect=t.min_effect,
-                           ratio=t.replication_ratio)
+    conf = confirm_heldout(
+        main.result,
+        held[0].result,
+        claim.expected_sign,
+        alpha=t.alpha,
+        min_effect=t.min_effect,
+        ratio=t.replication_ratio,
+    )
     verdict = conf.status if conf.status in ("supported", "weakened", "refuted") else "inconclusive"
     reason = conf.reason
     if verdict == "supported" and lost:
@@ -96,10 +120,17 @@ def adjudicate(inv: Investigation, t: Thresholds, *, check_scope: bool = True) -
 def adjudicate_naively(inv: Investigation, t: Thresholds) -> Judgement:
     """The ablation without local adjudication: any analysis that passes the train gate makes the
     claim supported, whatever its scope, robustness checks or held-out data say."""
-    passing = [e for e in inv.evidence if e.result is not None and e.split == "train"
-               and two_split_train(e.result, inv.claim.expected_sign, alpha=t.alpha, min_effect=t.min_effect).passed]
+    passing = [
+        e
+        for e in inv.evidence
+        if e.result is not None
+        and e.split == "train"
+        and two_split_train(e.result, inv.claim.expected_sign, alpha=t.alpha, min_effect=t.min_effect).passed
+    ]
     if passing:
-        return Judgement(verdict="supported", reason=f"{passing[0].id} passed the train gate", in_scope=[passing[0].id])
+        return Judgement(
+            verdict="supported", reason=f"{passing[0].id} passed the train gate", in_scope=[passing[0].id]
+        )
     return Judgement(verdict="inconclusive", reason="no analysis passed the train gate")
 
 

@@ -17,8 +17,14 @@ from search.discovery import silva_stats as st
 from search.discovery.evidence import TestOutcome
 from search.stateful.model import AnalysisSpec, Condition
 
-OPS: dict[str, Callable[[Any, Any], Any]] = {"==": operator.eq, "!=": operator.ne, ">": operator.gt,
-                                             ">=": operator.ge, "<": operator.lt, "<=": operator.le}
+OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "<": operator.lt,
+    "<=": operator.le,
+}
 MIN_ROWS = 10
 
 
@@ -62,7 +68,12 @@ def run_analysis(spec: AnalysisSpec, data_file: Path, expected_sign: int) -> tup
             res = st.compare_groups(rows, spec.outcome, spec.predictor)
         else:
             res = st.stratified(rows, spec.outcome, spec.predictor, spec.strata)
-    except (ValueError, KeyError, TypeError, ArithmeticError) as e:  # the tool's refusal is the evidence's error
+    except (
+        ValueError,
+        KeyError,
+        TypeError,
+        ArithmeticError,
+    ) as e:  # the tool's refusal is the evidence's error
         return None, f"{spec.tool}: {str(e)[:300]}"
     return TestOutcome.model_validate({**res, "expected_sign": expected_sign}), ""
 
@@ -73,9 +84,21 @@ def screen(data_file: Path, top: int) -> list[dict[str, Any]]:
     df = pd.read_parquet(data_file).select_dtypes("number")
     rho = df.corr(method="spearman").abs().fillna(0.0)
     cols = list(df.columns)
-    pairs = sorted(((float(rho.iloc[i, j]), cols[i], cols[j]) for i in range(len(cols)) for j in range(i + 1, len(cols))),
-                   reverse=True)[:top]
+    pairs = sorted(
+        (
+            (float(rho.iloc[i, j]), cols[i], cols[j])
+            for i in range(len(cols))
+            for j in range(i + 1, len(cols))
+        ),
+        reverse=True,
+    )[:top]
     signed = df.corr(method="spearman")
-    return [{"id": f"p{k + 1}", "text": f"{a} and {b} move together (train Spearman rho {signed.loc[a, b]:+.2f})",
-             "variables": [a, b], "strength": round(float(signed.loc[a, b]), 4)}
-            for k, (_, a, b) in enumerate(pairs)]
+    return [
+        {
+            "id": f"p{k + 1}",
+            "text": f"{a} and {b} move together (train Spearman rho {signed.loc[a, b]:+.2f})",
+            "variables": [a, b],
+            "strength": round(float(signed.loc[a, b]), 4),
+        }
+        for k, (_, a, b) in enumerate(pairs)
+    ]

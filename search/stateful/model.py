@@ -164,7 +164,9 @@ class State:
     def _act(self, e: dict[str, Any]) -> None:
         action, target = e["action"], e["investigation"]
         if action["action"] == "create":
-            self.investigations[target] = Investigation(id=target, claim=Claim.model_validate(action["claim"]))
+            self.investigations[target] = Investigation(
+                id=target, claim=Claim.model_validate(action["claim"])
+            )
             self.focus = target
         if e.get("evidence"):
             self._add_evidence(target, e["evidence"])

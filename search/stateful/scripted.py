@@ -35,45 +35,73 @@ class StatefulScientist:
         if STATE_HEADER in text:
             return json.dumps(self._frontier_step(_block(text, STATE_HEADER), rng))
         history = _block(text, HISTORY_HEADER)
-        done = {frozenset((t["analysis"] or {}).get(k) for k in ("outcome", "predictor")) for t in history["tested"]}
+        done = {
+            frozenset((t["analysis"] or {}).get(k) for k in ("outcome", "predictor"))
+            for t in history["tested"]
+        }
         todo = [p for p in history["patterns"] if frozenset(p["variables"]) not in done]
-        return json.dumps(self._create(todo[0], history["patterns"], rng) if todo
-                          else {"action": "stop", "justification": "every pattern tested"})
+        return json.dumps(
+            self._create(todo[0], history["patterns"], rng)
+            if todo
+            else {"action": "stop", "justification": "every pattern tested"}
+        )
 
     def _frontier_step(self, view: dict[str, Any], rng: random.Random) -> dict[str, Any]:
         allowed = {(f["action"], f["investigation"]) for f in view["frontier"]}
         focus = next((i for i in view["investigations"] if i["focus"] and i["status"] == "open"), None)
         if focus is not None:
             ev = focus["evidence"]
-            if len(ev) == 1 and focus["standing"] == "promising on train" and ("deepen", focus["id"]) in allowed:
+            if (
+                len(ev) == 1
+                and focus["standing"] == "promising on train"
+                and ("deepen", focus["id"]) in allowed
+            ):
                 primary = ev[0]["analysis"]
                 covs = _confounders(primary["predictor"], primary["outcome"], view["patterns"])
                 if covs:
-                    return {"action": "deepen", "investigation": focus["id"],
-                            "analysis": {"tool": "regression", "outcome": primary["outcome"],
-                                         "predictor": primary["predictor"], "covariates": covs,
-                                         "population": primary["population"]},
-                            "justification": f"does it survive adjusting for {covs}?"}
+                    return {
+                        "action": "deepen",
+                        "investigation": focus["id"],
+                        "analysis": {
+                            "tool": "regression",
+                            "outcome": primary["outcome"],
+                            "predictor": primary["predictor"],
+                            "covariates": covs,
+                            "population": primary["population"],
+                        },
+                        "justification": f"does it survive adjusting for {covs}?",
+                    }
             return {"action": "retire", "investigation": focus["id"], "justification": "this line is done"}
         # Read from the statements: without structured claims they are all there is.
         statements = [i["claim"]["statement"].split(",")[0].split() for i in view["investigations"]]
-        todo = [p for p in view["patterns"] if not any(set(p["variables"]) <= set(words) for words in statements)]
+        todo = [
+            p for p in view["patterns"] if not any(set(p["variables"]) <= set(words) for words in statements)
+        ]
         if todo and ("create", "") in allowed:
             return self._create(todo[0], view["patterns"], rng)
         return {"action": "stop", "justification": "every pattern has been investigated"}
 
-    def _create(self, pattern: dict[str, Any], patterns: list[dict[str, Any]], rng: random.Random) -> dict[str, Any]:
+    def _create(
+        self, pattern: dict[str, Any], patterns: list[dict[str, Any]], rng: random.Random
+    ) -> dict[str, Any]:
         x, y = pattern["variables"]
         sign = 1 if (pattern.get("strength") or 0) >= 0 else -1
         covs = _confounders(x, y, patterns)
         variables, tail = [x, y], ""
         if covs and rng.random() < self.overreach:
             variables, tail = [x, y, *covs], f", independently of {', '.join(covs)}"
-        return {"action": "create",
-                "claim": {"statement": f"higher {x} goes with {'higher' if sign > 0 else 'lower'} {y}{tail}",
-                          "variables": variables, "population": [], "expected_sign": sign},
-                "analysis": {"tool": "correlation", "outcome": y, "predictor": x, "population": []},
-                "pattern": "", "justification": f"pattern {pattern['id']}: {pattern['text']}"}
+        return {
+            "action": "create",
+            "claim": {
+                "statement": f"higher {x} goes with {'higher' if sign > 0 else 'lower'} {y}{tail}",
+                "variables": variables,
+                "population": [],
+                "expected_sign": sign,
+            },
+            "analysis": {"tool": "correlation", "outcome": y, "predictor": x, "population": []},
+            "pattern": "",
+            "justification": f"pattern {pattern['id']}: {pattern['text']}",
+        }
 
 
 def _confounders(x: str, y: str, patterns: list[dict[str, Any]]) -> list[str]:

@@ -52,35 +52,91 @@ def frontier(state: State, cfg: StatefulConfig) -> list[tuple[str, str]]:
 def state_view(state: State, cfg: StatefulConfig, t: Thresholds, columns: list[str]) -> dict[str, Any]:
     invs = []
     for inv in state.investigations.values():
-        claim = inv.claim.model_dump(mode="json") if cfg.structured_hypotheses else {"statement": inv.claim.statement}
-        invs.append({
-            "id": inv.id, "status": inv.status, "focus": inv.id == state.focus, "claim": claim,
-            "standing": train_status(inv, t, check_scope=cfg.structured_hypotheses),
-            "evidence": [{"id": e.id, "role": e.role, "analysis": e.analysis.model_dump(mode="json"),
-                          **({"effect": round(e.result.effect, 4), "log_p": round(e.result.log_p, 3), "n": e.result.n}
-                             if e.result else {"error": e.error})} for e in inv.of("train")],
-        })
-    return {"columns": columns, "patterns": [p.model_dump(mode="json") for p in state.patterns], "focus": state.focus,
-            "investigations": invs, "frontier": [{"action": a, "investigation": i} for a, i in frontier(state, cfg)]}
+        claim = (
+            inv.claim.model_dump(mode="json")
+            if cfg.structured_hypotheses
+            else {"statement": inv.claim.statement}
+        )
+        invs.append(
+            {
+                "id": inv.id,
+                "status": inv.status,
+                "focus": inv.id == state.focus,
+                "claim": claim,
+                "standing": train_status(inv, t, check_scope=cfg.structured_hypotheses),
+                "evidence": [
+                    {
+                        "id": e.id,
+                        "role": e.role,
+                        "analysis": e.analysis.model_dump(mode="json"),
+                        **(
+                            {
+                                "effect": round(e.result.effect, 4),
+                                "log_p": round(e.result.log_p, 3),
+                                "n": e.result.n,
+                            }
+                            if e.result
+                            else {"error": e.error}
+                        ),
+                    }
+                    for e in inv.of("train")
+                ],
+            }
+        )
+    return {
+        "columns": columns,
+        "patterns": [p.model_dump(mode="json") for p in state.patterns],
+        "focus": state.focus,
+        "investigations": invs,
+        "frontier": [{"action": a, "investigation": i} for a, i in frontier(state, cfg)],
+    }
 
 
-def step_prompt(state: State, cfg: StatefulConfig, t: Thresholds, columns: list[str], dataset: str,
-                prior: str) -> str:
+def step_prompt(
+    state: State, cfg: StatefulConfig, t: Thresholds, columns: list[str], dataset: str, prior: str
+) -> str:
     step = len(state.steps) + 1
     head = [f"{MARK} step {step} of at most {cfg.max_steps}", f"## Dataset\n{dataset}"]
     if prior:
         head.append(f"## Prior information\n{prior}")
     if not cfg.frontier_control:
-        tested = [{"statement": (s["action"].get("claim") or {}).get("statement", ""),
-                   "analysis": s["action"].get("analysis")} for s in state.steps if s["action"]]
-        history = {"columns": columns, "patterns": [p.model_dump(mode="json") for p in state.patterns], "tested": tested}
-        return "\n\n".join([*head, TOOLS, "Propose and test ONE new claim (action: create), or stop.",
-                            f"{HISTORY_HEADER}\n{json.dumps(history)}", _answer()])
+        tested = [
+            {
+                "statement": (s["action"].get("claim") or {}).get("statement", ""),
+                "analysis": s["action"].get("analysis"),
+            }
+            for s in state.steps
+            if s["action"]
+        ]
+        history = {
+            "columns": columns,
+            "patterns": [p.model_dump(mode="json") for p in state.patterns],
+            "tested": tested,
+        }
+        return "\n\n".join(
+            [
+                *head,
+                TOOLS,
+                "Propose and test ONE new claim (action: create), or stop.",
+                f"{HISTORY_HEADER}\n{json.dumps(history)}",
+                _answer(),
+            ]
+        )
     view = state_view(state, cfg, t, columns)
-    return "\n\n".join([*head, TOOLS, ACTIONS, f"{STATE_HEADER}\n{json.dumps(view)}",
-                        "Pick one action from `frontier`.", _answer()])
+    return "\n\n".join(
+        [
+            *head,
+            TOOLS,
+            ACTIONS,
+            f"{STATE_HEADER}\n{json.dumps(view)}",
+            "Pick one action from `frontier`.",
+            _answer(),
+        ]
+    )
 
 
 def _answer() -> str:
-    return ('Answer with JSON: {"action": ..., "investigation": "", "claim": {...} or null, '
-            '"analysis": {...} or null, "pattern": "", "justification": "..."}')
+    return (
+        'Answer with JSON: {"action": ..., "investigation": "", "claim": {...} or null, '
+        '"analysis": {...} or null, "pattern": "", "justification": "..."}'
+    )

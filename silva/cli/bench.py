@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from engine.config import format_validation_error, load_yaml
-from engine.dispatch import Dispatcher, Outcome
+from engine.dispatch import Dispatcher, RunOutcome
 from engine.errors import ConfigError
 from engine.journal import EVENTS_FILE, Journal
 from search.autobench.config import AutoBenchConfig
@@ -38,10 +38,19 @@ SCRIPTED_LLM: dict[str, Any] = {
     "roles": {"code": {"model": "autobench-scripted", "temperature": 0.0, "max_tokens": 4096}},
 }
 
-HEADERS = {"episodes": "runs", "success": "success", "cycles_to_success": "cycles→ok", "interventions": "interv",
-           "invalid_rate": "invalid", "reachability_similarity": "reach sim", "exact_adjacency": "exact adj",
-           "edge_f1": "edge F1", "integration_exact": "integ exact", "integration_accuracy": "integ acc",
-           "length": "T"}
+HEADERS = {
+    "episodes": "runs",
+    "success": "success",
+    "cycles_to_success": "cycles→ok",
+    "interventions": "interv",
+    "invalid_rate": "invalid",
+    "reachability_similarity": "reach sim",
+    "exact_adjacency": "exact adj",
+    "edge_f1": "edge F1",
+    "integration_exact": "integ exact",
+    "integration_accuracy": "integ acc",
+    "length": "T",
+}
 
 bench_app = typer.Typer(help="Benchmarks that run on the engine.", no_args_is_help=True)
 
@@ -66,8 +75,11 @@ def _gateways(cfg: AutoBenchConfig, run_dir: Path) -> tuple[dict[str, LLM], list
     wanted: dict[str, tuple[LLMConfig, Path, dict[str, Any]]] = {}
     if "scripted" in cfg.agents:
         fn = ScriptedScientist(memory=cfg.memory, slip=cfg.slip)
-        wanted["scripted"] = (LLMConfig.model_validate(SCRIPTED_LLM), run_dir / "scripted",
-                              {"offline": ScriptedProvider("offline", fn=fn)})
+        wanted["scripted"] = (
+            LLMConfig.model_validate(SCRIPTED_LLM),
+            run_dir / "scripted",
+            {"offline": ScriptedProvider("offline", fn=fn)},
+        )
     if "llm" in cfg.agents:
         assert cfg.llm is not None  # the config refuses agent 'llm' without it
         validate_llm_config(cfg.llm, os.environ)
@@ -77,8 +89,9 @@ def _gateways(cfg: AutoBenchConfig, run_dir: Path) -> tuple[dict[str, LLM], list
     for agent, (llm_cfg, where, providers) in wanted.items():
         where.mkdir(parents=True, exist_ok=True)
         if cfg.executor.kind == "inprocess":
-            gateway = build_gateway(llm_cfg, where, cfg.budgets.dollars, resolve_keys(llm_cfg, os.environ),
-                                    providers=providers)
+            gateway = build_gateway(
+                llm_cfg, where, cfg.budgets.dollars, resolve_keys(llm_cfg, os.environ), providers=providers
+            )
             clients[agent] = gateway.client()
             closers.append(gateway.close)
         else:  # keys leave this process's environment before Ray starts its workers
@@ -87,8 +100,9 @@ def _gateways(cfg: AutoBenchConfig, run_dir: Path) -> tuple[dict[str, LLM], list
 
             keys = take_api_keys(llm_cfg, os.environ)
             connect(cfg.executor)
-            clients[agent] = start_gateway_actor(llm_cfg, where, cfg.budgets.dollars, keys=keys,
-                                                 providers=providers or None)
+            clients[agent] = start_gateway_actor(
+                llm_cfg, where, cfg.budgets.dollars, keys=keys, providers=providers or None
+            )
     return clients, closers
 
 
@@ -114,21 +128,30 @@ def create_run(cfg: AutoBenchConfig) -> tuple[Path, Journal]:
     run_dir.mkdir(parents=True)
     (run_dir / CONFIG_SNAPSHOT).write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
     journal = Journal.open(run_dir)
-    journal.record("run_started", config=cfg.model_dump(mode="json"), metrics=[m.model_dump() for m in METRICS],
-                   stages=[STAGE], mode="autobench")
+    journal.record(
+        "run_started",
+        config=cfg.model_dump(mode="json"),
+        metrics=[m.model_dump() for m in METRICS],
+        stages=[STAGE],
+        mode="autobench",
+    )
     return run_dir, journal
 
 
 def open_run(run_dir: Path) -> tuple[AutoBenchConfig, Journal]:
     if not (run_dir / EVENTS_FILE).is_file():
-        raise ConfigError(f"{run_dir}: not a bench run directory (no {EVENTS_FILE}); pass the directory printed at start")
+        raise ConfigError(
+            f"{run_dir}: not a bench run directory (no {EVENTS_FILE}); pass the directory printed at start"
+        )
     return load_autobench_config(run_dir / CONFIG_SNAPSHOT, {}), Journal.open(run_dir)
 
 
-def execute(cfg: AutoBenchConfig, journal: Journal, run_dir: Path, executor: Executor | None = None) -> Outcome:
+def execute(
+    cfg: AutoBenchConfig, journal: Journal, run_dir: Path, executor: Executor | None = None
+) -> RunOutcome:
     """Play (or continue) every task of the config; write the summary table next to the journal."""
-    from silva.llm_session import LedgerTail
     from search.autobench.strategy import AutoBenchStrategy
+    from silva.llm_session import LedgerTail
 
     journal.record("session_started", resumed=len(journal.sessions) > 0)
     clients, closers = _gateways(cfg, run_dir)
@@ -165,8 +188,12 @@ def print_table(console: Console, summary: dict[str, Any]) -> None:
         for c in cols:
             table.add_column(HEADERS.get(c, c), justify="left" if c in ("env", "agent") else "right")
         for r in mine:
-            table.add_row(*["" if r.get(c) is None else (f"{r[c]:.3g}" if isinstance(r[c], float) else str(r[c]))
-                            for c in cols])
+            table.add_row(
+                *[
+                    "" if r.get(c) is None else (f"{r[c]:.3g}" if isinstance(r[c], float) else str(r[c]))
+                    for c in cols
+                ]
+            )
         console.print(table)
 
 
@@ -177,8 +204,12 @@ def autobench(
     graphs: int | None = typer.Option(None, "--graphs", help="seeded graphs per (env, n)"),
     seed: int | None = typer.Option(None, "--seed", help="first graph seed"),
     tracking: list[int] = typer.Option([], "--tracking", help="long-trajectory task lengths (repeatable)"),
-    plain_redraws: bool = typer.Option(False, "--plain-redraws", help="chemistry: re-draws may keep the colour"),
-    config: Path | None = typer.Option(None, "--config", help="bench config YAML (with `llm:` for the llm agent)"),
+    plain_redraws: bool = typer.Option(
+        False, "--plain-redraws", help="chemistry: re-draws may keep the colour"
+    ),
+    config: Path | None = typer.Option(
+        None, "--config", help="bench config YAML (with `llm:` for the llm agent)"
+    ),
     output_dir: Path | None = typer.Option(None, "--output-dir", help="where the run directory goes"),
     resume: Path | None = typer.Option(None, "--resume", help="continue a stopped bench run"),
 ) -> int:
@@ -189,11 +220,19 @@ def autobench(
         run_dir = resume
         console.print(f"resuming {run_dir}", highlight=False)
     else:
-        cfg = load_autobench_config(config, {
-            "envs": env or None, "ns": n or None, "agents": agent or None, "graphs": graphs, "seed": seed,
-            "tracking_lengths": tracking or None, "forced_change": False if plain_redraws else None,
-            "output_dir": output_dir,
-        })
+        cfg = load_autobench_config(
+            config,
+            {
+                "envs": env or None,
+                "ns": n or None,
+                "agents": agent or None,
+                "graphs": graphs,
+                "seed": seed,
+                "tracking_lengths": tracking or None,
+                "forced_change": False if plain_redraws else None,
+                "output_dir": output_dir,
+            },
+        )
         run_dir, journal = create_run(cfg)
         console.print(f"run directory: {run_dir}", highlight=False)
     outcome = execute(cfg, journal, run_dir)

@@ -12,7 +12,12 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-OPTIONS = {"gpu_hours": "--gpu-hours", "cpu_hours": "--cpu-hours", "dollars": "--dollars", "wall_clock_s": "--wall-clock-s"}
+OPTIONS = {
+    "gpu_hours": "--gpu-hours",
+    "cpu_hours": "--cpu-hours",
+    "dollars": "--dollars",
+    "wall_clock_s": "--wall-clock-s",
+}
 
 
 def budget(
@@ -23,11 +28,18 @@ def budget(
     wall_clock_s: str | None = typer.Option(None, "--wall-clock-s", help="new wall-clock budget in seconds"),
 ) -> int:
     """Raise or lower the budgets of a running or stopped run."""
-    from engine.budgets import CHANGE_EVENT, check_change, effective_budgets, limit_of, parse_amount, write_request
+    from engine.budgets import (
+        CHANGE_EVENT,
+        check_change,
+        effective_budgets,
+        limit_of,
+        parse_amount,
+        write_request,
+    )
     from engine.errors import ConfigError
-    from engine.writerlock import RunLocked
     from engine.journal import Journal
     from engine.llm.ledger import LEDGER_FILE, read_records
+    from engine.writerlock import RunLocked
     from silva import lifecycle
 
     given = {"gpu_hours": gpu_hours, "cpu_hours": cpu_hours, "dollars": dollars, "wall_clock_s": wall_clock_s}
@@ -36,27 +48,42 @@ def budget(
         raise ConfigError(f"give at least one new budget: {', '.join(OPTIONS.values())}")
     cfg, journal = lifecycle.open_run(run_dir, read_only=True)
     if journal.finished is not None:
-        raise ConfigError(f"{run_dir}: the run has finished ({journal.finished['reason']}); a budget has nothing to continue")
+        raise ConfigError(
+            f"{run_dir}: the run has finished ({journal.finished['reason']}); a budget has nothing to continue"
+        )
     spend = journal.totals.spend
-    used = {"gpu_hours": spend.total.gpu_hours, "cpu_hours": spend.total.cpu_hours,
-            "dollars": sum(r.dollars for r in read_records(run_dir / LEDGER_FILE)), "wall_clock_s": journal.elapsed_s()}
+    used = {
+        "gpu_hours": spend.total.gpu_hours,
+        "cpu_hours": spend.total.cpu_hours,
+        "dollars": sum(r.dollars for r in read_records(run_dir / LEDGER_FILE)),
+        "wall_clock_s": journal.elapsed_s(),
+    }
     check_change(changes, used)
     console = Console()
     try:
         writer = Journal.open(run_dir)  # no driver holds the run: journal the change ourselves
     except RunLocked:
         path = write_request(run_dir, changes)
-        console.print(f"the running driver applies it within seconds (request {path.name}); "
-                      f"`silva status {run_dir}` shows the new limits", highlight=False)
+        console.print(
+            f"the running driver applies it within seconds (request {path.name}); "
+            f"`silva status {run_dir}` shows the new limits",
+            highlight=False,
+        )
         return 0
     try:
         current = effective_budgets(cfg.budgets, writer.totals.budget_changes)
-        writer.record(CHANGE_EVENT, changes=changes, previous={k: limit_of(current, k) for k in changes},
-                      source="silva budget")
+        writer.record(
+            CHANGE_EVENT,
+            changes=changes,
+            previous={k: limit_of(current, k) for k in changes},
+            source="silva budget",
+        )
     finally:
         writer.log.close()
     shown = ", ".join(f"{k} = {v:g}" for k, v in changes.items())
-    console.print(f"budgets changed: {shown}; continue with: silva resume {run_dir}", highlight=False, soft_wrap=True)
+    console.print(
+        f"budgets changed: {shown}; continue with: silva resume {run_dir}", highlight=False, soft_wrap=True
+    )
     return 0
 
 

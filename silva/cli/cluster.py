@@ -14,7 +14,10 @@ from rich.console import Console
 
 cluster_app = typer.Typer(help="Launch a Ray cluster, submit runs to it, follow them.", no_args_is_help=True)
 ADDRESS = typer.Option(
-    "http://127.0.0.1:8265", "--address", "-a", envvar=["SILVA_CLUSTER_ADDRESS", "RAY_API_SERVER_ADDRESS"],
+    "http://127.0.0.1:8265",
+    "--address",
+    "-a",
+    envvar=["SILVA_CLUSTER_ADDRESS", "RAY_API_SERVER_ADDRESS"],
     help="Ray Jobs API of the head (its dashboard address)",
 )
 
@@ -44,8 +47,10 @@ def validate(path: Path = typer.Argument(..., help="cluster-launcher YAML or Kub
 
 
 @cluster_app.command("up")
-def up(path: Path = typer.Argument(..., help="cluster-launcher YAML"),
-       yes: bool = typer.Option(False, "--yes", "-y", help="do not ask before creating machines")) -> int:
+def up(
+    path: Path = typer.Argument(..., help="cluster-launcher YAML"),
+    yes: bool = typer.Option(False, "--yes", "-y", help="do not ask before creating machines"),
+) -> int:
     """Validate, then start or update the cluster with `ray up`."""
     from cluster.launch import ray_cli, validate_launcher
 
@@ -54,8 +59,10 @@ def up(path: Path = typer.Argument(..., help="cluster-launcher YAML"),
 
 
 @cluster_app.command("down")
-def down(path: Path = typer.Argument(..., help="cluster-launcher YAML"),
-         yes: bool = typer.Option(False, "--yes", "-y", help="do not ask before terminating machines")) -> int:
+def down(
+    path: Path = typer.Argument(..., help="cluster-launcher YAML"),
+    yes: bool = typer.Option(False, "--yes", "-y", help="do not ask before terminating machines"),
+) -> int:
     """Tear the cluster down with `ray down` (run directories on shared storage stay)."""
     from cluster.launch import ray_cli
 
@@ -74,7 +81,9 @@ def image(tag: str = typer.Option("", "--tag", help="image tag (default silva-no
 @cluster_app.command("submit")
 def submit(
     config: Path = typer.Argument(..., help="run config (YAML)"),
-    output_dir: str = typer.Option(..., "--output-dir", "-o", help="run directories on the cluster's shared storage"),
+    output_dir: str = typer.Option(
+        ..., "--output-dir", "-o", help="run directories on the cluster's shared storage"
+    ),
     include: list[Path] = typer.Option([], "--include", help="extra file or directory for the job (data)"),
     resume: str = typer.Option("", "--resume", help="resume this run directory (on the cluster) instead"),
     address: str = ADDRESS,
@@ -92,8 +101,10 @@ def submit(
 
 
 @cluster_app.command("status")
-def status(job_id: str = typer.Argument("", help="a job id from `silva cluster submit`; none lists them"),
-           address: str = ADDRESS) -> int:
+def status(
+    job_id: str = typer.Argument("", help="a job id from `silva cluster submit`; none lists them"),
+    address: str = ADDRESS,
+) -> int:
     """A submitted run's state and run directory, or the list of Silva jobs on the cluster."""
     from cluster import jobs
 
@@ -105,13 +116,18 @@ def status(job_id: str = typer.Argument("", help="a job id from `silva cluster s
     s = jobs.state(address, job_id)
     console.print(f"{s.job_id}: {s.status}" + (f" ({s.message})" if s.message else ""))
     if s.run_dir:
-        console.print(f"run directory: {s.run_dir}\nprogress: silva status {s.run_dir}   (where the shared storage is mounted)")
+        console.print(
+            f"run directory: {s.run_dir}\nprogress: silva status {s.run_dir}   (where the shared storage is mounted)"
+        )
     return 0
 
 
 @cluster_app.command("logs")
-def logs(job_id: str = typer.Argument(...), address: str = ADDRESS,
-         follow: bool = typer.Option(False, "--follow", "-f", help="stream until the job ends")) -> int:
+def logs(
+    job_id: str = typer.Argument(...),
+    address: str = ADDRESS,
+    follow: bool = typer.Option(False, "--follow", "-f", help="stream until the job ends"),
+) -> int:
     """The driver's output of a submitted run."""
     from cluster import jobs
 
@@ -121,9 +137,11 @@ def logs(job_id: str = typer.Argument(...), address: str = ADDRESS,
 
 
 @cluster_app.command("sync")
-def sync(source: str = typer.Argument(..., help="run directory or URL"),
-         destination: str = typer.Argument(..., help="URL (s3://bucket/prefix, gs://...) or directory"),
-         only: list[str] = typer.Option([], "--only", help="journal | artifacts | papers (repeatable)")) -> int:
+def sync(
+    source: str = typer.Argument(..., help="run directory or URL"),
+    destination: str = typer.Argument(..., help="URL (s3://bucket/prefix, gs://...) or directory"),
+    only: list[str] = typer.Option([], "--only", help="journal | artifacts | papers (repeatable)"),
+) -> int:
     """Copy a run directory to object storage (or back); only what changed since the last sync."""
     from cluster.storage import sync as do_sync
 

@@ -32,16 +32,38 @@ def cost(
         highlight=False,
     )
     if breakdown.saved_estimated:
-        console.print(f"({breakdown.saved_estimated} cache hits priced at their model's mean rate: "
-                      "their first payment was in another run)", highlight=False)
+        console.print(
+            f"({breakdown.saved_estimated} cache hits priced at their model's mean rate: "
+            "their first payment was in another run)",
+            highlight=False,
+        )
     for group in GROUPS:
         table = Table(title=f"by {group}", title_justify="left")
-        for col in (group, "calls", "cache hits", "failed", "in tokens", "out tokens", "dollars", "share", "saved"):
+        for col in (
+            group,
+            "calls",
+            "cache hits",
+            "failed",
+            "in tokens",
+            "out tokens",
+            "dollars",
+            "share",
+            "saved",
+        ):
             table.add_column(col, justify="left" if col == group else "right")
         for r in breakdown.groups[group]:
             share = f"{100 * r.dollars / total.dollars:.0f}%" if total.dollars else "-"
-            table.add_row(r.key, str(r.calls), str(r.cache_hits), str(r.errors), str(r.input_tokens),
-                          str(r.output_tokens), f"${r.dollars:.4f}", share, f"${r.saved:.4f}")
+            table.add_row(
+                r.key,
+                str(r.calls),
+                str(r.cache_hits),
+                str(r.errors),
+                str(r.input_tokens),
+                str(r.output_tokens),
+                f"${r.dollars:.4f}",
+                share,
+                f"${r.saved:.4f}",
+            )
         if not breakdown.groups[group]:
             table.add_row("(no LLM calls)", *[""] * 8)
         console.print(table)

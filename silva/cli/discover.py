@@ -13,7 +13,10 @@ from rich.console import Console
 OFFLINE_LLM: dict[str, Any] = {
     "providers": {"offline": {"kind": "scripted"}},
     "models": {"analyst": {"provider": "offline", "model": "scripted-analyst"}},
-    "roles": {"code": {"model": "analyst", "max_tokens": 4096}, "feedback": {"model": "analyst", "max_tokens": 2048}},
+    "roles": {
+        "code": {"model": "analyst", "max_tokens": 4096},
+        "feedback": {"model": "analyst", "max_tokens": 2048},
+    },
 }
 OFFLINE_FN = "search.discovery.scripted:respond"
 STATEFUL_FN = "search.stateful.scripted:respond"  # the stateful mode's offline analyst
@@ -31,8 +34,15 @@ class GateName(StrEnum):
     bh = "bh"
 
 
-def build_config(data: Path, prior: Path | None, mode: ModeName, gate: GateName | None, config: Path | None,
-                 max_hypotheses: int | None, output_dir: Path | None) -> Any:
+def build_config(
+    data: Path,
+    prior: Path | None,
+    mode: ModeName,
+    gate: GateName | None,
+    config: Path | None,
+    max_hypotheses: int | None,
+    output_dir: Path | None,
+) -> Any:
     """The run config: --config's settings (budgets, executor, sandbox, llm) plus the `discovery:`
     section from the arguments; without --config, offline defaults."""
     from pydantic import ValidationError
@@ -75,24 +85,35 @@ def build_config(data: Path, prior: Path | None, mode: ModeName, gate: GateName 
 
 def discover(
     data: Path = typer.Argument(..., help="table to discover in (CSV or Parquet)"),
-    prior: Path | None = typer.Option(None, "--prior", help="prior information: text, or YAML with question/facts"),
+    prior: Path | None = typer.Option(
+        None, "--prior", help="prior information: text, or YAML with question/facts"
+    ),
     mode: ModeName = typer.Option(ModeName.discoper, "--mode", help="discoper | experigen | stateful"),
-    gate: GateName | None = typer.Option(None, "--gate", help="default: two_split (discoper), bonferroni (experigen)"),
-    config: Path | None = typer.Option(None, "--config", help="run config with llm, budgets, executor, sandbox"),
+    gate: GateName | None = typer.Option(
+        None, "--gate", help="default: two_split (discoper), bonferroni (experigen)"
+    ),
+    config: Path | None = typer.Option(
+        None, "--config", help="run config with llm, budgets, executor, sandbox"
+    ),
     max_hypotheses: int | None = typer.Option(None, "--max-hypotheses", help="DiscoPER: hypotheses in all"),
-    output_dir: Path | None = typer.Option(None, "--output-dir", help="where the run directory goes (default runs/)"),
+    output_dir: Path | None = typer.Option(
+        None, "--output-dir", help="where the run directory goes (default runs/)"
+    ),
 ) -> int:
     """Propose hypotheses as code, test them in the sandbox, keep those the gate accepts."""
+    from search.discovery.claims import status_line
     from silva import lifecycle
     from silva.cli.run import report
     from silva.progress import Progress
-    from search.discovery.claims import status_line
 
     console = Console()
     cfg = build_config(data, prior, mode, gate, config, max_hypotheses, output_dir)
     if config is None:
-        console.print("no --config: the offline scripted analyst writes the hypotheses "
-                      "(give --config with an `llm:` section for real models)", highlight=False)
+        console.print(
+            "no --config: the offline scripted analyst writes the hypotheses "
+            "(give --config with an `llm:` section for real models)",
+            highlight=False,
+        )
     run_dir, journal = lifecycle.create_run(cfg)
     console.print(f"run directory: {run_dir}", highlight=False)
     with Progress() as progress:

@@ -10,10 +10,18 @@ from rich.console import Console
 
 
 def ideate(
-    topic_file: Path = typer.Argument(..., help="topic file (YAML): topic, llm, literature, numbers of ideas and rounds"),
-    template: Path | None = typer.Option(None, "--template", help="extend this template's experiment (AI Scientist v1 mode)"),
-    out: Path | None = typer.Option(None, "--out", help="archive directory (default: ideas/ next to the topic file)"),
-    num: int | None = typer.Option(None, "--num", min=1, help="ideas to add (default: the topic file's num_ideas)"),
+    topic_file: Path = typer.Argument(
+        ..., help="topic file (YAML): topic, llm, literature, numbers of ideas and rounds"
+    ),
+    template: Path | None = typer.Option(
+        None, "--template", help="extend this template's experiment (AI Scientist v1 mode)"
+    ),
+    out: Path | None = typer.Option(
+        None, "--out", help="archive directory (default: ideas/ next to the topic file)"
+    ),
+    num: int | None = typer.Option(
+        None, "--num", min=1, help="ideas to add (default: the topic file's num_ideas)"
+    ),
 ) -> int:
     """Generate ideas by LLM mutation of the archive, reflect on them, drop duplicates, check novelty."""
     from engine.llm import build_gateway, resolve_keys, validate_llm_config
@@ -31,25 +39,32 @@ def ideate(
     directory = out or topic_file.parent / "ideas"
     validate_llm_config(cfg.llm, os.environ)
     fn = load_function(cfg.scripted_fn) if cfg.scripted_fn else None
-    providers = {name: ScriptedProvider(name, rules=p.rules, fn=fn, default=p.default_response)
-                 for name, p in cfg.llm.providers.items() if p.kind == "scripted" and fn is not None}
+    providers = {
+        name: ScriptedProvider(name, rules=p.rules, fn=fn, default=p.default_response)
+        for name, p in cfg.llm.providers.items()
+        if p.kind == "scripted" and fn is not None
+    }
     try:
         literature, why = open_literature(cfg.literature), ""
     except LiteratureError as e:
         literature, why = None, str(e)
-        console.print(f"warning: no literature check ({why}); ideas are archived as `unchecked`", highlight=False)
+        console.print(
+            f"warning: no literature check ({why}); ideas are archived as `unchecked`", highlight=False
+        )
     archive = Archive(directory)
     before = len(archive.records)
     gateway = build_gateway(cfg.llm, directory, None, resolve_keys(cfg.llm, os.environ), providers=providers)
     try:
         made = Ideator(cfg, gateway.client(), literature, archive, why).run(
-            on_idea=lambda r: console.print(summary_line(r), highlight=False))
+            on_idea=lambda r: console.print(summary_line(r), highlight=False)
+        )
     finally:
         gateway.close()
     kept = sum(r.kept for r in made)
     console.print(
         f"{kept} of {len(made)} new ideas kept ({len(archive.records)} in the archive, {before} before): "
-        f"{archive.path}\nrun the best: silva run RUN_CONFIG --ideas {archive.path} --top 3", highlight=False,
+        f"{archive.path}\nrun the best: silva run RUN_CONFIG --ideas {archive.path} --top 3",
+        highlight=False,
     )
     return 0
 

@@ -17,7 +17,21 @@ import typer
 from engine.errors import SilvaError
 
 # Subcommand groups, in the order `silva --help` lists them; each module has `register(app)`.
-COMMAND_MODULES = ("run", "inspect", "repair", "cost", "bench", "view", "discover", "review", "writeup", "cluster", "ideate", "budget", "report")
+COMMAND_MODULES = (
+    "run",
+    "inspect",
+    "repair",
+    "cost",
+    "bench",
+    "view",
+    "discover",
+    "review",
+    "writeup",
+    "cluster",
+    "ideate",
+    "budget",
+    "report",
+)
 
 app = typer.Typer(
     name="silva",

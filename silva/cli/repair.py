@@ -16,8 +16,8 @@ def repair(
 ) -> int:
     """Keep every good event, move bad lines to events.jsonl.bad-<time>; asks before writing."""
     from engine.eventlog import EVENTS_FILE
-    from engine.writerlock import WriterLock
     from engine.repair import apply_repair, plan_repair
+    from engine.writerlock import WriterLock
 
     if not (run_dir / EVENTS_FILE).is_file():
         raise ConfigError(f"{run_dir}: not a Silva run directory (no {EVENTS_FILE})")

@@ -56,9 +56,12 @@ class _DefaultPaper(TyperGroup):
         return super().parse_args(ctx, args)
 
 
-review_app = typer.Typer(cls=_DefaultPaper, no_args_is_help=True,
-                         help="Review papers with an LLM ensemble and integrity checks (`silva review PATH` is "
-                              "`silva review paper PATH`); calibrate the reviewer on labelled papers.")
+review_app = typer.Typer(
+    cls=_DefaultPaper,
+    no_args_is_help=True,
+    help="Review papers with an LLM ensemble and integrity checks (`silva review PATH` is "
+    "`silva review paper PATH`); calibrate the reviewer on labelled papers.",
+)
 
 
 def load_settings(config: Path | None, papers: Sequence[Paper], reviews: int | None) -> ReviewSettings:
@@ -66,13 +69,17 @@ def load_settings(config: Path | None, papers: Sequence[Paper], reviews: int | N
         run_dirs = {p.run_dir for p in papers}
         run_dir = next(iter(run_dirs)) if len(run_dirs) == 1 else None
         if run_dir is None:
-            raise ConfigError("no LLM configured for reviewing: pass --config FILE with an `llm:` section whose "
-                              "roles include `review` (a run directory uses its own config.yaml)")
+            raise ConfigError(
+                "no LLM configured for reviewing: pass --config FILE with an `llm:` section whose "
+                "roles include `review` (a run directory uses its own config.yaml)"
+            )
         config = run_dir / CONFIG_SNAPSHOT
     settings = load_model(config, ReviewSettings)
     if "review" not in settings.llm.roles:
-        raise ConfigError(f"{config}: llm.roles.review is not set; map the `review` role to a model "
-                          f"(roles configured: {', '.join(sorted(settings.llm.roles)) or 'none'})")
+        raise ConfigError(
+            f"{config}: llm.roles.review is not set; map the `review` role to a model "
+            f"(roles configured: {', '.join(sorted(settings.llm.roles)) or 'none'})"
+        )
     validate_llm_config(settings.llm, os.environ)
     if settings.scripted_fn is not None and ".py:" in settings.scripted_fn:
         file, _, fn = settings.scripted_fn.rpartition(":")
@@ -88,15 +95,23 @@ def _providers(settings: ReviewSettings) -> dict[str, Provider]:
     from silva.llm_session import load_function
 
     fn = load_function(settings.scripted_fn)
-    return {name: ScriptedProvider(name, rules=p.rules, fn=fn, default=p.default_response)
-            for name, p in settings.llm.providers.items() if p.kind == "scripted"}
+    return {
+        name: ScriptedProvider(name, rules=p.rules, fn=fn, default=p.default_response)
+        for name, p in settings.llm.providers.items()
+        if p.kind == "scripted"
+    }
 
 
 @contextmanager
 def open_llm(settings: ReviewSettings, ledger_dir: Path) -> Iterator[LLM]:
     llm_cfg = llm_for_review(settings.llm, settings.review)
-    gateway = build_gateway(llm_cfg, ledger_dir, settings.budgets.dollars, resolve_keys(llm_cfg, os.environ),
-                            providers=_providers(settings))
+    gateway = build_gateway(
+        llm_cfg,
+        ledger_dir,
+        settings.budgets.dollars,
+        resolve_keys(llm_cfg, os.environ),
+        providers=_providers(settings),
+    )
     try:
         yield gateway.client()
     finally:
@@ -121,7 +136,9 @@ def _review(papers: Sequence[Paper], settings: ReviewSettings) -> list[Any]:
 @review_app.command("paper")
 def paper(
     target: Path = typer.Argument(..., help="a PDF, a LaTeX directory, or a run directory (all its papers)"),
-    reviews: int | None = typer.Option(None, "--reviews", min=1, max=20, help="reviews per paper (default 5)"),
+    reviews: int | None = typer.Option(
+        None, "--reviews", min=1, max=20, help="reviews per paper (default 5)"
+    ),
     config: Path | None = typer.Option(None, "--config", help="YAML with `llm:` (and optional `review:`)"),
 ) -> int:
     """Review papers: N reviews and an area-chair meta-review each, plus integrity checks.
@@ -133,9 +150,12 @@ def paper(
     results = _review(papers, load_settings(config, papers, reviews))
     for p, r in zip(papers, results):
         overall = f"{r.overall:.2f}" if r.overall is not None else "n/a"
-        console.print(f"[bold]{r.decision or 'no decision'}[/bold]  overall {overall}  "
-                      f"{r.reviews_used}/{len(r.reviews)} reviews  {r.integrity.findings} integrity finding(s)  "
-                      f"{p.out_dir / 'review.json'}", highlight=False)
+        console.print(
+            f"[bold]{r.decision or 'no decision'}[/bold]  overall {overall}  "
+            f"{r.reviews_used}/{len(r.reviews)} reviews  {r.integrity.findings} integrity finding(s)  "
+            f"{p.out_dir / 'review.json'}",
+            highlight=False,
+        )
         for line in r.integrity.lines(limit=10):
             console.print(f"  - {line}", highlight=False, markup=False)
         if r.meta_review is None or r.meta_review.form is None:
@@ -146,12 +166,17 @@ def paper(
 
 @review_app.command("calibrate")
 def calibrate(
-    dataset: Path = typer.Argument(..., help="CSV or JSONL: paper (path), decision (accept/reject), optional score"),
-    config: Path | None = typer.Option(None, "--config", help="YAML with `llm:` to review papers without a score"),
+    dataset: Path = typer.Argument(
+        ..., help="CSV or JSONL: paper (path), decision (accept/reject), optional score"
+    ),
+    config: Path | None = typer.Option(
+        None, "--config", help="YAML with `llm:` to review papers without a score"
+    ),
     reviews: int | None = typer.Option(None, "--reviews", min=1, max=20, help="reviews per paper"),
     out: Path | None = typer.Option(None, "--out", help="output directory (default: DATASET-calibration/)"),
-    fraction: float = typer.Option(0.5, "--calibration-fraction", min=0.1, max=0.9,
-                                   help="share of papers used to choose the threshold"),
+    fraction: float = typer.Option(
+        0.5, "--calibration-fraction", min=0.1, max=0.9, help="share of papers used to choose the threshold"
+    ),
     seed: int = typer.Option(0, "--seed"),
     resamples: int = typer.Option(2000, "--resamples", min=100, help="bootstrap resamples"),
 ) -> int:
@@ -165,20 +190,25 @@ def calibrate(
 
     def score(paths: list[Path]) -> dict[Path, float | None]:
         if config is None:
-            raise ConfigError(f"{dataset}: {len(paths)} paper(s) have no score; pass --config with an `llm:` "
-                              "section to review them, or add a `score` column")
+            raise ConfigError(
+                f"{dataset}: {len(paths)} paper(s) have no score; pass --config with an `llm:` "
+                "section to review them, or add a `score` column"
+            )
         papers = []
         for path in paths:
             found = resolve(path)
             if len(found) != 1:
-                raise ConfigError(f"{dataset}: {path} holds {len(found)} papers; list each paper on its own row")
+                raise ConfigError(
+                    f"{dataset}: {path} holds {len(found)} papers; list each paper on its own row"
+                )
             papers += found
         results = _review(papers, load_settings(config, papers, reviews))
         return {path: r.overall for path, r in zip(paths, results)}
 
     items = cal.fill_scores(items, score)
-    report, arrays = cal.calibrate(items, dataset=str(dataset), calibration_fraction=fraction, seed=seed,
-                                   n_resamples=resamples)
+    report, arrays = cal.calibrate(
+        items, dataset=str(dataset), calibration_fraction=fraction, seed=seed, n_resamples=resamples
+    )
     paths = cal.write_outputs(report, arrays, out or dataset.parent / f"{dataset.stem}-calibration")
     console.print(cal.render_table(report), highlight=False, markup=False)
     for kind, path in paths.items():

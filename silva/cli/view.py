@@ -12,7 +12,9 @@ from rich.console import Console
 def view(
     run_dir: Path = typer.Argument(..., help="run directory"),
     serve: bool = typer.Option(False, "--serve", help="serve on 127.0.0.1 and refresh while the run goes on"),
-    port: int = typer.Option(0, "--port", min=0, max=65535, help="with --serve: the port (0 picks a free one)"),
+    port: int = typer.Option(
+        0, "--port", min=0, max=65535, help="with --serve: the port (0 picks a free one)"
+    ),
 ) -> int:
     """Write the run's page: the forest, each stage's decision, budgets and spend; click a node for its details."""
     from silva.view.build import build_view

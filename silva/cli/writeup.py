@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -11,8 +10,12 @@ from rich.console import Console
 
 def writeup(
     run_dir: Path = typer.Argument(..., help="run directory that `silva run` printed"),
-    idea: Optional[str] = typer.Option(None, "--idea", help="write only this idea's paper (default: every idea)"),  # noqa: UP007
-    template: Optional[str] = typer.Option(None, "--template", help="workshop (4 pages) | conference (8 pages)"),  # noqa: UP007
+    idea: str | None = typer.Option(
+        None, "--idea", help="write only this idea's paper (default: every idea)"
+    ),  # noqa: UP007
+    template: str | None = typer.Option(
+        None, "--template", help="workshop (4 pages) | conference (8 pages)"
+    ),  # noqa: UP007
     offline: bool = typer.Option(False, "--offline", help="template results report, no LLM"),
 ) -> int:
     """Write the paper of a finished run: RUN_DIR/paper/<idea>/paper.pdf."""
@@ -41,7 +44,9 @@ def writeup(
     wcfg = wcfg.model_copy(update=updates)
     sandbox = cfg.sandbox.provider if cfg else "local"
     options = dict(cfg.sandbox.options) if cfg else {}
-    use_llm = wcfg.offline is not True and cfg is not None and cfg.llm is not None and "writeup" in cfg.llm.roles
+    use_llm = (
+        wcfg.offline is not True and cfg is not None and cfg.llm is not None and "writeup" in cfg.llm.roles
+    )
     if wcfg.offline is False and not use_llm:
         raise ConfigError("writeup.offline = false but the run config has no `writeup` role under llm.roles")
     preflight(wcfg, sandbox=sandbox, sandbox_options=options, llm_writer=use_llm)
@@ -56,14 +61,26 @@ def writeup(
         from writeup.literature import open_literature
 
         assert cfg is not None
-        session = open_llm(cfg.model_copy(update={"executor": cfg.executor.model_copy(update={"kind": "inprocess"})}), run_dir)
-        literature = open_literature(wcfg.literature, os.environ) if wcfg.literature.provider != "none" else None
+        session = open_llm(
+            cfg.model_copy(update={"executor": cfg.executor.model_copy(update={"kind": "inprocess"})}),
+            run_dir,
+        )
+        literature = (
+            open_literature(wcfg.literature, os.environ) if wcfg.literature.provider != "none" else None
+        )
     else:
         console.print("offline writer (no LLM): a results report from templates", highlight=False)
     try:
         for name in ideas:
-            pdf = write_paper(run_dir, name, cfg=wcfg, llm=session.client if session else None,
-                              literature=literature if session else None, sandbox=sandbox, sandbox_options=options)
+            pdf = write_paper(
+                run_dir,
+                name,
+                cfg=wcfg,
+                llm=session.client if session else None,
+                literature=literature if session else None,
+                sandbox=sandbox,
+                sandbox_options=options,
+            )
             console.print(f"paper: {pdf}", highlight=False)
     finally:
         if session is not None:

@@ -51,12 +51,16 @@ class IdeaRecord(BaseModel):
     scores: Scores
     status: Verdict
     novelty: Novelty
-    papers: list[dict[str, Any]] = Field(default_factory=list, description="the papers found, as the provider gave them")
+    papers: list[dict[str, Any]] = Field(
+        default_factory=list, description="the papers found, as the provider gave them"
+    )
     duplicate_of: str | None = None
     similarity: float | None = None
     parents: list[str] = Field(default_factory=list, description="archived ideas this one mutated")
     template: str | None = None
-    idea_file: str | None = Field(None, description="the idea file, relative to the archive (kept ideas only)")
+    idea_file: str | None = Field(
+        None, description="the idea file, relative to the archive (kept ideas only)"
+    )
     created_at: float = Field(default_factory=time.time)
 
     @property
@@ -78,7 +82,9 @@ class Archive:
         self.dir.mkdir(parents=True, exist_ok=True)
         if record.kept:
             idea_file = self.dir / f"{record.name}.yaml"
-            idea_file.write_text(yaml.safe_dump(idea.model_dump(mode="json", exclude_defaults=True), sort_keys=False))
+            idea_file.write_text(
+                yaml.safe_dump(idea.model_dump(mode="json", exclude_defaults=True), sort_keys=False)
+            )
             record = record.model_copy(update={"idea_file": idea_file.name})
         with self.path.open("a", encoding="utf-8") as fh:
             fh.write(record.model_dump_json() + "\n")
@@ -102,7 +108,9 @@ def read_archive(path: Path) -> list[IdeaRecord]:
         except ValidationError as e:
             if number == len(lines):  # a last line without its newline: a write cut off by a crash
                 continue
-            raise ConfigError(f"{path}: line {number} is not an idea record: {e.errors()[0]['msg']}") from None
+            raise ConfigError(
+                f"{path}: line {number} is not an idea record: {e.errors()[0]['msg']}"
+            ) from None
     return records
 
 
@@ -110,7 +118,9 @@ def top_ideas(path: Path, k: int | None) -> list[Path]:
     """The idea files of the archive's best `k` kept ideas (all when k is None), by total score."""
     records = [r for r in read_archive(path) if r.kept and r.idea_file]
     if not records:
-        raise ConfigError(f"{path}: no idea passed the novelty check; nothing to run (see each record's `novelty`)")
+        raise ConfigError(
+            f"{path}: no idea passed the novelty check; nothing to run (see each record's `novelty`)"
+        )
     ranked = sorted(records, key=lambda r: (-r.scores.total, r.created_at))
     files = [path.parent / r.idea_file for r in ranked[:k] if r.idea_file]
     for f in files:
@@ -125,13 +135,17 @@ def ideas_template(path: Path, files: list[Path]) -> Path | None:
     templates = {r.template for r in read_archive(path) if r.idea_file in chosen}
     if len(templates) > 1:
         shown = ", ".join(sorted(t or "(none)" for t in templates))
-        raise ConfigError(f"{path}: the chosen ideas extend different templates ({shown}); "
-                          "run each template's ideas with its own archive (silva ideate --out DIR)")
+        raise ConfigError(
+            f"{path}: the chosen ideas extend different templates ({shown}); "
+            "run each template's ideas with its own archive (silva ideate --out DIR)"
+        )
     template = next(iter(templates), None)
     return Path(template) if template else None
 
 
 def summary_line(record: IdeaRecord) -> str:
     s = record.scores
-    return (f"{record.name}: {record.status} (interest {s.interestingness}, novelty {s.novelty}, "
-            f"feasibility {s.feasibility}) {json.dumps(record.idea.get('title', ''))}")
+    return (
+        f"{record.name}: {record.status} (interest {s.interestingness}, novelty {s.novelty}, "
+        f"feasibility {s.feasibility}) {json.dumps(record.idea.get('title', ''))}"
+    )

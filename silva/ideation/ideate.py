@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import random
 import re
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
@@ -25,8 +25,10 @@ from silva.ideation.config import TopicConfig
 from silva.ideation.similarity import idea_text, most_similar
 from writeup.literature import Literature, LiteratureError, Paper
 
-SYSTEM = ("You are an ambitious, careful AI researcher. You propose experiments a small compute budget can run, "
-          "you judge your own ideas honestly, and you check them against published work.")
+SYSTEM = (
+    "You are an ambitious, careful AI researcher. You propose experiments a small compute budget can run, "
+    "you judge your own ideas honestly, and you check them against published work."
+)
 MAX_TEMPLATE_CHARS = 20_000
 T = TypeVar("T", bound=BaseModel)
 
@@ -40,7 +42,9 @@ class IdeaDraft(BaseModel):
     abstract: str = Field(min_length=1, description="a conference-style abstract of the intended paper")
     experiments: list[str] = Field(min_length=1, description="the planned experiments, one per item")
     risks: list[str] = Field(default_factory=list, description="risk factors and limitations")
-    metrics: list[MetricSpec] = Field(default_factory=list, description="metrics results.json reports; one primary")
+    metrics: list[MetricSpec] = Field(
+        default_factory=list, description="metrics results.json reports; one primary"
+    )
     interestingness: int = Field(ge=1, le=10)
     novelty: int = Field(ge=1, le=10)
     feasibility: int = Field(ge=1, le=10)
@@ -82,14 +86,20 @@ def template_context(directory: Path) -> str:
 
 
 class Ideator:
-    def __init__(self, cfg: TopicConfig, llm: LLM, literature: Literature | None, archive: Archive,
-                 literature_error: str = "") -> None:
+    def __init__(
+        self,
+        cfg: TopicConfig,
+        llm: LLM,
+        literature: Literature | None,
+        archive: Archive,
+        literature_error: str = "",
+    ) -> None:
         self.cfg, self.llm, self.literature, self.archive = cfg, llm, literature, archive
         self.literature_error = literature_error
         self.rng = random.Random(cfg.seed + len(archive.records))
         self.fixed_metrics = list(cfg.metrics)
         if not self.fixed_metrics and cfg.template is not None:
-            from search.template import Template
+            from search.template.spec import Template
 
             self.fixed_metrics = list(Template.load(cfg.template).spec.metrics)
         self.context = template_context(cfg.template) if cfg.template is not None else ""
@@ -97,8 +107,11 @@ class Ideator:
         self.embedder = llm if EMBEDDING_ROLE in cfg.llm.roles else None
 
     def ask(self, step: str, body: str, output: type[T]) -> T:
-        return self.llm.complete([Message.system(SYSTEM), Message.user(f"[silva-ideation] step={step}\n{body}")],
-                                 role=self.cfg.role, output_type=output)
+        return self.llm.complete(
+            [Message.system(SYSTEM), Message.user(f"[silva-ideation] step={step}\n{body}")],
+            role=self.cfg.role,
+            output_type=output,
+        )
 
     def run(self, on_idea: Callable[[IdeaRecord], None] = lambda r: None) -> list[IdeaRecord]:
         made = []
@@ -120,23 +133,38 @@ class Ideator:
                 break
         idea = self._idea(draft)
         dump = idea.model_dump(mode="json", exclude_defaults=True)
-        scores = Scores(interestingness=draft.interestingness, novelty=draft.novelty, feasibility=draft.feasibility)
-        common = {"name": idea.name, "idea": dump, "scores": scores, "parents": [p.name for p in parents],
-                  "template": str(self.cfg.template) if self.cfg.template else None}
+        scores = Scores(
+            interestingness=draft.interestingness, novelty=draft.novelty, feasibility=draft.feasibility
+        )
+        common = {
+            "name": idea.name,
+            "idea": dump,
+            "scores": scores,
+            "parents": [p.name for p in parents],
+            "template": str(self.cfg.template) if self.cfg.template else None,
+        }
         others = [r for r in self.archive.records if r.status != "duplicate"]
         closest = most_similar(idea_text(dump), [idea_text(r.idea) for r in others], self.embedder)
         if closest is not None and closest[1] >= self.cfg.max_similarity:
             twin = others[closest[0]]
             method = "embedding" if self.embedder is not None else "TF-IDF"
-            novelty = Novelty(verdict="duplicate", reason=f"{method} similarity {closest[1]:.2f} to {twin.name} "
-                              f"(threshold {self.cfg.max_similarity})")
-            record = IdeaRecord(**common, status="duplicate", novelty=novelty, duplicate_of=twin.name,
-                                similarity=closest[1])
+            novelty = Novelty(
+                verdict="duplicate",
+                reason=f"{method} similarity {closest[1]:.2f} to {twin.name} "
+                f"(threshold {self.cfg.max_similarity})",
+            )
+            record = IdeaRecord(
+                **common, status="duplicate", novelty=novelty, duplicate_of=twin.name, similarity=closest[1]
+            )
         else:
             novelty, papers = self._novelty(idea)
-            record = IdeaRecord(**common, status=novelty.verdict, novelty=novelty,
-                                papers=[p.model_dump(mode="json") for p in papers],
-                                similarity=closest[1] if closest else None)
+            record = IdeaRecord(
+                **common,
+                status=novelty.verdict,
+                novelty=novelty,
+                papers=[p.model_dump(mode="json") for p in papers],
+                similarity=closest[1] if closest else None,
+            )
         return self.archive.add(record, idea)
 
     def _idea(self, draft: IdeaDraft) -> Idea:
@@ -145,14 +173,23 @@ class Ideator:
             n += 1
         metrics = self.fixed_metrics or draft.metrics
         try:
-            return Idea.model_validate({
-                "name": f"{name}_{n}" if n > 1 else name, "title": draft.title, "hypothesis": draft.hypothesis,
-                "abstract": draft.abstract, "experiments": draft.experiments, "risks": draft.risks,
-                "metrics": [m.model_dump() for m in metrics], "datasets": self.cfg.datasets,
-            })
+            return Idea.model_validate(
+                {
+                    "name": f"{name}_{n}" if n > 1 else name,
+                    "title": draft.title,
+                    "hypothesis": draft.hypothesis,
+                    "abstract": draft.abstract,
+                    "experiments": draft.experiments,
+                    "risks": draft.risks,
+                    "metrics": [m.model_dump() for m in metrics],
+                    "datasets": self.cfg.datasets,
+                }
+            )
         except ValidationError as e:
-            raise ConfigError(f"ideation: the model's idea {draft.title!r} is not a valid idea: "
-                              f"{e.errors()[0]['msg']}; declare `metrics:` in the topic file") from None
+            raise ConfigError(
+                f"ideation: the model's idea {draft.title!r} is not a valid idea: "
+                f"{e.errors()[0]['msg']}; declare `metrics:` in the topic file"
+            ) from None
 
     def _novelty(self, idea: Idea) -> tuple[Novelty, list[Paper]]:
         if self.literature is None:
@@ -164,7 +201,9 @@ class Ideator:
             step = self.ask("novelty", self._novelty_prompt(idea, papers, rounds, last), NoveltyStep)
             if step.decision != "search" and rounds:  # a decision counts only after one search at least
                 closest = [c for c in step.closest if c in papers]
-                return Novelty(verdict=step.decision, reason=step.reason, closest=closest, rounds=rounds), list(papers.values())
+                return Novelty(
+                    verdict=step.decision, reason=step.reason, closest=closest, rounds=rounds
+                ), list(papers.values())
             if last:
                 break
             query = step.query if step.decision == "search" else idea.title
@@ -174,7 +213,9 @@ class Ideator:
                 return Novelty(verdict="unchecked", error=str(e), rounds=rounds), list(papers.values())
             rounds.append(NoveltyRound(query=query, papers=[p.id for p in found]))
             papers.update((p.id, p) for p in found)
-        reason = f"no decision after {len(rounds)} literature round(s); nothing found was judged the same idea"
+        reason = (
+            f"no decision after {len(rounds)} literature round(s); nothing found was judged the same idea"
+        )
         return Novelty(verdict="novel", reason=reason, rounds=rounds), list(papers.values())
 
     # -- prompts ---------------------------------------------------------------------------------
@@ -183,41 +224,68 @@ class Ideator:
         if self.cfg.topic.strip():
             parts.append(f"Research topic:\n{self.cfg.topic.strip()}")
         if self.context:
-            parts.append("Ideas must extend this human-written experiment template (its code and declared "
-                         "hyperparameters, method switch, ablations and metrics); propose what to add or change:\n"
-                         + self.context)
+            parts.append(
+                "Ideas must extend this human-written experiment template (its code and declared "
+                "hyperparameters, method switch, ablations and metrics); propose what to add or change:\n"
+                + self.context
+            )
         if self.fixed_metrics:
-            parts.append("Every idea reports these metrics: " + ", ".join(
-                f"{m.name} ({m.direction}{', primary' if m.primary else ''})" for m in self.fixed_metrics))
+            parts.append(
+                "Every idea reports these metrics: "
+                + ", ".join(
+                    f"{m.name} ({m.direction}{', primary' if m.primary else ''})" for m in self.fixed_metrics
+                )
+            )
         return "\n\n".join(parts)
 
     def _generate_prompt(self, parents: list[IdeaRecord]) -> str:
-        archive = "\n".join(f"- {r.name}: {r.idea.get('title', '')} — {r.idea.get('hypothesis', '')} [{r.status}]"
-                            for r in self.archive.records[-30:]) or "(empty)"
+        archive = (
+            "\n".join(
+                f"- {r.name}: {r.idea.get('title', '')} — {r.idea.get('hypothesis', '')} [{r.status}]"
+                for r in self.archive.records[-30:]
+            )
+            or "(empty)"
+        )
         if parents:
-            base = "\n\n".join(f"Parent idea {p.name}:\n{Idea.model_validate(p.idea).describe()}" for p in parents)
-            task = ("Mutate the parent idea(s) above into a new idea: change the mechanism, combine the parents, "
-                    "or test a consequence they leave open. It must differ clearly from every archived idea.")
+            base = "\n\n".join(
+                f"Parent idea {p.name}:\n{Idea.model_validate(p.idea).describe()}" for p in parents
+            )
+            task = (
+                "Mutate the parent idea(s) above into a new idea: change the mechanism, combine the parents, "
+                "or test a consequence they leave open. It must differ clearly from every archived idea."
+            )
         else:
             base, task = "", "Propose a first idea for this topic."
-        return (f"{self._topic()}\n\nArchived ideas:\n{archive}\n\n{base}\n\n{task} Score it honestly from 1 to 10 "
-                "for interestingness, novelty and feasibility (a small compute budget, one experiment tree).")
+        return (
+            f"{self._topic()}\n\nArchived ideas:\n{archive}\n\n{base}\n\n{task} Score it honestly from 1 to 10 "
+            "for interestingness, novelty and feasibility (a small compute budget, one experiment tree)."
+        )
 
     def _reflect_prompt(self, draft: IdeaDraft, round_: int) -> str:
-        return (f"{self._topic()}\n\nReflection round {round_ + 1} of {self.cfg.reflections}. Your idea:\n"
-                f"{draft.model_dump_json(indent=1)}\n\nCriticise it: is the hypothesis falsifiable, are the "
-                "experiments feasible and sufficient, are the scores honest? Return the improved idea, and "
-                "done=true if it needs no further change.")
+        return (
+            f"{self._topic()}\n\nReflection round {round_ + 1} of {self.cfg.reflections}. Your idea:\n"
+            f"{draft.model_dump_json(indent=1)}\n\nCriticise it: is the hypothesis falsifiable, are the "
+            "experiments feasible and sufficient, are the scores honest? Return the improved idea, and "
+            "done=true if it needs no further change."
+        )
 
-    def _novelty_prompt(self, idea: Idea, papers: dict[str, Paper], rounds: list[NoveltyRound], last: bool) -> str:
-        found = "\n".join(p.summary() + (f"\n  {p.abstract[:400]}" if p.abstract else "") for p in papers.values())
+    def _novelty_prompt(
+        self, idea: Idea, papers: dict[str, Paper], rounds: list[NoveltyRound], last: bool
+    ) -> str:
+        found = "\n".join(
+            p.summary() + (f"\n  {p.abstract[:400]}" if p.abstract else "") for p in papers.values()
+        )
         queries = "\n".join(f"- {r.query} ({len(r.papers)} papers)" for r in rounds) or "(none yet)"
         if last:
             task = "This is the last round: decide, decision=novel or decision=not_novel."
         elif not rounds:
             task = "Give the first search query (decision=search)."
         else:
-            task = ("Either search again (decision=search, a new query) or decide (decision=novel or "
-                    "decision=not_novel). not_novel means a found paper already tests essentially this hypothesis.")
-        return (f"Is this idea novel?\n{idea.describe()}\n\nQueries so far:\n{queries}\n\nPapers found:\n"
-                f"{found or '(none yet)'}\n\n{task} List the ids of the closest papers.")
+            task = (
+                "Either search again (decision=search, a new query) or decide (decision=novel or "
+                "decision=not_novel). not_novel means a found paper already tests essentially this hypothesis."
+            )
+        return (
+            f"Is this idea novel?\n{idea.describe()}\n\nQueries so far:\n{queries}\n\nPapers found:\n"
+            f"{found or '(none yet)'}\n\n{task} List the ids of the closest papers."
+        )

@@ -25,7 +25,9 @@ def most_similar(text: str, others: Sequence[str], llm: LLM | None = None) -> tu
     `llm`: embed through its `embedding` role; None: TF-IDF."""
     if not others:
         return None
-    sims = _embedding_similarities(text, others, llm) if llm is not None else _tfidf_similarities(text, others)
+    sims = (
+        _embedding_similarities(text, others, llm) if llm is not None else _tfidf_similarities(text, others)
+    )
     best = int(sims.argmax())
     return best, float(sims[best])
 
@@ -41,6 +43,10 @@ def _tfidf_similarities(text: str, others: Sequence[str]) -> np.ndarray:
         from sklearn.feature_extraction.text import TfidfVectorizer
         from sklearn.metrics.pairwise import cosine_similarity
     except ImportError:
-        raise ConfigError("ideation needs scikit-learn for duplicate detection: pip install 'silva[ideation]'") from None
-    vectors = TfidfVectorizer(stop_words="english", ngram_range=(1, 2), sublinear_tf=True).fit_transform([text, *others])
+        raise ConfigError(
+            "ideation needs scikit-learn for duplicate detection: pip install 'silva[ideation]'"
+        ) from None
+    vectors = TfidfVectorizer(stop_words="english", ngram_range=(1, 2), sublinear_tf=True).fit_transform(
+        [text, *others]
+    )
     return np.asarray(cosine_similarity(vectors[0], vectors[1:])[0])

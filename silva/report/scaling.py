@@ -51,8 +51,14 @@ def curves(run_dir: Path, journal: Journal) -> pd.DataFrame:
     def emit(idea: str) -> None:
         for who in (idea, FOREST):
             if who in best:
-                rows.append({"idea": who, "gpu_hours": gpu.get(who, 0.0), "dollars": usd.get(who, 0.0),
-                             "best": best[who] if spec.direction == "maximize" else -best[who]})
+                rows.append(
+                    {
+                        "idea": who,
+                        "gpu_hours": gpu.get(who, 0.0),
+                        "dollars": usd.get(who, 0.0),
+                        "best": best[who] if spec.direction == "maximize" else -best[who],
+                    }
+                )
 
     for e in journal.log.read("node_created", "compute_used", "attempt_finished"):
         while k < len(ledger) and ledger[k][0] <= e["ts"]:
@@ -103,13 +109,34 @@ def marginal(c: pd.DataFrame, spec: MetricSpec) -> float | None:
 
 def stops(journal: Journal) -> pd.DataFrame:
     rows = [
-        {"idea": e["idea"], "cause": e.get("cause", ""), "rung": e.get("rung"), "stage": e.get("stage"),
-         "score": e.get("score"), "threshold": e.get("threshold"), "gpu_hours": e.get("gpu_hours"),
-         "returned_gpu_hours": e.get("returned_gpu_hours"), "reason": e.get("reason")}
-        for e in journal.log.read("allocation") if e.get("decision") == "stopped"
+        {
+            "idea": e["idea"],
+            "cause": e.get("cause", ""),
+            "rung": e.get("rung"),
+            "stage": e.get("stage"),
+            "score": e.get("score"),
+            "threshold": e.get("threshold"),
+            "gpu_hours": e.get("gpu_hours"),
+            "returned_gpu_hours": e.get("returned_gpu_hours"),
+            "reason": e.get("reason"),
+        }
+        for e in journal.log.read("allocation")
+        if e.get("decision") == "stopped"
     ]
-    return pd.DataFrame(rows, columns=["idea", "cause", "rung", "stage", "score", "threshold", "gpu_hours",
-                                       "returned_gpu_hours", "reason"])
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "idea",
+            "cause",
+            "rung",
+            "stage",
+            "score",
+            "threshold",
+            "gpu_hours",
+            "returned_gpu_hours",
+            "reason",
+        ],
+    )
 
 
 def scaling(run_dir: Path, journal: Journal) -> Scaling:
@@ -122,17 +149,21 @@ def scaling(run_dir: Path, journal: Journal) -> Scaling:
         ci = c[c.idea == idea]
         heldout = journal.heldout.get(idea, {}).get("heldout_value") if idea != FOREST else None
         stopped = s[s.idea == idea]
-        rows.append({
-            "idea": idea,
-            "gpu_hours": float(ci.gpu_hours.max()) if not ci.empty else 0.0,
-            "dollars": float(ci.dollars.max()) if not ci.empty else 0.0,
-            "best_validation": float(ci.best.iloc[-1]) if not ci.empty else None,
-            "heldout": heldout,
-            "result": heldout if heldout is not None else (float(ci.best.iloc[-1]) if not ci.empty else None),
-            "marginal_per_gpu_hour": marginal(ci, spec),
-            "stopped_by": (stopped.cause.iloc[0] or "allocation") if not stopped.empty else "",
-            "stopped_at_stage": stopped.stage.iloc[0] if not stopped.empty else "",
-        })
+        rows.append(
+            {
+                "idea": idea,
+                "gpu_hours": float(ci.gpu_hours.max()) if not ci.empty else 0.0,
+                "dollars": float(ci.dollars.max()) if not ci.empty else 0.0,
+                "best_validation": float(ci.best.iloc[-1]) if not ci.empty else None,
+                "heldout": heldout,
+                "result": heldout
+                if heldout is not None
+                else (float(ci.best.iloc[-1]) if not ci.empty else None),
+                "marginal_per_gpu_hour": marginal(ci, spec),
+                "stopped_by": (stopped.cause.iloc[0] or "allocation") if not stopped.empty else "",
+                "stopped_at_stage": stopped.stage.iloc[0] if not stopped.empty else "",
+            }
+        )
     return Scaling(c, pd.DataFrame(rows), s, spec.name)
 
 
@@ -150,8 +181,14 @@ def _plot(sc: Scaling, x: str, label: str, path: Path) -> None:
         ci = sc.curves[sc.curves.idea == idea]
         if ci.empty:
             continue
-        ax.step(ci[x], ci.best, where="post", lw=1.0, alpha=0.8 if idea in named else 0.35,
-                label=idea if idea in named or len(ideas) <= 8 else None)
+        ax.step(
+            ci[x],
+            ci.best,
+            where="post",
+            lw=1.0,
+            alpha=0.8 if idea in named else 0.35,
+            label=idea if idea in named or len(ideas) <= 8 else None,
+        )
     cf = sc.curves[sc.curves.idea == FOREST]
     if not cf.empty:
         ax.step(cf[x], cf.best, where="post", lw=2.6, color="black", label="forest (best of all ideas)")

@@ -13,10 +13,18 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from engine.node import Node
-from search.operators.outcome import variant as tried_variant
+from search.agentic.operators.outcome import variant as tried_variant
 
 # Fields of an outcome shown in their own section of the details, not in the generic table.
-SHOWN_APART = ("family", "judgement", "judgement_error", "plot_critique", "critique_error", "plots", "plot_code")
+SHOWN_APART = (
+    "family",
+    "judgement",
+    "judgement_error",
+    "plot_critique",
+    "critique_error",
+    "plots",
+    "plot_code",
+)
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".svg", ".gif", ".webp")
 
 
@@ -54,15 +62,26 @@ def _origin(node: Node) -> dict[str, Any]:
 def facts(node: Node) -> NodeFacts:
     out = _outcome(node)
     origin = _origin(node)
-    judgement = out.get("judgement") or ({"error": out["judgement_error"]} if out.get("judgement_error") else None)
-    critique = out.get("plot_critique") or ({"error": out["critique_error"]} if out.get("critique_error") else None)
+    judgement = out.get("judgement") or (
+        {"error": out["judgement_error"]} if out.get("judgement_error") else None
+    )
+    critique = out.get("plot_critique") or (
+        {"error": out["critique_error"]} if out.get("critique_error") else None
+    )
     plots = list(out.get("plots") or [])
     plots += [a for a in node.artifacts if a.lower().endswith(IMAGE_SUFFIXES) and a not in plots]
     variant = tried_variant(node) or origin.get("label") or ""  # a tuning setting, an ablation
     return NodeFacts(
-        operator=str(out.get("operator") or node.kind), variant=str(variant), origin=origin,
-        plan=node.plan, code=node.code, plot_code=str(out.get("plot_code") or ""),
-        judgement=judgement, critique=critique, plots=plots, outcome_family=str(out.get("family") or ""),
+        operator=str(out.get("operator") or node.kind),
+        variant=str(variant),
+        origin=origin,
+        plan=node.plan,
+        code=node.code,
+        plot_code=str(out.get("plot_code") or ""),
+        judgement=judgement,
+        critique=critique,
+        plots=plots,
+        outcome_family=str(out.get("family") or ""),
         outcome={k: v for k, v in out.items() if k not in SHOWN_APART and v not in (None, "", [], {})},
     )
 

@@ -94,8 +94,13 @@ def write_view(run_dir: Path, cfg: RunConfig, journal: Journal, records: list[Ca
     return BuildResult(index=out / "index.html", nodes=len(journal.nodes), written=written)
 
 
-def _write_details(journal: Journal, records: list[CallRecord], revisions: dict[str, str],
-                   decisions: list[dict[str, Any]], nodes_dir: Path) -> int:
+def _write_details(
+    journal: Journal,
+    records: list[CallRecord],
+    revisions: dict[str, str],
+    decisions: list[dict[str, Any]],
+    nodes_dir: Path,
+) -> int:
     """Write the details chunks whose nodes changed; how many chunks were written."""
     manifest_path = nodes_dir / MANIFEST
     try:
@@ -119,12 +124,12 @@ def _write_details(journal: Journal, records: list[CallRecord], revisions: dict[
     tokens = {nid: f"{revisions[nid]}/{len(children[nid])}/{len(named[nid])}" for nid in ids}
     stale: dict[int, str] = {}
     for c in range(0, len(ids), CHUNK):
-        signature = hashlib.sha1(" ".join(tokens[nid] for nid in ids[c:c + CHUNK]).encode()).hexdigest()
+        signature = hashlib.sha1(" ".join(tokens[nid] for nid in ids[c : c + CHUNK]).encode()).hexdigest()
         if done.get(str(c // CHUNK)) != signature or not (nodes_dir / f"c{c // CHUNK}.js").is_file():
             stale[c // CHUNK] = signature
     if not stale:
         return 0
-    wanted = {nid for k in stale for nid in ids[k * CHUNK:(k + 1) * CHUNK]}
+    wanted = {nid for k in stale for nid in ids[k * CHUNK : (k + 1) * CHUNK]}
     spans: dict[str, list[Span]] = defaultdict(list)
     for s in attempt_spans(journal.log.events):
         if s.node_id in wanted:
@@ -135,9 +140,13 @@ def _write_details(journal: Journal, records: list[CallRecord], revisions: dict[
             calls[r.node_id].append(r)
     for k, signature in stale.items():
         chunk = {
-            nid: {**node_details(journal, journal.nodes[nid], children[nid], spans[nid], calls[nid], named[nid]),
-                  "rev": revisions[nid]}
-            for nid in ids[k * CHUNK:(k + 1) * CHUNK]
+            nid: {
+                **node_details(
+                    journal, journal.nodes[nid], children[nid], spans[nid], calls[nid], named[nid]
+                ),
+                "rev": revisions[nid],
+            }
+            for nid in ids[k * CHUNK : (k + 1) * CHUNK]
         }
         _atomic_write(nodes_dir / f"c{k}.js", f"silvaNodes({k},{_json_for_script(chunk)});\n")
         done[str(k)] = signature

@@ -19,10 +19,10 @@ from engine.journal import Journal
 from engine.llm.ledger import CallRecord
 from engine.node import Node, NodeStatus
 from engine.totals import ATTEMPT_ENDS
+from search.stages import SUPPORT_KINDS
 from silva.config import RunConfig
 from silva.cost import Span, Spend, attempt_spans, remaining_nodes, spend, throughput, throughput_lines
 from silva.status import state_line
-from search.stages import SUPPORT_KINDS
 from silva.view.adapter import facts, summary
 
 STATUSES = [s.value for s in NodeStatus]
@@ -100,8 +100,14 @@ def node_revisions(journal: Journal, records: list[CallRecord]) -> dict[str, str
     return {nid: f"{events[nid]}.{calls[nid]}" for nid in journal.nodes}
 
 
-def forest_data(run_dir: Path, cfg: RunConfig, journal: Journal, records: list[CallRecord],
-                revisions: dict[str, str], chunk: int) -> ForestData:
+def forest_data(
+    run_dir: Path,
+    cfg: RunConfig,
+    journal: Journal,
+    records: list[CallRecord],
+    revisions: dict[str, str],
+    chunk: int,
+) -> ForestData:
     ids = list(journal.nodes)
     index = {nid: i for i, nid in enumerate(ids)}
     ideas = sorted({n.idea for n in journal} | {k[0] for k in journal.stage_started})
@@ -110,19 +116,31 @@ def forest_data(run_dir: Path, cfg: RunConfig, journal: Journal, records: list[C
     stage_index = {s: i for i, s in enumerate(stages)}
     present = {n.kind for n in journal}
     kinds = sorted(present - set(SUPPORT_KINDS)) + [k for k in SUPPORT_KINDS if k in present]
-    shapes = [OPERATOR_SHAPES[i % len(OPERATOR_SHAPES)] for i, k in enumerate(kinds) if k not in SUPPORT_KINDS]
-    shapes += [SUPPORT_SHAPES[i % len(SUPPORT_SHAPES)] for i, k in enumerate(k for k in kinds if k in SUPPORT_KINDS)]
+    shapes = [
+        OPERATOR_SHAPES[i % len(OPERATOR_SHAPES)] for i, k in enumerate(kinds) if k not in SUPPORT_KINDS
+    ]
+    shapes += [
+        SUPPORT_SHAPES[i % len(SUPPORT_SHAPES)] for i, k in enumerate(k for k in kinds if k in SUPPORT_KINDS)
+    ]
     metric = _idea_metrics(journal)
     best = {e["node_id"] for e in journal.stage_best.values() if e.get("node_id")}
     chosen = {e["node_id"] for e in journal.heldout.values() if e.get("node_id")}
-    lost = {s.node_id for s in attempt_spans(journal.log.read("attempt_started", *ATTEMPT_ENDS))
-            if s.ended in ("lost", "cancelled")}
+    lost = {
+        s.node_id
+        for s in attempt_spans(journal.log.read("attempt_started", *ATTEMPT_ENDS))
+        if s.ended in ("lost", "cancelled")
+    }
     roots = {e.get("root") for e in journal.stage_started.values() if e.get("root")}
     cols: dict[str, list[Any]] = {c: [] for c in ("id", "p", "i", "s", "k", "st", "v", "f", "r", "t")}
     for nid in ids:
         n = journal.nodes[nid]
-        flags = (BEST * (nid in best) | SPECULATIVE * n.origin.speculative
-                 | HELDOUT_CHOICE * (nid in chosen) | LOST * (nid in lost) | ROOT * (nid in roots))
+        flags = (
+            BEST * (nid in best)
+            | SPECULATIVE * n.origin.speculative
+            | HELDOUT_CHOICE * (nid in chosen)
+            | LOST * (nid in lost)
+            | ROOT * (nid in roots)
+        )
         cols["id"].append(nid)
         cols["p"].append(index.get(n.parent_id, -1) if n.parent_id else -1)
         cols["i"].append(idea_index.get(n.idea, 0))
@@ -137,32 +155,53 @@ def forest_data(run_dir: Path, cfg: RunConfig, journal: Journal, records: list[C
     for (idea, stage), e in journal.stage_best.items():
         ended = journal.stage_ended.get((idea, stage))
         started = journal.stage_started.get((idea, stage), {})
-        decisions.append(Decision(
-            idea=idea, stage=stage, node=e.get("node_id"), metric=e.get("metric"), value=e.get("value"),
-            reason=e.get("reason", ""), selection=e.get("selection") or {},
-            ended=ended["reason"] if ended else None, aggregate=ended.get("aggregate_node_id") if ended else None,
-            root=started.get("root"),
-        ))
+        decisions.append(
+            Decision(
+                idea=idea,
+                stage=stage,
+                node=e.get("node_id"),
+                metric=e.get("metric"),
+                value=e.get("value"),
+                reason=e.get("reason", ""),
+                selection=e.get("selection") or {},
+                ended=ended["reason"] if ended else None,
+                aggregate=ended.get("aggregate_node_id") if ended else None,
+                root=started.get("root"),
+            )
+        )
     spent = spend(records)
     rate = throughput(cfg, journal, records)
     live = journal.finished is None and journal.stop is None
     spec = journal.primary_metric
     return ForestData(
-        version=f"{len(journal.log.events)}.{len(records)}", chunk=chunk,
+        version=f"{len(journal.log.events)}.{len(records)}",
+        chunk=chunk,
         run={
-            "name": run_dir.name, "state": state_line(journal), "live": live, "mode": cfg.mode,
+            "name": run_dir.name,
+            "state": state_line(journal),
+            "live": live,
+            "mode": cfg.mode,
             "elapsed_s": journal.elapsed_s(now=time.time() if live else None),
-            "metric": spec.model_dump(mode="json") if spec else None, "idea_metrics": metric,
+            "metric": spec.model_dump(mode="json") if spec else None,
+            "idea_metrics": metric,
             "generated_at": time.time(),
             "plan": list(cfg.plan.names),
         },
-        ideas=ideas or ["default"], stages=stages, kinds=kinds, shapes=shapes, nodes=cols, decisions=decisions,
-        heldout=[{"idea": idea, **{k: v for k, v in e.items() if k not in ("seq", "type")}}
-                 for idea, e in sorted(journal.heldout.items())],
+        ideas=ideas or ["default"],
+        stages=stages,
+        kinds=kinds,
+        shapes=shapes,
+        nodes=cols,
+        decisions=decisions,
+        heldout=[
+            {"idea": idea, **{k: v for k, v in e.items() if k not in ("seq", "type")}}
+            for idea, e in sorted(journal.heldout.items())
+        ],
         idea_stopped={idea: e["reason"] for idea, e in journal.idea_stopped.items()},
         budgets=budget_rows(cfg, journal, spent),
         spend=spent.model_dump(mode="json"),
-        throughput=rate.model_dump(mode="json"), throughput_text=throughput_lines(rate),
+        throughput=rate.model_dump(mode="json"),
+        throughput_text=throughput_lines(rate),
     )
 
 
@@ -186,30 +225,53 @@ def budget_rows(cfg: RunConfig, journal: Journal, spent: Spend) -> list[BudgetRo
 
         for idea, source in zip(load_ideas(sources), sources):  # the forest pairs them in this order
             if source.max_nodes is not None:
-                rows.append(BudgetRow(name=f"{idea.name} nodes", used=sum(n.idea == idea.name for n in journal),
-                                      limit=source.max_nodes))
+                rows.append(
+                    BudgetRow(
+                        name=f"{idea.name} nodes",
+                        used=sum(n.idea == idea.name for n in journal),
+                        limit=source.max_nodes,
+                    )
+                )
             if source.dollars is not None:
                 used = next((r.dollars for r in spent.groups["idea"] if r.key == idea.name), 0.0)
-                rows.append(BudgetRow(name=f"{idea.name} LLM dollars", used=used, limit=source.dollars, unit="$"))
-    rows.append(BudgetRow(name="nodes left within the stage budgets (at most)",
-                          used=remaining_nodes(cfg, journal), limit=None))
+                rows.append(
+                    BudgetRow(name=f"{idea.name} LLM dollars", used=used, limit=source.dollars, unit="$")
+                )
+    rows.append(
+        BudgetRow(
+            name="nodes left within the stage budgets (at most)",
+            used=remaining_nodes(cfg, journal),
+            limit=None,
+        )
+    )
     return rows
 
 
 # -- details of one node -----------------------------------------------------------------------
 def code_diff(parent: str, code: str, parent_id: str, node_id: str) -> tuple[str, int, int]:
     """Unified diff (the page colours it) and its added/removed line counts."""
-    lines = list(difflib.unified_diff(
-        parent[:MAX_CODE_CHARS].splitlines(keepends=True), code[:MAX_CODE_CHARS].splitlines(keepends=True),
-        fromfile=f"{parent_id}/experiment.py", tofile=f"{node_id}/experiment.py", n=3,
-    ))
+    lines = list(
+        difflib.unified_diff(
+            parent[:MAX_CODE_CHARS].splitlines(keepends=True),
+            code[:MAX_CODE_CHARS].splitlines(keepends=True),
+            fromfile=f"{parent_id}/experiment.py",
+            tofile=f"{node_id}/experiment.py",
+            n=3,
+        )
+    )
     added = sum(1 for ln in lines if ln.startswith("+") and not ln.startswith("+++"))
     removed = sum(1 for ln in lines if ln.startswith("-") and not ln.startswith("---"))
     return "".join(ln if ln.endswith("\n") else ln + "\n" for ln in lines), added, removed
 
 
-def node_details(journal: Journal, node: Node, children: list[str], spans: list[Span], calls: list[CallRecord],
-                 decisions: list[dict[str, Any]]) -> dict[str, Any]:
+def node_details(
+    journal: Journal,
+    node: Node,
+    children: list[str],
+    spans: list[Span],
+    calls: list[CallRecord],
+    decisions: list[dict[str, Any]],
+) -> dict[str, Any]:
     f = facts(node)
     parent = journal.nodes.get(node.parent_id) if node.parent_id else None
     diff = None
@@ -223,26 +285,44 @@ def node_details(journal: Journal, node: Node, children: list[str], spans: list[
     ex = node.execution.model_dump(mode="json") if node.execution else None
     first_start = min((s.start for s in spans), default=node.started_at)
     return {
-        "id": node.id, "idea": node.idea, "stage": node.stage, "kind": node.kind, "operator": f.operator,
-        "variant": f.variant, "origin": f.origin, "status": node.status.value, "reason": node.reason,
-        "summary": summary(node), "parent": node.parent_id, "refs": node.refs, "seed": node.seed,
+        "id": node.id,
+        "idea": node.idea,
+        "stage": node.stage,
+        "kind": node.kind,
+        "operator": f.operator,
+        "variant": f.variant,
+        "origin": f.origin,
+        "status": node.status.value,
+        "reason": node.reason,
+        "summary": summary(node),
+        "parent": node.parent_id,
+        "refs": node.refs,
+        "seed": node.seed,
         "params": node.params,
         "children": children,
         # Highlighted by the page when shown: 10,000 nodes' code is never highlighted up front.
-        "plan": f.plan, "code": f.code[:MAX_CODE_CHARS], "plot_code": f.plot_code[:MAX_CODE_CHARS],
+        "plan": f.plan,
+        "code": f.code[:MAX_CODE_CHARS],
+        "plot_code": f.plot_code[:MAX_CODE_CHARS],
         "diff": diff,
         "metrics": [m.model_dump(mode="json") for m in node.metrics],
         "plots": [f"../{p}" for p in f.plots],
-        "judgement": f.judgement, "critique": f.critique,
-        "outcome_family": f.outcome_family, "outcome": f.outcome,
+        "judgement": f.judgement,
+        "critique": f.critique,
+        "outcome_family": f.outcome_family,
+        "outcome": f.outcome,
         "cost": {
-            "usd": node.cost_usd, "calls": len(calls), "cache_hits": sum(r.cache_hit for r in calls),
+            "usd": node.cost_usd,
+            "calls": len(calls),
+            "cache_hits": sum(r.cache_hit for r in calls),
             "input_tokens": sum(r.input_tokens for r in calls if not r.cache_hit),
             "output_tokens": sum(r.output_tokens for r in calls if not r.cache_hit),
             "by_role": dict(by_role),
         },
         "timings": {
-            "created": node.created_at, "started": first_start, "finished": node.finished_at,
+            "created": node.created_at,
+            "started": first_start,
+            "finished": node.finished_at,
             "queued_s": (first_start - node.created_at) if first_start else None,
             "total_s": (node.finished_at - node.created_at) if node.finished_at else None,
             "experiment_s": node.execution.wall_s if node.execution else None,

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from silva import lifecycle as run
-from search.template_plan import PLAN
-from silva.config import load_config
-
-STAGES = PLAN.names
 from engine.journal import EVENTS_FILE, Journal
 from engine.node import NodeStatus
+from search.template.plan import PLAN
+from silva import lifecycle as run
+from silva.config import load_config
 from tests.helpers import make_config, make_template
+
+STAGES = PLAN.names
 
 pytestmark = pytest.mark.usefixtures("ray_cluster")
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,10 +87,17 @@ def test_killed_worker_is_retried_and_node_gets_one_result(tmp_path: Path) -> No
 @pytest.mark.timeout(300)
 def test_driver_sigkill_then_resume_loses_nothing(tmp_path: Path) -> None:
     tpl = make_template(tmp_path / "tpl", fixed={"sleep": 0.4})
-    path = make_config(tmp_path, tpl, executor={"kind": "ray", "address": "auto", "max_in_flight": 3}, sandbox="local")
+    path = make_config(
+        tmp_path, tpl, executor={"kind": "ray", "address": "auto", "max_in_flight": 3}, sandbox="local"
+    )
     env = {**os.environ, "RAY_AUTH_MODE": "token", "PYTHONPATH": str(ROOT)}
-    driver = subprocess.Popen([sys.executable, "-m", "silva.cli.main", "run", str(path)], env=env, cwd=tmp_path,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "silva.cli.main", "run", str(path)],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     runs = tmp_path / "runs"
 
     def finished_count() -> int:
@@ -116,7 +123,10 @@ def test_driver_sigkill_then_resume_loses_nothing(tmp_path: Path) -> None:
     for node_id, dumped in done_before.items():  # completed nodes kept, never re-run
         assert after.nodes[node_id].model_dump() == dumped
     for node_id in running_before:  # in-flight ones re-run once
-        assert after.nodes[node_id].is_finished and after.nodes[node_id].attempts == before.nodes[node_id].attempts + 1
+        assert (
+            after.nodes[node_id].is_finished
+            and after.nodes[node_id].attempts == before.nodes[node_id].attempts + 1
+        )
     per_node = [e["node_id"] for e in after.log.events if e["type"] == "attempt_finished"]
     assert len(per_node) == len(set(per_node)) == len(after.nodes)
     assert len(after.sessions) == 2

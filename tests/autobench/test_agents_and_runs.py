@@ -21,8 +21,11 @@ from search.autobench.tracking import run_tracking
 from silva.cli import bench
 from silva.cli.main import main
 
-LLM = {"providers": {"offline": {"kind": "scripted"}}, "models": {"m": {"provider": "offline", "model": "m"}},
-       "roles": {"code": {"model": "m"}}}
+LLM = {
+    "providers": {"offline": {"kind": "scripted"}},
+    "models": {"m": {"provider": "offline", "model": "m"}},
+    "roles": {"code": {"model": "m"}},
+}
 
 
 def llm_agent(tmp: Path, fn: object) -> tuple[LLMAgent, ScriptedProvider]:
@@ -58,8 +61,26 @@ def test_unparsable_answers_are_invalid_cycles_not_crashes(tmp_path: Path) -> No
 
 
 def test_bench_command_runs_episodes_as_journaled_nodes(tmp_path: Path) -> None:
-    code = main(["bench", "autobench", "--env", "chemistry", "--env", "social", "--n", "3", "--n", "5",
-                 "--graphs", "2", "--tracking", "5", "--output-dir", str(tmp_path)])
+    code = main(
+        [
+            "bench",
+            "autobench",
+            "--env",
+            "chemistry",
+            "--env",
+            "social",
+            "--n",
+            "3",
+            "--n",
+            "5",
+            "--graphs",
+            "2",
+            "--tracking",
+            "5",
+            "--output-dir",
+            str(tmp_path),
+        ]
+    )
     assert code == 0
     (run_dir,) = tmp_path.iterdir()
     journal = Journal.open(run_dir)
@@ -101,8 +122,17 @@ def test_a_stopped_bench_run_resumes_without_replaying_finished_episodes(tmp_pat
 
 def test_node_budget_stops_a_bench_run_cleanly(tmp_path: Path) -> None:
     path = tmp_path / "bench.yaml"
-    path.write_text(yaml.safe_dump({"ns": [3], "graphs": 3, "agents": ["ideal", "random"],
-                                    "budgets": {"max_nodes": 4}, "output_dir": str(tmp_path / "runs")}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "ns": [3],
+                "graphs": 3,
+                "agents": ["ideal", "random"],
+                "budgets": {"max_nodes": 4},
+                "output_dir": str(tmp_path / "runs"),
+            }
+        )
+    )
     assert main(["bench", "autobench", "--config", str(path)]) == 0
     (run_dir,) = (tmp_path / "runs").iterdir()
     journal = Journal.open(run_dir)

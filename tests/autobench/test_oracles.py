@@ -26,7 +26,9 @@ def test_chemistry_intervention_changes_every_descendant_and_nothing_else(seed: 
 def test_plain_redraws_change_only_descendants_and_may_miss_some() -> None:
     missed = 0
     for seed in range(30):
-        oracle = Oracle(EnvSpec(env="chemistry", n=6, seed=seed, edge_prob=0.5, forced_change=False, colours=2))
+        oracle = Oracle(
+            EnvSpec(env="chemistry", n=6, seed=seed, edge_prob=0.5, forced_change=False, colours=2)
+        )
         for node in range(6):
             obs, desc = oracle.intervene(node), graphs.descendants(oracle.truth, node)
             assert set(obs.changed) <= desc
@@ -94,7 +96,9 @@ def test_the_ideal_agent_succeeds_on_every_seeded_graph(env: str) -> None:
 
 
 def test_plain_redraws_can_hide_descendants_from_the_ideal_agent() -> None:
-    results = [run_episode(EnvSpec(n=6, seed=s, forced_change=False, colours=2), IdealAgent()) for s in range(20)]
+    results = [
+        run_episode(EnvSpec(n=6, seed=s, forced_change=False, colours=2), IdealAgent()) for s in range(20)
+    ]
     assert 0 < sum(r.success for r in results) < 20  # why forced change is the default
     assert any(r.interventions > 6 for r in results)  # a hidden descendant sends it round again
 

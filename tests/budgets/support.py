@@ -75,5 +75,11 @@ class VirtualExecutor(VirtualClockExecutor):
 
 def forest_config(tmp: Path, n: int = 4, **overrides: Any) -> Path:
     variants = [{"name": f"v{i}", "fixed": {"quality": 0.1 * i}} for i in range(n)]
-    return make_config(tmp, make_template(tmp / "tpl"), variants=variants, replicates=1,
-                       resources={"default": {"num_cpus": 2, "num_gpus": 0.5}}, **overrides)
+    return make_config(
+        tmp,
+        make_template(tmp / "tpl"),
+        variants=variants,
+        replicates=1,
+        resources={"default": {"num_cpus": 2, "num_gpus": 0.5}},
+        **overrides,
+    )

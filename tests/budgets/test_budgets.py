@@ -15,11 +15,11 @@ import pytest
 from engine.budgets import CHANGE_EVENT, REQUESTS_DIR, ComputeMeter, Spend
 from engine.config import Budgets
 from engine.journal import EVENTS_FILE, Journal
-from search.agentic_plan import PLAN as AGENTIC_PLAN
+from search.agentic.plan import PLAN as AGENTIC_PLAN
 from search.allocation import Allocation, IdeaInfo, Rung, best_over_baseline, best_so_far, rung_decision
 from search.config import AllocationConfig, IdeaBudgets, StageConfig
 from search.forest import TreeSettings
-from search.template_plan import PLAN
+from search.template.plan import PLAN
 from silva import lifecycle
 from silva.cli.main import main
 from silva.config import load_config
@@ -52,7 +52,9 @@ def test_job_never_starts_past_the_gpu_budget_and_running_ones_are_counted(tmp_p
     j.log.close()
 
 
-def test_raised_budget_resumes_where_it_stopped_without_redoing_a_node(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_raised_budget_resumes_where_it_stopped_without_redoing_a_node(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run_dir, j, _ = run_virtual(forest_config(tmp_path, n=2, budgets={"gpu_hours": 2.0}))
     before = {n.id for n in j if n.is_finished}
     j.log.close()
@@ -67,13 +69,22 @@ def test_raised_budget_resumes_where_it_stopped_without_redoing_a_node(tmp_path:
     journal.log.close()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--gpu-hours", "-5"], "above zero"), (["--gpu-hours", "0"], "above zero"),
-    (["--dollars", "abc"], "not a number"), (["--cpu-hours", "nan"], "not a finite number"),
-    (["--gpu-hours", "0.5"], "not above what the run has already used"), ([], "give at least one"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--gpu-hours", "-5"], "above zero"),
+        (["--gpu-hours", "0"], "above zero"),
+        (["--dollars", "abc"], "not a number"),
+        (["--cpu-hours", "nan"], "not a finite number"),
+        (["--gpu-hours", "0.5"], "not above what the run has already used"),
+        ([], "give at least one"),
+    ],
+)
 def test_bad_budget_values_exit_2_and_change_nothing(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    message: str,
 ) -> None:
     run_dir, j, _ = run_virtual(forest_config(tmp_path, n=2, budgets={"gpu_hours": 2.0}))
     j.log.close()
@@ -86,10 +97,14 @@ def test_bad_budget_values_exit_2_and_change_nothing(
 HOLD = "import sys, time; from engine.journal import Journal; Journal.open(__import__('pathlib').Path(sys.argv[1])); print('held', flush=True); time.sleep(60)"
 
 
-def test_live_driver_picks_up_a_change_from_a_request(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_live_driver_picks_up_a_change_from_a_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run_dir, j, _ = run_virtual(forest_config(tmp_path, n=2, budgets={"gpu_hours": 2.0}))
     j.log.close()
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(run_dir)], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(run_dir)], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         assert main(["budget", str(run_dir), "--gpu-hours", "50", "--dollars", "3"]) == 0
@@ -101,16 +116,24 @@ def test_live_driver_picks_up_a_change_from_a_request(tmp_path: Path, capsys: py
     journal = Journal.open(run_dir)  # the driver's side: its meter journals the request
     meter = ComputeMeter(journal, Budgets(gpu_hours=2.0))
     assert meter.poll(force=True).gpu_hours == 50.0 and meter.budgets.dollars == 3.0
-    assert [e["changes"] for e in journal.log.events if e["type"] == CHANGE_EVENT] == [{"gpu_hours": 50.0, "dollars": 3.0}]
+    assert [e["changes"] for e in journal.log.events if e["type"] == CHANGE_EVENT] == [
+        {"gpu_hours": 50.0, "dollars": 3.0}
+    ]
     assert not list((run_dir / REQUESTS_DIR).glob("*.json"))
     journal.log.close()
 
 
 def test_accounting_is_exact_over_sigkill_and_resume(tmp_path: Path) -> None:
     tpl = make_template(tmp_path / "tpl", fixed={"sleep": 0.4})
-    cfg_path = make_config(tmp_path, tpl, replicates=1, resources={"default": {"num_cpus": 1, "num_gpus": 0.25}})
-    proc = subprocess.Popen([sys.executable, "-m", "silva.cli.main", "run", str(cfg_path)], cwd=REPO,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cfg_path = make_config(
+        tmp_path, tpl, replicates=1, resources={"default": {"num_cpus": 1, "num_gpus": 0.25}}
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "silva.cli.main", "run", str(cfg_path)],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 60
     events_file = None
     while time.time() < deadline:
@@ -131,7 +154,9 @@ def test_accounting_is_exact_over_sigkill_and_resume(tmp_path: Path) -> None:
     steps = {(e["node_id"], e["attempt"]): e for e in j.log.events if e["type"] == "attempt_finished"}
     expected = 0.0
     for e in used:
-        if e.get("orphan") or e["how"] == "cancelled":  # held until the kill, or until speculation was discarded
+        if (
+            e.get("orphan") or e["how"] == "cancelled"
+        ):  # held until the kill, or until speculation was discarded
             expected += e["seconds"] * e["num_gpus"]
             assert (e["node_id"], e["attempt"]) not in steps
         else:  # the result's own timings (journaled with the charge, and with the result when it got in)
@@ -152,7 +177,10 @@ def test_rung_decision_on_hand_made_scores() -> None:
     assert rung_decision(0.3, [0.3, 0.1], 3, pinned=False, final=False, keep=False).decision == "waiting"
     assert rung_decision(-1.0, scores, 3, pinned=True, final=True, keep=False).decision == "promoted"
     assert rung_decision(-1.0, scores, 3, pinned=False, final=True, keep=True).decision == "promoted"
-    assert rung_decision(None, [None, None, None], 3, pinned=False, final=True, keep=False).decision == "promoted"
+    assert (
+        rung_decision(None, [None, None, None], 3, pinned=False, final=True, keep=False).decision
+        == "promoted"
+    )
 
 
 class Tree:
@@ -163,12 +191,18 @@ class Tree:
         return self._inflight
 
 
-@pytest.mark.parametrize(("progress", "named", "c_score"), [
-    (None, "best_so_far", 1.1),  # the template mode's own score: the level reached
-    ("best_over_baseline", "best_over_baseline", 0.1),  # chosen in config: the gain over the baseline
-])
+@pytest.mark.parametrize(
+    ("progress", "named", "c_score"),
+    [
+        (None, "best_so_far", 1.1),  # the template mode's own score: the level reached
+        ("best_over_baseline", "best_over_baseline", 0.1),  # chosen in config: the gain over the baseline
+    ],
+)
 def test_successive_halving_stops_ideas_returns_budget_and_spares_the_pinned(
-    tmp_path: Path, progress: str | None, named: str, c_score: float,
+    tmp_path: Path,
+    progress: str | None,
+    named: str,
+    c_score: float,
 ) -> None:
     j = Journal.open(tmp_path / "run")
     j.record("run_started", config={}, metrics=[{"name": "score", "primary": True}], stages=list(PLAN.names))
@@ -177,13 +211,26 @@ def test_successive_halving_stops_ideas_returns_budget_and_spares_the_pinned(
     spec = j.metric_specs[0]
     for k, (idea, gain) in enumerate(gains.items()):
         j.record("node_created", node={"id": f"n{k}", "stage": PLAN.first, "kind": "baseline", "idea": idea})
-        j.record("compute_used", node_id=f"n{k}", attempt=1, idea=idea, kind="baseline", how="finished",
-                 seconds=3600.0, gpu_s=3600.0, cpu_s=3600.0, num_gpus=1.0, num_cpus=1.0)
+        j.record(
+            "compute_used",
+            node_id=f"n{k}",
+            attempt=1,
+            idea=idea,
+            kind="baseline",
+            how="finished",
+            seconds=3600.0,
+            gpu_s=3600.0,
+            cpu_s=3600.0,
+            num_gpus=1.0,
+            num_cpus=1.0,
+        )
         j.record("stage_best", idea=idea, stage=PLAN.names[0], node_id=f"n{k}", value=1.0)
         j.record("stage_best", idea=idea, stage=PLAN.names[1], node_id=f"n{k}", value=1.0 + gain)
     meter = ComputeMeter(j, Budgets(gpu_hours=60.0))
     ideas = [IdeaInfo(i, spec, IdeaBudgets(pinned=i == "pinned")) for i in gains]
-    alloc = Allocation(AllocationConfig(policy="successive_halving", eta=3, progress=progress), j, PLAN, ideas, meter)
+    alloc = Allocation(
+        AllocationConfig(policy="successive_halving", eta=3, progress=progress), j, PLAN, ideas, meter
+    )
     assert next(e for e in j.log.events if e["type"] == "allocation")["progress"] == named
     live = alloc.live([Tree(i) for i in gains])
     assert [t.name for t in live] == ["a", "b", "pinned"]
@@ -215,9 +262,15 @@ def test_progress_score_is_the_best_so_far_and_never_below_the_baseline(tmp_path
     assert PLAN.progress == "best_so_far"
     assert best_so_far(j, PLAN, "a", Rung(PLAN.names[1]), spec) == 1.0
     assert best_so_far(j, PLAN, "a", Rung(PLAN.names[2]), spec) == pytest.approx(1.3)
-    j.record("run_started", config={}, metrics=[{"name": "loss", "direction": "minimize", "primary": True}],
-             stages=list(PLAN.names))
-    assert best_so_far(j, PLAN, "a", Rung(PLAN.names[2]), j.metric_specs[0]) == pytest.approx(-0.8)  # oriented
+    j.record(
+        "run_started",
+        config={},
+        metrics=[{"name": "loss", "direction": "minimize", "primary": True}],
+        stages=list(PLAN.names),
+    )
+    assert best_so_far(j, PLAN, "a", Rung(PLAN.names[2]), j.metric_specs[0]) == pytest.approx(
+        -0.8
+    )  # oriented
     j.log.close()
 
 
@@ -228,8 +281,19 @@ def test_successive_halving_gives_freed_budget_and_slots_to_promoted_ideas(tmp_p
     gains = {"a": 0.4, "b": 0.5, "c": 0.1, "d": 0.0, "e": -0.1, "f": -0.2}
     for k, (idea, gain) in enumerate(gains.items()):
         j.record("node_created", node={"id": f"n{k}", "stage": PLAN.first, "kind": "baseline", "idea": idea})
-        j.record("compute_used", node_id=f"n{k}", attempt=1, idea=idea, kind="baseline", how="finished",
-                 seconds=3600.0, gpu_s=3600.0, cpu_s=3600.0, num_gpus=1.0, num_cpus=1.0)
+        j.record(
+            "compute_used",
+            node_id=f"n{k}",
+            attempt=1,
+            idea=idea,
+            kind="baseline",
+            how="finished",
+            seconds=3600.0,
+            gpu_s=3600.0,
+            cpu_s=3600.0,
+            num_gpus=1.0,
+            num_cpus=1.0,
+        )
         j.record("stage_best", idea=idea, stage=PLAN.names[0], node_id=f"n{k}", value=1.0)
         j.record("stage_best", idea=idea, stage=PLAN.names[1], node_id=f"n{k}", value=1.0 + gain)
     meter = ComputeMeter(j, Budgets(gpu_hours=60.0))
@@ -244,23 +308,31 @@ def test_successive_halving_gives_freed_budget_and_slots_to_promoted_ideas(tmp_p
     assert [(t.name, cap) for t, cap in alloc.plan([Tree("a", 2), Tree("b")], 8)] == [("b", 1), ("a", 8)]
     # Four ideas stopped having spent 1 GPU-hour of their 10: the two left share 56, 2.8 equal
     # shares each, so their next stage (agenda) gets ceil(4 x 2.8) = 12 search nodes instead of 4.
-    extended = {e["idea"]: e for e in j.log.events if e["type"] == "allocation" and e["decision"] == "extended"}
+    extended = {
+        e["idea"]: e for e in j.log.events if e["type"] == "allocation" and e["decision"] == "extended"
+    }
     assert set(extended) == {"a", "b"} and extended["a"]["stage"] == PLAN.names[2]
     assert extended["a"]["max_nodes"] == 12 and extended["a"]["growth"] == pytest.approx(2.8)
     assert alloc.max_nodes("a", PLAN.names[2], 4) == 12 and alloc.max_nodes("c", PLAN.names[2], 4) == 4
     # The stage manager of a template tree reads the extended budget; a resumed run reads it back.
-    settings = TreeSettings(SimpleNamespace(stages={n: StageConfig(max_nodes=4) for n in PLAN.names}), alloc, "a")
+    settings = TreeSettings(
+        SimpleNamespace(stages={n: StageConfig(max_nodes=4) for n in PLAN.names}), alloc, "a"
+    )
     assert settings.stages[PLAN.names[2]].max_nodes == 12 and settings.stages[PLAN.names[1]].max_nodes == 4
     again = Allocation(cfg, j, PLAN, ideas, meter, stage_nodes=nodes)
     assert again.max_nodes("b", PLAN.names[2], 4) == 12
     j.log.close()
 
 
-def test_template_forest_runs_under_each_policy_and_reports_scaling(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_template_forest_runs_under_each_policy_and_reports_scaling(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     for policy in ("successive_halving", "bandit"):
         root = tmp_path / policy
         root.mkdir()
-        run_dir, j, _ = run_virtual(forest_config(root, n=6, allocation={"policy": policy}, budgets={"gpu_hours": 40}))
+        run_dir, j, _ = run_virtual(
+            forest_config(root, n=6, allocation={"policy": policy}, budgets={"gpu_hours": 40})
+        )
         assert j.finished is not None or j.stop is not None
         decisions = [e for e in j.log.events if e["type"] == "allocation"]
         assert decisions[0]["policy"] == policy and len(decisions) > 1

@@ -14,7 +14,7 @@ from engine.journal import Journal
 from engine.node import AttemptResult, MetricValue, Node
 from search.allocation import Allocation, IdeaInfo, Rung, plan_rungs
 from search.config import AllocationConfig, IdeaBudgets
-from search.template_plan import PLAN
+from search.template.plan import PLAN
 from silva import lifecycle
 from silva.cli.main import main
 from silva.config import load_config
@@ -35,7 +35,13 @@ def test_rungs_of_a_plan_in_each_mode() -> None:
     assert rungs("geometric", min_rung_nodes=2) == [Rung(AGENDA, 2), Rung(AGENDA, 6)]
     assert rungs("geometric", eta=2) == [Rung(AGENDA, n) for n in (1, 2, 4, 8)]
     assert rungs("geometric_and_stage_ends") == [
-        Rung(PRELIMINARY), Rung(HYPERPARAMETER), Rung(AGENDA, 1), Rung(AGENDA, 3), Rung(AGENDA, 9), Rung(AGENDA)]
+        Rung(PRELIMINARY),
+        Rung(HYPERPARAMETER),
+        Rung(AGENDA, 1),
+        Rung(AGENDA, 3),
+        Rung(AGENDA, 9),
+        Rung(AGENDA),
+    ]
 
 
 def seeded(tmp: Path, gains: dict[str, list[float]]) -> Journal:
@@ -46,9 +52,22 @@ def seeded(tmp: Path, gains: dict[str, list[float]]) -> Journal:
     j.record("session_started", resumed=False)
     for idea, values in gains.items():
         base = j.add_node(Node(stage=PRELIMINARY, kind="baseline", idea=idea))
-        j.attempt_finished(base.id, 1, AttemptResult(status="good", metrics=[MetricValue(name="score", value=1.0)]))
-        j.record("compute_used", node_id=base.id, attempt=1, idea=idea, kind="baseline", how="finished",
-                 seconds=3600.0, gpu_s=3600.0, cpu_s=3600.0, num_gpus=1.0, num_cpus=1.0)
+        j.attempt_finished(
+            base.id, 1, AttemptResult(status="good", metrics=[MetricValue(name="score", value=1.0)])
+        )
+        j.record(
+            "compute_used",
+            node_id=base.id,
+            attempt=1,
+            idea=idea,
+            kind="baseline",
+            how="finished",
+            seconds=3600.0,
+            gpu_s=3600.0,
+            cpu_s=3600.0,
+            num_gpus=1.0,
+            num_cpus=1.0,
+        )
         for stage in (PRELIMINARY, HYPERPARAMETER):
             j.record("stage_best", idea=idea, stage=stage, node_id=base.id, value=1.0)
         agenda(j, idea, values)
@@ -60,7 +79,9 @@ def agenda(j: Journal, idea: str, values: list[float | None]) -> None:
     for v in values:
         node = j.add_node(Node(stage=AGENDA, kind="method", idea=idea))
         if v is not None:
-            j.attempt_finished(node.id, 1, AttemptResult(status="good", metrics=[MetricValue(name="score", value=1.0 + v)]))
+            j.attempt_finished(
+                node.id, 1, AttemptResult(status="good", metrics=[MetricValue(name="score", value=1.0 + v)])
+            )
 
 
 class Tree:
@@ -92,8 +113,11 @@ def test_rungs_inside_a_stage_hold_ideas_stop_the_right_ones_and_return_their_bu
     agenda(j, "a", [None])
     alloc.live([Tree(i) for i in firsts])
     assert not decisions(j, "stopped") and not decisions(j, "promoted")
-    j.attempt_finished(j.in_stage(AGENDA, idea="a")[0].id, 1,
-                       AttemptResult(status="good", metrics=[MetricValue(name="score", value=1.5)]))
+    j.attempt_finished(
+        j.in_stage(AGENDA, idea="a")[0].id,
+        1,
+        AttemptResult(status="good", metrics=[MetricValue(name="score", value=1.5)]),
+    )
     for idea, gain in firsts.items():
         if idea != "a":
             agenda(j, idea, [gain])
@@ -146,26 +170,46 @@ def test_a_held_idea_waits_for_arrivals_and_a_resume_reads_the_decisions_back(tm
     # d arrives below a: the rung is complete, one of four goes on, the waiting ideas stop on
     # the scores they were journaled with. a's second rung is its best of its first three nodes
     # (the fourth does not count), and with no other idea left it goes on.
-    j.attempt_finished(j.in_stage(AGENDA, idea="d")[0].id, 1,
-                       AttemptResult(status="good", metrics=[MetricValue(name="score", value=1.45)]))
+    j.attempt_finished(
+        j.in_stage(AGENDA, idea="d")[0].id,
+        1,
+        AttemptResult(status="good", metrics=[MetricValue(name="score", value=1.45)]),
+    )
     agenda(j, "a", [0.9, 0.2, 2.0])
     assert [t.name for t in again.live([Tree(i) for i in "abcd"])] == ["a"]
     new = [e for e in j.log.events[before:] if e["type"] == "allocation" and e["decision"] != "extended"]
     assert [(e["idea"], e["decision"], e["rung"]) for e in new] == [
-        ("b", "stopped", 1), ("c", "stopped", 1), ("d", "stopped", 1), ("a", "promoted", 2)]
-    assert new[0]["scores"] == {"a": pytest.approx(1.5), "b": pytest.approx(1.4), "c": pytest.approx(1.3),
-                                "d": pytest.approx(1.45)}
+        ("b", "stopped", 1),
+        ("c", "stopped", 1),
+        ("d", "stopped", 1),
+        ("a", "promoted", 2),
+    ]
+    assert new[0]["scores"] == {
+        "a": pytest.approx(1.5),
+        "b": pytest.approx(1.4),
+        "c": pytest.approx(1.3),
+        "d": pytest.approx(1.45),
+    }
     assert new[-1]["score"] == pytest.approx(1.9) and again.held_at("a") is None
     j.log.close()
 
 
 def test_a_run_stopped_mid_stage_resumes_with_its_rung_decisions_standing(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    path = forest_config(tmp_path, n=6, allocation={"policy": "successive_halving", "rungs": "geometric"},
-                         stages={PRELIMINARY: {"max_nodes": 1}, HYPERPARAMETER: {"max_nodes": 1},
-                                 AGENDA: {"max_nodes": 9}, ABLATION: {"max_nodes": 1}},
-                         budgets={"gpu_hours": 12.0})
+    path = forest_config(
+        tmp_path,
+        n=6,
+        allocation={"policy": "successive_halving", "rungs": "geometric"},
+        stages={
+            PRELIMINARY: {"max_nodes": 1},
+            HYPERPARAMETER: {"max_nodes": 1},
+            AGENDA: {"max_nodes": 9},
+            ABLATION: {"max_nodes": 1},
+        },
+        budgets={"gpu_hours": 12.0},
+    )
     cfg = load_config(path)
     run_dir, j = lifecycle.create_run(cfg)
     assert lifecycle.execute(cfg, j, executor=VirtualExecutor()).status == "budget"
@@ -186,21 +230,44 @@ def test_a_run_stopped_mid_stage_resumes_with_its_rung_decisions_standing(
     # journaled waiting at most once there), and every decision used the scores journaled before.
     assert sum(e.get("decision") == "policy" for e in events if e["type"] == "allocation") == 1
     assert max(Counter((e["idea"], e["rung"], e["decision"]) for e in made).values()) == 1
-    assert all(not (x["idea"] == y["idea"] and x["rung"] == y["rung"]) for x in made for y in made
-               if x["decision"] == "stopped" and y["decision"] == "promoted")
+    assert all(
+        not (x["idea"] == y["idea"] and x["rung"] == y["rung"])
+        for x in made
+        for y in made
+        if x["decision"] == "stopped" and y["decision"] == "promoted"
+    )
     first: dict[tuple[int, str], float] = {}
     for e in made:
         for idea, score in e["scores"].items():
             assert first.setdefault((e["rung"], idea), score) == score
     # An idea stopped before the resume got no node after it; one held at a rung before the
     # resume got no search node past that rung before it was promoted from it.
-    stopped = {e["idea"] for e in events[:cut] if e["type"] == "allocation" and e.get("decision") == "stopped"}
+    stopped = {
+        e["idea"] for e in events[:cut] if e["type"] == "allocation" and e.get("decision") == "stopped"
+    }
     assert all(e["node"]["idea"] not in stopped for e in events[cut:] if e["type"] == "node_created")
-    rungs = Allocation(cfg.allocation, j, PLAN, [], stage_nodes={s: c.max_nodes for s, c in cfg.stages.items()}).rungs
+    rungs = Allocation(
+        cfg.allocation, j, PLAN, [], stage_nodes={s: c.max_nodes for s, c in cfg.stages.items()}
+    ).rungs
     for idea, r in held.items():
-        promoted_at = next((k for k, e in enumerate(events) if e["type"] == "allocation"
-                            and e.get("decision") == "promoted" and e["idea"] == idea and e["rung"] == r), len(events))
-        searched = [e for e in events[:promoted_at] if e["type"] == "node_created"
-                    and e["node"]["idea"] == idea and e["node"]["stage"] == AGENDA and e["node"]["kind"] == "method"]
+        promoted_at = next(
+            (
+                k
+                for k, e in enumerate(events)
+                if e["type"] == "allocation"
+                and e.get("decision") == "promoted"
+                and e["idea"] == idea
+                and e["rung"] == r
+            ),
+            len(events),
+        )
+        searched = [
+            e
+            for e in events[:promoted_at]
+            if e["type"] == "node_created"
+            and e["node"]["idea"] == idea
+            and e["node"]["stage"] == AGENDA
+            and e["node"]["kind"] == "method"
+        ]
         assert len(searched) <= rungs[r - 1].nodes  # type: ignore[operator]
     j.log.close()

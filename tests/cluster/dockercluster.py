@@ -12,8 +12,10 @@ NODE_FLAGS = [
     "--shm-size=1g",
     # bubblewrap inside a node: mount and network namespaces (loopback setup needs NET_ADMIN);
     # experiment code still runs as an unprivileged uid with no capabilities in its sandbox.
-    "--cap-add=SYS_ADMIN", "--cap-add=NET_ADMIN",
-    "--security-opt=seccomp=unconfined", "--security-opt=apparmor=unconfined",
+    "--cap-add=SYS_ADMIN",
+    "--cap-add=NET_ADMIN",
+    "--security-opt=seccomp=unconfined",
+    "--security-opt=apparmor=unconfined",
 ]
 RAY_FLAGS = ["--disable-usage-stats", "--block"]
 
@@ -22,7 +24,9 @@ def docker_available() -> str | None:
     """None when a Docker engine answers, else why not (the skip reason)."""
     if shutil.which("docker") is None:
         return "no `docker` command on this machine"
-    probe = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True)
+    probe = subprocess.run(
+        ["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True
+    )
     if probe.returncode != 0:
         return f"the Docker engine does not answer: {probe.stderr.strip()[:200]}"
     return None
@@ -60,9 +64,20 @@ class DockerRayCluster:
     def start(self, host: str, ray_args: list[str]) -> None:
         envs = [f"--env={k}={v}" for k, v in self.env.items()]
         docker(
-            "run", "-d", f"--name={self.name(host)}", f"--hostname={host}", f"--network={self.network}",
-            f"--label=silva.test={self.id}", f"--volume={self.shared}:{self.shared}", *NODE_FLAGS, *envs,
-            self.image, "ray", "start", *ray_args, *RAY_FLAGS,
+            "run",
+            "-d",
+            f"--name={self.name(host)}",
+            f"--hostname={host}",
+            f"--network={self.network}",
+            f"--label=silva.test={self.id}",
+            f"--volume={self.shared}:{self.shared}",
+            *NODE_FLAGS,
+            *envs,
+            self.image,
+            "ray",
+            "start",
+            *ray_args,
+            *RAY_FLAGS,
         )
 
     def start_head(self) -> None:
@@ -72,9 +87,19 @@ class DockerRayCluster:
     def start_worker(self, host: str, cpus: int = 2) -> None:
         self.start(host, ["--address=head:6379", f"--num-cpus={cpus}"])
 
-    def exec(self, host: str, command: str, *, detach: bool = False, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-        return docker("exec", *(["-d"] if detach else []), self.name(host), "sh", "-c", command,
-                      check=False, timeout=timeout)
+    def exec(
+        self, host: str, command: str, *, detach: bool = False, timeout: float = 600
+    ) -> subprocess.CompletedProcess[str]:
+        return docker(
+            "exec",
+            *(["-d"] if detach else []),
+            self.name(host),
+            "sh",
+            "-c",
+            command,
+            check=False,
+            timeout=timeout,
+        )
 
     def ray_started(self, host: str) -> bool:
         """`ray start` prints this once its node has registered with the head (no Python start-up)."""

@@ -16,7 +16,9 @@ ROOT = Path(__file__).resolve().parents[2]
 RAY = str(Path(sys.executable).with_name("ray"))
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float = 60.0, what: str = "condition", poll: float = 0.1) -> None:
+def wait_for(
+    predicate: Callable[[], bool], timeout: float = 60.0, what: str = "condition", poll: float = 0.1
+) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
@@ -56,14 +58,28 @@ def ray_start_cluster() -> Iterator[tuple[dict[str, str], str]]:
     tmp = tempfile.mkdtemp(prefix="rs", dir="/tmp")
     env = driver_env(RAY_TMPDIR=tmp, RAY_AUTH_MODE="token")
     proc = subprocess.Popen(
-        [RAY, "start", "--head", "--port=0", "--num-cpus=1", "--include-dashboard=false",
-         "--disable-usage-stats", "--block"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        [
+            RAY,
+            "start",
+            "--head",
+            "--port=0",
+            "--num-cpus=1",
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+            "--block",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     address_file = Path(tmp) / "ray" / "ray_current_cluster"
     try:
-        wait_for(lambda: address_file.is_file() and address_file.read_text().strip() != "", timeout=120,
-                 what="`ray start` to write its address")
+        wait_for(
+            lambda: address_file.is_file() and address_file.read_text().strip() != "",
+            timeout=120,
+            what="`ray start` to write its address",
+        )
         yield env, address_file.read_text().strip()
     finally:
         stop_group(proc)

@@ -30,7 +30,9 @@ else:
 
 
 def connect_in_subprocess(env: dict[str, str], address: str) -> dict[str, object]:
-    out = subprocess.run([sys.executable, "-c", CONNECT, address], env=env, capture_output=True, text=True, timeout=240)
+    out = subprocess.run(
+        [sys.executable, "-c", CONNECT, address], env=env, capture_output=True, text=True, timeout=240
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -50,8 +52,11 @@ def start_driver(tmp: Path, *, ignore_sigint: bool) -> tuple[subprocess.Popen[st
     """`silva run` on a private local Ray, as a scheduler or a background shell job starts it."""
     tpl = make_template(tmp / "tpl", fixed={"sleep": 2})
     cfg = make_config(
-        tmp, tpl, executor={"kind": "ray", "num_cpus": 2, "max_in_flight": 2},
-        stages={"preliminary": {"max_nodes": 40}}, sandbox="none",
+        tmp,
+        tpl,
+        executor={"kind": "ray", "num_cpus": 2, "max_in_flight": 2},
+        stages={"preliminary": {"max_nodes": 40}},
+        sandbox="none",
     )
 
     def background_job() -> None:
@@ -59,8 +64,13 @@ def start_driver(tmp: Path, *, ignore_sigint: bool) -> tuple[subprocess.Popen[st
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "silva.cli.main", "run", str(cfg)], env=driver_env(), cwd=tmp,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        [sys.executable, "-m", "silva.cli.main", "run", str(cfg)],
+        env=driver_env(),
+        cwd=tmp,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
         preexec_fn=background_job if ignore_sigint else None,
     )
     return proc, tmp / "runs"
@@ -85,7 +95,11 @@ def test_sigterm_and_kill_sigint_stop_the_run_cleanly(tmp_path: Path) -> None:
     }
     try:
         for name, (proc, runs) in drivers.items():
-            wait_for(lambda: running(runs) or proc.poll() is not None, timeout=300, what=f"{name} driver's first result")
+            wait_for(
+                lambda runs=runs, proc=proc: running(runs) or proc.poll() is not None,
+                timeout=300,
+                what=f"{name} driver's first result",
+            )
             assert proc.poll() is None, proc.communicate()[1][-3000:]
             proc.send_signal(getattr(signal, name))
         results = {name: (proc.wait(timeout=120), *proc.communicate()) for name, (proc, _) in drivers.items()}
@@ -100,7 +114,9 @@ def test_sigterm_and_kill_sigint_stop_the_run_cleanly(tmp_path: Path) -> None:
         found = RUN_DIR_LINE.search(stdout)  # what `silva cluster status` reads from a job's log
         assert found is not None and found.group(1) == str(run_dir)
         assert "started a private local Ray cluster" in stdout
-        assert "Traceback" not in stderr and "Stack trace" not in stderr and "*** " not in stderr, stderr[-3000:]
+        assert "Traceback" not in stderr and "Stack trace" not in stderr and "*** " not in stderr, stderr[
+            -3000:
+        ]
         assert "Token authentication" not in stderr  # Ray's start-up noise stays out of the terminal
         journal = Journal.open(run_dir, read_only=True)
         assert journal.stop is not None and journal.stop["signal"] == name

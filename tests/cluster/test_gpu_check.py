@@ -42,8 +42,9 @@ def test_spans_at_once() -> None:
     assert bench.most_at_once([]) == 0
 
 
-def test_without_a_gpu_it_says_so_and_writes_nothing(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-                                                      tmp_path: Path) -> None:
+def test_without_a_gpu_it_says_so_and_writes_nothing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     bench = bench_gpu()
     monkeypatch.setattr(bench, "gpu_name", lambda: None)
     monkeypatch.setattr(bench, "RESULTS", tmp_path / "gpu.json")

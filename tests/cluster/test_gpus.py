@@ -15,9 +15,14 @@ from silva.cli.main import main
 from tests.helpers import make_config, make_template
 
 
-def test_fractional_gpus_share_a_device_and_whole_numbers_above_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_fractional_gpus_share_a_device_and_whole_numbers_above_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert task_options(Resources(num_cpus=2, num_gpus=0.25, memory_mb=4096)) == {
-        "num_cpus": 2, "num_gpus": 0.25, "memory": 4096 * 2**20}
+        "num_cpus": 2,
+        "num_gpus": 0.25,
+        "memory": 4096 * 2**20,
+    }
     assert Resources(num_gpus=2).num_gpus == 2
     cfg = make_config(tmp_path, make_template(tmp_path / "tpl"), resources={"default": {"num_gpus": 1.5}})
     assert main(["run", str(cfg)]) == 2
@@ -44,4 +49,6 @@ def test_docker_sandbox_requests_exactly_the_assigned_gpus(tmp_path: Path) -> No
     config = DockerSandbox(provider, tmp_path, [1, 2]).container_config(["true"], Limits(wall_s=10), {})
     (request,) = config["device_requests"]
     assert request["DeviceIDs"] == ["1", "2"] and request["Capabilities"] == [["gpu"]]
-    assert "device_requests" not in DockerSandbox(provider, tmp_path, []).container_config(["true"], Limits(wall_s=10), {})
+    assert "device_requests" not in DockerSandbox(provider, tmp_path, []).container_config(
+        ["true"], Limits(wall_s=10), {}
+    )

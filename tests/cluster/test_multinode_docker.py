@@ -53,9 +53,16 @@ def test_run_spreads_over_workers_survives_a_lost_worker_and_a_killed_driver(tmp
     shared = tmp_path / "shared"
     tpl = make_template(shared / "tpl", fixed={"sleep": 4.0})  # long enough to outlast a worker's start
     cfg = make_config(
-        shared, tpl, executor={"kind": "ray", "address": "auto", "max_in_flight": None}, sandbox="local",  # slots follow the cluster
-        stages={"preliminary": {"max_nodes": 10}, "hyperparameter": {"max_nodes": 16},
-                "agenda": {"max_nodes": 6}, "ablation": {"max_nodes": 2}},
+        shared,
+        tpl,
+        executor={"kind": "ray", "address": "auto", "max_in_flight": None},
+        sandbox="local",  # slots follow the cluster
+        stages={
+            "preliminary": {"max_nodes": 10},
+            "hyperparameter": {"max_nodes": 16},
+            "agenda": {"max_nodes": 6},
+            "ablation": {"max_nodes": 2},
+        },
         output_dir=str(shared / "runs"),
     )
     cluster = DockerRayCluster(image, shared)
@@ -63,32 +70,60 @@ def test_run_spreads_over_workers_survives_a_lost_worker_and_a_killed_driver(tmp
         cluster.start_head()
         cluster.start_worker("w1")
         cluster.start_worker("w2")
-        wait_for(lambda: all(map(cluster.ray_started, ("head", "w1", "w2"))), timeout=240, poll=1,
-                 what="head and two workers")
+        wait_for(
+            lambda: all(map(cluster.ray_started, ("head", "w1", "w2"))),
+            timeout=240,
+            poll=1,
+            what="head and two workers",
+        )
         pid_file = shared / "driver.pid"
-        launched = cluster.exec("head", f"echo $$ > {pid_file}; cd {shared}; exec silva run {shlex.quote(str(cfg))} "
-                                        f"> {shared}/driver.log 2>&1", detach=True)
+        launched = cluster.exec(
+            "head",
+            f"echo $$ > {pid_file}; cd {shared}; exec silva run {shlex.quote(str(cfg))} "
+            f"> {shared}/driver.log 2>&1",
+            detach=True,
+        )
         assert launched.returncode == 0, launched.stderr
         runs = shared / "runs"
         wait_for(lambda: runs.exists() and any(runs.iterdir()), timeout=120, what="the run directory")
         run_dir = next(runs.iterdir())
 
         # 1. Spread: results from both workers.
-        wait_for(lambda: {"w1", "w2"} <= set(finished_on(events(run_dir))), timeout=240, poll=0.5,
-                 what="results from both workers")
+        wait_for(
+            lambda: {"w1", "w2"} <= set(finished_on(events(run_dir))),
+            timeout=240,
+            poll=0.5,
+            what="results from both workers",
+        )
         # 2. A worker added mid-run: the slots follow (two workers of 2 CPUs, then three).
         cluster.start_worker("w3")
-        wait_for(lambda: any(e["type"] == "slots_changed" and e["slots"] == 6 for e in events(run_dir)),
-                 timeout=240, poll=0.5, what="the slots to follow the third worker")
+        wait_for(
+            lambda: any(e["type"] == "slots_changed" and e["slots"] == 6 for e in events(run_dir)),
+            timeout=240,
+            poll=0.5,
+            what="the slots to follow the third worker",
+        )
         # 3. A worker killed while one of its attempts runs; the added worker picks up work.
-        wait_for(lambda: in_flight_on(run_dir, events(run_dir), "w1"), timeout=120, poll=0.2,
-                 what="an attempt in flight on w1")
+        wait_for(
+            lambda: in_flight_on(run_dir, events(run_dir), "w1"),
+            timeout=120,
+            poll=0.2,
+            what="an attempt in flight on w1",
+        )
         cluster.kill("w1")
-        wait_for(lambda: finished_on(events(run_dir))["w3"] > 0, timeout=300, poll=0.5, what="a result from w3")
-        wait_for(lambda: any(e["type"] == "attempt_lost" for e in events(run_dir)), timeout=120, poll=0.5,
-                 what="the lost attempt on w1 to be journaled")
+        wait_for(
+            lambda: finished_on(events(run_dir))["w3"] > 0, timeout=300, poll=0.5, what="a result from w3"
+        )
+        wait_for(
+            lambda: any(e["type"] == "attempt_lost" for e in events(run_dir)),
+            timeout=120,
+            poll=0.5,
+            what="the lost attempt on w1 to be journaled",
+        )
         before = events(run_dir)
-        assert not any(e["type"] in ("run_finished", "run_stopped") for e in before), "run ended before the driver kill"
+        assert not any(e["type"] in ("run_finished", "run_stopped") for e in before), (
+            "run ended before the driver kill"
+        )
         # 4. The driver killed with SIGKILL, then resumed on the head.
         cluster.exec("head", f"kill -KILL $(cat {pid_file})")
         done_before = {e["node_id"]: e for e in events(run_dir) if e["type"] == "attempt_finished"}
@@ -105,11 +140,15 @@ def test_run_spreads_over_workers_survives_a_lost_worker_and_a_killed_driver(tmp
     # Speculative work discarded before it finished (search.speculate, on by default) has none.
     discarded = {e["node_id"] for e in after if e["type"] == "node_discarded"}
     created = {e["node"]["id"] for e in after if e["type"] == "node_created"}
-    assert created - discarded <= set(per_node) <= created and set(per_node.values()) == {1}  # exactly one result per node
+    assert created - discarded <= set(per_node) <= created and set(per_node.values()) == {
+        1
+    }  # exactly one result per node
     for node_id, event in done_before.items():  # completed before the kill: kept, never re-run
         assert next(e for e in finished if e["node_id"] == node_id) == event
     lost = [e for e in after if e["type"] == "attempt_lost"]
-    assert lost and all(e["node_id"] in per_node or e["node_id"] in discarded for e in lost)  # retried to a result
+    assert lost and all(
+        e["node_id"] in per_node or e["node_id"] in discarded for e in lost
+    )  # retried to a result
     for e in (e for e in lost if e["node_id"] in per_node):
         retry = next(f for f in finished if f["node_id"] == e["node_id"])
         assert retry["attempt"] > e["attempt"] and not retry["result"]["worker"].startswith("w1:")

@@ -21,8 +21,13 @@ def s3() -> Iterator[str]:
     server.start()
     host, port = server.get_host_and_port()
     endpoint = f"http://{host}:{port}"
-    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="test",
-                 aws_secret_access_key="test").create_bucket(Bucket="runs")
+    boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    ).create_bucket(Bucket="runs")
     # pyarrow takes credentials from the environment, as it would on a cluster node.
     with pytest.MonkeyPatch.context() as env:
         env.setenv("AWS_ACCESS_KEY_ID", "test")
@@ -69,7 +74,10 @@ def test_only_the_journal_and_papers(tmp_path: Path, s3: str, capsys: pytest.Cap
     back = tmp_path / "back"
     sync(url, str(back))
     assert sorted(str(p.relative_to(back)) for p in back.rglob("*") if p.is_file()) == [
-        "config.yaml", "events.jsonl", "writeup/paper.pdf"]
+        "config.yaml",
+        "events.jsonl",
+        "writeup/paper.pdf",
+    ]
 
 
 def test_fsspec_protocols_and_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,7 +13,9 @@ from tests.helpers import make_config, make_template
 
 
 @pytest.mark.parametrize("kind", sorted(launch.LAUNCHER))
-def test_launcher_templates_pass_rays_own_validation(kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_launcher_templates_pass_rays_own_validation(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["cluster", "init", kind, "--dest", str(tmp_path)]) == 0
     path = tmp_path / f"{kind}.yaml"
     assert main(["cluster", "validate", str(path)]) == 0
@@ -22,11 +24,18 @@ def test_launcher_templates_pass_rays_own_validation(kind: str, tmp_path: Path, 
     if kind != "onprem":  # head, CPU and GPU groups with autoscaling bounds
         types = prepared["available_node_types"]
         assert set(types) == {"head", "cpu_worker", "gpu_worker"} and types["head"]["resources"] == {"CPU": 0}
-        assert all(types[t]["max_workers"] > types[t]["min_workers"] >= 0 for t in ("cpu_worker", "gpu_worker"))
-    assert "silva-node" in prepared["docker"]["image"] and "--cap-add=SYS_ADMIN" in prepared["docker"]["run_options"]
+        assert all(
+            types[t]["max_workers"] > types[t]["min_workers"] >= 0 for t in ("cpu_worker", "gpu_worker")
+        )
+    assert (
+        "silva-node" in prepared["docker"]["image"]
+        and "--cap-add=SYS_ADMIN" in prepared["docker"]["run_options"]
+    )
 
 
-def test_a_broken_launcher_config_is_refused_with_where(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_broken_launcher_config_is_refused_with_where(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     cfg = yaml.safe_load(launch.LAUNCHER["aws"].read_text())
     cfg["available_node_types"]["gpu_worker"]["max_worker"] = 4  # misspelt
     path = tmp_path / "bad.yaml"
@@ -58,7 +67,9 @@ def test_kuberay_schema_catches_a_misspelt_field(tmp_path: Path, capsys: pytest.
     assert "minReplica" in err and "image" in err
 
 
-def test_init_refuses_unknown_kinds_and_existing_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_init_refuses_unknown_kinds_and_existing_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["cluster", "init", "azure", "--dest", str(tmp_path)]) == 2
     assert "aws, gcp, onprem, kuberay" in capsys.readouterr().err
     assert main(["cluster", "init", "kuberay", "--dest", str(tmp_path)]) == 0
@@ -78,7 +89,11 @@ def test_submit_stages_config_template_and_data_relative_and_joining_the_cluster
     assert (dest / "data" / "x.csv").read_text().startswith("a,b")
 
 
-def test_submit_wants_an_absolute_shared_output_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_submit_wants_an_absolute_shared_output_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     cfg = make_config(tmp_path, make_template(tmp_path / "tpl"))
-    assert main(["cluster", "submit", str(cfg), "--output-dir", "runs", "--address", "http://127.0.0.1:9"]) == 2
+    assert (
+        main(["cluster", "submit", str(cfg), "--output-dir", "runs", "--address", "http://127.0.0.1:9"]) == 2
+    )
     assert "shared storage" in capsys.readouterr().err

@@ -20,7 +20,11 @@ from tests.llm.conftest import fake  # noqa: F401 (the fake OpenAI server fixtur
 from tests.llm.fake_servers import FakeLLMServer, Reply
 from tests.llm.support import gateway_for, make_cfg
 
-EMBEDDER = {"provider": "offline", "model": "scripted-embed", "capabilities": {"embeddings": True, "chat": False}}
+EMBEDDER = {
+    "provider": "offline",
+    "model": "scripted-embed",
+    "capabilities": {"embeddings": True, "chat": False},
+}
 
 
 def test_experigen_embeds_through_the_gateway(tmp_path: Path, data: Path) -> None:  # noqa: F811
@@ -44,19 +48,32 @@ def test_experigen_embeds_through_the_gateway(tmp_path: Path, data: Path) -> Non
 
 
 def test_bank_pruning_on_the_driver_uses_the_gateway(tmp_path: Path) -> None:
-    cfg = LLMConfig.model_validate({"providers": {"offline": {"kind": "scripted"}},
-                                    "models": {"embedder": EMBEDDER}, "roles": {"embedding": {"model": "embedder"}}})
+    cfg = LLMConfig.model_validate(
+        {
+            "providers": {"offline": {"kind": "scripted"}},
+            "models": {"embedder": EMBEDDER},
+            "roles": {"embedding": {"model": "embedder"}},
+        }
+    )
     provider = ScriptedProvider("offline")
     gw = build_gateway(cfg, tmp_path, None, {}, providers={"offline": provider})
-    claims = {"a": "smoking raises blood pressure", "b": "smoking raises blood pressure in men",
-              "c": "rainfall lowers crop yield"}
+    claims = {
+        "a": "smoking raises blood pressure",
+        "b": "smoking raises blood pressure in men",
+        "c": "rainfall lowers crop yield",
+    }
     recorded: list[dict[str, object]] = []
     strategy = SimpleNamespace(
         dcfg=SimpleNamespace(bank_capacity=2),
-        state=SimpleNamespace(bank=lambda: ["a", "b"], records={
-            k: SimpleNamespace(hypothesis=SimpleNamespace(statement=v, variables=["x"])) for k, v in claims.items()}),
+        state=SimpleNamespace(
+            bank=lambda: ["a", "b"],
+            records={
+                k: SimpleNamespace(hypothesis=SimpleNamespace(statement=v, variables=["x"]))
+                for k, v in claims.items()
+            },
+        ),
         embedder=lambda node_id: make_embedder(gw.client(), True, node_id=node_id, in_driver=True),
-        record=lambda type_, **data: recorded.append({"type": type_, **data}),
+        record=lambda type_, **fields: recorded.append({"type": type_, **fields}),
     )
     try:
         ExperiGen(strategy)._enter_bank("c")  # type: ignore[arg-type]
@@ -73,15 +90,23 @@ def test_bank_pruning_on_the_driver_uses_the_gateway(tmp_path: Path) -> None:
 def test_without_an_embedding_role_tfidf_is_used(tmp_path: Path, data: Path) -> None:  # noqa: F811
     path = write_config(tmp_path, data, mode="experigen", max_chains=1, chain_steps=1, bank_capacity=1)
     run_dir, journal, provider = run(path)
-    assert provider.embed_calls == [] and not any(r.role == "embedding" for r in read_records(run_dir / LEDGER_FILE))
+    assert provider.embed_calls == [] and not any(
+        r.role == "embedding" for r in read_records(run_dir / LEDGER_FILE)
+    )
     # TF-IDF by choice, not as the fallback of a refused gateway call.
     assert all(n.outcome.embedding_fallback == "" for n in journal if n.kind == "seed")  # type: ignore[union-attr]
     assert isinstance(make_embedder(None, True), TfidfEmbedder)
 
 
 def test_gateway_embedder_prunes_with_the_servers_vectors(fake: FakeLLMServer, tmp_path: Path) -> None:  # noqa: F811
-    cfg = make_cfg("openai", fake.url, caps=Capabilities(chat=False, embeddings=True), price=Price(input=1, output=0),
-                   roles={"embedding": {"model": "m"}}, max_retries=0)
+    cfg = make_cfg(
+        "openai",
+        fake.url,
+        caps=Capabilities(chat=False, embeddings=True),
+        price=Price(input=1, output=0),
+        roles={"embedding": {"model": "m"}},
+        max_retries=0,
+    )
     gw = gateway_for(cfg, tmp_path, dollars=1.0)
     try:
         embedder = make_embedder(gw.client(), True, node_id="n1")
@@ -90,7 +115,10 @@ def test_gateway_embedder_prunes_with_the_servers_vectors(fake: FakeLLMServer, t
         kept = prune_max_min(["1", "2", "3", "4"], texts, 2, embedder, keep_first="3")
         assert "3" in kept and len(kept) == 2 and len(fake.embedding_requests) == 1
         assert novelty(["x"], texts, embedder)[0] > 0
-        assert [r.body["input"] for r in fake.embedding_requests] == [texts, ["x"]]  # the bank came from the cache
+        assert [r.body["input"] for r in fake.embedding_requests] == [
+            texts,
+            ["x"],
+        ]  # the bank came from the cache
         fake.script(Reply.error(500))  # fails for good (no retries): TF-IDF answers, and says why
         vecs = embedder.embed(["fresh text", "another text"])
         assert vecs.shape[0] == 2 and "TF-IDF used" in embedder.fallback and "HTTP 500" in embedder.fallback

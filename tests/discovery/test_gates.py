@@ -38,12 +38,15 @@ def test_two_split_heldout_needs_the_same_sign_and_60_percent_of_the_effect() ->
 
 def test_bonferroni_divides_alpha_by_the_chain_length_and_keeps_the_best() -> None:
     steps = [("a", ev(0.4, 0.02), 0), ("b", ev(0.5, 0.004), 0), ("c", ev(0.6, 1e-5), 0), ("d", None, 0)]
-    best, decisions = gates.bonferroni_chain(steps, alpha=0.05, min_effect=0.2, chain_length=4, global_tests=17)
+    best, decisions = gates.bonferroni_chain(
+        steps, alpha=0.05, min_effect=0.2, chain_length=4, global_tests=17
+    )
     assert best == "c"
     assert [decisions[s].status for s in "abcd"] == ["rejected", "accepted", "accepted", "inconclusive"]
     assert decisions["a"].numbers["threshold"] == 0.0125 and decisions["b"].numbers["global_tests"] == 17
-    none, _ = gates.bonferroni_chain([("a", ev(0.4, 0.02), 0)], alpha=0.05, min_effect=0.2, chain_length=4,
-                                     global_tests=1)
+    none, _ = gates.bonferroni_chain(
+        [("a", ev(0.4, 0.02), 0)], alpha=0.05, min_effect=0.2, chain_length=4, global_tests=1
+    )
     assert none is None
 
 
@@ -57,8 +60,13 @@ def test_bh_gate_over_the_bank() -> None:
 
 def test_bank_prunes_to_capacity_keeping_the_most_diverse() -> None:
     ids = ["a", "b", "c", "d", "e"]
-    texts = ["age raises blood pressure", "age raises blood pressure strongly", "older age raises blood pressure",
-             "coffee relates to sleep quality", "income predicts commute length"]
+    texts = [
+        "age raises blood pressure",
+        "age raises blood pressure strongly",
+        "older age raises blood pressure",
+        "coffee relates to sleep quality",
+        "income predicts commute length",
+    ]
     kept = prune_max_min(ids, texts, 3, TfidfEmbedder(), keep_first="c")
     assert len(kept) == 3 and "c" in kept and {"d", "e"} <= set(kept)
     assert prune_max_min(ids[:2], texts[:2], 3, TfidfEmbedder()) == ["a", "b"]

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
+
 from engine.llm import LLMConfig, build_gateway
 from engine.llm.providers.base import ProviderCall
 from engine.llm.providers.scripted import ScriptedProvider
@@ -13,7 +14,7 @@ from sandbox.base import Limits
 from search.discovery.job import DiscoveryJob, DiscoveryOutcome
 
 # The hypothesis code writes a 1x1 PNG by hand (no plotting library needed) and lists it.
-FIGURE_CODE = '''
+FIGURE_CODE = """
 import struct, zlib
 import silva_stats as st
 df = st.load()
@@ -23,7 +24,7 @@ png = (b"\\x89PNG\\r\\n\\x1a\\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 
        + chunk(b"IDAT", zlib.compress(b"\\x00\\x80")) + chunk(b"IEND", b""))
 open("fig.png", "wb").write(png)
 st.record(st.correlation(df, "x", "y"), expected_sign=1, figures=["fig.png"])
-'''
+"""
 
 
 def answer(code: str):  # noqa: ANN201 - a scripted provider's function
@@ -31,23 +32,48 @@ def answer(code: str):  # noqa: ANN201 - a scripted provider's function
         if call.role == "vision":
             assert call.messages[-1].images, "the figure reached the vision model"
             return "A rising cloud of points: the figure supports the claim."
-        return json.dumps({"statement": "x rises with y", "h0": "no association", "h1": "positive association",
-                           "variables": ["x", "y"], "expected_sign": 1, "code": code})
+        return json.dumps(
+            {
+                "statement": "x rises with y",
+                "h0": "no association",
+                "h1": "positive association",
+                "variables": ["x", "y"],
+                "expected_sign": 1,
+                "code": code,
+            }
+        )
+
     return respond
 
 
 def job(tmp_path: Path, code: str) -> DiscoveryJob:
     data = tmp_path / "train.parquet"
     pd.DataFrame({"x": range(40), "y": [2 * i + (i % 3) for i in range(40)]}).to_parquet(data)
-    cfg = LLMConfig.model_validate({
-        "providers": {"offline": {"kind": "scripted"}},
-        "models": {"m": {"provider": "offline", "model": "m", "capabilities": {"vision": True}}},
-        "roles": {"code": {"model": "m"}, "vision": {"model": "m"}},
-    })
-    llm = build_gateway(cfg, tmp_path, None, {}, providers={"offline": ScriptedProvider("offline", fn=answer(code))})
-    return DiscoveryJob(node_id="n0000", attempt=1, run_dir=tmp_path, kind="hypothesis", stage="hypotheses",
-                        idea="discovery", limits=Limits(wall_s=60, memory_mb=1024), sandbox="none",
-                        python=__import__("sys").executable, data_file=data, llm=llm.client(), prompt="p", vision=True)
+    cfg = LLMConfig.model_validate(
+        {
+            "providers": {"offline": {"kind": "scripted"}},
+            "models": {"m": {"provider": "offline", "model": "m", "capabilities": {"vision": True}}},
+            "roles": {"code": {"model": "m"}, "vision": {"model": "m"}},
+        }
+    )
+    llm = build_gateway(
+        cfg, tmp_path, None, {}, providers={"offline": ScriptedProvider("offline", fn=answer(code))}
+    )
+    return DiscoveryJob(
+        node_id="n0000",
+        attempt=1,
+        run_dir=tmp_path,
+        kind="hypothesis",
+        stage="hypotheses",
+        idea="discovery",
+        limits=Limits(wall_s=60, memory_mb=1024),
+        sandbox="none",
+        python=__import__("sys").executable,
+        data_file=data,
+        llm=llm.client(),
+        prompt="p",
+        vision=True,
+    )
 
 
 def test_figures_are_read_by_the_vision_model(tmp_path: Path) -> None:

@@ -30,14 +30,18 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def write_config(tmp: Path, data: Path, **discovery: Any) -> Path:
     cfg = {
-        "name": "disc", "output_dir": str(tmp / "runs"), "seed": 3,
+        "name": "disc",
+        "output_dir": str(tmp / "runs"),
+        "seed": 3,
         "discovery": {"data": str(data / "table.csv"), **discovery},
         "budgets": {"wall_clock_s": 300, "node_timeout_s": 60},
         "executor": {"kind": "inprocess", "max_in_flight": 2},
         "sandbox": "none",
-        "llm": {"providers": {"offline": {"kind": "scripted"}},
-                "models": {"analyst": {"provider": "offline", "model": "scripted-analyst"}},
-                "roles": {"code": {"model": "analyst"}, "feedback": {"model": "analyst"}}},
+        "llm": {
+            "providers": {"offline": {"kind": "scripted"}},
+            "models": {"analyst": {"provider": "offline", "model": "scripted-analyst"}},
+            "roles": {"code": {"model": "analyst"}, "feedback": {"model": "analyst"}},
+        },
     }
     path = tmp / "run.yaml"
     path.write_text(yaml.safe_dump(cfg))
@@ -66,7 +70,11 @@ def assert_heldout_read_once(journal: Journal) -> None:
         finished = [e for e in events(journal, "attempt_finished") if e["node_id"] == n.id]
         assert len(started) == 1 and len(finished) == 1
     # Held-out is evaluated only after the train gate let the hypothesis through.
-    passed = {e["node_id"] for e in events(journal, "gate_decision") if e["stage"] == "train" and e["decision"]["passed"]}
+    passed = {
+        e["node_id"]
+        for e in events(journal, "gate_decision")
+        if e["stage"] == "train" and e["decision"]["passed"]
+    }
     assert set(parents) == passed
 
 
@@ -146,10 +154,29 @@ def test_experigen_chains_bonferroni_and_bank(tmp_path: Path, data: Path) -> Non
 
 def test_cli_discover_and_status(tmp_path: Path, data: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cfg = tmp_path / "base.yaml"
-    cfg.write_text(yaml.safe_dump({"executor": {"kind": "inprocess", "max_in_flight": 2}, "sandbox": "none",
-                                   "budgets": {"node_timeout_s": 60}}))
-    code = main(["discover", str(data / "table.csv"), "--config", str(cfg), "--max-hypotheses", "2",
-                 "--output-dir", str(tmp_path / "runs"), "--gate", "bonferroni"])
+    cfg.write_text(
+        yaml.safe_dump(
+            {
+                "executor": {"kind": "inprocess", "max_in_flight": 2},
+                "sandbox": "none",
+                "budgets": {"node_timeout_s": 60},
+            }
+        )
+    )
+    code = main(
+        [
+            "discover",
+            str(data / "table.csv"),
+            "--config",
+            str(cfg),
+            "--max-hypotheses",
+            "2",
+            "--output-dir",
+            str(tmp_path / "runs"),
+            "--gate",
+            "bonferroni",
+        ]
+    )
     assert code == 0
     run_dir = next((tmp_path / "runs").iterdir())
     snapshot = yaml.safe_load((run_dir / "config.yaml").read_text())

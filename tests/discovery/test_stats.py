@@ -25,16 +25,33 @@ def df() -> pd.DataFrame:
     z = rng.normal(size=n)
     x = z + rng.normal(size=n)
     y = 0.8 * z + 0.5 * x + rng.normal(size=n)
-    return pd.DataFrame({"x": x, "y": y, "z": z, "g": (x > 0).astype(int), "noise": rng.normal(size=n),
-                         "f": rng.random(n) < 0.3, "s": rng.random(n) < 0.5, "c": rng.integers(0, 3, n)})
+    return pd.DataFrame(
+        {
+            "x": x,
+            "y": y,
+            "z": z,
+            "g": (x > 0).astype(int),
+            "noise": rng.normal(size=n),
+            "f": rng.random(n) < 0.3,
+            "s": rng.random(n) < 0.5,
+            "c": rng.integers(0, 3, n),
+        }
+    )
 
 
 def test_every_tool_returns_the_documented_keys(df: pd.DataFrame) -> None:
-    results = [st.compare_groups(df, "y", "g"), st.compare_groups(df, "y", "g", method="mannwhitney"),
-               st.correlation(df, "x", "y"), st.correlation(df, "x", "y", "spearman"),
-               st.regression(df, "y", "x", ["z", "c"]), st.interaction(df, "y", "x", "z"),
-               st.stratified(df, "y", "x", "z"), st.contingency(df, "f", "s"), st.contingency(df, "c", "g"),
-               st.enrichment(df, "f", "s")]
+    results = [
+        st.compare_groups(df, "y", "g"),
+        st.compare_groups(df, "y", "g", method="mannwhitney"),
+        st.correlation(df, "x", "y"),
+        st.correlation(df, "x", "y", "spearman"),
+        st.regression(df, "y", "x", ["z", "c"]),
+        st.interaction(df, "y", "x", "z"),
+        st.stratified(df, "y", "x", "z"),
+        st.contingency(df, "f", "s"),
+        st.contingency(df, "c", "g"),
+        st.enrichment(df, "f", "s"),
+    ]
     for r in results:
         assert set(r) == KEYS, r["test"]
         assert math.isfinite(r["log_p"]) and r["log_p"] <= 0 and r["n"] > 0
@@ -45,7 +62,9 @@ def test_log_p_stays_finite_where_p_underflows(df: pd.DataFrame) -> None:
     c = st.correlation(df, "x", "y")
     assert c["p"] == 0.0 and c["log_p"] < -1000  # p below the smallest double; log p still ordered
     r = st.compare_groups(df, "y", "g")
-    assert r["log_p"] > c["log_p"] and math.isclose(math.exp(r["log_p"]), r["p"], rel_tol=1e-6, abs_tol=1e-300)
+    assert r["log_p"] > c["log_p"] and math.isclose(
+        math.exp(r["log_p"]), r["p"], rel_tol=1e-6, abs_tol=1e-300
+    )
 
 
 def test_effects_have_the_right_sign_and_size(df: pd.DataFrame) -> None:
@@ -59,14 +78,16 @@ def test_effects_have_the_right_sign_and_size(df: pd.DataFrame) -> None:
 def test_stratified_reanalysis_removes_a_confounded_association() -> None:
     rng = np.random.default_rng(2)
     stratum = rng.integers(0, 3, 2000)
-    frame = pd.DataFrame({"a": stratum + rng.normal(0, 0.3, 2000), "b": stratum + rng.normal(0, 0.3, 2000),
-                          "k": stratum})
+    frame = pd.DataFrame(
+        {"a": stratum + rng.normal(0, 0.3, 2000), "b": stratum + rng.normal(0, 0.3, 2000), "k": stratum}
+    )
     assert st.correlation(frame, "a", "b")["effect"] > 0.8
     assert abs(st.stratified(frame, "b", "a", "k")["effect"]) < 0.1
 
 
-def test_record_writes_the_results_file_silva_validates(df: pd.DataFrame, tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_record_writes_the_results_file_silva_validates(
+    df: pd.DataFrame, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     st.record(st.correlation(df, "x", "y"), expected_sign=1)
     out = Evidence.model_validate(json.loads((tmp_path / st.RESULT_FILE).read_text()))

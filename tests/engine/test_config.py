@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from engine.errors import ConfigError
 from silva.cli.main import main
 from silva.config import load_config
-from engine.errors import ConfigError
 from tests.helpers import make_config, make_template
 
 
@@ -34,18 +34,28 @@ def test_valid_config_resolves_paths(tmp_path: Path, template: Path) -> None:
 @pytest.mark.parametrize(
     ("patch", "expected"),
     [
-        ({"stages": {"hyperparameter": {"max_nodes": -1}}}, "stages.hyperparameter.max_nodes = -1: Input should be greater than or equal to 1"),
+        (
+            {"stages": {"hyperparameter": {"max_nodes": -1}}},
+            "stages.hyperparameter.max_nodes = -1: Input should be greater than or equal to 1",
+        ),
         ({"sandbox": "chroot"}, "sandbox.provider = 'chroot': Input should be 'local', 'docker' or 'none'"),
-        ({"budgets": {"wall_clock_s": "soon"}}, "budgets.wall_clock_s = 'soon': Input should be a valid number"),
+        (
+            {"budgets": {"wall_clock_s": "soon"}},
+            "budgets.wall_clock_s = 'soon': Input should be a valid number",
+        ),
         ({"executor": {"kind": "slurm"}}, "executor.kind = 'slurm': Input should be 'ray' or 'inprocess'"),
         ({"replicats": 3}, "replicats = 3: unknown field"),
         ({"name": "has space"}, "name = 'has space': String should match pattern"),
     ],
 )
-def test_invalid_field_named_with_value_and_allowed(tmp_path: Path, template: Path, patch: dict, expected: str) -> None:
+def test_invalid_field_named_with_value_and_allowed(
+    tmp_path: Path, template: Path, patch: dict, expected: str
+) -> None:
     data = yaml.safe_load(make_config(tmp_path, template).read_text())
     for key, value in patch.items():
-        data[key] = {**data[key], **value} if isinstance(value, dict) and isinstance(data.get(key), dict) else value
+        data[key] = (
+            {**data[key], **value} if isinstance(value, dict) and isinstance(data.get(key), dict) else value
+        )
     with pytest.raises(ConfigError) as err:
         load_config(write(tmp_path, data))
     assert expected in str(err.value)
@@ -69,7 +79,9 @@ def test_not_yaml_and_not_mapping(tmp_path: Path) -> None:
         load_config(write(tmp_path, "- a\n- b\n"))
 
 
-def test_cli_exit_code_2_no_traceback(tmp_path: Path, template: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_exit_code_2_no_traceback(
+    tmp_path: Path, template: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = write(tmp_path, {"name": "x", "template": str(template), "replicates": 0})
     assert main(["run", str(path)]) == 2
     err = capsys.readouterr().err
@@ -86,6 +98,8 @@ def test_cli_missing_file_and_bad_run_dir(tmp_path: Path, capsys: pytest.Capture
 
 
 def test_bad_template_spec(tmp_path: Path) -> None:
-    tpl = make_template(tmp_path / "tpl", hyperparameters={"x": {"type": "float", "low": 2, "high": 1, "default": 1}})
+    tpl = make_template(
+        tmp_path / "tpl", hyperparameters={"x": {"type": "float", "low": 2, "high": 1, "default": 1}}
+    )
     path = make_config(tmp_path, tpl)
     assert main(["run", str(path)]) == 2

@@ -12,18 +12,24 @@ from hypothesis import strategies as st
 
 from engine.contract import parse_results
 from engine.node import MetricSpec
-from search.operators import silva_parse_results as sandbox_parser
+from search.agentic.operators import silva_parse_results as sandbox_parser
 
 names = st.text(min_size=1, max_size=12)
 values = st.one_of(
-    st.floats(allow_nan=True, allow_infinity=True), st.integers(-10**6, 10**6), st.booleans(),
-    st.text(max_size=5), st.none(), st.lists(st.integers(), max_size=2),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-(10**6), 10**6),
+    st.booleans(),
+    st.text(max_size=5),
+    st.none(),
+    st.lists(st.integers(), max_size=2),
 )
 results = st.fixed_dictionaries(
     {"metrics": st.dictionaries(names, values, max_size=4)},
     optional={"artifacts": st.lists(st.text(max_size=8), max_size=3), "notes": st.text(max_size=20)},
 )
-documents = st.one_of(results, st.dictionaries(names, values, max_size=3), st.lists(st.integers(), max_size=2))
+documents = st.one_of(
+    results, st.dictionaries(names, values, max_size=3), st.lists(st.integers(), max_size=2)
+)
 
 
 def _dump(doc: Any) -> bytes:

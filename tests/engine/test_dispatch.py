@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from silva.config import RunConfig
 from engine.dispatch import MAX_LOST, Dispatcher, Finish
-from engine.executor import JobDone, Handle, InProcessExecutor, Job
+from engine.executor import Handle, InProcessExecutor, Job, JobDone
 from engine.journal import Journal
 from engine.node import AttemptResult, MetricValue, Node, NodeStatus
+from silva.config import RunConfig
 
 
 @dataclass
@@ -26,7 +26,9 @@ class SleepJob:
         start = time.monotonic()
         time.sleep(self.seconds)
         self.log.append((self.node_id, start, time.monotonic()))
-        return AttemptResult(status="good", metrics=[MetricValue(name="m", value=self.seconds, direction="maximize")])
+        return AttemptResult(
+            status="good", metrics=[MetricValue(name="m", value=self.seconds, direction="maximize")]
+        )
 
 
 @dataclass
@@ -76,7 +78,9 @@ def test_slot_refilled_as_soon_as_one_finishes(tmp_path: Path) -> None:
 
 def test_wall_clock_budget_stops_cleanly_and_names_it(tmp_path: Path) -> None:
     j = journal(tmp_path)
-    outcome = Dispatcher(config(budgets={"wall_clock_s": 1.0}), j, FixedStrategy([0.4] * 50), InProcessExecutor(3)).run()
+    outcome = Dispatcher(
+        config(budgets={"wall_clock_s": 1.0}), j, FixedStrategy([0.4] * 50), InProcessExecutor(3)
+    ).run()
     assert outcome.status == "budget" and outcome.budget == "wall_clock_s"
     assert j.stop is not None and j.stop["budget"] == "wall_clock_s"
     assert "wall-clock budget of 1 s used up" in j.stop["reason"]
@@ -86,7 +90,9 @@ def test_wall_clock_budget_stops_cleanly_and_names_it(tmp_path: Path) -> None:
 
 def test_max_nodes_budget(tmp_path: Path) -> None:
     j = journal(tmp_path)
-    outcome = Dispatcher(config(budgets={"max_nodes": 4}), j, FixedStrategy([0.01] * 10), InProcessExecutor(3)).run()
+    outcome = Dispatcher(
+        config(budgets={"max_nodes": 4}), j, FixedStrategy([0.01] * 10), InProcessExecutor(3)
+    ).run()
     assert (outcome.status, outcome.budget) == ("budget", "max_nodes")
     assert len(j.nodes) == 4 and len(j.good_nodes) == 4
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from silva.cli.main import main
 from engine.journal import Journal
+from silva.cli.main import main
 from tests.helpers import make_config, make_template
 
 
@@ -26,4 +26,10 @@ def test_export_parquet_round_trips(tmp_path: Path) -> None:
         assert json.loads(row["params"]) == node.params
         if node.metric("score") is not None:
             assert row["metric.score"] == node.metric("score")
-    assert set(events["type"]) >= {"run_started", "node_created", "attempt_finished", "stage_ended", "run_finished"}
+    assert set(events["type"]) >= {
+        "run_started",
+        "node_created",
+        "attempt_finished",
+        "stage_ended",
+        "run_finished",
+    }

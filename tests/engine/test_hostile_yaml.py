@@ -10,9 +10,13 @@ from engine.config import MAX_YAML_BYTES, load_yaml
 from engine.errors import ConfigError
 from silva.cli.main import main
 
-BOMB = "a: &a [" + ",".join(['"lol"'] * 9) + "]\n" + "".join(
-    f"{n}: &{n} [" + ",".join([f"*{p}"] * 9) + "]\n" for p, n in zip("abcdefg", "bcdefgh")
-) + "name: *h\n"
+BOMB = (
+    "a: &a ["
+    + ",".join(['"lol"'] * 9)
+    + "]\n"
+    + "".join(f"{n}: &{n} [" + ",".join([f"*{p}"] * 9) + "]\n" for p, n in zip("abcdefg", "bcdefgh"))
+    + "name: *h\n"
+)
 
 
 def test_alias_bomb_refused_with_a_short_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -28,9 +32,13 @@ def test_moderate_alias_use_is_fine_and_bad_values_are_trimmed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Expands to ~300 kB: under the limit, so it loads; the invalid value is echoed in 200 chars.
-    small = "a: &a [" + ",".join(['"lol"'] * 9) + "]\n" + "".join(
-        f"{n}: &{n} [" + ",".join([f"*{p}"] * 9) + "]\n" for p, n in zip("abcd", "bcde")
-    ) + "name: *e\n"
+    small = (
+        "a: &a ["
+        + ",".join(['"lol"'] * 9)
+        + "]\n"
+        + "".join(f"{n}: &{n} [" + ",".join([f"*{p}"] * 9) + "]\n" for p, n in zip("abcd", "bcde"))
+        + "name: *e\n"
+    )
     path = tmp_path / "run.yaml"
     path.write_text(small)
     assert isinstance(load_yaml(path)["name"], list)
@@ -39,11 +47,14 @@ def test_moderate_alias_use_is_fine_and_bad_values_are_trimmed(
     assert "name = [[[[[" in err and len(err) < 2000
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("[" * 5000 + "]" * 5000, "nested too deeply"),
-    ("a: [unclosed\n" + "x" * 100_000, "not valid YAML"),
-    ("x: 1\n" + "#" * MAX_YAML_BYTES, "a Silva YAML file may hold at most"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("[" * 5000 + "]" * 5000, "nested too deeply"),
+        ("a: [unclosed\n" + "x" * 100_000, "not valid YAML"),
+        ("x: 1\n" + "#" * MAX_YAML_BYTES, "a Silva YAML file may hold at most"),
+    ],
+)
 def test_bad_documents(tmp_path: Path, text: str, expected: str) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(text)

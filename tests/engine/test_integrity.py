@@ -17,10 +17,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from engine.dispatch import Outcome
+from engine.dispatch import RunOutcome
 from engine.eventlog import EVENTS_FILE
 from engine.writerlock import LOCK_FILE
-from engine.journal import Journal
 from silva.cli.main import main
 from silva.cli.run import report
 from tests.helpers import make_config, make_template
@@ -59,8 +58,11 @@ def test_garbage_mid_file_stops_every_command_and_changes_nothing(
 ) -> None:
     damage(run_dir, 3, b'{"seq": 2, "ts": 1.0, "typ\x00e": garbage\n')
     before = snapshot(run_dir)
-    for argv in (["status", str(run_dir)], ["export", str(run_dir), "--out", str(run_dir.parent / "x")],
-                 ["resume", str(run_dir)]):
+    for argv in (
+        ["status", str(run_dir)],
+        ["export", str(run_dir), "--out", str(run_dir.parent / "x")],
+        ["resume", str(run_dir)],
+    ):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert f"{run_dir / EVENTS_FILE}: line 3 is not a valid event: not JSON" in err
@@ -97,7 +99,9 @@ def test_repair_keeps_every_good_event(run_dir: Path, capsys: pytest.CaptureFixt
     # Line 2 garbage; the node_created line gets wrong content, so its attempt lines cannot replay.
     damage(run_dir, 2, b"\xff\xfe not json\n")
     lines = (run_dir / EVENTS_FILE).read_bytes().splitlines(keepends=True)
-    lines[node_line + 1] = json.dumps({"seq": 0, "ts": 1.0, "type": "node_created", "node": [1]}).encode() + b"\n"
+    lines[node_line + 1] = (
+        json.dumps({"seq": 0, "ts": 1.0, "type": "node_created", "node": [1]}).encode() + b"\n"
+    )
     (run_dir / EVENTS_FILE).write_bytes(b"".join(lines) + b'{"torn')
     before = snapshot(run_dir)
 
@@ -131,7 +135,9 @@ time.sleep(60)
 
 @pytest.fixture
 def holder(run_dir: Path) -> Iterator[subprocess.Popen[str]]:
-    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(run_dir)], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(run_dir)], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
     yield proc
     proc.kill()
@@ -180,5 +186,5 @@ def test_no_write_permission() -> None:
 @pytest.mark.parametrize("status", ["interrupted", "budget"])
 def test_last_line_names_the_resume_command(status: str, tmp_path: Path) -> None:
     out = io.StringIO()
-    report(Console(file=out, width=200), tmp_path / "runs" / "r1", Outcome(status, "stopped"))
+    report(Console(file=out, width=200), tmp_path / "runs" / "r1", RunOutcome(status, "stopped"))
     assert out.getvalue().splitlines()[-1] == f"continue with: silva resume {tmp_path / 'runs' / 'r1'}"

@@ -25,7 +25,12 @@ def test_replay_rebuilds_tree_and_derived_views(tmp_path: Path) -> None:
     bug = j.add_node(Node(parent_id=root.id, stage="preliminary", kind="improve"))
     fix1 = j.add_node(Node(parent_id=bug.id, stage="preliminary", kind="debug"))
     fix2 = j.add_node(Node(parent_id=fix1.id, stage="preliminary", kind="debug"))
-    for node, res in [(root, result(0.5)), (bug, result(0, "buggy")), (fix1, result(0, "buggy")), (fix2, result(0.7))]:
+    for node, res in [
+        (root, result(0.5)),
+        (bug, result(0, "buggy")),
+        (fix1, result(0, "buggy")),
+        (fix2, result(0.7)),
+    ]:
         j.attempt_started(node.id, 1)
         assert j.attempt_finished(node.id, 1, res)
     j.log.close()

@@ -1,4 +1,4 @@
-"""Large payloads (code, plans, output tails) in content-addressed blobs (issue 16 part 5):
+"""Large payloads (code, plans, output tails) in content-addressed blobs (docs/engine.md):
 the event log carries references, every reader gets the text back."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import pandas as pd
 import pytest
 
 from engine import blobs
-from engine.blobs import BLOBS_DIR, MARK, MIN_CHARS, BlobMissing
-from engine.eventlog import EVENTS_FILE, SNAPSHOT_FILE
+from engine.blobs import BLOBS_DIR, MARK, BlobMissing
+from engine.eventlog import EVENTS_FILE
 from engine.export import export_parquet
 from engine.journal import Journal
 from engine.node import AttemptResult, ExecSummary, MetricSpec, MetricValue, Node
 from silva.cli.main import main
-from silva.runview import RunView
+from silva.notebook import RunView
 from tests.helpers import make_config, make_template
 
 CODE = "import math\n" + "".join(f"x{k} = math.sqrt({k})  # a line of generated code\n" for k in range(60))
@@ -32,16 +32,27 @@ def write(run: Path) -> str:
     small = j.add_node(Node(stage="s", kind="draft", plan="short plan", code="print(1)"))
     node = j.add_node(Node(stage="s", kind="draft", plan=PLAN, parent_id=small.id))
     j.attempt_started(node.id, 1)
-    j.attempt_finished(node.id, 1, AttemptResult(
-        status="good", code=CODE, metrics=[MetricValue(name="m", value=1.0)],
-        execution=ExecSummary(stdout_tail=STDOUT, stderr_tail="warning: small")))
+    j.attempt_finished(
+        node.id,
+        1,
+        AttemptResult(
+            status="good",
+            code=CODE,
+            metrics=[MetricValue(name="m", value=1.0)],
+            execution=ExecSummary(stdout_tail=STDOUT, stderr_tail="warning: small"),
+        ),
+    )
     j.log.close()
     return node.id
 
 
 def check(j: Journal, node_id: str) -> None:
     node = j.nodes[node_id]
-    assert (node.code, node.plan, node.execution.stdout_tail if node.execution else None) == (CODE, PLAN, STDOUT)
+    assert (node.code, node.plan, node.execution.stdout_tail if node.execution else None) == (
+        CODE,
+        PLAN,
+        STDOUT,
+    )
     assert node.execution is not None and node.execution.stderr_tail == "warning: small"
     dumped = node.model_dump(mode="json")
     assert (dumped["code"], dumped["plan"], dumped["execution"]["stdout_tail"]) == (CODE, PLAN, STDOUT)
@@ -71,8 +82,9 @@ def test_large_payloads_live_in_blobs_and_read_back_everywhere(tmp_path: Path) -
     assert MARK not in json.dumps(data) and data[-1]["result"]["code"] == CODE
 
 
-def test_a_copied_run_reads_its_own_blobs_and_a_missing_one_is_named(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_copied_run_reads_its_own_blobs_and_a_missing_one_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(blobs, "_stores", [])  # only this test's runs: other tests stored the same texts
     node_id = write(tmp_path / "run")
     shutil.copytree(tmp_path / "run", tmp_path / "copy")
@@ -91,8 +103,11 @@ def test_a_real_run_stores_long_output_as_blobs_and_runview_reads_it(tmp_path: P
     (tpl / "experiment.py").write_text((tpl / "experiment.py").read_text() + "\nprint('x' * 900)\n")
     assert main(["run", str(make_config(tmp_path, tpl))]) == 0
     run_dir = next((tmp_path / "runs").iterdir())
-    finished = [json.loads(line) for line in (run_dir / EVENTS_FILE).read_text().splitlines()
-                if '"attempt_finished"' in line]
+    finished = [
+        json.loads(line)
+        for line in (run_dir / EVENTS_FILE).read_text().splitlines()
+        if '"attempt_finished"' in line
+    ]
     view = RunView.open(run_dir)
     ran = [e for e in finished if view.node(e["node_id"]).kind != "aggregation"]  # aggregations run nothing
     assert ran and all(e["result"]["execution"]["stdout_tail"].startswith(MARK) for e in ran)
@@ -107,7 +122,13 @@ def test_old_runs_with_inline_payloads_still_read(tmp_path: Path) -> None:
     run.mkdir()
     node = Node(id="n0000", stage="s", kind="draft", plan=PLAN, code=CODE)
     lines = [
-        {"seq": 0, "ts": 1.0, "type": "run_started", "config": {}, "metrics": [{"name": "m", "primary": True}]},
+        {
+            "seq": 0,
+            "ts": 1.0,
+            "type": "run_started",
+            "config": {},
+            "metrics": [{"name": "m", "primary": True}],
+        },
         {"seq": 1, "ts": 2.0, "type": "node_created", "node": node.model_dump(mode="json")},
     ]
     (run / EVENTS_FILE).write_text("".join(json.dumps(e) + "\n" for e in lines))

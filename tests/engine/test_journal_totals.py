@@ -1,4 +1,4 @@
-"""Running totals kept by the journal (issue 16 part 5): equal to a full replay's after a
+"""Running totals kept by the journal (docs/engine.md): equal to a full replay's after a
 resume and after a snapshot, and `silva status` reads the same with or without a snapshot."""
 
 from __future__ import annotations
@@ -41,17 +41,46 @@ def session(run_dir: Path, nodes: int, left_running: int, first: bool) -> None:
         attempt = 1
         if k % 3 == 0:
             j.attempt_started(node.id, attempt)
-            j.record("compute_used", node_id=node.id, attempt=attempt, idea=node.idea, kind="draft", how="lost",
-                     num_gpus=0.5, num_cpus=1.0, seconds=2.0, gpu_s=1.0, cpu_s=2.0)
+            j.record(
+                "compute_used",
+                node_id=node.id,
+                attempt=attempt,
+                idea=node.idea,
+                kind="draft",
+                how="lost",
+                num_gpus=0.5,
+                num_cpus=1.0,
+                seconds=2.0,
+                gpu_s=1.0,
+                cpu_s=2.0,
+            )
             j.record("attempt_lost", node_id=node.id, attempt=attempt, error="worker died")
             attempt = 2
         j.attempt_started(node.id, attempt)
         if k >= base + nodes:
             continue  # running when the driver dies
-        j.record("compute_used", node_id=node.id, attempt=attempt, idea=node.idea, kind="draft", how="finished",
-                 num_gpus=0.5, num_cpus=1.0, seconds=float(k), gpu_s=k / 2, cpu_s=float(k))
-        j.attempt_finished(node.id, attempt, AttemptResult(
-            status="good", metrics=[MetricValue(name="m", value=k)], execution=ExecSummary(stdout_tail=f"out {k}")))
+        j.record(
+            "compute_used",
+            node_id=node.id,
+            attempt=attempt,
+            idea=node.idea,
+            kind="draft",
+            how="finished",
+            num_gpus=0.5,
+            num_cpus=1.0,
+            seconds=float(k),
+            gpu_s=k / 2,
+            cpu_s=float(k),
+        )
+        j.attempt_finished(
+            node.id,
+            attempt,
+            AttemptResult(
+                status="good",
+                metrics=[MetricValue(name="m", value=k)],
+                execution=ExecSummary(stdout_tail=f"out {k}"),
+            ),
+        )
     j.record("budget_changed", changes={"gpu_hours": 10.0 + base}, previous={"gpu_hours": None})
     j.log.close()  # no run_stopped: as if killed
 
@@ -82,7 +111,9 @@ def test_totals_equal_a_full_replay_after_resumes_and_snapshots(tmp_path: Path) 
     j = Journal.open(run)
     j.record("session_started", resumed=True)
     assert [h.node_id for h, _ in orphans(j, lambda kind: GPU)] == [list(j.nodes)[-1]]
-    assert orphans(j, lambda kind: Resources(num_cpus=0, num_gpus=0)) == []  # it held nothing: nothing to charge
+    assert (
+        orphans(j, lambda kind: Resources(num_cpus=0, num_gpus=0)) == []
+    )  # it held nothing: nothing to charge
     j.log.close()
     session(run, nodes=3, left_running=0, first=False)
     j = Journal.open(run, read_only=True)
@@ -91,8 +122,9 @@ def test_totals_equal_a_full_replay_after_resumes_and_snapshots(tmp_path: Path) 
     assert len([e for e in j.log.read("compute_used") if e.get("how") == "orphan"]) == 3
 
 
-def test_status_reads_the_same_with_and_without_a_snapshot(tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_status_reads_the_same_with_and_without_a_snapshot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["run", str(make_config(tmp_path, make_template(tmp_path / "tpl")))]) == 0
     run_dir = next((tmp_path / "runs").iterdir())
     assert (run_dir / SNAPSHOT_FILE).is_file()

@@ -1,4 +1,4 @@
-"""Driver scaling (issue 16): journal snapshots, the file-backed event list, group commit."""
+"""Driver scaling (docs/engine.md): journal snapshots, the file-backed event list, group commit."""
 
 from __future__ import annotations
 
@@ -32,21 +32,39 @@ def grow(run_dir: Path, nodes: int, start: int = 0) -> None:
         j.record("run_started", config={}, metrics=[MetricSpec(name="m", primary=True).model_dump()])
         j.record("stage_started", idea="a", stage="s1", root=None)
     for k in range(start, start + nodes):
-        node = j.add_node(Node(stage="s1", kind="draft", idea="a" if k % 2 else "b", plan=f"plan {k}",
-                               parent_id=f"n{k - 1:04d}" if k else None))
+        node = j.add_node(
+            Node(
+                stage="s1",
+                kind="draft",
+                idea="a" if k % 2 else "b",
+                plan=f"plan {k}",
+                parent_id=f"n{k - 1:04d}" if k else None,
+            )
+        )
         j.attempt_started(node.id, 1)
-        j.attempt_finished(node.id, 1, AttemptResult(
-            status="good" if k % 3 else "buggy", metrics=[MetricValue(name="m", value=k / 10)],
-            execution=ExecSummary(stdout_tail=f"out {k}"), finished_at=float(k)))
+        j.attempt_finished(
+            node.id,
+            1,
+            AttemptResult(
+                status="good" if k % 3 else "buggy",
+                metrics=[MetricValue(name="m", value=k / 10)],
+                execution=ExecSummary(stdout_tail=f"out {k}"),
+                finished_at=float(k),
+            ),
+        )
     j.log.close()
 
 
 def state(j: Journal) -> dict[str, Any]:
     return {
         "nodes": [n.model_dump(mode="json") for n in j.nodes.values()],
-        "stages": (j.stage_started, j.stage_best, j.stage_ended), "sessions": j.sessions,
-        "children": j._children, "by_stage": j._by_stage, "good": list(j._status[next(iter(j._status))]),
-        "count": j.log.count, "best": j.best_node().id if j.best_node() else None,
+        "stages": (j.stage_started, j.stage_best, j.stage_ended),
+        "sessions": j.sessions,
+        "children": j._children,
+        "by_stage": j._by_stage,
+        "good": list(j._status[next(iter(j._status))]),
+        "count": j.log.count,
+        "best": j.best_node().id if j.best_node() else None,
     }
 
 
@@ -78,7 +96,9 @@ def test_events_are_read_back_from_the_file(tmp_path: Path) -> None:
     lines = [json.loads(line) for line in (tmp_path / EVENTS_FILE).read_bytes().splitlines()]
     assert list(j.log.events) == lines and len(j.log.events) == len(lines)
     assert j.log.events[3] == lines[3] and j.log.events[-1] == lines[-1] and j.log.events[2:5] == lines[2:5]
-    assert list(j.log.read("attempt_finished", start=4)) == [e for e in lines[4:] if e["type"] == "attempt_finished"]
+    assert list(j.log.read("attempt_finished", start=4)) == [
+        e for e in lines[4:] if e["type"] == "attempt_finished"
+    ]
 
 
 def test_torn_tail_after_a_snapshot(tmp_path: Path) -> None:
@@ -98,7 +118,9 @@ def test_damaged_line_after_a_snapshot_is_reported(tmp_path: Path) -> None:
     grow(tmp_path, 12)
     lines = (tmp_path / EVENTS_FILE).read_bytes().count(b"\n")
     with (tmp_path / EVENTS_FILE).open("ab") as f:
-        f.write(b"garbage\n" + b'{"seq": 1, "ts": 1.0, "type": "run_stopped", "reason": "x", "budget": null}\n')
+        f.write(
+            b"garbage\n" + b'{"seq": 1, "ts": 1.0, "type": "run_stopped", "reason": "x", "budget": null}\n'
+        )
     with pytest.raises(JournalDamaged) as e:
         Journal.open(tmp_path, read_only=True)
     assert e.value.line == lines + 1 and "not JSON" in e.value.why

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from engine.journal import Journal
+from search.template.plan import PLAN
 from silva.cli.main import main
-from search.template_plan import PLAN
+from tests.helpers import make_config, make_template
 
 STAGES = PLAN.names
-from engine.journal import Journal
-from tests.helpers import make_config, make_template
 
 
 def test_status_of_a_finished_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -33,13 +33,18 @@ def test_status_of_a_finished_run(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "per-node timeout (s)" in out
 
 
-def test_budget_stop_is_named_and_resume_continues(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_budget_stop_is_named_and_resume_continues(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     tpl = make_template(tmp_path / "tpl")
     assert main(["run", str(make_config(tmp_path, tpl, budgets={"max_nodes": 3}))]) == 0
     run_dir = next((tmp_path / "runs").iterdir())
     assert "budget: node budget of 3 node(s) used up" in capsys.readouterr().out
     main(["status", str(run_dir)])
-    assert "state: stopped: node budget of 3 node(s) used up (budget: max_nodes); continue with `silva resume`" in capsys.readouterr().out
+    assert (
+        "state: stopped: node budget of 3 node(s) used up (budget: max_nodes); continue with `silva resume`"
+        in capsys.readouterr().out
+    )
 
     # Scaling a stopped run up: raise the budget in the run's config snapshot, then resume.
     snapshot = run_dir / "config.yaml"

@@ -44,14 +44,24 @@ def host_file(tmp_path: Path) -> Path:
 
 def template_job(tmp_path: Path, code: str) -> ExperimentJob:
     return ExperimentJob(
-        node_id="n0000", attempt=1, run_dir=tmp_path / "run", files={"experiment.py": code.encode()},
-        command=[sys.executable, "experiment.py"], params={}, seed=0, stage="s",
-        metrics=[MetricSpec(name="acc", primary=True)], limits=Limits(wall_s=30), sandbox="none",
+        node_id="n0000",
+        attempt=1,
+        run_dir=tmp_path / "run",
+        files={"experiment.py": code.encode()},
+        command=[sys.executable, "experiment.py"],
+        params={},
+        seed=0,
+        stage="s",
+        metrics=[MetricSpec(name="acc", primary=True)],
+        limits=Limits(wall_s=30),
+        sandbox="none",
     )
 
 
 def test_template_mode_keeps_only_files_inside(tmp_path: Path, host_file: Path) -> None:
-    code = hostile_code(host_file, "json.dump({'metrics': {'acc': 1.0}, 'artifacts': names}, open('results.json', 'w'))")
+    code = hostile_code(
+        host_file, "json.dump({'metrics': {'acc': 1.0}, 'artifacts': names}, open('results.json', 'w'))"
+    )
     r = template_job(tmp_path, code).run([])
     assert r.status == "good", r.reason
     assert kept_names(r, r.workspace) == {"ok.txt"}
@@ -72,14 +82,16 @@ def test_template_mode_results_json_as_a_fifo(tmp_path: Path) -> None:
 def test_agentic_mode_keeps_only_files_inside(tmp_path: Path, host_file: Path) -> None:
     from tests.search.test_operators import run_job, scripted
 
-    code = hostile_code(host_file, "json.dump({'metrics': {'acc': 1.0}, 'artifacts': names}, open('results.json', 'w'))")
+    code = hostile_code(
+        host_file, "json.dump({'metrics': {'acc': 1.0}, 'artifacts': names}, open('results.json', 'w'))"
+    )
     r, _ = run_job(tmp_path / "run", scripted({"plan": "p", "code": code}))
     assert r.status == "good", r.reason
     assert kept_names(r, r.workspace) == {"ok.txt", "experiment.py", "results.json"}
 
 
 def test_agentic_mode_plot_over_the_cap(tmp_path: Path) -> None:
-    from search.operators.evaluate import MAX_PNG_BYTES
+    from search.agentic.operators.evaluate import MAX_PNG_BYTES
     from tests.search.test_operators import run_job, scripted
 
     code = "import json\njson.dump({'metrics': {'acc': 1.0}}, open('results.json', 'w'))\n"
@@ -91,19 +103,41 @@ def test_agentic_mode_plot_over_the_cap(tmp_path: Path) -> None:
 def discovery_job(tmp_path: Path, code: str) -> DiscoveryJob:
     data = tmp_path / "data.parquet"
     data.write_bytes(b"not read by this code")
-    hypothesis = Hypothesis(statement="x relates to y", h0="no relation", h1="a relation", variables=["x"], code=code)
+    hypothesis = Hypothesis(
+        statement="x relates to y", h0="no relation", h1="a relation", variables=["x"], code=code
+    )
     return DiscoveryJob(
-        node_id="n0000", attempt=1, run_dir=tmp_path / "run", kind="heldout", stage="s", idea="i",
-        limits=Limits(wall_s=30), sandbox="none", python=sys.executable, data_file=data, hypothesis=hypothesis,
+        node_id="n0000",
+        attempt=1,
+        run_dir=tmp_path / "run",
+        kind="heldout",
+        stage="s",
+        idea="i",
+        limits=Limits(wall_s=30),
+        sandbox="none",
+        python=sys.executable,
+        data_file=data,
+        hypothesis=hypothesis,
     )
 
 
 def outcome(figures: list[str] | str) -> dict[str, Any]:
-    return {"test": "t", "effect": 0.5, "effect_name": "d", "p": 0.01, "log_p": -4.6, "n": 10, "figures": figures}
+    return {
+        "test": "t",
+        "effect": 0.5,
+        "effect_name": "d",
+        "p": 0.01,
+        "log_p": -4.6,
+        "n": 10,
+        "figures": figures,
+    }
 
 
 def test_discovery_mode_keeps_only_figures_inside(tmp_path: Path, host_file: Path) -> None:
-    code = hostile_code(host_file, f"json.dump({json.dumps(outcome([]))} | {{'figures': names}}, open('silva_test.json', 'w'))")
+    code = hostile_code(
+        host_file,
+        f"json.dump({json.dumps(outcome([]))} | {{'figures': names}}, open('silva_test.json', 'w'))",
+    )
     r = discovery_job(tmp_path, code).run([])
     assert r.status == "good", r.reason
     assert kept_names(r, r.workspace) == {"ok.txt", "hypothesis.py", "silva_test.json"}

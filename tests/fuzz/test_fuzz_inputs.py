@@ -13,14 +13,18 @@ from hypothesis import strategies as st
 
 from engine.errors import ConfigError
 from search.idea import load_idea
-from search.template import Template
+from search.template.spec import Template
 from silva.cli.main import main
 from silva.config import RunConfig, load_config
 from tests.fuzz import strategies as fz
 from tests.helpers import make_template
 
-FAST = settings(max_examples=40, deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FAST = settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 def dump(data: Any) -> str:
@@ -67,7 +71,9 @@ def test_generated_idea_files(tmp_path: Path, data: dict[str, Any], as_json: boo
 @given(text=fz.yaml_text, suffix=st.sampled_from([".yaml", ".json"]))
 def test_raw_idea_text(tmp_path: Path, text: str, suffix: str) -> None:
     path = tmp_path / f"idea{suffix}"
-    path.write_bytes(text.encode("utf-8", "surrogatepass") if suffix == ".yaml" else text.encode("latin-1", "replace"))
+    path.write_bytes(
+        text.encode("utf-8", "surrogatepass") if suffix == ".yaml" else text.encode("latin-1", "replace")
+    )
     loads_or_refuses(load_idea, path)
 
 

@@ -23,12 +23,32 @@ from tests.helpers import make_config, make_template
 
 truncate = st.tuples(st.just("truncate"), st.floats(0, 1))
 garbage = st.tuples(st.just("garbage"), st.floats(0, 1), st.binary(min_size=1, max_size=60))
-wrong_type = st.tuples(st.just("wrong_type"), st.floats(0, 1), st.sampled_from(
-    ["type", "ts", "node", "node_id", "result", "config", "metrics", "stage", "idea", "attempt", "best_node_id"]), fz.values)
+wrong_type = st.tuples(
+    st.just("wrong_type"),
+    st.floats(0, 1),
+    st.sampled_from(
+        [
+            "type",
+            "ts",
+            "node",
+            "node_id",
+            "result",
+            "config",
+            "metrics",
+            "stage",
+            "idea",
+            "attempt",
+            "best_node_id",
+        ]
+    ),
+    fz.values,
+)
 drop_line = st.tuples(st.just("drop_line"), st.floats(0, 1))
 config = st.tuples(st.just("config"), st.one_of(st.none(), fz.yaml_text))
 read_only = st.tuples(st.just("read_only"))
-damages = st.lists(st.one_of(truncate, garbage, wrong_type, drop_line, config, read_only), min_size=1, max_size=3)
+damages = st.lists(
+    st.one_of(truncate, garbage, wrong_type, drop_line, config, read_only), min_size=1, max_size=3
+)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +61,11 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def apply(run: Path, damage: tuple[Any, ...]) -> None:
     events = run / EVENTS_FILE
     lines = events.read_bytes().splitlines(keepends=True) if events.exists() else []
-    at = min(int(damage[1] * len(lines)), max(len(lines) - 1, 0)) if len(damage) > 1 and isinstance(damage[1], float) else 0
+    at = (
+        min(int(damage[1] * len(lines)), max(len(lines) - 1, 0))
+        if len(damage) > 1 and isinstance(damage[1], float)
+        else 0
+    )
     kind = damage[0]
     if kind == "truncate":
         data = events.read_bytes()
@@ -57,7 +81,7 @@ def apply(run: Path, damage: tuple[Any, ...]) -> None:
         lines[at] = json.dumps(event, default=str).encode() + b"\n"
         events.write_bytes(b"".join(lines))
     elif kind == "drop_line" and lines:
-        events.write_bytes(b"".join(lines[:at] + lines[at + 1:]))
+        events.write_bytes(b"".join(lines[:at] + lines[at + 1 :]))
     elif kind == "config":
         if damage[1] is None:
             (run / "config.yaml").unlink(missing_ok=True)
@@ -68,8 +92,12 @@ def apply(run: Path, damage: tuple[Any, ...]) -> None:
             os.chmod(p, 0o555 if p.is_dir() else 0o444)
 
 
-@settings(max_examples=30, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(plan=damages)
 def test_read_only_commands_on_damaged_run_dirs(
     finished_run: Path, tmp_path: Path, plan: list[tuple[Any, ...]], capsys: pytest.CaptureFixture[str]

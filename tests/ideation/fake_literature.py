@@ -10,14 +10,36 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
 RECORDS = [
-    {"paperId": "rff07", "title": "Random Features for Large-Scale Kernel Machines", "year": 2007, "venue": "NeurIPS",
-     "authors": [{"name": "Ali Rahimi"}, {"name": "Benjamin Recht"}], "externalIds": {},
-     "abstract": "Random features approximate shift-invariant kernels.", "citationCount": 4000},
-    {"paperId": "ls16", "title": "Rethinking the Inception Architecture", "year": 2016, "venue": "CVPR",
-     "authors": [{"name": "Christian Szegedy"}], "externalIds": {}, "abstract": "Introduces label smoothing.",
-     "citationCount": 20000},
-    {"paperId": "cl09", "title": "Curriculum Learning", "year": 2009, "venue": "ICML",
-     "authors": [{"name": "Yoshua Bengio"}], "externalIds": {}, "abstract": "Easy examples first.", "citationCount": 5000},
+    {
+        "paperId": "rff07",
+        "title": "Random Features for Large-Scale Kernel Machines",
+        "year": 2007,
+        "venue": "NeurIPS",
+        "authors": [{"name": "Ali Rahimi"}, {"name": "Benjamin Recht"}],
+        "externalIds": {},
+        "abstract": "Random features approximate shift-invariant kernels.",
+        "citationCount": 4000,
+    },
+    {
+        "paperId": "ls16",
+        "title": "Rethinking the Inception Architecture",
+        "year": 2016,
+        "venue": "CVPR",
+        "authors": [{"name": "Christian Szegedy"}],
+        "externalIds": {},
+        "abstract": "Introduces label smoothing.",
+        "citationCount": 20000,
+    },
+    {
+        "paperId": "cl09",
+        "title": "Curriculum Learning",
+        "year": 2009,
+        "venue": "ICML",
+        "authors": [{"name": "Yoshua Bengio"}],
+        "externalIds": {},
+        "abstract": "Easy examples first.",
+        "citationCount": 5000,
+    },
 ]
 
 

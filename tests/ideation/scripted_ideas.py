@@ -8,26 +8,44 @@ import re
 import time
 
 IDEAS = [
-    {"name": "smooth_asym", "title": "Label smoothing against asymmetric label noise",
-     "hypothesis": "Label smoothing recovers most of the accuracy lost to asymmetric label noise.",
-     "abstract": "We test whether label smoothing counters class-dependent label flips in linear models."},
-    {"name": "rff_speed", "title": "Random features for large-scale kernel machines",
-     "hypothesis": "Random Fourier features approximate an RBF kernel at a fraction of its cost.",
-     "abstract": "Random features approximate shift-invariant kernels for large-scale learning."},
-    {"name": "smooth_asym_again", "title": "Label smoothing against asymmetric label noise",
-     "hypothesis": "Label smoothing recovers most of the accuracy lost to asymmetric label noise.",
-     "abstract": "We test whether label smoothing counters class-dependent label flips in linear models."},
-    {"name": "loss_curriculum", "title": "Loss-ordered curricula for noisy labels",
-     "hypothesis": "Training on low-loss samples first delays memorisation of flipped labels.",
-     "abstract": "A curriculum ordered by per-sample loss as a cheap defence against label noise."},
+    {
+        "name": "smooth_asym",
+        "title": "Label smoothing against asymmetric label noise",
+        "hypothesis": "Label smoothing recovers most of the accuracy lost to asymmetric label noise.",
+        "abstract": "We test whether label smoothing counters class-dependent label flips in linear models.",
+    },
+    {
+        "name": "rff_speed",
+        "title": "Random features for large-scale kernel machines",
+        "hypothesis": "Random Fourier features approximate an RBF kernel at a fraction of its cost.",
+        "abstract": "Random features approximate shift-invariant kernels for large-scale learning.",
+    },
+    {
+        "name": "smooth_asym_again",
+        "title": "Label smoothing against asymmetric label noise",
+        "hypothesis": "Label smoothing recovers most of the accuracy lost to asymmetric label noise.",
+        "abstract": "We test whether label smoothing counters class-dependent label flips in linear models.",
+    },
+    {
+        "name": "loss_curriculum",
+        "title": "Loss-ordered curricula for noisy labels",
+        "hypothesis": "Training on low-loss samples first delays memorisation of flipped labels.",
+        "abstract": "A curriculum ordered by per-sample loss as a cheap defence against label noise.",
+    },
 ]
 
 
 def _idea(k: int) -> dict:
     base = IDEAS[k % len(IDEAS)]
-    return {**base, "experiments": ["baseline vs method at 30% noise", "sweep the noise rate"],
-            "risks": ["small effect"], "metrics": [{"name": "accuracy", "direction": "maximize", "primary": True}],
-            "interestingness": 6 + k % 3, "novelty": 5 + k % 4, "feasibility": 8}
+    return {
+        **base,
+        "experiments": ["baseline vs method at 30% noise", "sweep the noise rate"],
+        "risks": ["small effect"],
+        "metrics": [{"name": "accuracy", "direction": "maximize", "primary": True}],
+        "interestingness": 6 + k % 3,
+        "novelty": 5 + k % 4,
+        "feasibility": 8,
+    }
 
 
 def respond(call) -> str:
@@ -50,6 +68,11 @@ def respond(call) -> str:
     title = re.search(r"Title: (.*)", text).group(1).lower()
     same = re.search(r"\[(\S+)\][^\n]*?\. " + re.escape(title) + r"\.", found, re.IGNORECASE)
     if same:
-        return json.dumps({"decision": "not_novel", "reason": "the found paper tests this hypothesis",
-                           "closest": [same.group(1)]})
+        return json.dumps(
+            {
+                "decision": "not_novel",
+                "reason": "the found paper tests this hypothesis",
+                "closest": [same.group(1)],
+            }
+        )
     return json.dumps({"decision": "novel", "reason": "no found paper tests this", "closest": []})

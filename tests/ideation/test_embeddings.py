@@ -16,12 +16,31 @@ from tests.llm.fake_servers import FakeLLMServer
 def test_duplicates_judged_by_gateway_embeddings(tmp_path: Path) -> None:
     with fake_literature() as (url, _), FakeLLMServer() as server:
         llm = {
-            "providers": {"offline": {"kind": "scripted"},
-                          "local": {"kind": "openai_compatible", "base_url": server.url + "/v1", "backoff_base_s": 0.01}},
-            "models": {"thinker": {"provider": "offline", "model": "scripted-thinker", "price": {"input": 1.0, "output": 2.0}},
-                       "embedder": {"provider": "local", "model": "fake-embed", "price": {"input": 0.02, "output": 0},
-                                    "capabilities": {"embeddings": True, "chat": False}}},
-            "roles": {"ideation": {"model": "thinker", "max_tokens": 4096}, "embedding": {"model": "embedder"}},
+            "providers": {
+                "offline": {"kind": "scripted"},
+                "local": {
+                    "kind": "openai_compatible",
+                    "base_url": server.url + "/v1",
+                    "backoff_base_s": 0.01,
+                },
+            },
+            "models": {
+                "thinker": {
+                    "provider": "offline",
+                    "model": "scripted-thinker",
+                    "price": {"input": 1.0, "output": 2.0},
+                },
+                "embedder": {
+                    "provider": "local",
+                    "model": "fake-embed",
+                    "price": {"input": 0.02, "output": 0},
+                    "capabilities": {"embeddings": True, "chat": False},
+                },
+            },
+            "roles": {
+                "ideation": {"model": "thinker", "max_tokens": 4096},
+                "embedding": {"model": "embedder"},
+            },
         }
         # The fake's vectors are hash bytes (cosines of unrelated texts near 0.75): only twins reach 0.99.
         topic = write_topic(tmp_path, url, llm=llm, max_similarity=0.99)

@@ -25,12 +25,25 @@ HERE = Path(__file__).parent
 def write_topic(tmp: Path, base_url: str, **overrides: object) -> Path:
     topic = {
         "topic": "Cheap defences of linear classifiers against label noise.",
-        "num_ideas": 4, "reflections": 2, "novelty_rounds": 2, "max_similarity": 0.8,
-        "literature": {"provider": "semantic_scholar", "base_url": base_url, "requests_per_s": 100, "max_retries": 0},
+        "num_ideas": 4,
+        "reflections": 2,
+        "novelty_rounds": 2,
+        "max_similarity": 0.8,
+        "literature": {
+            "provider": "semantic_scholar",
+            "base_url": base_url,
+            "requests_per_s": 100,
+            "max_retries": 0,
+        },
         "llm": {
             "providers": {"offline": {"kind": "scripted"}},
-            "models": {"thinker": {"provider": "offline", "model": "scripted-thinker",
-                                   "price": {"input": 1.0, "output": 2.0}}},
+            "models": {
+                "thinker": {
+                    "provider": "offline",
+                    "model": "scripted-thinker",
+                    "price": {"input": 1.0, "output": 2.0},
+                }
+            },
             "roles": {"ideation": {"model": "thinker", "max_tokens": 4096}},
         },
         "scripted_fn": f"{HERE / 'scripted_ideas.py'}:respond",
@@ -77,7 +90,9 @@ def test_ideate_template_mode_extends_the_template(tmp_path: Path) -> None:
     template = make_template(tmp_path / "tpl")
     with fake_literature() as (url, _):
         topic = write_topic(tmp_path, url, topic="", num_ideas=1)
-        assert main(["ideate", str(topic), "--template", str(template), "--out", str(tmp_path / "ideas")]) == 0
+        assert (
+            main(["ideate", str(topic), "--template", str(template), "--out", str(tmp_path / "ideas")]) == 0
+        )
     (record,) = read_archive(tmp_path / "ideas" / "ideas.jsonl")
     assert record.template == str(template.resolve())
     # The template's declared metrics, not the model's.
@@ -91,11 +106,17 @@ def test_crash_mid_ideation_keeps_every_idea(tmp_path: Path) -> None:
         topic = write_topic(tmp_path, url)
         archive = tmp_path / "ideas" / "ideas.jsonl"
         env = {**os.environ, "SILVA_TEST_HANG_AT_IDEA": "2", "PYTHONPATH": str(HERE.parent.parent)}
-        proc = subprocess.Popen([sys.executable, "-m", "silva.cli.main", "ideate", str(topic), "--out", str(archive.parent)],
-                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "silva.cli.main", "ideate", str(topic), "--out", str(archive.parent)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and (not archive.exists() or archive.read_text().count("\n") < 2):
+            while time.monotonic() < deadline and (
+                not archive.exists() or archive.read_text().count("\n") < 2
+            ):
                 time.sleep(0.1)
             time.sleep(0.3)  # it is now waiting on the model for the third idea
             proc.send_signal(signal.SIGKILL)

@@ -172,7 +172,9 @@ class FakeLLMServer:
         return [r for r in self.requests if r.path.endswith("/embeddings")]
 
 
-def _error(status: int, message: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+def _error(
+    status: int, message: str, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes]:
     payload = {"type": "error", "error": {"type": "api_error", "message": message}}
     return status, {"content-type": "application/json", **(headers or {})}, json.dumps(payload).encode()
 
@@ -212,7 +214,9 @@ def _anthropic_body(req: dict[str, Any], reply: Reply) -> dict[str, Any]:
     stop = "end_turn"
     if reply.kind == "json" and req.get("tools"):
         tool = req["tools"][0]["name"]
-        content: list[dict[str, Any]] = [{"type": "tool_use", "id": "toolu_1", "name": tool, "input": reply.data}]
+        content: list[dict[str, Any]] = [
+            {"type": "tool_use", "id": "toolu_1", "name": tool, "input": reply.data}
+        ]
         stop = "tool_use"
     elif reply.kind == "json" and (req.get("output_config") or {}).get("format"):
         content = [{"type": "text", "text": json.dumps(reply.data)}]
@@ -239,7 +243,11 @@ def _openai_body(req: dict[str, Any], reply: Reply) -> dict[str, Any]:
     finish = "stop"
     if reply.kind == "json" and req.get("tools"):
         name = req["tools"][0]["function"]["name"]
-        call = {"id": "call_1", "type": "function", "function": {"name": name, "arguments": json.dumps(reply.data)}}
+        call = {
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(reply.data)},
+        }
         message = {"role": "assistant", "content": None, "tool_calls": [call]}
         finish = "tool_calls"
     elif reply.kind == "json" and (req.get("response_format") or {}).get("type") == "json_schema":
@@ -273,7 +281,9 @@ def fake_vector(text: str, dims: int = 8) -> list[float]:
 def _embeddings_body(req: dict[str, Any], reply: Reply) -> dict[str, Any]:
     texts = [req["input"]] if isinstance(req["input"], str) else list(req["input"])
     dims = int(req.get("dimensions") or 8)
-    data = [{"object": "embedding", "index": i, "embedding": fake_vector(t, dims)} for i, t in enumerate(texts)]
+    data = [
+        {"object": "embedding", "index": i, "embedding": fake_vector(t, dims)} for i, t in enumerate(texts)
+    ]
     # Reversed, each with its index: a client that trusts position rather than `index` is caught.
     data.reverse()
     return {

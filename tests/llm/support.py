@@ -23,15 +23,34 @@ def make_cfg(
 ) -> LLMConfig:
     """One provider of `kind` at the fake server, one model, every role mapped to it."""
     base_url = url + "/v1" if kind in ("openai", "openai_compatible") else url
-    prov = {"kind": kind, "base_url": base_url, "api_key_env": TEST_KEY_ENV,
-            "backoff_base_s": 0.01, "backoff_max_s": 0.5, "timeout_s": 5.0, **provider}
+    prov = {
+        "kind": kind,
+        "base_url": base_url,
+        "api_key_env": TEST_KEY_ENV,
+        "backoff_base_s": 0.01,
+        "backoff_max_s": 0.5,
+        "timeout_s": 5.0,
+        **provider,
+    }
     caps = caps or Capabilities(vision=True)
-    return LLMConfig.model_validate({
-        "providers": {"p": prov},
-        "models": {"m": {"provider": "p", "model": "fake-model", "capabilities": caps.model_dump(), "price": price.model_dump()}},
-        "roles": roles or {r: {"model": "m", "temperature": 0.2, "max_tokens": 256}
-                           for r in ("code", "feedback", "vision", "review")},
-    })
+    return LLMConfig.model_validate(
+        {
+            "providers": {"p": prov},
+            "models": {
+                "m": {
+                    "provider": "p",
+                    "model": "fake-model",
+                    "capabilities": caps.model_dump(),
+                    "price": price.model_dump(),
+                }
+            },
+            "roles": roles
+            or {
+                r: {"model": "m", "temperature": 0.2, "max_tokens": 256}
+                for r in ("code", "feedback", "vision", "review")
+            },
+        }
+    )
 
 
 def gateway_for(cfg: LLMConfig, run_dir: Path, dollars: float | None = None, **kw: Any) -> Gateway:

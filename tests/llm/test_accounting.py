@@ -77,11 +77,13 @@ def test_budget_stops_the_run_and_survives_resume(fake: FakeLLMServer, tmp_path:
 
 
 def test_budget_holds_under_concurrency(tmp_path: Path) -> None:
-    cfg = LLMConfig.model_validate({
-        "providers": {"s": {"kind": "scripted"}},
-        "models": {"m": {"provider": "s", "model": "toy", "price": {"input": 0, "output": 100}}},
-        "roles": {"code": {"model": "m", "max_tokens": 256}},
-    })
+    cfg = LLMConfig.model_validate(
+        {
+            "providers": {"s": {"kind": "scripted"}},
+            "models": {"m": {"provider": "s", "model": "toy", "price": {"input": 0, "output": 100}}},
+            "roles": {"code": {"model": "m", "max_tokens": 256}},
+        }
+    )
     answer = "x" * 400  # 100 synthetic tokens: $0.01 a call
     provider = ScriptedProvider("s", fn=lambda call: answer, delay_s=0.05)
     gw = build_gateway(cfg, tmp_path, 0.1, {}, providers={"s": provider})

@@ -51,7 +51,9 @@ def test_vectors_come_back_in_order(kind: str, fake: FakeLLMServer, tmp_path: Pa
 
 
 def test_dimensions_are_asked_for(fake: FakeLLMServer, tmp_path: Path) -> None:
-    cfg = make_cfg("openai", fake.url, caps=EMBEDDER, price=PRICE, roles={"embedding": {"model": "m", "dimensions": 16}})
+    cfg = make_cfg(
+        "openai", fake.url, caps=EMBEDDER, price=PRICE, roles={"embedding": {"model": "m", "dimensions": 16}}
+    )
     gw = gateway_for(cfg, tmp_path)
     try:
         (vector,) = gw.client().embed(["one"])
@@ -104,8 +106,12 @@ def test_malformed_bodies_fail_clearly(fake: FakeLLMServer, tmp_path: Path) -> N
         fake.script(Reply.malformed(), Reply.malformed())  # not JSON at all
         with pytest.raises(LLMCallError, match="after 2 attempts.*malformed response body"):
             llm.embed(["x"])
-        short = {"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": [0.1]}],
-                 "model": "fake-model", "usage": {"prompt_tokens": 3, "total_tokens": 3}}
+        short = {
+            "object": "list",
+            "data": [{"object": "embedding", "index": 0, "embedding": [0.1]}],
+            "model": "fake-model",
+            "usage": {"prompt_tokens": 3, "total_tokens": 3},
+        }
         fake.script(Reply.json(short), Reply.json(short))  # JSON, one vector for two texts
         with pytest.raises(LLMCallError, match="malformed embeddings response: expected 2 vectors, got 1"):
             llm.embed(["x", "y"])
@@ -164,7 +170,11 @@ def test_cache_hit_on_repeat_pays_only_new_texts(fake: FakeLLMServer, tmp_path: 
     assert [r.body["input"] for r in fake.embedding_requests] == [["a", "b"], ["c"]]
     records = read_records(tmp_path / LEDGER_FILE)
     assert [(r.cache_hit, r.dollars) for r in records] == [
-        (False, pytest.approx(0.002)), (True, 0.0), (True, 0.0), (False, pytest.approx(0.002))]
+        (False, pytest.approx(0.002)),
+        (True, 0.0),
+        (True, 0.0),
+        (False, pytest.approx(0.002)),
+    ]
     assert records[1].input_tokens == 1000  # the hit records the tokens it saved
     assert summarize(tmp_path)["run"]["cache_hits"] == 2
 
@@ -176,7 +186,9 @@ def test_replay_mode_refuses_new_texts(fake: FakeLLMServer, tmp_path: Path) -> N
         gw.client().embed(["seen"])
     finally:
         gw.close()
-    replay = gateway_for(cfg.model_copy(update={"cache": cfg.cache.model_copy(update={"mode": "replay"})}), tmp_path)
+    replay = gateway_for(
+        cfg.model_copy(update={"cache": cfg.cache.model_copy(update={"mode": "replay"})}), tmp_path
+    )
     try:
         assert replay.client().embed(["seen"]) == [fake_vector("seen")]
         with pytest.raises(CacheMiss, match="1 text"):
@@ -204,7 +216,9 @@ def test_bad_input_refused_before_any_request(fake: FakeLLMServer, tmp_path: Pat
 
 def test_anthropic_refused_at_validation_and_at_call(fake: FakeLLMServer, tmp_path: Path) -> None:
     cfg = make_cfg("anthropic", fake.url, caps=EMBEDDER, price=PRICE, roles=ROLES)
-    with pytest.raises(LLMConfigError, match="llm.roles.embedding: .*kind anthropic, which has no embeddings API"):
+    with pytest.raises(
+        LLMConfigError, match="llm.roles.embedding: .*kind anthropic, which has no embeddings API"
+    ):
         validate_llm_config(cfg, {TEST_KEY_ENV: TEST_KEY})
     gw = gateway_for(cfg, tmp_path)
     try:
@@ -218,25 +232,33 @@ def test_anthropic_refused_at_validation_and_at_call(fake: FakeLLMServer, tmp_pa
 def test_capabilities_decide_who_embeds_and_who_chats(fake: FakeLLMServer) -> None:
     env = {TEST_KEY_ENV: TEST_KEY}
     chat_model = make_cfg("openai", fake.url, roles={"embedding": {"model": "m"}, "code": {"model": "m"}})
-    with pytest.raises(LLMConfigError, match=r"llm.roles.embedding: model 'm' \(fake-model\) cannot embed") as err:
+    with pytest.raises(
+        LLMConfigError, match=r"llm.roles.embedding: model 'm' \(fake-model\) cannot embed"
+    ) as err:
         validate_llm_config(chat_model, env)
     assert "llm.roles.code" not in str(err.value)
-    embedder = make_cfg("openai", fake.url, caps=EMBEDDER, price=PRICE, roles={"code": {"model": "m", "dimensions": 8}})
+    embedder = make_cfg(
+        "openai", fake.url, caps=EMBEDDER, price=PRICE, roles={"code": {"model": "m", "dimensions": 8}}
+    )
     with pytest.raises(LLMConfigError) as err:
         validate_llm_config(embedder, env)
     assert "llm.roles.code: model 'm' (fake-model) is an embedding model" in str(err.value)
     assert "llm.roles.code: dimensions applies to the embedding role only" in str(err.value)
     # The default table knows OpenAI's embedding models: capabilities and price need no config.
-    table = LLMConfig.model_validate({
-        "providers": {"o": {"kind": "openai", "api_key_env": TEST_KEY_ENV, "base_url": fake.url + "/v1"}},
-        "models": {"emb": {"provider": "o", "model": "text-embedding-3-small"}},
-        "roles": {"embedding": {"model": "emb"}},
-    })
+    table = LLMConfig.model_validate(
+        {
+            "providers": {"o": {"kind": "openai", "api_key_env": TEST_KEY_ENV, "base_url": fake.url + "/v1"}},
+            "models": {"emb": {"provider": "o", "model": "text-embedding-3-small"}},
+            "roles": {"embedding": {"model": "emb"}},
+        }
+    )
     validate_llm_config(table, env)
 
 
 def test_chat_call_on_an_embedding_model_is_refused(fake: FakeLLMServer, tmp_path: Path) -> None:
-    gw = gateway_for(make_cfg("openai", fake.url, caps=EMBEDDER, price=PRICE, roles={"code": {"model": "m"}}), tmp_path)
+    gw = gateway_for(
+        make_cfg("openai", fake.url, caps=EMBEDDER, price=PRICE, roles={"code": {"model": "m"}}), tmp_path
+    )
     try:
         with pytest.raises(LLMConfigError, match="an embedding model"):
             gw.client().complete("hi", role="code")
@@ -246,11 +268,15 @@ def test_chat_call_on_an_embedding_model_is_refused(fake: FakeLLMServer, tmp_pat
 
 
 def test_scripted_embeddings_are_deterministic_offline(tmp_path: Path) -> None:
-    cfg = LLMConfig.model_validate({
-        "providers": {"offline": {"kind": "scripted"}},
-        "models": {"toy": {"provider": "offline", "model": "toy-embed", "capabilities": {"embeddings": True}}},
-        "roles": {"embedding": {"model": "toy"}},
-    })
+    cfg = LLMConfig.model_validate(
+        {
+            "providers": {"offline": {"kind": "scripted"}},
+            "models": {
+                "toy": {"provider": "offline", "model": "toy-embed", "capabilities": {"embeddings": True}}
+            },
+            "roles": {"embedding": {"model": "toy"}},
+        }
+    )
     validate_llm_config(cfg, {})
     provider = ScriptedProvider("offline")
     texts = ["smoking raises blood pressure", "smoking raises pressure", "rainfall lowers crop yield"]
@@ -259,8 +285,12 @@ def test_scripted_embeddings_are_deterministic_offline(tmp_path: Path) -> None:
         a = gw.client().embed(texts)
     finally:
         gw.close()
-    b_gw = build_gateway(cfg.model_copy(update={"cache": cfg.cache.model_copy(update={"mode": "off"})}),
-                         tmp_path / "other", None, {})
+    b_gw = build_gateway(
+        cfg.model_copy(update={"cache": cfg.cache.model_copy(update={"mode": "off"})}),
+        tmp_path / "other",
+        None,
+        {},
+    )
     try:
         b = b_gw.client().embed(texts)
     finally:

@@ -26,7 +26,9 @@ def warm(gw: Any, n: int = 3) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_slow_call_is_sent_again_and_the_first_answer_wins(kind: str, fake: FakeLLMServer, tmp_path: Path) -> None:
+def test_a_slow_call_is_sent_again_and_the_first_answer_wins(
+    kind: str, fake: FakeLLMServer, tmp_path: Path
+) -> None:
     gw = gateway_for(make_cfg(kind, fake.url, hedge=QUICK), tmp_path)
     try:
         warm(gw)
@@ -49,16 +51,27 @@ def test_a_slow_call_is_sent_again_and_the_first_answer_wins(kind: str, fake: Fa
     assert "(0 cached, 0 failed, 1 hedged copy)" in render_summary(summary)  # what `silva status` prints
 
 
-@pytest.mark.parametrize(("why", "provider", "warmed", "dollars"), [
-    ("hedging is off", {"hedge": None}, 3, None),
-    ("fewer calls seen than min_samples (3)", {"hedge": QUICK}, 2, None),
-    # The call's worst case takes most of what is left: a second reservation would not fit.
-    ("the dollar budget has no room for a copy", {"hedge": QUICK}, 3, 1.5 * PRICE.dollars(0, 256, 0)),
-    ("the provider is at its concurrency limit", {"hedge": QUICK, "max_concurrency": 1}, 3, None),
-])
-def test_no_copy_is_sent_when(why: str, provider: dict[str, Any], warmed: int, dollars: float | None,
-                              fake: FakeLLMServer, tmp_path: Path) -> None:
-    gw = gateway_for(make_cfg("openai", fake.url, **provider), tmp_path, dollars=None if dollars is None else 1.0)
+@pytest.mark.parametrize(
+    ("why", "provider", "warmed", "dollars"),
+    [
+        ("hedging is off", {"hedge": None}, 3, None),
+        ("fewer calls seen than min_samples (3)", {"hedge": QUICK}, 2, None),
+        # The call's worst case takes most of what is left: a second reservation would not fit.
+        ("the dollar budget has no room for a copy", {"hedge": QUICK}, 3, 1.5 * PRICE.dollars(0, 256, 0)),
+        ("the provider is at its concurrency limit", {"hedge": QUICK, "max_concurrency": 1}, 3, None),
+    ],
+)
+def test_no_copy_is_sent_when(
+    why: str,
+    provider: dict[str, Any],
+    warmed: int,
+    dollars: float | None,
+    fake: FakeLLMServer,
+    tmp_path: Path,
+) -> None:
+    gw = gateway_for(
+        make_cfg("openai", fake.url, **provider), tmp_path, dollars=None if dollars is None else 1.0
+    )
     try:
         warm(gw, warmed)
         if dollars is not None:
@@ -108,7 +121,9 @@ def test_when_one_copy_fails_the_other_answers(fake: FakeLLMServer, tmp_path: Pa
     assert "HTTP 400" in (lost.error or "") and lost.dollars == 0.0  # a refused copy bills nothing
 
 
-def test_when_both_copies_fail_the_call_fails_and_nothing_stays_reserved(fake: FakeLLMServer, tmp_path: Path) -> None:
+def test_when_both_copies_fail_the_call_fails_and_nothing_stays_reserved(
+    fake: FakeLLMServer, tmp_path: Path
+) -> None:
     gw = gateway_for(make_cfg("openai", fake.url, hedge=QUICK, max_retries=0), tmp_path, dollars=5.0)
     try:
         warm(gw)

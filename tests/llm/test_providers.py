@@ -30,7 +30,9 @@ def test_plain_success_usage_dollars_and_key(kind: str, fake: FakeLLMServer, tmp
     fake.script(Reply.ok("print('hi')", usage=(1000, 200, 400)))
     gw = gateway_for(make_cfg(kind, fake.url), tmp_path)
     try:
-        out = gw.client().complete([Message.system("be brief"), Message.user("write code")], role="code", node_id="n1")
+        out = gw.client().complete(
+            [Message.system("be brief"), Message.user("write code")], role="code", node_id="n1"
+        )
     finally:
         gw.close()
     assert out.text == "print('hi')"

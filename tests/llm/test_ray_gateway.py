@@ -27,6 +27,7 @@ def test_workers_call_the_actor_without_seeing_keys(
     from actors.gateway import start_gateway_actor
 
     fake.handler = lambda rec: Reply.ok(f"answer to {rec.body['messages'][0]['content'][0]['text']}")
+
     # Nested, so Ray ships it by value rather than importing this test module on the worker.
     def worker_call(llm: LLM, prompt: str) -> tuple[str, list[str]]:
         out = llm.complete(prompt, role="code", node_id=prompt)
@@ -78,8 +79,13 @@ def test_embeddings_go_through_the_actor(fake: FakeLLMServer, tmp_path: Path, ra
     def worker_embed(llm: LLM, texts: list[str]) -> list[list[float]]:
         return llm.embed(texts, node_id="n1")
 
-    cfg = make_cfg("openai", fake.url, caps=Capabilities(chat=False, embeddings=True),
-                   price=Price(input=1.0, output=0.0), roles={"embedding": {"model": "m"}})
+    cfg = make_cfg(
+        "openai",
+        fake.url,
+        caps=Capabilities(chat=False, embeddings=True),
+        price=Price(input=1.0, output=0.0),
+        roles={"embedding": {"model": "m"}},
+    )
     llm = start_gateway_actor(cfg, tmp_path, None, keys={"p": TEST_KEY})
     try:
         vectors = ray.get(ray.remote(num_cpus=0.1)(worker_embed).remote(llm, ["a", "b"]), timeout=60)

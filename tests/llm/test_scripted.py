@@ -47,7 +47,9 @@ def test_yaml_rules_answer_by_role_text_and_regex(tmp_path: Path) -> None:
     try:
         assert "print('draft')" in llm.complete("write a model", role="code").text
         assert "print('fixed')" in llm.complete("please fix the bug", role="code").text
-        assert llm.complete("judge it", role="feedback", output_type=Judgement) == Judgement(buggy=False, metric=0.91)
+        assert llm.complete("judge it", role="feedback", output_type=Judgement) == Judgement(
+            buggy=False, metric=0.91
+        )
         assert llm.complete("choose: node 3 or node 4", role="selection").text == "node 3"
         assert llm.complete("anything else", role="selection").text == "I have nothing to add."
     finally:

@@ -7,7 +7,15 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, Field, model_validator
 
-from engine.llm import Capabilities, FinalAnswer, StructuredOutputError, extract_code, extract_code_blocks, extract_json, summarize
+from engine.llm import (
+    Capabilities,
+    FinalAnswer,
+    StructuredOutputError,
+    extract_code,
+    extract_code_blocks,
+    extract_json,
+    summarize,
+)
 from tests.llm.fake_servers import FakeLLMServer, Reply
 from tests.llm.support import gateway_for, make_cfg
 
@@ -20,13 +28,20 @@ class Plan(BaseModel):
 def test_extract_json_from_prose_and_fences() -> None:
     assert extract_json('{"a": 1}') == {"a": 1}
     assert extract_json('Sure!\n```json\n{"a": {"b": "}"}}\n```\nHope it helps.') == {"a": {"b": "}"}}
-    assert extract_json('The plan is {"name": "x", "epochs": 3} as requested {not json}') == {"name": "x", "epochs": 3}
+    assert extract_json('The plan is {"name": "x", "epochs": 3} as requested {not json}') == {
+        "name": "x",
+        "epochs": 3,
+    }
     with pytest.raises(ValueError, match="no JSON object"):
         extract_json("I cannot do that.")
 
 
 def test_reask_with_validation_error_then_success(fake: FakeLLMServer, tmp_path: Path) -> None:
-    fake.script(Reply.ok("no JSON here, sorry"), Reply.json({"name": "mlp", "epochs": 0}), Reply.json({"name": "mlp", "epochs": 5}))
+    fake.script(
+        Reply.ok("no JSON here, sorry"),
+        Reply.json({"name": "mlp", "epochs": 0}),
+        Reply.json({"name": "mlp", "epochs": 5}),
+    )
     gw = gateway_for(make_cfg("openai", fake.url, caps=Capabilities(tools=True)), tmp_path)
     try:
         plan = gw.client().complete("plan it", role="code", output_type=Plan, node_id="n1")
@@ -50,12 +65,27 @@ class Untried(BaseModel):
         return self
 
 
-@pytest.mark.parametrize(("kind", "reply", "output_type", "match", "requests"), [
-    ("anthropic", Reply.ok("still not JSON"), Plan, "did not validate as Plan after 3 tries", 3),  # bounded
-    ("openai", Reply.json({"name": "taken"}), Untried, "every option is taken", 1),  # FinalAnswer: none
-])
+@pytest.mark.parametrize(
+    ("kind", "reply", "output_type", "match", "requests"),
+    [
+        (
+            "anthropic",
+            Reply.ok("still not JSON"),
+            Plan,
+            "did not validate as Plan after 3 tries",
+            3,
+        ),  # bounded
+        ("openai", Reply.json({"name": "taken"}), Untried, "every option is taken", 1),  # FinalAnswer: none
+    ],
+)
 def test_reasks_are_bounded_and_a_final_answer_spends_none(
-    fake: FakeLLMServer, tmp_path: Path, kind: str, reply: Reply, output_type: type[BaseModel], match: str, requests: int,
+    fake: FakeLLMServer,
+    tmp_path: Path,
+    kind: str,
+    reply: Reply,
+    output_type: type[BaseModel],
+    match: str,
+    requests: int,
 ) -> None:
     fake.default = reply
     cfg = make_cfg(kind, fake.url)

@@ -25,7 +25,9 @@ def test_valid_config_passes_with_reachable_endpoint(fake: FakeLLMServer) -> Non
 
 
 def test_provider_without_its_key(fake: FakeLLMServer) -> None:
-    with pytest.raises(LLMConfigError, match=f"llm.providers.p: environment variable {TEST_KEY_ENV}.*not set"):
+    with pytest.raises(
+        LLMConfigError, match=f"llm.providers.p: environment variable {TEST_KEY_ENV}.*not set"
+    ):
         validate_llm_config(make_cfg("openai", fake.url), {})
     cfg = make_cfg("anthropic", fake.url, api_key_env=None)
     with pytest.raises(LLMConfigError, match="llm.providers.p: set api_key_env"):
@@ -33,13 +35,19 @@ def test_provider_without_its_key(fake: FakeLLMServer) -> None:
 
 
 def test_model_without_price_and_default_table() -> None:
-    cfg = LLMConfig.model_validate({
-        "providers": {"a": {"kind": "anthropic", "api_key_env": TEST_KEY_ENV}},
-        "models": {"mystery": {"provider": "a", "model": "claude-unknown-9"},
-                   "known": {"provider": "a", "model": "claude-sonnet-4-5"}},
-        "roles": {"code": {"model": "mystery"}, "vision": {"model": "known"}},
-    })
-    with pytest.raises(LLMConfigError, match="llm.models.mystery: no price known for model id 'claude-unknown-9'") as err:
+    cfg = LLMConfig.model_validate(
+        {
+            "providers": {"a": {"kind": "anthropic", "api_key_env": TEST_KEY_ENV}},
+            "models": {
+                "mystery": {"provider": "a", "model": "claude-unknown-9"},
+                "known": {"provider": "a", "model": "claude-sonnet-4-5"},
+            },
+            "roles": {"code": {"model": "mystery"}, "vision": {"model": "known"}},
+        }
+    )
+    with pytest.raises(
+        LLMConfigError, match="llm.models.mystery: no price known for model id 'claude-unknown-9'"
+    ) as err:
         validate_llm_config(cfg, ENV, check_endpoints=False)
     assert "llm.models.known" not in str(err.value)  # the default table prices claude-sonnet-4-5
 
@@ -55,7 +63,9 @@ def test_role_pointing_to_unknown_model_and_unknown_role(fake: FakeLLMServer) ->
 
 def test_unreachable_endpoint() -> None:
     cfg = make_cfg("openai_compatible", f"http://127.0.0.1:{_free_port()}")
-    with pytest.raises(LLMConfigError, match=r"llm.providers.p: endpoint http://127.0.0.1:\d+/v1 is unreachable"):
+    with pytest.raises(
+        LLMConfigError, match=r"llm.providers.p: endpoint http://127.0.0.1:\d+/v1 is unreachable"
+    ):
         validate_llm_config(cfg, ENV, connect_timeout_s=1.0)
 
 

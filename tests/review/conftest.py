@@ -28,12 +28,16 @@ def run_dir(compiled_run: Path, tmp_path: Path) -> Path:
 
 
 def scripted_config(price: float = 0.0, max_reasks: int = 2) -> LLMConfig:
-    return LLMConfig.model_validate({
-        "providers": {"offline": {"kind": "scripted"}},
-        "models": {"toy": {"provider": "offline", "model": "toy-1", "price": {"input": price, "output": price}}},
-        "roles": {"review": {"model": "toy", "max_tokens": 2048}},
-        "max_reasks": max_reasks,
-    })
+    return LLMConfig.model_validate(
+        {
+            "providers": {"offline": {"kind": "scripted"}},
+            "models": {
+                "toy": {"provider": "offline", "model": "toy-1", "price": {"input": price, "output": price}}
+            },
+            "roles": {"review": {"model": "toy", "max_tokens": 2048}},
+            "max_reasks": max_reasks,
+        }
+    )
 
 
 LLMFactory = Callable[..., tuple[LLM, ScriptedProvider]]
@@ -43,11 +47,22 @@ LLMFactory = Callable[..., tuple[LLM, ScriptedProvider]]
 def make_llm(tmp_path: Path) -> LLMFactory:
     gateways = []
 
-    def make(fn: ScriptFn = scripted_reviewer, *, ledger_dir: Path | None = None, dollars: float | None = None,
-             price: float = 0.0, delay_s: float = 0.0) -> tuple[LLM, ScriptedProvider]:
+    def make(
+        fn: ScriptFn = scripted_reviewer,
+        *,
+        ledger_dir: Path | None = None,
+        dollars: float | None = None,
+        price: float = 0.0,
+        delay_s: float = 0.0,
+    ) -> tuple[LLM, ScriptedProvider]:
         provider = ScriptedProvider("offline", fn=fn, delay_s=delay_s)
-        gateway = build_gateway(scripted_config(price), ledger_dir or tmp_path / "llm", dollars, {},
-                                providers={"offline": provider})
+        gateway = build_gateway(
+            scripted_config(price),
+            ledger_dir or tmp_path / "llm",
+            dollars,
+            {},
+            providers={"offline": provider},
+        )
         gateways.append(gateway)
         return gateway.client(), provider
 

@@ -126,8 +126,13 @@ def write_paper(directory: Path, *, defective: bool) -> Path:
         img.save(directory / "figures" / "tiny.png", dpi=(100, 100))
     (directory / "references.bib").write_text(BIB)
     (directory / "paper.tex").write_text(PREAMBLE + BODY + (DEFECTS if defective else "") + ENDING)
-    subprocess.run(["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", "paper.tex"],
-                   cwd=directory, capture_output=True, timeout=180, check=False)
+    subprocess.run(
+        ["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", "paper.tex"],
+        cwd=directory,
+        capture_output=True,
+        timeout=180,
+        check=False,
+    )
     pdf = directory / "paper.pdf"
     assert pdf.is_file(), (directory / "paper.log").read_text()[-3000:]
     return pdf
@@ -139,12 +144,23 @@ def make_run(run_dir: Path, ideas: dict[str, bool]) -> Path:
     journal = Journal.open(run_dir)
     journal.record("run_started", config={}, metrics=[ACCURACY.model_dump()], stages=["s"])
     node = journal.add_node(Node(stage="s", kind="aggregation", params={"lr": 0.1}))
-    job = AggregationJob(node.id, 1, run_dir, "filtering", [ACCURACY],
-                         {"filtered": {"accuracy": METHOD}, "baseline": {"accuracy": BASELINE}})
+    job = AggregationJob(
+        node.id,
+        1,
+        run_dir,
+        "filtering",
+        [ACCURACY],
+        {"filtered": {"accuracy": METHOD}, "baseline": {"accuracy": BASELINE}},
+    )
     journal.attempt_started(node.id, 1)
     result: AttemptResult = job.run([])
-    journal.attempt_finished(node.id, 1, result.model_copy(update={"metrics": [
-        MetricValue(name="accuracy", value=sum(METHOD) / 3, direction="maximize")]}))
+    journal.attempt_finished(
+        node.id,
+        1,
+        result.model_copy(
+            update={"metrics": [MetricValue(name="accuracy", value=sum(METHOD) / 3, direction="maximize")]}
+        ),
+    )
     journal.log.close()
     for idea, defective in ideas.items():
         write_paper(run_dir / PAPERS_DIR / idea, defective=defective)
@@ -159,15 +175,26 @@ def review_answer() -> dict[str, object]:
         "questions": ["How does the keep ratio matter?"],
         "limitations": ["symmetric noise only"],
         "ethical_concerns": [],
-        "soundness": 3, "presentation": 3, "contribution": 2, "overall": 6, "confidence": 4,
+        "soundness": 3,
+        "presentation": 3,
+        "contribution": 2,
+        "overall": 6,
+        "confidence": 4,
         "decision": "accept",
     }
 
 
 META = {
     "summary": "Reviewers find a simple, replicated result on one dataset.",
-    "strengths": ["clear method"], "weaknesses": ["narrow evaluation"], "disagreements": [],
-    "soundness": 3, "presentation": 3, "contribution": 2, "overall": 5, "confidence": 4, "decision": "reject",
+    "strengths": ["clear method"],
+    "weaknesses": ["narrow evaluation"],
+    "disagreements": [],
+    "soundness": 3,
+    "presentation": 3,
+    "contribution": 2,
+    "overall": 5,
+    "confidence": 4,
+    "decision": "reject",
 }
 
 

@@ -18,8 +18,11 @@ SCRIPTED = str(Path(__file__).with_name("papers.py").resolve()) + ":scripted_rev
 
 def write_config(path: Path, **extra: object) -> Path:
     data = {
-        "llm": {"providers": {"offline": {"kind": "scripted"}}, "models": {"toy": {"provider": "offline", "model": "toy-1"}},
-                "roles": {"review": {"model": "toy"}}},
+        "llm": {
+            "providers": {"offline": {"kind": "scripted"}},
+            "models": {"toy": {"provider": "offline", "model": "toy-1"}},
+            "roles": {"review": {"model": "toy"}},
+        },
         "scripted_fn": SCRIPTED,
         **extra,
     }
@@ -27,7 +30,9 @@ def write_config(path: Path, **extra: object) -> Path:
     return path
 
 
-def test_cli_reviews_a_pdf_with_the_config_review_section(run_dir: Path, tmp_path: Path, capsys: object) -> None:
+def test_cli_reviews_a_pdf_with_the_config_review_section(
+    run_dir: Path, tmp_path: Path, capsys: object
+) -> None:
     paper_dir = tmp_path / "alone"
     shutil.copytree(run_dir / "paper" / "bad", paper_dir)  # outside the run: no artifacts to compare
     cfg = write_config(tmp_path / "review.yaml", review={"reviews": 4, "page_limit": 2, "temperature": 0.2})
@@ -54,8 +59,17 @@ def test_cli_bad_input_exits_2(tmp_path: Path, run_dir: Path) -> None:
     shutil.copy(pdf, standalone)
     assert main(["review", str(standalone)]) == 2  # no --config and no run directory
     no_role = tmp_path / "c.yaml"
-    no_role.write_text(yaml.safe_dump({"llm": {"providers": {"o": {"kind": "scripted"}},
-                                               "models": {"t": {"provider": "o", "model": "t"}}, "roles": {}}}))
+    no_role.write_text(
+        yaml.safe_dump(
+            {
+                "llm": {
+                    "providers": {"o": {"kind": "scripted"}},
+                    "models": {"t": {"provider": "o", "model": "t"}},
+                    "roles": {},
+                }
+            }
+        )
+    )
     assert main(["review", str(standalone), "--config", str(no_role)]) == 2
     bad_persona = write_config(tmp_path / "p.yaml", review={"personas": ["skeptik"]})
     assert main(["review", str(standalone), "--config", str(bad_persona)]) == 2
@@ -66,8 +80,14 @@ def test_metrics_on_a_labelled_set_with_known_answers() -> None:
     y = np.array([1, 1, 1, 1, 0, 0, 0, 0, 0, 0])
     s = np.array([9, 7, 5, 2, 6, 5, 4, 3, 2, 1], dtype=float)
     # AUC: of the 24 (accepted, rejected) pairs the accepted paper scores higher in 17, ties in 2.
-    expected = {"accuracy": 0.7, "fpr": 2 / 6, "fnr": 0.25, "balanced_accuracy": (0.75 + 4 / 6) / 2,
-                "f1": 2 * 3 / (2 * 3 + 2 + 1), "auc": 18 / 24}
+    expected = {
+        "accuracy": 0.7,
+        "fpr": 2 / 6,
+        "fnr": 0.25,
+        "balanced_accuracy": (0.75 + 4 / 6) / 2,
+        "f1": 2 * 3 / (2 * 3 + 2 + 1),
+        "auc": 18 / 24,
+    }
     for name in METRICS:
         assert abs(metric(name, y, s, 5.0) - expected[name]) < 1e-12, name
         assert abs(float(fast_metric(name, y, s, 5.0)) - expected[name]) < 1e-12, name
@@ -84,7 +104,9 @@ def synthetic(n: int, seed: int, separation: float) -> list[Item]:
 
 
 def test_calibration_perfectly_separable_set_gives_exact_answers() -> None:
-    items = [Item(paper=Path(f"p{i}.pdf"), accept=i % 2 == 0, score=8.0 if i % 2 == 0 else 3.0) for i in range(40)]
+    items = [
+        Item(paper=Path(f"p{i}.pdf"), accept=i % 2 == 0, score=8.0 if i % 2 == 0 else 3.0) for i in range(40)
+    ]
     report, _ = calibrate(items, dataset="separable", n_resamples=300)
     assert 3.0 < report.threshold <= 8.0
     for name, value in {"balanced_accuracy": 1, "accuracy": 1, "f1": 1, "auc": 1, "fpr": 0, "fnr": 0}.items():
@@ -107,15 +129,20 @@ def test_calibration_intervals_and_baselines_on_a_noisy_set() -> None:
 
 
 def test_cli_calibrate_writes_table_json_and_plot(tmp_path: Path) -> None:
-    rows = ["paper,decision,score"] + [f"p{i}.pdf,{'accept' if it.accept else 'reject'},{it.score}"
-                                        for i, it in enumerate(synthetic(60, 5, separation=2.5))]
+    rows = ["paper,decision,score"] + [
+        f"p{i}.pdf,{'accept' if it.accept else 'reject'},{it.score}"
+        for i, it in enumerate(synthetic(60, 5, separation=2.5))
+    ]
     dataset = tmp_path / "iclr.csv"
     dataset.write_text("\n".join(rows) + "\n")
     assert len(load_dataset(dataset)) == 60
     assert main(["review", "calibrate", str(dataset), "--resamples", "200"]) == 0
     out = tmp_path / "iclr-calibration"
     report = json.loads((out / "calibration.json").read_text())
-    assert set(report["metrics"]) == set(METRICS) and "human consistency (NeurIPS 2021 experiment)" in report["references"]
+    assert (
+        set(report["metrics"]) == set(METRICS)
+        and "human consistency (NeurIPS 2021 experiment)" in report["references"]
+    )
     assert "| balanced_accuracy |" in (out / "calibration.md").read_text()
     assert (out / "reliability.png").read_bytes().startswith(b"\x89PNG")
 

@@ -41,7 +41,11 @@ def test_ensemble_and_meta_review_end_to_end(run_dir: Path, make_llm: LLMFactory
     written = json.loads((pdf.parent / REVIEW_JSON).read_text())
     assert set(written) >= {"reviews", "meta_review", "integrity", "decision"}
     assert load_result(pdf.parent / REVIEW_JSON) == result
-    assert {c["name"] for c in written["integrity"]["checks"]} >= {"numbers", "duplicate_figures", "page_limit"}
+    assert {c["name"] for c in written["integrity"]["checks"]} >= {
+        "numbers",
+        "duplicate_figures",
+        "page_limit",
+    }
     md = (pdf.parent / "review.md").read_text()
     assert "## Meta-review (area chair)" in md and "Based on 3 review(s); 0 failed" in md
 
@@ -70,7 +74,9 @@ def test_malformed_review_is_reasked_then_recorded_failed(run_dir: Path, make_ll
 
 def test_budget_spent_records_failed_reviews_and_no_meta_review(run_dir: Path, make_llm: LLMFactory) -> None:
     llm, provider = make_llm(dollars=0.0, price=1.0)
-    result = review_paper(run_dir / "paper" / "good" / "paper.pdf", llm, ReviewConfig(reviews=2), InProcessExecutor(2))
+    result = review_paper(
+        run_dir / "paper" / "good" / "paper.pdf", llm, ReviewConfig(reviews=2), InProcessExecutor(2)
+    )
     assert provider.calls == []  # refused before any call is made
     assert all(r.status == "failed" and "budget" in r.error for r in result.reviews)
     assert result.meta_review is None and result.decision is None
@@ -80,15 +86,23 @@ def test_budget_spent_records_failed_reviews_and_no_meta_review(run_dir: Path, m
 def test_forest_papers_are_reviewed_concurrently(run_dir: Path, make_llm: LLMFactory) -> None:
     llm, provider = make_llm(ledger_dir=run_dir, delay_s=0.3)
     journal = Journal.open(run_dir)
-    results = review_all(run_dir, llm, ReviewConfig(reviews=2, page_limit=2), InProcessExecutor(8), journal=journal)
+    results = review_all(
+        run_dir, llm, ReviewConfig(reviews=2, page_limit=2), InProcessExecutor(8), journal=journal
+    )
     journal.log.close()
 
     assert {r.idea for r in results} == {"good", "bad"}
     assert all((run_dir / "paper" / idea / REVIEW_JSON).is_file() for idea in ("good", "bad"))
     events = [e for e in Journal.open(run_dir, read_only=True).log.events if e["type"] == "review_finished"]
     assert len(events) == 6  # 2 reviews + 1 meta-review per paper
-    spans = {idea: [(e["started_at"], e["finished_at"]) for e in events if e["idea"] == idea and "-review-" in e["job"]]
-             for idea in ("good", "bad")}
+    spans = {
+        idea: [
+            (e["started_at"], e["finished_at"])
+            for e in events
+            if e["idea"] == idea and "-review-" in e["job"]
+        ]
+        for idea in ("good", "bad")
+    }
     # Every review of one paper overlaps every review of the other: they ran at the same time.
     for a in spans["good"]:
         for b in spans["bad"]:
@@ -96,5 +110,7 @@ def test_forest_papers_are_reviewed_concurrently(run_dir: Path, make_llm: LLMFac
     bad = next(r for r in results if r.idea == "bad")
     assert bad.integrity.check("duplicate_figures").status == "findings"
     # The area chair of the defective paper is shown the integrity findings.
-    meta_prompts = [last_user_text(c.messages) for c in provider.calls if "meta-review" in last_user_text(c.messages)]
+    meta_prompts = [
+        last_user_text(c.messages) for c in provider.calls if "meta-review" in last_user_text(c.messages)
+    ]
     assert sum("duplicate_figures: 'figures/curve.png'" in p for p in meta_prompts) == 1

@@ -24,7 +24,9 @@ PY = "python3"
 
 def test_registry_lists_the_builtin_providers() -> None:
     assert provider_names() == ["docker", "local", "none"]
-    with pytest.raises(SandboxUnavailable, match="unknown sandbox provider 'lxc'; available: docker, local, none"):
+    with pytest.raises(
+        SandboxUnavailable, match="unknown sandbox provider 'lxc'; available: docker, local, none"
+    ):
         get_provider("lxc")
 
 
@@ -55,13 +57,20 @@ def test_none_warns_on_every_check_and_still_strips_secrets(
         provider.check()
     assert [r.message.count("WITHOUT isolation") for r in caplog.records] == [1, 1]
     box = provider.open(tmp_path / "ws")
-    r = box.exec([PY, "-c", "import os; print(sorted(os.environ))"], limits=Limits(wall_s=30), env={"SEED": "1"})
+    r = box.exec(
+        [PY, "-c", "import os; print(sorted(os.environ))"], limits=Limits(wall_s=30), env={"SEED": "1"}
+    )
     assert r.exit_code == 0 and "OPENAI_API_KEY" not in r.stdout and "'SEED'" in r.stdout
-    r = box.exec([PY, "-c", "import time; print('x', flush=True); time.sleep(60)"], limits=Limits(wall_s=1, kill_grace_s=0.2))
+    r = box.exec(
+        [PY, "-c", "import time; print('x', flush=True); time.sleep(60)"],
+        limits=Limits(wall_s=1, kill_grace_s=0.2),
+    )
     assert (r.timed_out, r.exit_code, r.stdout) == (True, None, "x\n") and r.wall_s < 5
 
 
-@pytest.mark.parametrize(("gpu_ids", "visible", "address_space"), [((1, 2), "1,2", "-1"), ((), "", str(512 * 2**20))])
+@pytest.mark.parametrize(
+    ("gpu_ids", "visible", "address_space"), [((1, 2), "1,2", "-1"), ((), "", str(512 * 2**20))]
+)
 def test_none_keeps_an_attempt_on_its_gpus_and_lifts_the_address_space_limit_for_cuda(
     tmp_path: Path, gpu_ids: tuple[int, ...], visible: str, address_space: str
 ) -> None:
@@ -83,7 +92,9 @@ def test_local_without_bubblewrap_says_what_to_do() -> None:
     assert "make system-deps" in str(e.value) and "sandbox: none" in str(e.value)
 
 
-def test_local_finds_bubblewrap_where_its_check_found_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_local_finds_bubblewrap_where_its_check_found_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """bwrap on Silva's PATH only (unpacked beside, not installed): the check passes, and so
     does every exec, whose sandbox PATH does not hold that directory."""
     real = shutil.which("bwrap")
@@ -118,7 +129,9 @@ def test_docker_without_engine_says_what_to_do() -> None:
 
 @pytest.mark.docker
 def test_docker_missing_image_names_the_build_script(docker_provider: DockerProvider) -> None:
-    with pytest.raises(SandboxUnavailable, match=r"image 'silva-missing:none' is missing.*build_base.sh silva-missing:none"):
+    with pytest.raises(
+        SandboxUnavailable, match=r"image 'silva-missing:none' is missing.*build_base.sh silva-missing:none"
+    ):
         get_provider("docker", image="silva-missing:none").check()
 
 
@@ -140,7 +153,11 @@ def test_local_runs_as_a_leased_unprivileged_uid(local_provider: LocalProvider, 
 
 def test_local_environment_is_exactly_the_allow_list(local_provider: LocalProvider, tmp_path: Path) -> None:
     box = local_provider.open(tmp_path / "ws")
-    r = box.exec([PY, "-c", "import os, json; print(json.dumps(dict(os.environ)))"], limits=Limits(wall_s=30), env={"SEED": "3"})
+    r = box.exec(
+        [PY, "-c", "import os, json; print(json.dumps(dict(os.environ)))"],
+        limits=Limits(wall_s=30),
+        env={"SEED": "3"},
+    )
     env = json.loads(r.stdout)
     expected = set(BASE_ENV) | {"HOME", "TMPDIR", "USER", "LOGNAME", "SEED", "PWD"}  # PWD: set by sh
     assert set(env) - {"PWD"} == expected - {"PWD"}
@@ -164,7 +181,10 @@ def test_local_read_only_path_under_tmp_stays_visible(tmp_path: Path) -> None:
 
 def test_local_limits_reach_the_process(local_provider: LocalProvider, tmp_path: Path) -> None:
     box = local_provider.open(tmp_path / "ws")
-    r = box.exec(["cat", "/proc/self/limits"], limits=Limits(wall_s=30, memory_mb=512, processes=77, file_size_mb=9, cpu_s=5))
+    r = box.exec(
+        ["cat", "/proc/self/limits"],
+        limits=Limits(wall_s=30, memory_mb=512, processes=77, file_size_mb=9, cpu_s=5),
+    )
     rows = {line[:26].strip(): line[26:].split()[:2] for line in r.stdout.splitlines()[1:]}
     assert rows["Max address space"] == [str(512 * 2**20)] * 2
     assert rows["Max processes"] == ["77", "77"]
@@ -174,7 +194,9 @@ def test_local_limits_reach_the_process(local_provider: LocalProvider, tmp_path:
     box.close()
 
 
-def test_local_gpu_attempt_gets_its_ids_and_no_address_space_limit(local_provider: LocalProvider, tmp_path: Path) -> None:
+def test_local_gpu_attempt_gets_its_ids_and_no_address_space_limit(
+    local_provider: LocalProvider, tmp_path: Path
+) -> None:
     box = local_provider.open(tmp_path / "ws", gpu_ids=(1, 3))
     code = "import os; print(os.environ['CUDA_VISIBLE_DEVICES']); print([l for l in open('/proc/self/limits') if l.startswith('Max address space')][0].split()[3])"
     r = box.exec([PY, "-c", code], limits=Limits(wall_s=30, memory_mb=512))
@@ -208,7 +230,10 @@ def test_local_daemons_die_when_the_command_exits(local_provider: LocalProvider,
 
 def test_local_reports_cpu_seconds(local_provider: LocalProvider, tmp_path: Path) -> None:
     box = local_provider.open(tmp_path / "ws")
-    r = box.exec([PY, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 1: pass"], limits=Limits(wall_s=30))
+    r = box.exec(
+        [PY, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 1: pass"],
+        limits=Limits(wall_s=30),
+    )
     assert r.exit_code == 0 and 0.9 <= r.cpu_s <= r.wall_s + 0.1, r
     box.close()
 
@@ -227,19 +252,30 @@ def test_local_sandbox_satisfies_the_protocol(local_provider: LocalProvider, tmp
 def test_docker_container_config_carries_every_isolation_setting(tmp_path: Path) -> None:
     provider = DockerProvider(image="img:tag", shm_size_mb=512, cpus=2.0)
     box = DockerSandbox(provider, tmp_path / "ws", gpu_ids=(0, 2))
-    cfg = box.container_config(["true"], Limits(memory_mb=1024, processes=50, file_size_mb=3, disk_mb=64), {"A": "1"})
-    assert (cfg["image"], cfg["user"], cfg["network_mode"], cfg["read_only"]) == ("img:tag", "65534:65534", "none", True)
+    cfg = box.container_config(
+        ["true"], Limits(memory_mb=1024, processes=50, file_size_mb=3, disk_mb=64), {"A": "1"}
+    )
+    assert (cfg["image"], cfg["user"], cfg["network_mode"], cfg["read_only"]) == (
+        "img:tag",
+        "65534:65534",
+        "none",
+        True,
+    )
     assert cfg["mem_limit"] == cfg["memswap_limit"] == "1024m"
     assert (cfg["nano_cpus"], cfg["pids_limit"], cfg["shm_size"]) == (2_000_000_000, 50, "512m")
     assert cfg["tmpfs"] == {"/tmp": "size=64m,mode=1777"}
     assert cfg["cap_drop"] == ["ALL"] and cfg["security_opt"][0] == "no-new-privileges"
     assert cfg["security_opt"][1].startswith("seccomp=")
-    assert cfg["mounts"][0]["Target"] == "/workspace" and cfg["mounts"][0]["Source"] == str((tmp_path / "ws").resolve())
+    assert cfg["mounts"][0]["Target"] == "/workspace" and cfg["mounts"][0]["Source"] == str(
+        (tmp_path / "ws").resolve()
+    )
     [request] = cfg["device_requests"]
     assert (request["DeviceIDs"], request["Capabilities"]) == (["0", "2"], [["gpu"]])
     assert cfg["labels"]["silva.managed"] == "1" and cfg["labels"]["silva.run"] == provider.options.run_id
     assert {u["Name"]: u["Hard"] for u in cfg["ulimits"]} == {"core": 0, "fsize": 3 * 2**20}
-    assert "device_requests" not in DockerSandbox(provider, tmp_path / "cpu", gpu_ids=()).container_config(["true"], Limits(), {})
+    assert "device_requests" not in DockerSandbox(provider, tmp_path / "cpu", gpu_ids=()).container_config(
+        ["true"], Limits(), {}
+    )
 
 
 @pytest.mark.docker
@@ -247,9 +283,19 @@ def test_docker_container_config_carries_every_isolation_setting(tmp_path: Path)
 def test_docker_sweeps_leaked_containers_but_not_live_ones(docker_provider: DockerProvider) -> None:
     client = docker_provider._connect()
     base = {"silva.managed": "1", "silva.run": "sweep-test"}
-    client.containers.create(docker_provider.options.image, ["true"], labels={**base, "silva.owner": f"{os.uname().nodename}:999999999:0"})
-    live = client.containers.create(docker_provider.options.image, ["true"], labels={**base, "silva.owner": _owner_id(1) or ""})
-    mine = client.containers.create(docker_provider.options.image, ["true"], labels={**base, "silva.owner": docker_provider.labels["silva.owner"]})
+    client.containers.create(
+        docker_provider.options.image,
+        ["true"],
+        labels={**base, "silva.owner": f"{os.uname().nodename}:999999999:0"},
+    )
+    live = client.containers.create(
+        docker_provider.options.image, ["true"], labels={**base, "silva.owner": _owner_id(1) or ""}
+    )
+    mine = client.containers.create(
+        docker_provider.options.image,
+        ["true"],
+        labels={**base, "silva.owner": docker_provider.labels["silva.owner"]},
+    )
     try:
         assert docker_provider.sweep(mine=False) == 1  # start-up sweep: the dead owner's container goes
         left = {c.id for c in client.containers.list(all=True, filters={"label": "silva.run=sweep-test"})}
@@ -263,9 +309,14 @@ def test_docker_sweeps_leaked_containers_but_not_live_ones(docker_provider: Dock
 
 @pytest.mark.docker
 @pytest.mark.timeout(300)
-def test_docker_exec_leaves_no_container_and_reports_cpu(docker_provider: DockerProvider, tmp_path: Path) -> None:
+def test_docker_exec_leaves_no_container_and_reports_cpu(
+    docker_provider: DockerProvider, tmp_path: Path
+) -> None:
     box = docker_provider.open(tmp_path / "ws")
-    r = box.exec([PY, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.5: pass"], limits=Limits(wall_s=60))
+    r = box.exec(
+        [PY, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.5: pass"],
+        limits=Limits(wall_s=60),
+    )
     assert r.exit_code == 0 and 1.0 <= r.cpu_s <= r.wall_s, r
     run = docker_provider.options.run_id
     assert docker_provider._connect().containers.list(all=True, filters={"label": f"silva.run={run}"}) == []

@@ -9,12 +9,12 @@ from typing import Any
 
 import yaml
 
+from engine.dispatch import RunOutcome
+from engine.journal import Journal
+from engine.llm.providers.scripted import ScriptedProvider
+from engine.node import NodeStatus
 from silva import lifecycle as run
 from silva.config import RunConfig, load_config
-from engine.dispatch import Outcome
-from engine.journal import Journal
-from engine.node import NodeStatus
-from engine.llm.providers.scripted import ScriptedProvider
 from tests.helpers import load_file, write_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,13 +26,17 @@ IDEA: dict[str, Any] = {
     "hypothesis": "Dropping the highest-loss samples and retraining a numpy logistic regression helps under 30% noise.",
     "experiments": ["baseline", "filtering", "ablations"],
     "risks": ["hard clean samples look noisy"],
-    "metrics": [{"name": "val_accuracy", "direction": "maximize", "primary": True},
-                {"name": "clean_fraction_kept", "direction": "maximize"}],
+    "metrics": [
+        {"name": "val_accuracy", "direction": "maximize", "primary": True},
+        {"name": "clean_fraction_kept", "direction": "maximize"},
+    ],
 }
 
 LLM: dict[str, Any] = {
     "providers": {"offline": {"kind": "scripted"}},
-    "models": {"sci": {"provider": "offline", "model": "scripted-scientist", "capabilities": {"vision": True}}},
+    "models": {
+        "sci": {"provider": "offline", "model": "scripted-scientist", "capabilities": {"vision": True}}
+    },
     "roles": {r: {"model": "sci", "max_tokens": 4096} for r in ("code", "feedback", "vision", "selection")},
 }
 
@@ -53,15 +57,21 @@ def idea_file(tmp: Path, name: str = "noise", **overrides: Any) -> Path:
     return path
 
 
-def agentic_config(tmp: Path, ideas: list[Path | dict[str, Any]] | None = None, **overrides: Any) -> RunConfig:
+def agentic_config(
+    tmp: Path, ideas: list[Path | dict[str, Any]] | None = None, **overrides: Any
+) -> RunConfig:
     """A small, fast LLM-mode config: in-process executor, no sandbox isolation, numpy experiments."""
     tmp.mkdir(parents=True, exist_ok=True)
     cfg: dict[str, Any] = {
         "name": "a",
         "output_dir": str(tmp / "runs"),
         "replicates": 2,
-        "stages": {"preliminary": {"max_nodes": 4}, "hyperparameter": {"max_nodes": 3},
-                   "agenda": {"max_nodes": 3}, "ablation": {"max_nodes": 2}},
+        "stages": {
+            "preliminary": {"max_nodes": 4},
+            "hyperparameter": {"max_nodes": 3},
+            "agenda": {"max_nodes": 3},
+            "ablation": {"max_nodes": 2},
+        },
         "search": {"num_drafts": 2, "debug_prob": 0.5},
         "budgets": {"wall_clock_s": 300, "node_timeout_s": 30},
         "executor": {"kind": "inprocess", "max_in_flight": 3},
@@ -79,7 +89,7 @@ def providers(fn: Any) -> dict[str, ScriptedProvider]:
     return {"offline": ScriptedProvider("offline", fn=fn)}
 
 
-def start(cfg: RunConfig, fn: Any, **kw: Any) -> tuple[Outcome, Journal]:
+def start(cfg: RunConfig, fn: Any, **kw: Any) -> tuple[RunOutcome, Journal]:
     run_dir, journal = run.create_run(cfg)
     outcome = run.execute(cfg, journal, providers=providers(fn), **kw)
     return outcome, Journal.open(run_dir)
@@ -87,5 +97,9 @@ def start(cfg: RunConfig, fn: Any, **kw: Any) -> tuple[Outcome, Journal]:
 
 def llm_nodes(j: Journal) -> list[Any]:
     """The search's nodes: speculative work discarded by its stage (docs/engine.md) left out."""
-    return [n for n in j if n.kind not in ("replication", "aggregation", "selection", "heldout")
-            and n.status != NodeStatus.DISCARDED]
+    return [
+        n
+        for n in j
+        if n.kind not in ("replication", "aggregation", "selection", "heldout")
+        and n.status != NodeStatus.DISCARDED
+    ]

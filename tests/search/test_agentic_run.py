@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import re
 import copy
 import json
+import re
 import threading
 
 import pytest
 
-from search.template_plan import PLAN
-
-STAGES = PLAN.names
 from engine.journal import Journal
 from engine.llm.ledger import summarize
 from engine.node import NodeStatus
-from search.operators.outcome import operator_outcome as op
+from search.agentic.operators.outcome import operator_outcome as op
+from search.template.plan import PLAN
 from tests.search.agentic_helpers import LLM, agentic_config, llm_nodes, providers, responder, start
+
+STAGES = PLAN.names
 
 
 def first_agenda_improve() -> object:
@@ -37,10 +37,12 @@ def first_agenda_improve() -> object:
 @pytest.mark.timeout(240)
 def test_four_stages_with_bug_timeout_and_rejected_plots(tmp_path) -> None:  # type: ignore[no-untyped-def]
     cfg = agentic_config(
-        tmp_path, search={"num_drafts": 2, "debug_prob": 1.0, "max_debug_depth": 2},
+        tmp_path,
+        search={"num_drafts": 2, "debug_prob": 1.0, "max_debug_depth": 2},
         # 15 s bounds the timed-out draft and each plot script (matplotlib's import alone takes
         # seconds on a loaded machine: a tighter bound rejected good figures as unrendered).
-        budgets={"node_timeout_s": 15}, executor={"kind": "inprocess", "max_in_flight": 2},
+        budgets={"node_timeout_s": 15},
+        executor={"kind": "inprocess", "max_in_flight": 2},
         # Two slots and four agenda nodes: by the fourth, the rejected node is in and gets its debug.
         stages={"agenda": {"max_nodes": 4}},
     )
@@ -91,7 +93,11 @@ def test_four_stages_with_bug_timeout_and_rejected_plots(tmp_path) -> None:  # t
         assert len(searched) <= cfg.stages[stage].max_nodes  # type: ignore[index]
 
     # Hyperparameter settings and ablations are never repeated.
-    settings = [json.dumps(op(n).hyperparameters, sort_keys=True) for n in j.in_stage("hyperparameter", "hyperparameter") if op(n).hyperparameters]
+    settings = [
+        json.dumps(op(n).hyperparameters, sort_keys=True)
+        for n in j.in_stage("hyperparameter", "hyperparameter")
+        if op(n).hyperparameters
+    ]
     assert settings and len(settings) == len(set(settings))
     ablations = [op(n).ablation for n in j.in_stage("ablation", "ablation")]
     assert ablations and len(ablations) == len(set(ablations))
@@ -123,16 +129,25 @@ def test_preliminary_without_good_node_stops_with_reason(tmp_path) -> None:  # t
     cfg = agentic_config(tmp_path, stages={"preliminary": {"max_nodes": 2}}, search={"max_debug_depth": 0})
     outcome, j = start(cfg, responder(bugs={"n0000": "name_error", "n0001": "name_error"}, plots=False))
     assert outcome.status == "finished"
-    assert outcome.message == "stopped: stage preliminary found no good node in 2 node(s) (node budget of 2 used)"
+    assert (
+        outcome.message
+        == "stopped: stage preliminary found no good node in 2 node(s) (node budget of 2 used)"
+    )
     assert len(j.nodes) == 2 and ("noise", "hyperparameter") not in j.stage_started
 
 
 @pytest.mark.parametrize("policy", ["best_first", "greedy", "mcts", "evolutionary"])
 def test_every_policy_runs(tmp_path, policy: str) -> None:  # type: ignore[no-untyped-def]
     cfg = agentic_config(
-        tmp_path, replicates=1, search={"policy": policy, "num_drafts": 2, "crossover_rate": 1.0},
-        stages={"preliminary": {"max_nodes": 3}, "hyperparameter": {"max_nodes": 3},
-                "agenda": {"max_nodes": 4}, "ablation": {"max_nodes": 2}},
+        tmp_path,
+        replicates=1,
+        search={"policy": policy, "num_drafts": 2, "crossover_rate": 1.0},
+        stages={
+            "preliminary": {"max_nodes": 3},
+            "hyperparameter": {"max_nodes": 3},
+            "agenda": {"max_nodes": 4},
+            "ablation": {"max_nodes": 2},
+        },
     )
     outcome, j = start(cfg, responder(bugs={"n0000": "name_error"}, plots=False))
     assert outcome.status == "finished" and outcome.message == "all four stages complete"
@@ -182,7 +197,10 @@ def test_resume_mid_stage_continues_the_same_tree(tmp_path) -> None:  # type: ig
     before = Journal.open(run_dir)
     done_before = {n.id: n.attempts for n in before if n.is_finished}
     cancelled = [n.id for n in before if not n.is_finished]
-    assert ("noise", "hyperparameter") in before.stage_started and ("noise", "hyperparameter") not in before.stage_ended
+    assert ("noise", "hyperparameter") in before.stage_started and (
+        "noise",
+        "hyperparameter",
+    ) not in before.stage_ended
 
     # Resume as `silva resume` does (open the run from its directory), with the same provider.
     cfg2, journal2 = run.open_run(run_dir)
@@ -201,9 +219,13 @@ def test_resume_mid_stage_continues_the_same_tree(tmp_path) -> None:  # type: ig
 
 
 def test_tuning_ends_when_the_llm_judges_it_converged(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    cfg = agentic_config(tmp_path, replicates=1, search={"min_tuning_nodes": 2},
-                         stages={"hyperparameter": {"max_nodes": 8}, "agenda": {"max_nodes": 1}, "ablation": {"max_nodes": 1}},
-                         executor={"kind": "inprocess", "max_in_flight": 2})
+    cfg = agentic_config(
+        tmp_path,
+        replicates=1,
+        search={"min_tuning_nodes": 2},
+        stages={"hyperparameter": {"max_nodes": 8}, "agenda": {"max_nodes": 1}, "ablation": {"max_nodes": 1}},
+        executor={"kind": "inprocess", "max_in_flight": 2},
+    )
     outcome, j = start(cfg, responder(plots=False))  # judges "converged" once 3 settings are in
     assert outcome.status == "finished"
     ended = j.stage_ended[("noise", "hyperparameter")]["reason"]
@@ -216,13 +238,22 @@ def test_tuning_ends_when_the_llm_judges_it_converged(tmp_path) -> None:  # type
 def test_ablation_stage_ends_when_the_model_has_no_new_ablation(tmp_path) -> None:  # type: ignore[no-untyped-def]
     # The scripted scientist knows three ablations; a stage budget of eight would otherwise pay
     # three re-asks for each of five proposals that can only repeat one.
-    cfg = agentic_config(tmp_path, replicates=1,
-                         stages={"hyperparameter": {"max_nodes": 1}, "agenda": {"max_nodes": 1}, "ablation": {"max_nodes": 8}},
-                         executor={"kind": "inprocess", "max_in_flight": 1})
+    cfg = agentic_config(
+        tmp_path,
+        replicates=1,
+        stages={"hyperparameter": {"max_nodes": 1}, "agenda": {"max_nodes": 1}, "ablation": {"max_nodes": 8}},
+        executor={"kind": "inprocess", "max_in_flight": 1},
+    )
     outcome, j = start(cfg, responder(plots=False))
     assert outcome.status == "finished"
     ablations = j.in_stage("ablation", "ablation")
-    assert {op(n).ablation for n in ablations if n.status.value == "good"} == {"no_standardize", "random_filter", "no_filtering"}
+    assert {op(n).ablation for n in ablations if n.status.value == "good"} == {
+        "no_standardize",
+        "random_filter",
+        "no_filtering",
+    }
     spent = [n for n in ablations if op(n).exhausted]
     assert len(spent) == 1 and len(ablations) == 4  # the fourth named a listed one: the search ended there
-    assert j.stage_ended[("noise", "ablation")]["reason"].startswith(f"no new ablation left: at {spent[0].id}")
+    assert j.stage_ended[("noise", "ablation")]["reason"].startswith(
+        f"no new ablation left: at {spent[0].id}"
+    )

@@ -9,11 +9,11 @@ from engine.executor import Job
 from engine.journal import Journal
 from engine.llm.ledger import summarize
 from engine.node import Node, NodeStatus
+from search.agentic.operators.outcome import operator_outcome
 from search.allocation import Allocation, IdeaInfo
 from search.config import AllocationConfig, IdeaBudgets
 from search.forest import Forest
-from search.template_plan import PLAN
-from search.operators.outcome import operator_outcome
+from search.template.plan import PLAN
 from tests.search.agentic_helpers import agentic_config, idea_file, llm_nodes, responder, start
 
 STAGES = PLAN.names
@@ -21,9 +21,15 @@ STAGES = PLAN.names
 
 def test_two_ideas_grow_concurrently_within_their_budgets(tmp_path: Path) -> None:
     a = idea_file(tmp_path, "sym")
-    b = idea_file(tmp_path, "asym", hypothesis="Under asymmetric noise a numpy logistic regression learns the flips.")
-    cfg = agentic_config(tmp_path, ideas=[a, {"path": b, "max_nodes": 6}], replicates=1,
-                         executor={"kind": "inprocess", "max_in_flight": 4})
+    b = idea_file(
+        tmp_path, "asym", hypothesis="Under asymmetric noise a numpy logistic regression learns the flips."
+    )
+    cfg = agentic_config(
+        tmp_path,
+        ideas=[a, {"path": b, "max_nodes": 6}],
+        replicates=1,
+        executor={"kind": "inprocess", "max_in_flight": 4},
+    )
     outcome, j = start(cfg, responder(plots=False))
     assert outcome.status == "finished"
     assert outcome.message == "sym: all four stages complete; asym: idea asym: node budget of 6 used up"
@@ -45,7 +51,9 @@ def test_heldout_selection_uses_data_the_search_never_saw(tmp_path: Path) -> Non
     (tmp_path / "train.csv").write_text("x,y\n1,0\n")
     (tmp_path / "test.csv").write_text("x,y\n2,1\n")
     idea = idea_file(tmp_path, datasets=["train.csv"], heldout_data=["test.csv"])
-    cfg = agentic_config(tmp_path, idea=str(idea), replicates=1, search={"heldout": True, "heldout_candidates": 2})
+    cfg = agentic_config(
+        tmp_path, idea=str(idea), replicates=1, search={"heldout": True, "heldout_candidates": 2}
+    )
     outcome, j = start(cfg, responder(plots=False))
     assert outcome.status == "finished" and "held-out choice" in outcome.message
     run_dir = j.log.path.parent
@@ -71,15 +79,32 @@ def test_agentic_forest_holds_ideas_at_rungs_and_extends_the_promoted_one(tmp_pa
     holds one search node until the first rung, the two ideas not in the top third stop there,
     and the budget they return extends the promoted idea's agenda stage (IdeaTree reads
     Allocation.max_nodes through TreeSettings, as the template forest does)."""
-    ideas = [idea_file(tmp_path, "sym"),
-             idea_file(tmp_path, "asym", hypothesis="Under asymmetric noise a numpy logistic regression learns the flips."),
-             idea_file(tmp_path, "third", hypothesis="Label smoothing helps a numpy logistic regression under 30% noise.")]
-    stages = {"preliminary": {"max_nodes": 2}, "hyperparameter": {"max_nodes": 1}, "agenda": {"max_nodes": 3},
-              "ablation": {"max_nodes": 1}}
-    cfg = agentic_config(tmp_path, ideas=ideas, replicates=1, stages=stages,
-                         allocation={"policy": "successive_halving", "rungs": "geometric"},
-                         budgets={"wall_clock_s": 300, "node_timeout_s": 30, "gpu_hours": 1.0},
-                         resources={"default": {"num_cpus": 1, "num_gpus": 0.25}})
+    ideas = [
+        idea_file(tmp_path, "sym"),
+        idea_file(
+            tmp_path,
+            "asym",
+            hypothesis="Under asymmetric noise a numpy logistic regression learns the flips.",
+        ),
+        idea_file(
+            tmp_path, "third", hypothesis="Label smoothing helps a numpy logistic regression under 30% noise."
+        ),
+    ]
+    stages = {
+        "preliminary": {"max_nodes": 2},
+        "hyperparameter": {"max_nodes": 1},
+        "agenda": {"max_nodes": 3},
+        "ablation": {"max_nodes": 1},
+    }
+    cfg = agentic_config(
+        tmp_path,
+        ideas=ideas,
+        replicates=1,
+        stages=stages,
+        allocation={"policy": "successive_halving", "rungs": "geometric"},
+        budgets={"wall_clock_s": 300, "node_timeout_s": 30, "gpu_hours": 1.0},
+        resources={"default": {"num_cpus": 1, "num_gpus": 0.25}},
+    )
     outcome, j = start(cfg, responder(plots=False))
     assert outcome.status == "finished"
     events = [e for e in j.log.events if e["type"] == "allocation"]
@@ -92,7 +117,13 @@ def test_agentic_forest_holds_ideas_at_rungs_and_extends_the_promoted_one(tmp_pa
     assert extended["idea"] == winner and extended["stage"] == "agenda" and extended["max_nodes"] > 3
 
     def searched(idea: str) -> int:
-        return len([n for n in j.in_stage("agenda", idea=idea) if n.kind not in ("replication", "aggregation", "selection")])
+        return len(
+            [
+                n
+                for n in j.in_stage("agenda", idea=idea)
+                if n.kind not in ("replication", "aggregation", "selection")
+            ]
+        )
 
     assert searched(winner) == extended["max_nodes"]
     assert all(searched(i) == 1 for i in decided if i != winner)
@@ -136,6 +167,8 @@ def test_fair_shares_scale_to_the_look_ahead(tmp_path: Path) -> None:
 
 
 def test_fair_shares_without_look_ahead_are_of_the_slots(tmp_path: Path) -> None:
-    assert Counter(n.idea for n in fair_forest(tmp_path / "a", [0, 0, 0, 0]).propose(4)) == {f"i{k}": 1 for k in range(4)}
+    assert Counter(n.idea for n in fair_forest(tmp_path / "a", [0, 0, 0, 0]).propose(4)) == {
+        f"i{k}": 1 for k in range(4)
+    }
     # Two ideas hold a slot each; the two free slots go to the two with nothing in flight.
     assert Counter(n.idea for n in fair_forest(tmp_path / "b", [1, 0, 1, 0]).propose(2)) == {"i1": 1, "i3": 1}

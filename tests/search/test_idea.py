@@ -8,38 +8,58 @@ from pathlib import Path
 import pytest
 import yaml
 
-from silva import lifecycle as run
-from silva.config import load_config
 from engine.errors import ConfigError
 from search.idea import load_idea
+from silva import lifecycle as run
+from silva.config import load_config
 from tests.search.agentic_helpers import IDEA, LLM, agentic_config, idea_file
 
 
 def test_yaml_idea_with_defaults(tmp_path: Path) -> None:
-    idea = load_idea(idea_file(tmp_path, metrics=[{"name": "loss", "direction": "minimize"}, {"name": "acc"}]))
+    idea = load_idea(
+        idea_file(tmp_path, metrics=[{"name": "loss", "direction": "minimize"}, {"name": "acc"}])
+    )
     assert idea.name == "noise" and idea.primary.name == "loss"  # the first metric is primary by default
     assert "Planned experiments:\n- baseline" in idea.describe()
 
 
 def test_ai_scientist_json_keys_are_accepted(tmp_path: Path) -> None:
     path = tmp_path / "idea.json"
-    path.write_text(json.dumps({
-        "Name": "rff_digits", "Title": "Random features", "Short Hypothesis": "RFF help.",
-        "Abstract": "...", "Experiments": "one paragraph of experiments",
-        "Risk Factors and Limitations": ["overfitting"], "metrics": [{"name": "acc"}],
-    }))
+    path.write_text(
+        json.dumps(
+            {
+                "Name": "rff_digits",
+                "Title": "Random features",
+                "Short Hypothesis": "RFF help.",
+                "Abstract": "...",
+                "Experiments": "one paragraph of experiments",
+                "Risk Factors and Limitations": ["overfitting"],
+                "metrics": [{"name": "acc"}],
+            }
+        )
+    )
     idea = load_idea(path)
-    assert (idea.name, idea.hypothesis, idea.experiments) == ("rff_digits", "RFF help.", ["one paragraph of experiments"])
+    assert (idea.name, idea.hypothesis, idea.experiments) == (
+        "rff_digits",
+        "RFF help.",
+        ["one paragraph of experiments"],
+    )
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    ({k: v for k, v in IDEA.items() if k != "metrics"}, "metrics: Field required"),
-    ({**IDEA, "metrics": [{"name": "a", "primary": True}, {"name": "b", "primary": True}]}, "at most one metric"),
-    ({**IDEA, "title": ""}, "title = ''"),
-    ({**IDEA, "datasets": ["missing.csv"]}, "datasets.0"),
-    ({**IDEA, "colour": "red"}, "colour = 'red': unknown field"),
-    ([IDEA, IDEA], "one idea per file"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ({k: v for k, v in IDEA.items() if k != "metrics"}, "metrics: Field required"),
+        (
+            {**IDEA, "metrics": [{"name": "a", "primary": True}, {"name": "b", "primary": True}]},
+            "at most one metric",
+        ),
+        ({**IDEA, "title": ""}, "title = ''"),
+        ({**IDEA, "datasets": ["missing.csv"]}, "datasets.0"),
+        ({**IDEA, "colour": "red"}, "colour = 'red': unknown field"),
+        ([IDEA, IDEA], "one idea per file"),
+    ],
+)
 def test_bad_ideas_say_what_and_where(tmp_path: Path, content: object, message: str) -> None:
     path = tmp_path / "idea.yaml"
     path.write_text(yaml.safe_dump(content))
@@ -67,7 +87,12 @@ def test_config_idea_mode_needs_llm_and_one_source(tmp_path: Path) -> None:
         load_config(write(tmp_path, {"name": "x", "idea": idea}))
     with pytest.raises(ConfigError, match="exactly one of"):
         load_config(write(tmp_path, {"name": "x", "idea": idea, "ideas": [idea], "llm": LLM}))
-    cfg = load_config(write(tmp_path, {"name": "x", "ideas": ["noise.yaml", {"path": "noise.yaml", "max_nodes": 5}], "llm": LLM}))
+    cfg = load_config(
+        write(
+            tmp_path,
+            {"name": "x", "ideas": ["noise.yaml", {"path": "noise.yaml", "max_nodes": 5}], "llm": LLM},
+        )
+    )
     assert [s.max_nodes for s in cfg.idea_sources()] == [None, 5]
     assert all(s.path == tmp_path / "noise.yaml" for s in cfg.idea_sources())
     with pytest.raises(ConfigError, match="ideas.0.path"):

@@ -15,11 +15,11 @@ from engine.llm.providers.base import ProviderCall
 from engine.llm.providers.scripted import ScriptedProvider
 from engine.node import AttemptResult, MetricSpec
 from sandbox.base import Limits
-from search.operators.claims import ClaimBook
-from search.operators.diff import DiffError, apply_unified_diff
-from search.operators.job import OperatorJob
-from search.operators.outcome import OperatorOutcome
-from search.operators.schemas import Proposal, accept
+from search.agentic.operators.claims import ClaimBook
+from search.agentic.operators.diff import DiffError, apply_unified_diff
+from search.agentic.operators.job import OperatorJob
+from search.agentic.operators.outcome import OperatorOutcome
+from search.agentic.operators.schemas import Proposal, accept
 from tests.search.agentic_helpers import LLM
 
 PARENT = "import json\nx = 1\n\nprint(x)\njson.dump({'metrics': {'acc': x / 2}}, open('results.json', 'w'))\n"
@@ -53,16 +53,33 @@ def test_claims_let_one_node_win_a_setting(tmp_path: Path) -> None:
     assert book.tried() == [("n0001", '{"lr": 0.1}')]
 
 
-def run_job(tmp: Path, answer: Callable[[ProviderCall], str], *, dollars: float | None = None,
-            price: float = 0.0, **kw: Any) -> tuple[AttemptResult, ScriptedProvider]:
+def run_job(
+    tmp: Path,
+    answer: Callable[[ProviderCall], str],
+    *,
+    dollars: float | None = None,
+    price: float = 0.0,
+    **kw: Any,
+) -> tuple[AttemptResult, ScriptedProvider]:
     llm = json.loads(json.dumps(LLM))
     llm["models"]["sci"]["price"] = {"input": price, "output": price}
     provider = ScriptedProvider("offline", fn=answer)
     gateway = build_gateway(LLMConfig.model_validate(llm), tmp, dollars, {}, providers={"offline": provider})
     fields: dict[str, Any] = dict(
-        node_id="n0001", attempt=1, run_dir=tmp, idea="idea", stage="preliminary", operator="improve",
-        metrics=[MetricSpec(name="acc", primary=True)], limits=Limits(wall_s=20), plot_limits=Limits(wall_s=20),
-        sandbox="none", python=sys.executable, seed=0, llm=gateway.client(), prompt="[silva] operator=improve",
+        node_id="n0001",
+        attempt=1,
+        run_dir=tmp,
+        idea="idea",
+        stage="preliminary",
+        operator="improve",
+        metrics=[MetricSpec(name="acc", primary=True)],
+        limits=Limits(wall_s=20),
+        plot_limits=Limits(wall_s=20),
+        sandbox="none",
+        python=sys.executable,
+        seed=0,
+        llm=gateway.client(),
+        prompt="[silva] operator=improve",
         parent_code=PARENT,
     )
     try:
@@ -170,18 +187,29 @@ def test_naming_only_listed_settings_marks_the_node_exhausted_and_a_race_does_no
 def test_heldout_reruns_see_the_heldout_split_and_data(tmp_path: Path) -> None:
     data = tmp_path / "test.csv"
     data.write_text("1,2\n")
-    code = ("import json, os\np = json.load(open('silva_params.json'))\n"
-            "json.dump({'metrics': {'acc': float(p['split'] == 'heldout' and os.path.exists('data/heldout/test.csv'))}},"
-            " open('results.json', 'w'))\n")
-    r, provider = run_job(tmp_path, scripted({}), operator="heldout", llm=None, parent_code=code, split="heldout",
-                          data={"data/heldout/test.csv": data})
+    code = (
+        "import json, os\np = json.load(open('silva_params.json'))\n"
+        "json.dump({'metrics': {'acc': float(p['split'] == 'heldout' and os.path.exists('data/heldout/test.csv'))}},"
+        " open('results.json', 'w'))\n"
+    )
+    r, provider = run_job(
+        tmp_path,
+        scripted({}),
+        operator="heldout",
+        llm=None,
+        parent_code=code,
+        split="heldout",
+        data={"data/heldout/test.csv": data},
+    )
     assert r.status == "good" and r.metrics[0].value == 1.0 and provider.calls == []
 
 
 def test_declared_artifacts_outside_the_workspace_are_not_kept(tmp_path: Path) -> None:
     (tmp_path / "secret.txt").write_text("x")
-    code = ("import json\nopen('curve.csv', 'w').write('1')\njson.dump({'metrics': {'acc': 1.0}, "
-            "'artifacts': ['curve.csv', '../../../secret.txt', '/etc/passwd']}, open('results.json', 'w'))\n")
+    code = (
+        "import json\nopen('curve.csv', 'w').write('1')\njson.dump({'metrics': {'acc': 1.0}, "
+        "'artifacts': ['curve.csv', '../../../secret.txt', '/etc/passwd']}, open('results.json', 'w'))\n"
+    )
     r, _ = run_job(tmp_path, scripted({"plan": "p", "code": code}))
     assert r.status == "good"
     assert sorted(Path(a).name for a in r.artifacts) == ["curve.csv", "experiment.py", "results.json"]

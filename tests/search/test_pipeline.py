@@ -12,22 +12,26 @@ from typing import Any
 
 import pytest
 
+from engine.blobs import is_ref
 from engine.config import Resources
 from engine.executor import Handle, InProcessExecutor, Job, JobDone, step_of
-from engine.blobs import is_ref
 from engine.journal import Journal
 from engine.llm.ledger import LEDGER_FILE, read_records
 from engine.node import AttemptResult, ExecSummary, MetricValue, Node, StepResult
-from search.agentic import AgenticSearch
+from search.agentic.operators.claims import ClaimBook
+from search.agentic.operators.frozen import PROMPTS_DIR, Asked
+from search.agentic.operators.job import Proposed, Ran
+from search.agentic.strategy import AgenticSearch
 from search.idea import load_idea
-from search.operators.claims import ClaimBook
-from search.operators.frozen import PROMPTS_DIR, Asked
-from search.operators.job import Proposed, Ran
 from silva import lifecycle
 from tests.search.agentic_helpers import agentic_config, llm_nodes, providers, responder
 
-SMALL = {"preliminary": {"max_nodes": 2}, "hyperparameter": {"max_nodes": 2},
-         "agenda": {"max_nodes": 2}, "ablation": {"max_nodes": 1}}
+SMALL = {
+    "preliminary": {"max_nodes": 2},
+    "hyperparameter": {"max_nodes": 2},
+    "agenda": {"max_nodes": 2},
+    "ablation": {"max_nodes": 1},
+}
 
 
 class Killed(BaseException):
@@ -62,8 +66,15 @@ class Recording:
 
 
 def config(tmp: Path, **overrides: Any) -> Any:
-    return agentic_config(tmp, **{"replicates": 1, "stages": SMALL, "resources": {"default": {"num_cpus": 1, "num_gpus": 1}},
-                                  **overrides})
+    return agentic_config(
+        tmp,
+        **{
+            "replicates": 1,
+            "stages": SMALL,
+            "resources": {"default": {"num_cpus": 1, "num_gpus": 1}},
+            **overrides,
+        },
+    )
 
 
 def test_only_the_run_step_holds_the_gpu_and_no_llm_call_happens_during_it(tmp_path: Path) -> None:
@@ -89,10 +100,15 @@ def test_only_the_run_step_holds_the_gpu_and_no_llm_call_happens_during_it(tmp_p
         elif e["type"] == "step_finished" and e["step"] == "run":
             held[e["node_id"]] = (held[e["node_id"]][0], e["ts"])
     # Every run step ended, but those of speculative nodes discarded while they ran (cancelled).
-    assert held and all(end < float("inf") for node, (_, end) in held.items() if j.nodes[node].status.value != "discarded")
+    assert held and all(
+        end < float("inf") for node, (_, end) in held.items() if j.nodes[node].status.value != "discarded"
+    )
     # A proposal's code is a payload: a blob reference in the event, the text on the node.
-    think = next(e for e in j.log.events if e["type"] == "step_finished" and e["step"] == "think"
-                 and len(j.nodes[e["node_id"]].code) >= 512)
+    think = next(
+        e
+        for e in j.log.events
+        if e["type"] == "step_finished" and e["step"] == "think" and len(j.nodes[e["node_id"]].code) >= 512
+    )
     assert is_ref(think["result"]["outcome"]["code"])
     assert j.nodes[think["node_id"]].steps["think"].code == j.nodes[think["node_id"]].code  # type: ignore[union-attr]
     calls = [r for r in read_records(run_dir / LEDGER_FILE) if r.node_id in held]
@@ -106,16 +122,21 @@ def test_pipelined_and_single_job_runs_grow_the_same_tree(tmp_path: Path) -> Non
     """Without look-ahead the pipeline proposes exactly when the single-job loop does."""
     trees = []
     for pipeline in (True, False):
-        cfg = config(tmp_path / str(pipeline), search={"pipeline": pipeline},
-                     executor={"kind": "inprocess", "max_in_flight": 1, "lookahead": 0})  # deterministic order
+        cfg = config(
+            tmp_path / str(pipeline),
+            search={"pipeline": pipeline},
+            executor={"kind": "inprocess", "max_in_flight": 1, "lookahead": 0},
+        )  # deterministic order
         run_dir, journal = lifecycle.create_run(cfg)
         outcome = lifecycle.execute(cfg, journal, providers=providers(responder(plots=False)))
         assert outcome.status == "finished", outcome.message
         j = Journal.open(run_dir, read_only=True)
-        trees.append((
-            sorted((n.stage, n.kind, n.parent_id or "", n.status.value) for n in llm_nodes(j)),
-            {stage: (j.nodes[e["node_id"]].kind, e["value"]) for (_, stage), e in j.stage_best.items()},
-        ))
+        trees.append(
+            (
+                sorted((n.stage, n.kind, n.parent_id or "", n.status.value) for n in llm_nodes(j)),
+                {stage: (j.nodes[e["node_id"]].kind, e["value"]) for (_, stage), e in j.stage_best.items()},
+            )
+        )
     assert trees[0] == trees[1]
 
 
@@ -137,7 +158,9 @@ def test_a_driver_killed_in_any_step_resumes_and_pays_nothing_twice(tmp_path: Pa
     after = Journal.open(run_dir, read_only=True)
     for node_id, dumped in done.items():
         assert after.nodes[node_id].model_dump() == dumped  # finished nodes are never re-run
-    finished_steps = Counter((e["node_id"], e["step"]) for e in after.log.events if e["type"] == "step_finished")
+    finished_steps = Counter(
+        (e["node_id"], e["step"]) for e in after.log.events if e["type"] == "step_finished"
+    )
     assert max(finished_steps.values()) == 1  # no step of a node is done twice
     records = read_records(run_dir / LEDGER_FILE)
     # A stage's selection, and the judgement of a node that could be its best, are sent twice at
@@ -156,8 +179,12 @@ def test_a_rebuilt_think_asks_exactly_what_its_first_build_asked(tmp_path: Path)
     run_dir, journal = lifecycle.create_run(cfg)
     idea = load_idea(cfg.idea)
     root = journal.add_node(Node(stage="preliminary", kind="draft", idea=idea.name, code="print(1)\n"))
-    a, b = (journal.add_node(Node(parent_id=root.id, stage="hyperparameter", kind="hyperparameter", idea=idea.name))
-            for _ in range(2))
+    a, b = (
+        journal.add_node(
+            Node(parent_id=root.id, stage="hyperparameter", kind="hyperparameter", idea=idea.name)
+        )
+        for _ in range(2)
+    )
     first = AgenticSearch(cfg, journal, idea, None, vision=False).job_for(a, 1)  # type: ignore[arg-type]
     assert "Already tried settings (do not repeat): none yet" in first.prompt
     assert "this is number 1 of 2" in first.prompt  # b is being written beside it
@@ -169,7 +196,9 @@ def test_a_rebuilt_think_asks_exactly_what_its_first_build_asked(tmp_path: Path)
     kept = Asked.model_validate_json((run_dir / PROMPTS_DIR / f"{a.id}.think.json").read_text())
     assert kept.prompt == first.prompt
     # A node built now sees the claim: the kept prompt was not simply rebuilt.
-    c = journal.add_node(Node(parent_id=root.id, stage="hyperparameter", kind="hyperparameter", idea=idea.name))
+    c = journal.add_node(
+        Node(parent_id=root.id, stage="hyperparameter", kind="hyperparameter", idea=idea.name)
+    )
     fresh = AgenticSearch(cfg, journal, idea, None, vision=False).job_for(c, 1)  # type: ignore[arg-type]
     assert 'Already tried settings (do not repeat): {"lr": 0.1}' in fresh.prompt
     assert "this is number 2 of 2" in fresh.prompt  # a has no claim yet: it is still being written
@@ -177,34 +206,48 @@ def test_a_rebuilt_think_asks_exactly_what_its_first_build_asked(tmp_path: Path)
 
 def test_parallel_proposals_take_distinct_settings_without_paying_re_asks(tmp_path: Path) -> None:
     stages = {**SMALL, "hyperparameter": {"max_nodes": 4}}
-    cfg = config(tmp_path, stages=stages, executor={"kind": "inprocess", "max_in_flight": 4, "lookahead": 0},
-                 search={"speculate": False})
+    cfg = config(
+        tmp_path,
+        stages=stages,
+        executor={"kind": "inprocess", "max_in_flight": 4, "lookahead": 0},
+        search={"speculate": False},
+    )
     run_dir, journal = lifecycle.create_run(cfg)
     outcome = lifecycle.execute(cfg, journal, providers=providers(responder(plots=False)))
     assert outcome.status == "finished", outcome.message
     j = Journal.open(run_dir, read_only=True)
     tuned = [n for n in llm_nodes(j) if n.kind == "hyperparameter"]
-    places = [Asked.model_validate_json((run_dir / PROMPTS_DIR / f"{n.id}.think.json").read_text()).prompt for n in tuned]
+    places = [
+        Asked.model_validate_json((run_dir / PROMPTS_DIR / f"{n.id}.think.json").read_text()).prompt
+        for n in tuned
+    ]
     assert any("this is number 2 of" in p for p in places)  # several were written at once
     code_calls = Counter(r.node_id for r in read_records(run_dir / LEDGER_FILE) if r.role == "code")
     assert [code_calls[n.id] for n in tuned] == [1] * len(tuned)  # none raced for a setting
     # Only a tuning run's judgement is shown the tuning so far, and that view is kept too.
-    assert {p.name.split(".")[0] for p in (run_dir / PROMPTS_DIR).glob("*.judge.json")} == {n.id for n in tuned}
+    assert {p.name.split(".")[0] for p in (run_dir / PROMPTS_DIR).glob("*.judge.json")} == {
+        n.id for n in tuned
+    }
 
 
 @pytest.mark.parametrize("pipeline", [True, False])
-def test_an_early_end_discards_proposals_whose_experiment_has_not_started(tmp_path: Path, pipeline: bool) -> None:
+def test_an_early_end_discards_proposals_whose_experiment_has_not_started(
+    tmp_path: Path, pipeline: bool
+) -> None:
     """Stage 1 ends at its first good node; look-ahead proposals still thinking or waiting for a
     slot are discarded (their calls cancelled), not awaited. Experiments under way are awaited."""
     cfg = config(tmp_path, search={"pipeline": pipeline})
     run_dir, journal = lifecycle.create_run(cfg)
     idea = load_idea(cfg.idea)
     good, thinking, queued, running, judging, unstarted = (
-        journal.add_node(Node(stage="preliminary", kind="draft", idea=idea.name)) for _ in range(6))
+        journal.add_node(Node(stage="preliminary", kind="draft", idea=idea.name)) for _ in range(6)
+    )
     now = time.time()
 
     def step(node: Node, name: str, outcome: Any) -> None:
-        journal.step_finished(node.id, 1, StepResult(step=name, started_at=now, finished_at=now, outcome=outcome))
+        journal.step_finished(
+            node.id, 1, StepResult(step=name, started_at=now, finished_at=now, outcome=outcome)
+        )
 
     for n in (good, thinking, queued, running, judging):
         journal.attempt_started(n.id, 1, "think" if pipeline else "")
@@ -235,15 +278,36 @@ def test_a_judgement_the_decision_waits_for_is_a_blocking_call(tmp_path: Path) -
     def ran(value: float | None, problem: str = "") -> Node:
         n = journal.add_node(Node(stage="preliminary", kind="draft", idea=idea.name))
         journal.attempt_started(n.id, 1, "think")
-        for name, outcome in (("think", Proposed(code="print(1)\n")), ("run", Ran(
-                workspace="w", execution=ExecSummary(exit_code=0), run_problem=problem,
-                metrics=[] if value is None else [MetricValue(name="val_accuracy", value=value, direction="maximize")]))):
-            journal.step_finished(n.id, 1, StepResult(step=name, started_at=now, finished_at=now, outcome=outcome))
+        for name, outcome in (
+            ("think", Proposed(code="print(1)\n")),
+            (
+                "run",
+                Ran(
+                    workspace="w",
+                    execution=ExecSummary(exit_code=0),
+                    run_problem=problem,
+                    metrics=[]
+                    if value is None
+                    else [MetricValue(name="val_accuracy", value=value, direction="maximize")],
+                ),
+            ),
+        ):
+            journal.step_finished(
+                n.id, 1, StepResult(step=name, started_at=now, finished_at=now, outcome=outcome)
+            )
         return n
 
     first = ran(0.5)
     assert search.job_for(first, 1).blocking  # nothing finished yet: it could be the best
-    journal.attempt_finished(first.id, 1, AttemptResult(status="good", started_at=now, finished_at=now, metrics=[
-        MetricValue(name="val_accuracy", value=0.5, direction="maximize")]))
+    journal.attempt_finished(
+        first.id,
+        1,
+        AttemptResult(
+            status="good",
+            started_at=now,
+            finished_at=now,
+            metrics=[MetricValue(name="val_accuracy", value=0.5, direction="maximize")],
+        ),
+    )
     better, tie, worse, failed = ran(0.6), ran(0.5), ran(0.4), ran(None, problem="exit code 1")
     assert [search.job_for(n, 1).blocking for n in (better, tie, worse, failed)] == [True, True, False, False]

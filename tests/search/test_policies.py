@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from search.config import SearchConfig
 from engine.journal import Journal
 from engine.node import AttemptResult, MetricSpec, MetricValue, Node, Origin
+from search.config import SearchConfig
 from search.policies import get_policy
 from search.tree import StageView
 
@@ -18,9 +18,26 @@ class Tree:
         self.j = Journal.open(tmp)
         self.j.record("run_started", config={}, metrics=[SPEC.model_dump()])
 
-    def add(self, kind: str, parent: Node | None = None, acc: float | None = None, *, stage: str = "agenda",
-            status: str = "good", running: bool = False, island: int | None = None) -> Node:
-        node = self.j.add_node(Node(parent_id=parent.id if parent else None, stage=stage, kind=kind, code="code", origin=Origin(island=island)))
+    def add(
+        self,
+        kind: str,
+        parent: Node | None = None,
+        acc: float | None = None,
+        *,
+        stage: str = "agenda",
+        status: str = "good",
+        running: bool = False,
+        island: int | None = None,
+    ) -> Node:
+        node = self.j.add_node(
+            Node(
+                parent_id=parent.id if parent else None,
+                stage=stage,
+                kind=kind,
+                code="code",
+                origin=Origin(island=island),
+            )
+        )
         self.j.attempt_started(node.id, 1)
         if not running:
             metrics = [MetricValue(name="acc", value=acc, direction="maximize")] if acc is not None else []
@@ -82,7 +99,9 @@ def test_mcts_descends_by_uct_and_virtual_loss_moves_the_next_choice(tmp_path: P
     assert parents(out) == [a.id, c.id]
     assert parents(get_policy("mcts").propose(view, 2)) == [a.id, c.id]  # same journal, same choice
     t.add("improve", a, running=True)  # a real in-flight child is the same virtual loss
-    assert parents(get_policy("mcts").propose(t.view("agenda", root, mcts_exploration=0.0, mcts_widening=0.01), 1)) == [c.id]
+    assert parents(
+        get_policy("mcts").propose(t.view("agenda", root, mcts_exploration=0.0, mcts_widening=0.01), 1)
+    ) == [c.id]
 
 
 def test_evolutionary_balances_islands_and_crosses_parents(tmp_path: Path) -> None:

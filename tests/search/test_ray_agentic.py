@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from silva import lifecycle as run
 from engine.journal import Journal
 from engine.llm.ledger import summarize
-from search.operators.outcome import operator_outcome
+from search.agentic.operators.outcome import operator_outcome
+from silva import lifecycle as run
 from tests.search.agentic_helpers import SCIENTIST, agentic_config, llm_nodes
 
 pytestmark = pytest.mark.usefixtures("ray_cluster")
@@ -20,9 +20,15 @@ pytestmark = pytest.mark.usefixtures("ray_cluster")
 @pytest.mark.timeout(240)
 def test_agentic_run_on_ray_with_the_gateway_actor(tmp_path: Path) -> None:
     cfg = agentic_config(
-        tmp_path, replicates=1, executor={"kind": "ray", "max_in_flight": 3},
-        stages={"preliminary": {"max_nodes": 2}, "hyperparameter": {"max_nodes": 2},
-                "agenda": {"max_nodes": 2}, "ablation": {"max_nodes": 1}},
+        tmp_path,
+        replicates=1,
+        executor={"kind": "ray", "max_in_flight": 3},
+        stages={
+            "preliminary": {"max_nodes": 2},
+            "hyperparameter": {"max_nodes": 2},
+            "agenda": {"max_nodes": 2},
+            "ablation": {"max_nodes": 1},
+        },
         scripted_fn=f"{SCIENTIST}:respond",  # loaded by file, sent to the actor by value
     )
     run_dir, journal = run.create_run(cfg)

@@ -22,19 +22,30 @@ SPEC = MetricSpec(name="val_accuracy", primary=True)
 
 
 def node(node_id: str, acc: float) -> Node:
-    return Node(id=node_id, stage="agenda", kind="improve", status=NodeStatus.GOOD,
-                metrics=[MetricValue(name="val_accuracy", value=acc, direction="maximize")])
+    return Node(
+        id=node_id,
+        stage="agenda",
+        kind="improve",
+        status=NodeStatus.GOOD,
+        metrics=[MetricValue(name="val_accuracy", value=acc, direction="maximize")],
+    )
 
 
 RANKED = [node("n1", 0.90), node("n2", 0.899), node("n3", 0.80)]
 
 
-def choose(tmp: Path, answer: Callable[[ProviderCall], str], tolerance: float, dollars: float | None = None
-           ) -> tuple[Node, dict[str, object]]:
+def choose(
+    tmp: Path, answer: Callable[[ProviderCall], str], tolerance: float, dollars: float | None = None
+) -> tuple[Node, dict[str, object]]:
     llm = json.loads(json.dumps(LLM))
     llm["models"]["sci"]["price"] = {"input": 1.0, "output": 1.0}
-    gw = build_gateway(LLMConfig.model_validate(llm), tmp, dollars, {},
-                       providers={"offline": ScriptedProvider("offline", fn=answer)})
+    gw = build_gateway(
+        LLMConfig.model_validate(llm),
+        tmp,
+        dollars,
+        {},
+        providers={"offline": ScriptedProvider("offline", fn=answer)},
+    )
     chooser = LLMChooser(gw.client(), Idea.model_validate(IDEA), tolerance, "selection")
     try:
         # The decision runs as a job on a worker; a refused call stops the run as the dispatcher does.

@@ -11,21 +11,28 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+
 from engine.journal import Journal
 from engine.node import AttemptResult, ExecSummary, MetricSpec, MetricValue, Node, NodeStatus, StepResult
-from search.operators.claims import ClaimBook
+from search.agentic.operators.claims import ClaimBook
 from search.plan import StagePlan, StageSpec
 from search.stages import StageManager
 
 SPEC = MetricSpec(name="score", direction="maximize", primary=True)
-PLAN = StagePlan(mode="test", stages=(StageSpec("a", grows="try", ends="budget"), StageSpec("b", grows="try", ends="budget")))
+PLAN = StagePlan(
+    mode="test",
+    stages=(StageSpec("a", grows="try", ends="budget"), StageSpec("b", grows="try", ends="budget")),
+)
 
 
 class Search:
     """Grows every node from the stage's root; never ends a stage early."""
 
     def propose(self, journal: Journal, stage: str, root: Node | None, slots: int) -> list[Node]:
-        return [Node(stage=stage, kind="try", parent_id=root.id if root else None, plan=f"try {i}") for i in range(slots)]
+        return [
+            Node(stage=stage, kind="try", parent_id=root.id if root else None, plan=f"try {i}")
+            for i in range(slots)
+        ]
 
     def search_done(self, journal: Journal, stage: str, root: Node | None) -> str | None:
         return None
@@ -40,8 +47,12 @@ class Search:
 def manager(tmp: Path, speculate: bool = True) -> tuple[Journal, StageManager]:
     j = Journal.open(tmp)
     j.record("run_started", config={}, metrics=[SPEC.model_dump()], stages=list(PLAN.names), format=2)
-    cfg = SimpleNamespace(stages={"a": SimpleNamespace(max_nodes=2), "b": SimpleNamespace(max_nodes=2)},
-                          replicates=1, seed=0, search=SimpleNamespace(speculate=speculate))
+    cfg = SimpleNamespace(
+        stages={"a": SimpleNamespace(max_nodes=2), "b": SimpleNamespace(max_nodes=2)},
+        replicates=1,
+        seed=0,
+        search=SimpleNamespace(speculate=speculate),
+    )
     return j, StageManager(cfg, j, Search(), PLAN, idea="default")  # type: ignore[arg-type]
 
 
@@ -52,9 +63,16 @@ def add(j: Journal, nodes: list[Node]) -> list[Node]:
 def finish(j: Journal, node: Node, score: float) -> None:
     j.attempt_started(node.id, 1)
     now = time.time()
-    j.attempt_finished(node.id, 1, AttemptResult(
-        status="good", metrics=[MetricValue(name="score", value=score, direction="maximize")],
-        started_at=now, finished_at=now))
+    j.attempt_finished(
+        node.id,
+        1,
+        AttemptResult(
+            status="good",
+            metrics=[MetricValue(name="score", value=score, direction="maximize")],
+            started_at=now,
+            finished_at=now,
+        ),
+    )
 
 
 def stage_a_with_one_node_running(tmp: Path) -> tuple[Journal, StageManager, Node, Node, list[Node]]:
@@ -70,13 +88,18 @@ def stage_a_with_one_node_running(tmp: Path) -> tuple[Journal, StageManager, Nod
 def test_free_slots_replicate_the_provisional_best_and_grow_the_next_stage_from_it(tmp_path: Path) -> None:
     j, sm, first, _, ahead = stage_a_with_one_node_running(tmp_path)
     assert [(n.stage, n.kind, n.parent_id) for n in ahead] == [
-        ("a", "replication", first.id), ("b", "try", first.id), ("b", "try", first.id)]
+        ("a", "replication", first.id),
+        ("b", "try", first.id),
+        ("b", "try", first.id),
+    ]
     assert all(n.origin.speculative for n in ahead)
     assert ("default", "b") not in j.stage_started  # the next stage has not started: its root is not decided
     assert sm.propose(4) == []  # the share of the next stage's budget it may take is used
 
 
-def test_the_next_stage_keeps_its_speculative_nodes_when_their_premise_is_decided_best(tmp_path: Path) -> None:
+def test_the_next_stage_keeps_its_speculative_nodes_when_their_premise_is_decided_best(
+    tmp_path: Path,
+) -> None:
     j, sm, first, second, ahead = stage_a_with_one_node_running(tmp_path)
     finish(j, second, 0.4)
     sm.propose(4)
@@ -138,7 +161,9 @@ class GrowsFromItsBest(Search):
 
 
 @pytest.mark.parametrize("premise_wins", [True, False])
-def test_speculative_nodes_grown_from_speculative_nodes_go_with_their_premise(tmp_path: Path, premise_wins: bool) -> None:
+def test_speculative_nodes_grown_from_speculative_nodes_go_with_their_premise(
+    tmp_path: Path, premise_wins: bool
+) -> None:
     j, sm, first, second, ahead = stage_a_with_one_node_running(tmp_path)
     sm.search = GrowsFromItsBest()
     sm.cfg.stages["b"].max_nodes = 8
@@ -159,12 +184,22 @@ def test_speculative_nodes_grown_from_speculative_nodes_go_with_their_premise(tm
 
 def ran(j: Journal, node: Node, score: float | None, problem: str = "") -> None:
     """`node`'s run step is in (its metric known); its judgement is still out."""
-    from search.operators.job import Ran
+    from search.agentic.operators.job import Ran
 
     now = time.time()
     metrics = [] if score is None else [MetricValue(name="score", value=score, direction="maximize")]
-    j.step_finished(node.id, 1, StepResult(step="run", started_at=now, finished_at=now, outcome=Ran(
-        workspace="w", execution=ExecSummary(exit_code=0), metrics=metrics, run_problem=problem)))
+    j.step_finished(
+        node.id,
+        1,
+        StepResult(
+            step="run",
+            started_at=now,
+            finished_at=now,
+            outcome=Ran(
+                workspace="w", execution=ExecSummary(exit_code=0), metrics=metrics, run_problem=problem
+            ),
+        ),
+    )
 
 
 def test_a_stage_is_decided_without_waiting_for_judgements_that_cannot_make_a_best(tmp_path: Path) -> None:
@@ -200,7 +235,6 @@ def test_without_speculate_the_stage_end_waits(tmp_path: Path) -> None:
     finish(j, first, 0.5)
     j.attempt_started(second.id, 1)
     assert sm.propose(4) == []
-
 
 
 def test_the_next_stage_grows_as_the_leader_firms_up(tmp_path: Path) -> None:
@@ -245,9 +279,17 @@ def test_a_leader_judged_buggy_takes_its_line_with_it(tmp_path: Path) -> None:
     ran(j, second, 0.9)
     ahead = add(j, sm.propose(4))
     assert [(n.stage, n.kind, n.parent_id) for n in ahead] == [
-        ("a", "replication", first.id), ("b", "try", second.id), ("b", "try", second.id)]
-    j.attempt_finished(second.id, 1, AttemptResult(status="buggy", reason="judged buggy: leaks the labels",
-                                                   started_at=now, finished_at=now))
+        ("a", "replication", first.id),
+        ("b", "try", second.id),
+        ("b", "try", second.id),
+    ]
+    j.attempt_finished(
+        second.id,
+        1,
+        AttemptResult(
+            status="buggy", reason="judged buggy: leaks the labels", started_at=now, finished_at=now
+        ),
+    )
     fresh = add(j, sm.propose(4))
     assert j.stage_best[("default", "a")]["node_id"] == first.id
     assert all(j.nodes[n.id].status == NodeStatus.DISCARDED for n in ahead[1:])

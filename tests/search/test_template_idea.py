@@ -12,12 +12,20 @@ import yaml
 
 from engine.journal import Journal
 from engine.node import NodeStatus
-from search.operators.outcome import operator_outcome
+from search.agentic.operators.outcome import operator_outcome
 from silva.cli.main import main
 from tests.helpers import write_config
 from tests.ideation.fake_literature import fake_literature
 from tests.ideation.test_ideate import write_topic
-from tests.search.agentic_helpers import LLM, SCIENTIST, agentic_config, idea_file, llm_nodes, responder, start
+from tests.search.agentic_helpers import (
+    LLM,
+    SCIENTIST,
+    agentic_config,
+    idea_file,
+    llm_nodes,
+    responder,
+    start,
+)
 
 # The template imports a helper file: every node of the tree must find it in its workspace.
 EXPERIMENT = '''"""A human-written template experiment: a smooth score of its settings."""
@@ -35,7 +43,10 @@ json.dump({"metrics": {"score": score + 0.001 * seed, "cost": p["x"] + p["y"]}},
 TEMPLATE: dict[str, Any] = {
     "name": "quad",
     "description": "a quadratic score with a bonus method",
-    "metrics": [{"name": "score", "direction": "maximize", "primary": True}, {"name": "cost", "direction": "minimize"}],
+    "metrics": [
+        {"name": "score", "direction": "maximize", "primary": True},
+        {"name": "cost", "direction": "minimize"},
+    ],
     "hyperparameters": {
         "x": {"type": "float", "low": 0.0, "high": 1.0, "default": 0.5},
         "y": {"type": "int", "low": 0, "high": 4, "default": 1},
@@ -56,9 +67,16 @@ def make_template(root: Path, **overrides: Any) -> Path:
 
 
 def small_stages(**kw: Any) -> dict[str, Any]:
-    return {"stages": {"preliminary": {"max_nodes": 2}, "hyperparameter": {"max_nodes": 2},
-                       "agenda": {"max_nodes": 1}, "ablation": {"max_nodes": 1}},
-            "replicates": 1, **kw}
+    return {
+        "stages": {
+            "preliminary": {"max_nodes": 2},
+            "hyperparameter": {"max_nodes": 2},
+            "agenda": {"max_nodes": 1},
+            "ablation": {"max_nodes": 1},
+        },
+        "replicates": 1,
+        **kw,
+    }
 
 
 @pytest.mark.timeout(120)
@@ -79,7 +97,9 @@ def test_template_idea_grows_from_the_template_code(tmp_path: Path) -> None:
     assert first.cost_usd == 0 and operator_outcome(first).llm_calls == 0
     assert not [n for n in j if n.kind == "draft"]
     assert j.stage_best[("noise", "preliminary")]["node_id"] == first.id
-    params = json.loads((tmp_path / "runs").glob("*/nodes/n0000/attempt-1/silva_params.json").__next__().read_text())
+    params = json.loads(
+        (tmp_path / "runs").glob("*/nodes/n0000/attempt-1/silva_params.json").__next__().read_text()
+    )
     assert params["params"] == DEFAULTS and params["seed"] == 0
 
     # The later stages change it: tuned settings, the method switched on, one component ablated.
@@ -107,10 +127,18 @@ def test_template_idea_grows_from_the_template_code(tmp_path: Path) -> None:
 def test_a_failing_template_is_debugged_before_any_draft(tmp_path: Path) -> None:
     template = make_template(tmp_path / "tpl")
     (template / "helper.py").write_text("BONUS = undefined_name\n")  # the template itself crashes
-    cfg = agentic_config(tmp_path, idea=idea_file(tmp_path, metrics=SCORE_METRICS), template=str(template),
-                         search={"max_debug_depth": 1, "num_drafts": 1},
-                         stages={"preliminary": {"max_nodes": 3}, "hyperparameter": {"max_nodes": 1},
-                                 "agenda": {"max_nodes": 1}, "ablation": {"max_nodes": 1}})
+    cfg = agentic_config(
+        tmp_path,
+        idea=idea_file(tmp_path, metrics=SCORE_METRICS),
+        template=str(template),
+        search={"max_debug_depth": 1, "num_drafts": 1},
+        stages={
+            "preliminary": {"max_nodes": 3},
+            "hyperparameter": {"max_nodes": 1},
+            "agenda": {"max_nodes": 1},
+            "ablation": {"max_nodes": 1},
+        },
+    )
     _, j = start(cfg, responder(plots=False))
     first, second = j.nodes["n0000"], j.nodes["n0001"]
     assert first.kind == "template" and first.status == NodeStatus.BUGGY and "NameError" in first.reason
@@ -121,9 +149,15 @@ def test_a_failing_template_is_debugged_before_any_draft(tmp_path: Path) -> None
 
 def run_config(tmp: Path, **cfg: Any) -> Path:
     base: dict[str, Any] = {
-        "name": "t", "output_dir": str(tmp / "runs"), "llm": LLM, "scripted_fn": f"{SCIENTIST}:respond",
-        "budgets": {"wall_clock_s": 300, "node_timeout_s": 30}, "executor": {"kind": "inprocess", "max_in_flight": 2},
-        "sandbox": "none", "search": {"num_drafts": 1}, **small_stages(),
+        "name": "t",
+        "output_dir": str(tmp / "runs"),
+        "llm": LLM,
+        "scripted_fn": f"{SCIENTIST}:respond",
+        "budgets": {"wall_clock_s": 300, "node_timeout_s": 30},
+        "executor": {"kind": "inprocess", "max_in_flight": 2},
+        "sandbox": "none",
+        "search": {"num_drafts": 1},
+        **small_stages(),
     }
     return write_config(tmp, base, cfg)
 
@@ -133,7 +167,9 @@ def test_ideate_with_a_template_then_run_its_idea(tmp_path: Path) -> None:
     template = make_template(tmp_path / "tpl")
     with fake_literature() as (url, _):
         topic = write_topic(tmp_path, url, topic="", num_ideas=1)
-        assert main(["ideate", str(topic), "--template", str(template), "--out", str(tmp_path / "ideas")]) == 0
+        assert (
+            main(["ideate", str(topic), "--template", str(template), "--out", str(tmp_path / "ideas")]) == 0
+        )
     # The run config names no template: the archive's ideas carry theirs.
     config = run_config(tmp_path)
     assert main(["run", str(config), "--ideas", str(tmp_path / "ideas" / "ideas.jsonl"), "--top", "1"]) == 0
@@ -147,15 +183,28 @@ def test_ideate_with_a_template_then_run_its_idea(tmp_path: Path) -> None:
     assert yaml.safe_load((run_dir / "config.yaml").read_text())["template"] == str(template.resolve())
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"llm": None}, "`template` with `idea`/`ideas` (the LLM search from the template's code) needs an `llm:` section"),
-    ({"variants": [{"name": "a"}]}, "`variants` (an offline template forest) and `idea`/`ideas`"),
-    ({"template_command": ["{python}", "train.py"]}, "must run '{python} experiment.py'"),
-    ({"idea_metrics": [{"name": "accuracy", "direction": "maximize"}]}, "metric 'accuracy' is not reported by template 'quad'"),
-    ({"idea_metrics": [{"name": "score", "direction": "minimize"}]}, "metric 'score' is minimize but template 'quad' declares it maximize"),
-])
-def test_bad_combinations_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], change: dict[str, Any],
-                                 message: str) -> None:
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"llm": None},
+            "`template` with `idea`/`ideas` (the LLM search from the template's code) needs an `llm:` section",
+        ),
+        ({"variants": [{"name": "a"}]}, "`variants` (an offline template forest) and `idea`/`ideas`"),
+        ({"template_command": ["{python}", "train.py"]}, "must run '{python} experiment.py'"),
+        (
+            {"idea_metrics": [{"name": "accuracy", "direction": "maximize"}]},
+            "metric 'accuracy' is not reported by template 'quad'",
+        ),
+        (
+            {"idea_metrics": [{"name": "score", "direction": "minimize"}]},
+            "metric 'score' is minimize but template 'quad' declares it maximize",
+        ),
+    ],
+)
+def test_bad_combinations_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: dict[str, Any], message: str
+) -> None:
     command = change.pop("template_command", None)
     template = make_template(tmp_path / "tpl", **({"command": command} if command else {}))
     if command:

@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from silva.cli.main import main
-from search.template_plan import PLAN
-
-STAGES = PLAN.names
 from engine.journal import Journal
 from engine.node import NodeStatus
-from search.proposers import Proposer, canonical
-from search.template import Param
+from search.template.plan import PLAN
+from search.template.proposers import Proposer, canonical
+from search.template.spec import Param
+from silva.cli.main import main
 from tests.helpers import make_config, make_template
+
+STAGES = PLAN.names
 
 
 def run(tmp_path: Path, **overrides: object) -> Journal:
@@ -48,7 +48,10 @@ def test_four_stages_with_replicates_and_aggregates(tmp_path: Path) -> None:
     # Promotion: each stage's search nodes grow from the previous stage's best.
     hp_best = j.stage_ended[("default", "hyperparameter")]["best_node_id"]
     # The tuning stage's root competed, and its reason counts it (3 tuned + the baseline).
-    assert "best of 4 good node(s) on score, its root among them" in j.stage_best[("default", "hyperparameter")]["reason"]
+    assert (
+        "best of 4 good node(s) on score, its root among them"
+        in j.stage_best[("default", "hyperparameter")]["reason"]
+    )
     assert all(n.parent_id == hp_best for n in j.in_stage("agenda", "method"))
     assert all(n.params["method"] for n in j.in_stage("agenda", "method"))
     assert not any(n.params["method"] for n in j.in_stage("hyperparameter", "hyperparameter"))
@@ -66,13 +69,21 @@ def test_four_stages_with_replicates_and_aggregates(tmp_path: Path) -> None:
 def test_broken_baseline_stops_run_with_reason(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     j = run(tmp_path, fixed={"fail": True})
     assert j.finished is not None
-    assert j.finished["reason"] == "stopped: stage preliminary found no good node in 2 node(s) (node budget of 2 used)"
+    assert (
+        j.finished["reason"]
+        == "stopped: stage preliminary found no good node in 2 node(s) (node budget of 2 used)"
+    )
     assert all(n.status == NodeStatus.BUGGY and "deliberate failure" in n.reason for n in j)
     assert "found no good node" in capsys.readouterr().out
 
 
 def test_timeout_is_a_buggy_node(tmp_path: Path) -> None:
-    j = run(tmp_path, fixed={"sleep": 5}, budgets={"node_timeout_s": 0.5}, stages={"preliminary": {"max_nodes": 1}})
+    j = run(
+        tmp_path,
+        fixed={"sleep": 5},
+        budgets={"node_timeout_s": 0.5},
+        stages={"preliminary": {"max_nodes": 1}},
+    )
     (node,) = j.nodes.values()
     assert node.status == NodeStatus.BUGGY and node.reason == "timed out after 0.5 s (per-node timeout)"
     assert node.execution is not None and node.execution.timed_out and node.execution.wall_s < 4
@@ -92,11 +103,16 @@ def test_proposers_never_repeat_and_are_deterministic() -> None:
             scored += [(s, -abs(s["a"] - 2) - s["b"]) for s in batch]
         keys = [canonical(t) for t in tried]
         assert len(keys) == len(set(keys)) == 9  # the whole grid, each once, then nothing
-        assert Proposer(space, seed=7, kind=kind).propose(3, [], []) == Proposer(space, seed=7, kind=kind).propose(3, [], [])
+        assert Proposer(space, seed=7, kind=kind).propose(3, [], []) == Proposer(
+            space, seed=7, kind=kind
+        ).propose(3, [], [])
 
 
 def test_model_proposer_moves_toward_the_optimum() -> None:
-    space = {"x": Param(type="float", low=0.0, high=1.0, default=0.5), "y": Param(type="float", low=0.0, high=1.0, default=0.5)}
+    space = {
+        "x": Param(type="float", low=0.0, high=1.0, default=0.5),
+        "y": Param(type="float", low=0.0, high=1.0, default=0.5),
+    }
     f = lambda s: -((s["x"] - 0.8) ** 2 + (s["y"] - 0.2) ** 2)  # noqa: E731
     p = Proposer(space, seed=0, kind="model")
     tried = p.propose(6, [], [])
@@ -113,16 +129,26 @@ def test_model_proposer_moves_toward_the_optimum() -> None:
 def test_speculative_work_is_journaled_and_used_when_its_node_wins(tmp_path: Path) -> None:
     # Slots free while a stage's other search nodes still run: they replicate the provisional best
     # and grow the next stage from it.
-    j = run(tmp_path, fixed={"sleep": 0.3}, search={"speculate": True},
-            stages={"preliminary": {"max_nodes": 1}, "hyperparameter": {"max_nodes": 4},
-                    "agenda": {"max_nodes": 3}, "ablation": {"max_nodes": 1}})
+    j = run(
+        tmp_path,
+        fixed={"sleep": 0.3},
+        search={"speculate": True},
+        stages={
+            "preliminary": {"max_nodes": 1},
+            "hyperparameter": {"max_nodes": 4},
+            "agenda": {"max_nodes": 3},
+            "ablation": {"max_nodes": 1},
+        },
+    )
     assert j.finished is not None and j.finished["reason"] == "all four stages complete"
     speculative = [n for n in j if n.origin.speculative]
     assert {n.kind for n in speculative} >= {"replication"}
     for stage in STAGES:  # the aggregate uses exactly `replicates` replicates of the decided best
         ended = j.stage_ended[("default", stage)]
         agg = j.nodes[ended["aggregate_node_id"]]
-        assert len(agg.refs) == 1 + 2 and all(j.nodes[r].parent_id == ended["best_node_id"] for r in agg.refs[1:])
+        assert len(agg.refs) == 1 + 2 and all(
+            j.nodes[r].parent_id == ended["best_node_id"] for r in agg.refs[1:]
+        )
         root = j.stage_started[("default", stage)]["root"]
         searched = [n for n in j.in_stage(stage) if n.kind not in ("replication", "aggregation")]
         assert len(searched) <= {"preliminary": 1, "hyperparameter": 4, "agenda": 3, "ablation": 1}[stage]
@@ -134,8 +160,9 @@ def test_speculative_work_is_journaled_and_used_when_its_node_wins(tmp_path: Pat
     from silva.view.data import SPECULATIVE, forest_data
 
     run_dir = j.log.path.parent
-    data = forest_data(run_dir, load_config(run_dir / "config.yaml", check_files=False), j, [],
-                       {n: "" for n in j.nodes}, 100)
+    data = forest_data(
+        run_dir, load_config(run_dir / "config.yaml", check_files=False), j, [], {n: "" for n in j.nodes}, 100
+    )
     flagged = {nid for nid, f in zip(data.nodes["id"], data.nodes["f"]) if f & SPECULATIVE}
     assert flagged == {n.id for n in speculative}  # the view marks what the journal records
 
@@ -144,10 +171,13 @@ def test_a_tuning_stage_that_finds_only_worse_settings_hands_its_root_on(tmp_pat
     """Defaults at the optimum: every tuned setting is worse, so the hyperparameter stage keeps
     its root (the baseline), reuses the baseline's replicates, and the method is tried at the
     defaults rather than at the least bad tuned setting."""
-    tpl = make_template(tmp_path / "tpl", hyperparameters={
-        "x": {"type": "float", "low": 0.0, "high": 1.0, "default": 0.3},
-        "y": {"type": "choice", "values": [0, 1, 2], "default": 0},
-    })
+    tpl = make_template(
+        tmp_path / "tpl",
+        hyperparameters={
+            "x": {"type": "float", "low": 0.0, "high": 1.0, "default": 0.3},
+            "y": {"type": "choice", "values": [0, 1, 2], "default": 0},
+        },
+    )
     assert main(["run", str(make_config(tmp_path, tpl))]) == 0
     j = Journal.open(next((tmp_path / "runs").iterdir()))
     (baseline,) = j.in_stage("preliminary", "baseline")

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from engine.config import Budgets, ExecutorConfig, Resources
-from engine.dispatch import Dispatcher, Outcome
+from engine.dispatch import Dispatcher, RunOutcome
 from engine.executor import InProcessExecutor
 from engine.journal import Journal
 from engine.llm import LLMConfig, build_gateway
@@ -18,8 +18,11 @@ from search.stateful.config import StatefulConfig
 from search.stateful.scripted import StatefulScientist
 from search.stateful.strategy import StatefulDiscovery, build_stateful
 
-LLM = {"providers": {"o": {"kind": "scripted"}}, "models": {"m": {"provider": "o", "model": "m"}},
-       "roles": {"code": {"model": "m"}}}
+LLM = {
+    "providers": {"o": {"kind": "scripted"}},
+    "models": {"m": {"provider": "o", "model": "m"}},
+    "roles": {"code": {"model": "m"}},
+}
 
 
 class Settings:
@@ -31,8 +34,9 @@ class Settings:
         return Resources()
 
 
-def open_run(run_dir: Path, df: pd.DataFrame | None = None, fn: Any = None, **switches: Any
-             ) -> tuple[Journal, StatefulDiscovery]:
+def open_run(
+    run_dir: Path, df: pd.DataFrame | None = None, fn: Any = None, **switches: Any
+) -> tuple[Journal, StatefulDiscovery]:
     run_dir.mkdir(parents=True, exist_ok=True)
     if df is not None:
         df.to_csv(run_dir / "data.csv", index=False)
@@ -41,10 +45,13 @@ def open_run(run_dir: Path, df: pd.DataFrame | None = None, fn: Any = None, **sw
         journal.record("run_started", config={}, metrics=[], stages=["stateful"])
     provider = ScriptedProvider("o", fn=fn or StatefulScientist())
     llm = build_gateway(LLMConfig.model_validate(LLM), run_dir, None, {}, providers={"o": provider}).client()
-    return journal, build_stateful(DiscoveryConfig(data=run_dir / "data.csv"), StatefulConfig(**switches), 0, journal, llm)
+    return journal, build_stateful(
+        DiscoveryConfig(data=run_dir / "data.csv"), StatefulConfig(**switches), 0, journal, llm
+    )
 
 
-def run(run_dir: Path, df: pd.DataFrame | None = None, max_nodes: int | None = None, **switches: Any
-        ) -> tuple[Outcome, StatefulDiscovery]:
+def run(
+    run_dir: Path, df: pd.DataFrame | None = None, max_nodes: int | None = None, **switches: Any
+) -> tuple[RunOutcome, StatefulDiscovery]:
     journal, strategy = open_run(run_dir, df, **switches)
     return Dispatcher(Settings(max_nodes), journal, strategy, InProcessExecutor(3)).run(), strategy

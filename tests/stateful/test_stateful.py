@@ -25,17 +25,39 @@ def result(effect: float, p: float, n: int = 300) -> Result:
     return Result(test="pearson_correlation", effect=effect, effect_name="r", p=p, log_p=math.log(p), n=n)
 
 
-def evidence(eid: str, effect: float, p: float, *, split: str = "train", role: str = "primary",
-             covariates: tuple[str, ...] = (), population: tuple[Condition, ...] = ()) -> Evidence:
-    spec = AnalysisSpec(tool="regression" if covariates else "correlation", outcome="y", predictor="x",
-                        covariates=list(covariates), population=list(population))
-    return Evidence(id=eid, node_id="n0", split=split, role=role, analysis=spec,  # type: ignore[arg-type]
-                    result=result(effect, p))
+def evidence(
+    eid: str,
+    effect: float,
+    p: float,
+    *,
+    split: str = "train",
+    role: str = "primary",
+    covariates: tuple[str, ...] = (),
+    population: tuple[Condition, ...] = (),
+) -> Evidence:
+    spec = AnalysisSpec(
+        tool="regression" if covariates else "correlation",
+        outcome="y",
+        predictor="x",
+        covariates=list(covariates),
+        population=list(population),
+    )
+    return Evidence(
+        id=eid,
+        node_id="n0",
+        split=split,
+        role=role,
+        analysis=spec,  # type: ignore[arg-type]
+        result=result(effect, p),
+    )
 
 
 def inv(*ev: Evidence, claim: Claim | None = None) -> Investigation:
-    return Investigation(id="i1", claim=claim or Claim(statement="x raises y", variables=["x", "y"], expected_sign=1),
-                         evidence=list(ev))
+    return Investigation(
+        id="i1",
+        claim=claim or Claim(statement="x raises y", variables=["x", "y"], expected_sign=1),
+        evidence=list(ev),
+    )
 
 
 def test_adjudication_on_hand_made_evidence() -> None:
@@ -98,8 +120,10 @@ def test_frontier_actions_update_the_journaled_state_and_resume_restores_it(tmp_
     assert set(before.investigations) <= set(final.investigations) and final.finalized
     steps = [s["node_id"] for s in final.steps]
     assert len(steps) == len(set(steps))  # no step applied twice
-    verdicts = {i.claim.variables[0] + "~" + i.claim.variables[1]: resumed.judge(i).verdict
-                for i in final.investigations.values()}
+    verdicts = {
+        i.claim.variables[0] + "~" + i.claim.variables[1]: resumed.judge(i).verdict
+        for i in final.investigations.values()
+    }
     assert verdicts["exercise_hours~resting_heart_rate"] == "supported"
     assert verdicts["coffee_cups~cholesterol"] == "weakened"  # the age-adjusted analysis loses it
     assert any(resumed.judge(i).scope_problems for i in final.investigations.values())
@@ -124,7 +148,9 @@ def test_an_action_off_the_frontier_is_refused_and_changes_nothing(tmp_path: Pat
 
 
 def verdicts(strategy: StatefulDiscovery) -> dict[str, str]:
-    return {"~".join(i.claim.variables): strategy.judge(i).verdict for i in strategy.state.investigations.values()}
+    return {
+        "~".join(i.claim.variables): strategy.judge(i).verdict for i in strategy.state.investigations.values()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -134,13 +160,16 @@ def full_run(tmp_path_factory: pytest.TempPathFactory) -> StatefulDiscovery:
 
 @pytest.mark.parametrize("switch", ["local_adjudication", "frontier_control"])
 def test_without_local_adjudication_or_frontier_the_confounded_claim_is_supported(
-        tmp_path: Path, switch: str, full_run: StatefulDiscovery) -> None:
+    tmp_path: Path, switch: str, full_run: StatefulDiscovery
+) -> None:
     assert verdicts(full_run)["coffee_cups~cholesterol"] == "weakened"
     ablated = verdicts(run(tmp_path, planted_table(0), **{switch: False})[1])
     assert ablated["coffee_cups~cholesterol"] == "supported"
 
 
-def test_without_structured_hypotheses_over_reach_goes_unchecked(tmp_path: Path, full_run: StatefulDiscovery) -> None:
+def test_without_structured_hypotheses_over_reach_goes_unchecked(
+    tmp_path: Path, full_run: StatefulDiscovery
+) -> None:
     over = {k: v for k, v in verdicts(full_run).items() if k.count("~") > 1}
     assert over and set(over.values()) == {"inconclusive"}
     ablated = verdicts(run(tmp_path, planted_table(0), structured_hypotheses=False)[1])

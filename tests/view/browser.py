@@ -34,13 +34,18 @@ def browser_page(width: int = 1500, height: int = 1000) -> Iterator[Watched]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium"),
-                                    args=["--no-sandbox"])
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium"),
+            args=["--no-sandbox"],
+        )
         try:
             page = browser.new_page(viewport={"width": width, "height": height})
             w = Watched(page)
             page.on("requestfailed", lambda r: w.failed.append(f"{r.url} ({r.failure})"))
-            page.on("response", lambda r: w.failed.append(f"{r.url} (HTTP {r.status})") if r.status >= 400 else None)
+            page.on(
+                "response",
+                lambda r: w.failed.append(f"{r.url} (HTTP {r.status})") if r.status >= 400 else None,
+            )
             page.on("pageerror", lambda e: w.errors.append(str(e)))
             page.on("console", lambda m: w.errors.append(m.text) if m.type == "error" else None)
             yield w

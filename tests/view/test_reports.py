@@ -64,12 +64,19 @@ class Clock:
 
 
 def _journal(tmp_path: Path, search_nodes: int) -> Journal:
-    run_dir = make_run(tmp_path, ideas=("alpha", "a_rather_long_idea_name_to_pass_eighty_columns"),
-                       search_nodes=search_nodes, running=1, plots=False)
+    run_dir = make_run(
+        tmp_path,
+        ideas=("alpha", "a_rather_long_idea_name_to_pass_eighty_columns"),
+        search_nodes=search_nodes,
+        running=1,
+        plots=False,
+    )
     return Journal(EventLog(run_dir / EVENTS_FILE, read_only=True))
 
 
-def test_progress_in_a_pipe_one_unwrapped_line_per_change(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_progress_in_a_pipe_one_unwrapped_line_per_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     clock = Clock()
     monkeypatch.setattr("silva.progress.time.monotonic", clock)
     journal = _journal(tmp_path, 2)
@@ -89,7 +96,9 @@ def test_progress_in_a_pipe_one_unwrapped_line_per_change(tmp_path: Path, monkey
     assert lines[0] != lines[1]
 
 
-def test_progress_interval_lets_changes_through_after_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_progress_interval_lets_changes_through_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     clock = Clock()
     monkeypatch.setattr("silva.progress.time.monotonic", clock)
     journal = _journal(tmp_path, 1)

@@ -38,12 +38,19 @@ def test_run_from_an_ideas_archive(tmp_path: Path, capsys: pytest.CaptureFixture
     with fake_literature() as (url, _):
         assert main(["ideate", str(write_topic(tmp_path, url)), "--out", str(tmp_path / "ideas")]) == 0
     archive = tmp_path / "ideas" / "ideas.jsonl"
-    config = write_config(tmp_path, {
-        "name": "from-ideas", "output_dir": str(tmp_path / "runs"), "llm": LLM,
-        "scripted_fn": f"{SCIENTIST}:respond", "sandbox": "none",
-        "executor": {"kind": "inprocess", "max_in_flight": 1},
-        "budgets": {"wall_clock_s": 120, "node_timeout_s": 30, "max_nodes": 1},
-    }, {})
+    config = write_config(
+        tmp_path,
+        {
+            "name": "from-ideas",
+            "output_dir": str(tmp_path / "runs"),
+            "llm": LLM,
+            "scripted_fn": f"{SCIENTIST}:respond",
+            "sandbox": "none",
+            "executor": {"kind": "inprocess", "max_in_flight": 1},
+            "budgets": {"wall_clock_s": 120, "node_timeout_s": 30, "max_nodes": 1},
+        },
+        {},
+    )
     capsys.readouterr()
     assert main(["run", str(config), "--ideas", str(archive), "--top", "1"]) == 0
     run_dir = _run_dir(capsys.readouterr().out)

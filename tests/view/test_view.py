@@ -24,7 +24,7 @@ def test_finished_forest_page(tmp_path: Path) -> None:
     html = index.read_text()
     # Self-contained: no network reference, no external script or stylesheet.
     assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "") and "https://" not in html
-    assert "<script src" not in html and "<link rel=\"stylesheet\"" not in html
+    assert "<script src" not in html and '<link rel="stylesheet"' not in html
     forest = json.loads((run_dir / "view" / "forest.json").read_text())
     total = len(forest["nodes"]["id"])
 
@@ -43,13 +43,27 @@ def test_finished_forest_page(tmp_path: Path) -> None:
         assert "by role" in page.inner_text("#spend") and "code" in page.inner_text("#spend")
 
         # A good search node with a plot: every section of its details opens on click.
-        n = next(i for i, (k, st) in enumerate(zip(forest["nodes"]["k"], forest["nodes"]["st"]))
-                 if forest["kinds"][k] == "hyperparameter" and forest["statuses"][st] == "good")
+        n = next(
+            i
+            for i, (k, st) in enumerate(zip(forest["nodes"]["k"], forest["nodes"]["st"]))
+            if forest["kinds"][k] == "hyperparameter" and forest["statuses"][st] == "good"
+        )
         page.click(f"[data-i='{n}']")
         page.wait_for_selector("#details-body pre.code")
         body = page.inner_text("#details-body")
-        for section in ("PLAN", "METRICS", "JUDGEMENT", "PLOT CRITIQUE", "PLOTS", "CODE", "DIFF AGAINST", "COST",
-                        "TIMINGS", "WORKER AND ATTEMPTS", "EXECUTION"):
+        for section in (
+            "PLAN",
+            "METRICS",
+            "JUDGEMENT",
+            "PLOT CRITIQUE",
+            "PLOTS",
+            "CODE",
+            "DIFF AGAINST",
+            "COST",
+            "TIMINGS",
+            "WORKER AND ATTEMPTS",
+            "EXECUTION",
+        ):
             assert section in body.upper(), section
         assert forest["nodes"]["id"][n] in body
         assert _count(page, "#details-body pre.code span.k") > 0  # highlighted keywords
@@ -81,21 +95,44 @@ def test_running_run_served_live(tmp_path: Path) -> None:
         node_id = forest["nodes"]["id"][int(running_index)]
         events = (run_dir / "events.jsonl").read_text().splitlines()
         last = json.loads(events[-1])
-        created = next(json.loads(e) for e in events if json.loads(e)["type"] == "node_created"
-                       and json.loads(e)["node"]["id"] == node_id)
+        created = next(
+            json.loads(e)
+            for e in events
+            if json.loads(e)["type"] == "node_created" and json.loads(e)["node"]["id"] == node_id
+        )
         new_node = {**created["node"], "id": "n09999", "parent_id": node_id, "status": "pending"}
         with (run_dir / "events.jsonl").open("a") as fh:
-            for i, (kind, data) in enumerate((
-                ("attempt_finished", {"node_id": node_id, "attempt": 1, "result": {
-                    "status": "good", "metrics": [{"name": "score", "value": 0.99, "direction": "maximize"}],
-                    "worker": "host9:1", "started_at": last["ts"], "finished_at": last["ts"] + 1}}),
-                ("node_created", {"node": new_node}),
-            )):
-                fh.write(json.dumps({"seq": last["seq"] + 1 + i, "ts": last["ts"] + 1 + i, "type": kind, **data}) + "\n")
-        page.wait_for_function(f"document.querySelectorAll('[data-i]').length === {before + 1}", timeout=15000)
+            for i, (kind, data) in enumerate(
+                (
+                    (
+                        "attempt_finished",
+                        {
+                            "node_id": node_id,
+                            "attempt": 1,
+                            "result": {
+                                "status": "good",
+                                "metrics": [{"name": "score", "value": 0.99, "direction": "maximize"}],
+                                "worker": "host9:1",
+                                "started_at": last["ts"],
+                                "finished_at": last["ts"] + 1,
+                            },
+                        },
+                    ),
+                    ("node_created", {"node": new_node}),
+                )
+            ):
+                fh.write(
+                    json.dumps({"seq": last["seq"] + 1 + i, "ts": last["ts"] + 1 + i, "type": kind, **data})
+                    + "\n"
+                )
+        page.wait_for_function(
+            f"document.querySelectorAll('[data-i]').length === {before + 1}", timeout=15000
+        )
         assert _count(page, "#forest .node.running") == 1
         # The open details followed the change: the node is now good, with its new metric.
-        page.wait_for_function("document.querySelector('#details-body').innerText.includes('0.99')", timeout=15000)
+        page.wait_for_function(
+            "document.querySelector('#details-body').innerText.includes('0.99')", timeout=15000
+        )
         shot = tmp_path / "running.png"
         page.screenshot(path=str(shot), full_page=True)
         w.check()

@@ -11,14 +11,30 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
 RECORDS = [
-    {"paperId": "a1b2", "title": "Random Features for Large-Scale Kernel Machines", "year": 2007, "venue": "NeurIPS",
-     "authors": [{"name": "Ali Rahimi"}, {"name": "Benjamin Recht"}], "externalIds": {"DOI": "10.5555/2981562.2981710"},
-     "abstract": "Random features approximate shift-invariant kernels.", "citationCount": 4000,
-     "publicationTypes": ["Conference"], "url": "https://example.org/a1b2"},
-    {"paperId": "c3d4", "title": "Very Sparse Random Projections", "year": 2006, "venue": "KDD",
-     "authors": [{"name": "Ping Li"}, {"name": "Trevor J. Hastie"}, {"name": "Kenneth W. Church"}],
-     "externalIds": {}, "abstract": "Sparse projections preserve distances.", "citationCount": 900,
-     "publicationTypes": ["Conference"], "url": "https://example.org/c3d4"},
+    {
+        "paperId": "a1b2",
+        "title": "Random Features for Large-Scale Kernel Machines",
+        "year": 2007,
+        "venue": "NeurIPS",
+        "authors": [{"name": "Ali Rahimi"}, {"name": "Benjamin Recht"}],
+        "externalIds": {"DOI": "10.5555/2981562.2981710"},
+        "abstract": "Random features approximate shift-invariant kernels.",
+        "citationCount": 4000,
+        "publicationTypes": ["Conference"],
+        "url": "https://example.org/a1b2",
+    },
+    {
+        "paperId": "c3d4",
+        "title": "Very Sparse Random Projections",
+        "year": 2006,
+        "venue": "KDD",
+        "authors": [{"name": "Ping Li"}, {"name": "Trevor J. Hastie"}, {"name": "Kenneth W. Church"}],
+        "externalIds": {},
+        "abstract": "Sparse projections preserve distances.",
+        "citationCount": 900,
+        "publicationTypes": ["Conference"],
+        "url": "https://example.org/c3d4",
+    },
 ]
 
 

@@ -14,7 +14,10 @@ from engine.llm import LLM, LLMConfig, build_gateway
 from engine.llm.providers.scripted import ScriptedProvider, last_user_text
 from engine.node import AttemptResult, MetricSpec, MetricValue, Node
 
-METRICS = [MetricSpec(name="accuracy", direction="maximize", primary=True), MetricSpec(name="fit_time_s", direction="minimize")]
+METRICS = [
+    MetricSpec(name="accuracy", direction="maximize", primary=True),
+    MetricSpec(name="fit_time_s", direction="minimize"),
+]
 SEEDS = {
     "method (best of tuning)": {"accuracy": [0.912, 0.925, 0.931], "fit_time_s": [1.21, 1.18, 1.25]},
     "baseline (best of warmup)": {"accuracy": [0.861, 0.848, 0.857], "fit_time_s": [0.41, 0.44, 0.39]},
@@ -26,55 +29,110 @@ def make_run(root: Path, name: str = "toy") -> Path:
     run_dir = root / name
     template = root / f"{name}-template"
     template.mkdir(parents=True)
-    (template / "template.yaml").write_text(yaml.safe_dump({
-        "name": "toy-sparse-features",
-        "description": "Hypothesis: sparse random features make a linear classifier more accurate on toy data.",
-        "method": {"name": "sparse random features", "param": "use_srf", "description": "a sparse projection before the classifier"},
-        "metrics": [m.model_dump() for m in METRICS], "fixed": {"max_iter": 200},
-    }))
+    (template / "template.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "name": "toy-sparse-features",
+                "description": "Hypothesis: sparse random features make a linear classifier more accurate on toy data.",
+                "method": {
+                    "name": "sparse random features",
+                    "param": "use_srf",
+                    "description": "a sparse projection before the classifier",
+                },
+                "metrics": [m.model_dump() for m in METRICS],
+                "fixed": {"max_iter": 200},
+            }
+        )
+    )
     run_dir.mkdir(parents=True)
     j = Journal.open(run_dir)
-    cfg = {"name": name, "template": str(template), "seed": 0, "replicates": 3, "stages": {"warmup": {}, "tuning": {}}}
-    j.record("run_started", config=cfg, metrics=[m.model_dump() for m in METRICS], stages=["warmup", "tuning"])
+    cfg = {
+        "name": name,
+        "template": str(template),
+        "seed": 0,
+        "replicates": 3,
+        "stages": {"warmup": {}, "tuning": {}},
+    }
+    j.record(
+        "run_started", config=cfg, metrics=[m.model_dump() for m in METRICS], stages=["warmup", "tuning"]
+    )
     j.record("session_started", resumed=False)
     groups = list(SEEDS)
     for stage, subject, kind in (("warmup", groups[1], "baseline"), ("tuning", groups[0], "method")):
         j.record("stage_started", idea="default", stage=stage)
-        best = j.add_node(Node(stage=stage, kind=kind, params={"C": 0.5, "use_srf": kind == "method"}, plan=f"{kind} run"))
+        best = j.add_node(
+            Node(stage=stage, kind=kind, params={"C": 0.5, "use_srf": kind == "method"}, plan=f"{kind} run")
+        )
         _finish(j, best.id, {m: sum(v) / 3 for m, v in SEEDS[subject].items()})
         buggy = j.add_node(Node(stage=stage, kind="draft", plan="a broken try"))
         j.attempt_finished(buggy.id, 1, AttemptResult(status="buggy", reason="NameError"))
-        j.record("stage_best", idea="default", stage=stage, node_id=best.id, value=sum(SEEDS[subject]["accuracy"]) / 3,
-                 reason="highest accuracy")
+        j.record(
+            "stage_best",
+            idea="default",
+            stage=stage,
+            node_id=best.id,
+            value=sum(SEEDS[subject]["accuracy"]) / 3,
+            reason="highest accuracy",
+        )
         agg = j.add_node(Node(stage=stage, kind="aggregation"))
         chosen = {g: SEEDS[g] for g in ([subject] if stage == "warmup" else groups)}
         _aggregate(run_dir, j, agg.id, f"default · {stage}", chosen)
-        j.record("stage_ended", idea="default", stage=stage, best_node_id=best.id, aggregate_node_id=agg.id,
-                 reason="node budget of 2 used")
+        j.record(
+            "stage_ended",
+            idea="default",
+            stage=stage,
+            best_node_id=best.id,
+            aggregate_node_id=agg.id,
+            reason="node budget of 2 used",
+        )
     j.record("run_finished", reason="all stages done")
     return run_dir
 
 
 def _finish(j: Journal, node_id: str, metrics: dict[str, float]) -> None:
-    j.attempt_finished(node_id, 1, AttemptResult(status="good", metrics=[
-        MetricValue(name=k, value=v, direction="maximize" if k == "accuracy" else "minimize") for k, v in metrics.items()]))
+    j.attempt_finished(
+        node_id,
+        1,
+        AttemptResult(
+            status="good",
+            metrics=[
+                MetricValue(name=k, value=v, direction="maximize" if k == "accuracy" else "minimize")
+                for k, v in metrics.items()
+            ],
+        ),
+    )
 
 
-def _aggregate(run_dir: Path, j: Journal, node_id: str, title: str, groups: dict[str, dict[str, list[float]]]) -> None:
+def _aggregate(
+    run_dir: Path, j: Journal, node_id: str, title: str, groups: dict[str, dict[str, list[float]]]
+) -> None:
     import statistics
 
     ws = run_dir / "nodes" / node_id / "attempt-1"
     ws.mkdir(parents=True)
-    table = {g: {m: {"mean": statistics.fmean(v), "std": statistics.stdev(v), "n": len(v)} for m, v in per.items()}
-             for g, per in groups.items()}
+    table = {
+        g: {m: {"mean": statistics.fmean(v), "std": statistics.stdev(v), "n": len(v)} for m, v in per.items()}
+        for g, per in groups.items()
+    }
     (ws / "aggregate.json").write_text(json.dumps({"title": title, "groups": table, "values": groups}))
     rel = ws.relative_to(run_dir)
-    j.attempt_finished(node_id, 1, AttemptResult(status="good", artifacts=[str(rel / "aggregate.json")], metrics=[
-        MetricValue(name="accuracy", value=table[next(iter(groups))]["accuracy"]["mean"], direction="maximize")]))
+    j.attempt_finished(
+        node_id,
+        1,
+        AttemptResult(
+            status="good",
+            artifacts=[str(rel / "aggregate.json")],
+            metrics=[
+                MetricValue(
+                    name="accuracy", value=table[next(iter(groups))]["accuracy"]["mean"], direction="maximize"
+                )
+            ],
+        ),
+    )
 
 
 FENCE = re.compile(r"```latex\n(.*?)\n```", re.DOTALL)
-FIGURE_SCRIPT = '''```python
+FIGURE_SCRIPT = """```python
 import json, os
 import matplotlib
 matplotlib.use("Agg")
@@ -90,7 +148,7 @@ ax.set_xticks(range(len(labels)), labels, fontsize=6)
 ax.set_ylabel(data["primary"])
 fig.tight_layout()
 fig.savefig("figures/comparison.png", dpi=100)
-```'''
+```"""
 
 
 class ScriptedWriter:
@@ -99,8 +157,13 @@ class ScriptedWriter:
     (cites a key no search returned), `typed_number` (types a number no artifact produced;
     `fixes_numbers` says whether a reflection round removes it)."""
 
-    def __init__(self, bad_latex: bool = False, fake_cite: bool = False, typed_number: bool = False,
-                 fixes_numbers: bool = True) -> None:
+    def __init__(
+        self,
+        bad_latex: bool = False,
+        fake_cite: bool = False,
+        typed_number: bool = False,
+        fixes_numbers: bool = True,
+    ) -> None:
         self.bad_latex, self.fake_cite, self.typed_number = bad_latex, fake_cite, typed_number
         self.fixes_numbers = fixes_numbers
         self.calls: list[str] = []
@@ -113,20 +176,40 @@ class ScriptedWriter:
         if step == "figures":
             return FIGURE_SCRIPT
         if step == "queries":
-            return json.dumps({"queries": [] if header.get("round") != "1" else ["sparse random projections"]})
+            return json.dumps(
+                {"queries": [] if header.get("round") != "1" else ["sparse random projections"]}
+            )
         if step == "picks":
             ids = re.findall(r"^\[(s2:[^\]]+)\]", prompt, re.MULTILINE)
-            return json.dumps({"picks": [{"paper_id": i, "justification": "the projection we build on"} for i in ids[:2]]})
+            return json.dumps(
+                {"picks": [{"paper_id": i, "justification": "the projection we build on"} for i in ids[:2]]}
+            )
         if step == "captions":
             names = prompt.rsplit(": ", 1)[1].split(", ")
-            return json.dumps({"captions": {n: "Accuracy of the method and the baseline; whiskers: one sd over seeds." for n in names}})
+            return json.dumps(
+                {
+                    "captions": {
+                        n: "Accuracy of the method and the baseline; whiskers: one sd over seeds."
+                        for n in names
+                    }
+                }
+            )
         if step == "title":
             return json.dumps({"title": "Sparse Random Features for Linear Classifiers"})
         if step == "section":
             return "```latex\n" + self.section(header["name"], prompt) + "\n```"
         if step in ("fix", "revise"):
             tex = FENCE.search(prompt)
-            body = tex.group(1) if tex else re.sub(r"^\s*\d+\| ", "", prompt.split("line numbers:\n", 1)[1].rsplit("\n\nAnswer", 1)[0], flags=re.MULTILINE)
+            body = (
+                tex.group(1)
+                if tex
+                else re.sub(
+                    r"^\s*\d+\| ",
+                    "",
+                    prompt.split("line numbers:\n", 1)[1].rsplit("\n\nAnswer", 1)[0],
+                    flags=re.MULTILINE,
+                )
+            )
             body = body.replace("\\silvaundefinedcommand{}", "")
             if step == "revise" and self.fixes_numbers:
                 body = body.replace(" Prior work reported 0.987 on this task.", "")
@@ -141,11 +224,15 @@ class ScriptedWriter:
         keys = re.findall(r"^(\w+): \[", prompt.split("Citable keys:\n", 1)[1], re.MULTILINE)
         cite = f" \\cite{{{','.join(keys)}}}" if keys else ""
         if name == "Abstract":
-            return ("We test whether sparse random features help a linear classifier. The method reaches \\MainMethodMean{} "
-                    "accuracy against \\MainBaselineMean{} for the baseline (Welch $p=\\MainP{}$, $g=\\MainG{}$).")
+            return (
+                "We test whether sparse random features help a linear classifier. The method reaches \\MainMethodMean{} "
+                "accuracy against \\MainBaselineMean{} for the baseline (Welch $p=\\MainP{}$, $g=\\MainG{}$)."
+            )
         if name == "Results":
-            text = ("Figure~\\ref{fig:comparison} compares the groups. The method reaches \\MainMethodMean{}\\,$\\pm$\\,"
-                    "\\MainMethodSd{} over \\MainN{} seeds against \\MainBaselineMean{}\\,$\\pm$\\,\\MainBaselineSd{}.")
+            text = (
+                "Figure~\\ref{fig:comparison} compares the groups. The method reaches \\MainMethodMean{}\\,$\\pm$\\,"
+                "\\MainMethodSd{} over \\MainN{} seeds against \\MainBaselineMean{}\\,$\\pm$\\,\\MainBaselineSd{}."
+            )
             if self.typed_number:
                 text += " Prior work reported 0.987 on this task."
             if self.bad_latex:
@@ -158,11 +245,24 @@ class ScriptedWriter:
 
 
 def scripted_llm(run_dir: Path, writer: ScriptedWriter, price: float = 0.0) -> tuple[LLM, object]:
-    cfg = LLMConfig.model_validate({
-        "providers": {"offline": {"kind": "scripted"}},
-        "models": {"w": {"provider": "offline", "model": "scripted-writer", "price": {"input": price, "output": price},
-                         "capabilities": {"vision": True, "max_output_tokens": 16384}}},
-        "roles": {"writeup": {"model": "w", "max_tokens": 16384}, "vision": {"model": "w", "max_tokens": 1024}},
-    })
-    gateway = build_gateway(cfg, run_dir, None, {}, providers={"offline": ScriptedProvider("offline", fn=writer)})
+    cfg = LLMConfig.model_validate(
+        {
+            "providers": {"offline": {"kind": "scripted"}},
+            "models": {
+                "w": {
+                    "provider": "offline",
+                    "model": "scripted-writer",
+                    "price": {"input": price, "output": price},
+                    "capabilities": {"vision": True, "max_output_tokens": 16384},
+                }
+            },
+            "roles": {
+                "writeup": {"model": "w", "max_tokens": 16384},
+                "vision": {"model": "w", "max_tokens": 1024},
+            },
+        }
+    )
+    gateway = build_gateway(
+        cfg, run_dir, None, {}, providers={"offline": ScriptedProvider("offline", fn=writer)}
+    )
     return gateway.client(), gateway

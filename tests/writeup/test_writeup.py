@@ -45,7 +45,9 @@ def test_scripted_llm_writes_full_paper_fixing_latex_cites_and_numbers(tmp_path:
     llm, gateway = scripted_llm(run, writer)
     with fake_s2(fail_first=1) as (url, server):
         lit = open_literature(LiteratureConfig(base_url=url, requests_per_s=100), backoff_s=0.01)
-        pdf = write_paper(run, llm=llm, literature=lit, cfg=WriteupConfig(reflection_rounds=1), sandbox=_sandbox())
+        pdf = write_paper(
+            run, llm=llm, literature=lit, cfg=WriteupConfig(reflection_rounds=1), sandbox=_sandbox()
+        )
     gateway.close()
     log = _log(pdf)
     compiles = [e for e in log if e["step"] == "compile"]
@@ -63,7 +65,15 @@ def test_scripted_llm_writes_full_paper_fixing_latex_cites_and_numbers(tmp_path:
     assert "rahimi2007random" in bib and "li2006very" in bib and "\\cite{rahimi2007random,li2006very}" in tex
     assert len(server.requests) == 2  # one 429 retried with backoff
     # Every section was written, each figure used once and referenced.
-    for section in ("Introduction", "Method", "Experiments", "Results", "Related Work", "Limitations", "Conclusion"):
+    for section in (
+        "Introduction",
+        "Method",
+        "Experiments",
+        "Results",
+        "Related Work",
+        "Limitations",
+        "Conclusion",
+    ):
         assert f"\\section{{{section}}}" in tex
     assert tex.count("\\includegraphics") == 1 and "\\ref{fig:comparison}" in tex
     # The numbers in the PDF text equal the results.
@@ -138,9 +148,10 @@ def test_host_file_reads_fail_during_compile(tmp_path: Path) -> None:
     secret = tmp_path / "host-secret.txt"
     secret.write_text("TOPSECRETVALUE\n")
     docs = {
-        "inp.tex": f"\\documentclass{{article}}\\begin{{document}}X \\input{{/etc/passwd}} \\end{{document}}\n",
-        "opn.tex": "\\documentclass{article}\\begin{document}\\newread\\f\\openin\\f=" + str(secret)
-                   + " \\ifeof\\f NOREAD\\else\\read\\f to\\x READ:\\x\\fi\\end{document}\n",
+        "inp.tex": "\\documentclass{article}\\begin{document}X \\input{/etc/passwd} \\end{document}\n",
+        "opn.tex": "\\documentclass{article}\\begin{document}\\newread\\f\\openin\\f="
+        + str(secret)
+        + " \\ifeof\\f NOREAD\\else\\read\\f to\\x READ:\\x\\fi\\end{document}\n",
     }
     for provider in {_sandbox(), "none"}:  # `none`: the TeX settings alone must refuse
         build = tmp_path / provider

@@ -35,7 +35,11 @@ class Paper(BaseModel):
 
     def summary(self) -> str:
         """One line for an LLM choosing papers."""
-        who = self.authors[0].split()[-1] + (" et al." if len(self.authors) > 1 else "") if self.authors else "?"
+        who = (
+            self.authors[0].split()[-1] + (" et al." if len(self.authors) > 1 else "")
+            if self.authors
+            else "?"
+        )
         cited = f", cited {self.citations}" if self.citations is not None else ""
         return f"[{self.id}] {who} ({self.year or 'n.d.'}). {self.title}. {self.venue}{cited}"
 
@@ -54,7 +58,24 @@ def _ascii(text: str) -> str:
     return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
 
 
-_STOP = {"a", "an", "the", "on", "of", "for", "in", "to", "and", "with", "via", "is", "are", "by", "from", "at"}
+_STOP = {
+    "a",
+    "an",
+    "the",
+    "on",
+    "of",
+    "for",
+    "in",
+    "to",
+    "and",
+    "with",
+    "via",
+    "is",
+    "are",
+    "by",
+    "from",
+    "at",
+}
 
 
 def cite_key(paper: Paper) -> str:

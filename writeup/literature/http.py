@@ -21,8 +21,16 @@ class _Retryable(Exception):
 
 
 class HttpSource:
-    def __init__(self, base_url: str, *, headers: Mapping[str, str], requests_per_s: float, max_retries: int,
-                 timeout_s: float, backoff_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        headers: Mapping[str, str],
+        requests_per_s: float,
+        max_retries: int,
+        timeout_s: float,
+        backoff_s: float = 1.0,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self._client = httpx.Client(headers=dict(headers), timeout=timeout_s, follow_redirects=True)
         self._limiter = RateLimiter(requests_per_s)
@@ -57,7 +65,10 @@ class HttpSource:
             raise _Retryable(f"{type(e).__name__}: {e}") from None
         if resp.status_code in RETRY_STATUS:
             after = resp.headers.get("retry-after")
-            raise _Retryable(f"HTTP {resp.status_code}", float(after) if after and after.replace(".", "").isdigit() else None)
+            raise _Retryable(
+                f"HTTP {resp.status_code}",
+                float(after) if after and after.replace(".", "").isdigit() else None,
+            )
         if resp.status_code >= 400:
             raise LiteratureError(f"{self.base_url}{path}: HTTP {resp.status_code}: {resp.text[:200]}")
         try:

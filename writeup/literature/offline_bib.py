@@ -36,21 +36,31 @@ class OfflineBib:
                 if not f.get("title"):
                     continue
                 year = re.search(r"\d{4}", f.get("year", ""))
-                self._papers.append(Paper(
-                    id=f"bib:{e.key}", key=e.key, title=f["title"],
-                    authors=[a.strip() for a in f.get("author", "").split(" and ") if a.strip()],
-                    year=int(year.group()) if year else None,
-                    venue=f.get("journal") or f.get("booktitle") or f.get("howpublished") or "",
-                    doi=f.get("doi"), arxiv=f.get("eprint"), url=f.get("url"),
-                    abstract=f.get("abstract", ""),
-                    kind=e.entry_type.lower() if e.entry_type.lower() in ("article", "inproceedings") else "misc",
-                    source=self.name,
-                ))
+                self._papers.append(
+                    Paper(
+                        id=f"bib:{e.key}",
+                        key=e.key,
+                        title=f["title"],
+                        authors=[a.strip() for a in f.get("author", "").split(" and ") if a.strip()],
+                        year=int(year.group()) if year else None,
+                        venue=f.get("journal") or f.get("booktitle") or f.get("howpublished") or "",
+                        doi=f.get("doi"),
+                        arxiv=f.get("eprint"),
+                        url=f.get("url"),
+                        abstract=f.get("abstract", ""),
+                        kind=e.entry_type.lower()
+                        if e.entry_type.lower() in ("article", "inproceedings")
+                        else "misc",
+                        source=self.name,
+                    )
+                )
         return self._papers
 
     def search(self, query: str, limit: int = 10) -> list[Paper]:
         q = _words(query)
-        scored = [(len(q & _words(f"{p.title} {p.abstract} {p.venue}")), i, p) for i, p in enumerate(self.papers())]
+        scored = [
+            (len(q & _words(f"{p.title} {p.abstract} {p.venue}")), i, p) for i, p in enumerate(self.papers())
+        ]
         return [p for score, _, p in sorted(scored, key=lambda t: (-t[0], t[1])) if score > 0][:limit]
 
     def check(self) -> None:

@@ -40,12 +40,16 @@ def _paper(r: dict[str, Any]) -> Paper | None:
     title = r.get("display_name") or r.get("title")
     if not r.get("id") or not title:
         return None
-    source = ((r.get("primary_location") or {}).get("source") or {})
+    source = (r.get("primary_location") or {}).get("source") or {}
     doi = (r.get("doi") or "").removeprefix("https://doi.org/") or None
     return Paper(
         id="openalex:" + str(r["id"]).rsplit("/", 1)[-1],
         title=title,
-        authors=[a["author"]["display_name"] for a in r.get("authorships") or [] if (a.get("author") or {}).get("display_name")],
+        authors=[
+            a["author"]["display_name"]
+            for a in r.get("authorships") or []
+            if (a.get("author") or {}).get("display_name")
+        ],
         year=r.get("publication_year"),
         venue=source.get("display_name") or "",
         doi=doi,

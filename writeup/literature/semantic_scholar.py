@@ -18,7 +18,9 @@ class SemanticScholar:
         self.http = http
 
     def search(self, query: str, limit: int = 10) -> list[Paper]:
-        data = self.http.get_json("/graph/v1/paper/search", {"query": query, "limit": limit, "fields": FIELDS})
+        data = self.http.get_json(
+            "/graph/v1/paper/search", {"query": query, "limit": limit, "fields": FIELDS}
+        )
         return [p for p in (_paper(r) for r in data.get("data") or []) if p is not None]
 
     def check(self) -> None:

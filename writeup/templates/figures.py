@@ -25,8 +25,14 @@ def bars(ax, groups, metric):
         xs = [i + (k - (len(s["values"]) - 1) / 2) * 0.08 for k in range(len(s["values"]))]
         ax.scatter(xs, s["values"], s=10, color="black", zorder=3, linewidths=0)
     ax.set_xticks(range(len(labels)), [short(g) for g in labels], rotation=25, ha="right", fontsize=7)
-    lows = [min([groups[g][metric]["mean"] - groups[g][metric]["std"]] + groups[g][metric]["values"]) for g in labels]
-    highs = [max([groups[g][metric]["mean"] + groups[g][metric]["std"]] + groups[g][metric]["values"]) for g in labels]
+    lows = [
+        min([groups[g][metric]["mean"] - groups[g][metric]["std"]] + groups[g][metric]["values"])
+        for g in labels
+    ]
+    highs = [
+        max([groups[g][metric]["mean"] + groups[g][metric]["std"]] + groups[g][metric]["values"])
+        for g in labels
+    ]
     span = max(highs) - min(lows) or abs(max(highs)) or 1.0
     ax.set_ylim(min(lows) - 0.25 * span, max(highs) + 0.15 * span)
     ax.grid(axis="y", alpha=0.3)

@@ -27,7 +27,9 @@ def _content(message: Message) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for part in message.parts:
         if isinstance(part, ImagePart):
-            blocks.append({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": part.b64()}})
+            blocks.append(
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": part.b64()}}
+            )
         else:
             blocks.append({"type": "text", "text": part.text})
     return blocks
@@ -61,9 +63,16 @@ class AnthropicProvider:
         if caps.reasoning and call.reasoning_effort:
             output_config["effort"] = call.reasoning_effort
         if schema is not None and caps.json_schema:
-            output_config["format"] = {"type": "json_schema", "schema": self._sdk.transform_schema(schema.schema_)}
+            output_config["format"] = {
+                "type": "json_schema",
+                "schema": self._sdk.transform_schema(schema.schema_),
+            }
         elif schema is not None and caps.tools:
-            tool = {"name": schema.name, "description": schema.description or schema.name, "input_schema": schema.schema_}
+            tool = {
+                "name": schema.name,
+                "description": schema.description or schema.name,
+                "input_schema": schema.schema_,
+            }
             params["tools"] = [tool]
             params["tool_choice"] = {"type": "tool", "name": schema.name}
         if output_config:

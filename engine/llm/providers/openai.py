@@ -39,7 +39,9 @@ def _message(message: Message) -> dict[str, Any]:
 
 
 class OpenAIProvider:
-    def __init__(self, name: str, *, api_key: str | None, base_url: str | None = None, compatible: bool = False) -> None:
+    def __init__(
+        self, name: str, *, api_key: str | None, base_url: str | None = None, compatible: bool = False
+    ) -> None:
         import openai
 
         self.name = name
@@ -74,7 +76,11 @@ class OpenAIProvider:
                 "json_schema": {"name": schema.name, "schema": schema.schema_, "strict": False},
             }
         elif schema is not None and caps.tools:
-            fn = {"name": schema.name, "description": schema.description or schema.name, "parameters": schema.schema_}
+            fn = {
+                "name": schema.name,
+                "description": schema.description or schema.name,
+                "parameters": schema.schema_,
+            }
             params["tools"] = [{"type": "function", "function": fn}]
             params["tool_choice"] = {"type": "function", "function": {"name": schema.name}}
         return params
@@ -96,12 +102,22 @@ class OpenAIProvider:
                     data = json.loads(tool_call.function.arguments)
                 except json.JSONDecodeError:
                     # Left as text so the structured layer re-asks with the parse error.
-                    return self._completion(call, tool_call.function.arguments, None, choice.finish_reason, resp, start)
+                    return self._completion(
+                        call, tool_call.function.arguments, None, choice.finish_reason, resp, start
+                    )
                 break
-        return self._completion(call, msg.content or msg.refusal or "", data, choice.finish_reason, resp, start)
+        return self._completion(
+            call, msg.content or msg.refusal or "", data, choice.finish_reason, resp, start
+        )
 
     def _completion(
-        self, call: ProviderCall, text: str, data: dict[str, Any] | None, finish: str | None, resp: Any, start: float
+        self,
+        call: ProviderCall,
+        text: str,
+        data: dict[str, Any] | None,
+        finish: str | None,
+        resp: Any,
+        start: float,
     ) -> Completion:
         u = resp.usage
         cached = (u.prompt_tokens_details.cached_tokens or 0) if u and u.prompt_tokens_details else 0
@@ -123,8 +139,12 @@ class OpenAIProvider:
         start = time.monotonic()
         # encoding_format="float": the SDK otherwise asks for base64, which several compatible
         # servers do not implement, and decodes it to float32.
-        params: dict[str, Any] = {"model": call.model.model, "input": list(call.texts),
-                                  "encoding_format": "float", "timeout": call.timeout_s}
+        params: dict[str, Any] = {
+            "model": call.model.model,
+            "input": list(call.texts),
+            "encoding_format": "float",
+            "timeout": call.timeout_s,
+        }
         if call.dimensions is not None:
             params["dimensions"] = call.dimensions
         try:
@@ -152,19 +172,27 @@ def _vectors(resp: Any, expected: int) -> tuple[tuple[float, ...], ...]:
     data = getattr(resp, "data", None)
     if not isinstance(data, list) or len(data) != expected:
         got = len(data) if isinstance(data, list) else type(data).__name__
-        raise ProviderError(f"malformed embeddings response: expected {expected} vectors, got {got}", retryable=True)
+        raise ProviderError(
+            f"malformed embeddings response: expected {expected} vectors, got {got}", retryable=True
+        )
     by_index: dict[int, tuple[float, ...]] = {}
     for item in data:
         index, vector = getattr(item, "index", None), getattr(item, "embedding", None)
         if not isinstance(index, int) or not isinstance(vector, list) or not vector:
-            raise ProviderError("malformed embeddings response: an item lacks an integer index or a vector list",
-                                retryable=True)
+            raise ProviderError(
+                "malformed embeddings response: an item lacks an integer index or a vector list",
+                retryable=True,
+            )
         if not all(isinstance(x, (int, float)) and math.isfinite(x) for x in vector):
-            raise ProviderError(f"malformed embeddings response: vector {index} holds non-numbers", retryable=True)
+            raise ProviderError(
+                f"malformed embeddings response: vector {index} holds non-numbers", retryable=True
+            )
         by_index[index] = tuple(float(x) for x in vector)
     if sorted(by_index) != list(range(expected)):
-        raise ProviderError(f"malformed embeddings response: indexes {sorted(by_index)} are not 0..{expected - 1}",
-                            retryable=True)
+        raise ProviderError(
+            f"malformed embeddings response: indexes {sorted(by_index)} are not 0..{expected - 1}",
+            retryable=True,
+        )
     if len({len(v) for v in by_index.values()}) != 1:
         raise ProviderError("malformed embeddings response: vectors of different lengths", retryable=True)
     return tuple(by_index[i] for i in range(expected))

@@ -24,9 +24,9 @@ def parse(raw):
     clean = {}
     for name, value in list(metrics.items())[:MAX_ITEMS]:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return {"error": "metric %r is not a number: %r" % (str(name)[:80], str(value)[:80])}
+            return {"error": f"metric {str(name)[:80]!r} is not a number: {str(value)[:80]!r}"}
         if not math.isfinite(value):
-            return {"error": "metric %r is not finite (%r)" % (str(name)[:80], value)}
+            return {"error": f"metric {str(name)[:80]!r} is not finite ({value!r})"}
         clean[str(name)[:80]] = float(value)
     artifacts = data.get("artifacts", [])
     if not isinstance(artifacts, list):
@@ -46,12 +46,12 @@ def main():
         out = {"error": "no results.json written"}
     else:
         if len(raw) > MAX_BYTES:
-            out = {"error": "results.json is larger than %d bytes" % MAX_BYTES}
+            out = {"error": f"results.json is larger than {MAX_BYTES} bytes"}
         else:
             try:
                 out = parse(raw)
             except ValueError as e:
-                out = {"error": "results.json is not valid JSON: %s" % e}
+                out = {"error": f"results.json is not valid JSON: {e}"}
     with open("silva_metrics.json", "w") as f:
         json.dump(out, f)
 

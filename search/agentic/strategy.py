@@ -6,7 +6,7 @@
 - agenda: improvements towards the idea's planned experiments (crossover under evolution).
 - ablation: one component removed or replaced at a time, each at most once.
 Budgets (StageManager) end stages 2-4 otherwise. Every node's work is an `OperatorJob`.
-With a template (search/template_idea.py), stage 1 starts from the template's code, not drafts.
+With a template (search/template/seed.py), stage 1 starts from the template's code, not drafts.
 """
 
 from __future__ import annotations
@@ -14,21 +14,21 @@ from __future__ import annotations
 import dataclasses
 import sys
 
-from search.config import SearchSettings
 from engine.journal import Journal
 from engine.llm import LLM
 from engine.llm.config import resolve_model
 from engine.node import MetricSpec, Node, NodeStatus, Origin
 from sandbox.base import Limits
-from search.agentic_plan import PLAN
+from search.agentic.operators.claims import ClaimBook
+from search.agentic.operators.frozen import Asked, asked
+from search.agentic.operators.job import LLM_OPERATORS, OperatorJob, Proposed, Ran, Step
+from search.agentic.operators.outcome import OperatorOutcome, operator_outcome, variant
+from search.agentic.operators.prompts import CodeRequest, code_prompt, contract, fmt_metrics
+from search.agentic.plan import PLAN
+from search.config import SearchSettings
 from search.idea import Idea
-from search.operators.claims import ClaimBook
-from search.operators.frozen import Asked, asked
-from search.operators.job import LLM_OPERATORS, OperatorJob, Proposed, Ran, Step
-from search.operators.outcome import OperatorOutcome, operator_outcome, variant
-from search.operators.prompts import CodeRequest, code_prompt, contract, fmt_metrics
 from search.policies import get_policy
-from search.template_idea import TemplateSeed, template_start
+from search.template.seed import TemplateSeed, template_start
 from search.tree import SUPPORT_KINDS, StageView
 
 HISTORY = 12  # other nodes of the stage shown in a prompt: the most recent ones
@@ -37,7 +37,13 @@ PLOT_TIMEOUT_S = 120.0
 
 class AgenticSearch:
     def __init__(
-        self, cfg: SearchSettings, journal: Journal, idea: Idea, llm: LLM, *, vision: bool,
+        self,
+        cfg: SearchSettings,
+        journal: Journal,
+        idea: Idea,
+        llm: LLM,
+        *,
+        vision: bool,
         template: TemplateSeed | None = None,
     ) -> None:
         self.cfg, self.journal, self.idea, self.llm, self.vision = cfg, journal, idea, llm, vision
@@ -55,20 +61,33 @@ class AgenticSearch:
     # -- StageSearch ----------------------------------------------------------------------------
     def propose(self, journal: Journal, stage: str, root: Node | None, slots: int) -> list[Node]:
         if self.template is not None and stage == PLAN.first:
-            start = template_start(self.template, journal, self.idea.name, stage, self.nodes(stage),
-                                   self.cfg.seed, self.cfg.search.max_debug_depth)
+            start = template_start(
+                self.template,
+                journal,
+                self.idea.name,
+                stage,
+                self.nodes(stage),
+                self.cfg.seed,
+                self.cfg.search.max_debug_depth,
+            )
             if start is not None:
                 return start[:slots]
         view = StageView(journal, self.idea.name, stage, root, self.spec, self.cfg.search, self.cfg.seed)
         out = []
         for e in self.policy.propose(view, slots):
             target = f" of {e.parent.id}" if e.parent is not None else ""
-            out.append(Node(
-                parent_id=e.parent.id if e.parent else None, stage=stage, kind=e.operator, idea=self.idea.name,
-                plan=f"{e.operator}{target}" + (f" with {e.second.id}" if e.second else ""),
-                seed=self.cfg.seed, refs=[e.second.id] if e.second else [],
-                origin=Origin(policy=self.policy.name, island=e.island),
-            ))
+            out.append(
+                Node(
+                    parent_id=e.parent.id if e.parent else None,
+                    stage=stage,
+                    kind=e.operator,
+                    idea=self.idea.name,
+                    plan=f"{e.operator}{target}" + (f" with {e.second.id}" if e.second else ""),
+                    seed=self.cfg.seed,
+                    refs=[e.second.id] if e.second else [],
+                    origin=Origin(policy=self.policy.name, island=e.island),
+                )
+            )
         return out
 
     def search_done(self, journal: Journal, stage: str, root: Node | None) -> str | None:
@@ -81,8 +100,14 @@ class AgenticSearch:
         why = self._ended(stage)
         if why is not None:
             for n in self.nodes(stage):
-                if not n.is_finished and "run" not in n.steps and (
-                        n.status == NodeStatus.PENDING or (self.cfg.search.pipeline and "think" not in n.steps)):
+                if (
+                    not n.is_finished
+                    and "run" not in n.steps
+                    and (
+                        n.status == NodeStatus.PENDING
+                        or (self.cfg.search.pipeline and "think" not in n.steps)
+                    )
+                ):
                     journal.discard(n.id, f"the stage's search ended ({why}) before its experiment started")
         return why
 
@@ -93,7 +118,11 @@ class AgenticSearch:
         if spent is not None:
             return f"no new {spent.kind} left: at {spent.id} the model named only ones already tried"
         if stage == "preliminary":
-            good = min((n for n in nodes if n.status == NodeStatus.GOOD), key=lambda n: n.finished_at or 0.0, default=None)
+            good = min(
+                (n for n in nodes if n.status == NodeStatus.GOOD),
+                key=lambda n: n.finished_at or 0.0,
+                default=None,
+            )
             return f"first good node {good.id}" if good else None
         if stage == "hyperparameter":
             done = [n for n in nodes if n.is_finished and n.kind == "hyperparameter"]
@@ -109,15 +138,24 @@ class AgenticSearch:
         res = self.cfg.resources_for(node.kind)
         timeout = self.cfg.budgets.node_timeout_s
         job = OperatorJob(
-            node_id=node.id, attempt=attempt, run_dir=self.run_dir, idea=self.idea.name, stage=node.stage,
-            operator=node.kind, metrics=self.idea.metrics,
+            node_id=node.id,
+            attempt=attempt,
+            run_dir=self.run_dir,
+            idea=self.idea.name,
+            stage=node.stage,
+            operator=node.kind,
+            metrics=self.idea.metrics,
             limits=Limits(wall_s=timeout, memory_mb=res.memory_mb),
             plot_limits=Limits(wall_s=min(timeout, PLOT_TIMEOUT_S), memory_mb=res.memory_mb),
-            sandbox=self.cfg.sandbox.provider, sandbox_options=self.cfg.sandbox.options,
+            sandbox=self.cfg.sandbox.provider,
+            sandbox_options=self.cfg.sandbox.options,
             python="python3" if self.cfg.sandbox.provider == "docker" else sys.executable,
-            seed=node.seed, data={f"data/{p.name}": p for p in self.idea.datasets},
+            seed=node.seed,
+            data={f"data/{p.name}": p for p in self.idea.datasets},
             params=dict(self.template.params) if self.template else {},
-            vision=self.vision, plots_gate=self.cfg.search.plots_gate, max_plots=self.cfg.search.max_plots,
+            vision=self.vision,
+            plots_gate=self.cfg.search.plots_gate,
+            max_plots=self.cfg.search.max_plots,
         )
         if self.template is not None:
             job.data.update(self.template.files)
@@ -135,14 +173,19 @@ class AgenticSearch:
             if job.step == "run":
                 return job  # the code is in `proposed`: no prompt to build
             if job.step == "judge":
-                job.tuning_history = self._asked_judge(node).tuning_history if node.stage == "hyperparameter" else ""
+                job.tuning_history = (
+                    self._asked_judge(node).tuning_history if node.stage == "hyperparameter" else ""
+                )
                 job.blocking = self._could_win(node)
                 return job
         parent = reported(self.journal.nodes[node.parent_id]) if node.parent_id else None
         claims = None
         if node.kind in ("hyperparameter", "ablation"):
-            void = frozenset(n.id for n in self.journal.in_stage(node.stage, node.kind, idea=self.idea.name, discarded=True)
-                             if n.status == NodeStatus.DISCARDED)
+            void = frozenset(
+                n.id
+                for n in self.journal.in_stage(node.stage, node.kind, idea=self.idea.name, discarded=True)
+                if n.status == NodeStatus.DISCARDED
+            )
             claims = ClaimBook(self.run_dir, self.idea.name, node.stage, node.kind, void)
         request = asked(self.run_dir, node.id, "think", lambda: self._ask(node, parent, claims, job))
         job.claims = dataclasses.replace(claims, listed=frozenset(request.tried)) if claims else None
@@ -168,23 +211,42 @@ class AgenticSearch:
         claimed = claims.tried() if claims else []
         # Its own claim (from an attempt cut short) is not "tried": the node may pick it again.
         tried = [key for owner, key in claimed if owner != node.id]
-        prompt = code_prompt(CodeRequest(
-            idea=self.idea, stage=node.stage, operator=node.kind, node_id=node.id,
-            contract=contract(self.idea.metrics, job.limits.wall_s, job.limits.memory_mb,
-                              [p.name for p in self.idea.datasets], job.params,
-                              sorted(self.template.files) if self.template else ()),
-            parent=parent, second=second,
-            history=[n for n in self.nodes(node.stage) if n.is_finished and n.id not in (node.parent_id, *node.refs)][-HISTORY:],
-            tried=tried, parallel=self._parallel(node, {owner for owner, _ in claimed}) if claims else (1, 1),
-        ))
+        prompt = code_prompt(
+            CodeRequest(
+                idea=self.idea,
+                stage=node.stage,
+                operator=node.kind,
+                node_id=node.id,
+                contract=contract(
+                    self.idea.metrics,
+                    job.limits.wall_s,
+                    job.limits.memory_mb,
+                    [p.name for p in self.idea.datasets],
+                    job.params,
+                    sorted(self.template.files) if self.template else (),
+                ),
+                parent=parent,
+                second=second,
+                history=[
+                    n
+                    for n in self.nodes(node.stage)
+                    if n.is_finished and n.id not in (node.parent_id, *node.refs)
+                ][-HISTORY:],
+                tried=tried,
+                parallel=self._parallel(node, {owner for owner, _ in claimed}) if claims else (1, 1),
+            )
+        )
         return Asked(prompt=prompt, tried=tried)
 
     def _parallel(self, node: Node, owners: set[str]) -> tuple[int, int]:
         """(this node's place, how many) among the stage's proposals of its kind being written now:
         unfinished and with no claim yet. Told their places, parallel proposals spread over the
         untried settings instead of racing for the same one and paying re-asks."""
-        writing = [n.id for n in self.journal.in_stage(node.stage, node.kind, idea=self.idea.name)
-                   if not n.is_finished and n.id not in owners]
+        writing = [
+            n.id
+            for n in self.journal.in_stage(node.stage, node.kind, idea=self.idea.name)
+            if not n.is_finished and n.id not in owners
+        ]
         return (writing.index(node.id) + 1 if node.id in writing else 1), max(1, len(writing))
 
     def _could_win(self, node: Node) -> bool:
@@ -206,7 +268,8 @@ class AgenticSearch:
     def _tuning_history(self, node: Node) -> str:
         rows = [
             f"- {n.id}: {operator_outcome(n).hyperparameters} -> {fmt_metrics(n.metrics)} ({n.status.value})"
-            for n in self.nodes("hyperparameter") if n.is_finished and n.id != node.id
+            for n in self.nodes("hyperparameter")
+            if n.is_finished and n.id != node.id
         ]
         return "\n".join(rows) or "none finished yet"
 
@@ -220,12 +283,24 @@ def reported(node: Node) -> Node:
     if node.is_finished or not isinstance(proposed, Proposed) or not isinstance(ran, Ran):
         return node
     outcome = OperatorOutcome(
-        operator=node.kind, plot_code=proposed.plot_code, code_change=proposed.code_change,
-        diff_error=proposed.diff_error, hyperparameters=proposed.hyperparameters, ablation=proposed.ablation,
-        plots=[f"{ran.workspace}/{p}" for p in ran.plots], results_notes=ran.results_notes,
+        operator=node.kind,
+        plot_code=proposed.plot_code,
+        code_change=proposed.code_change,
+        diff_error=proposed.diff_error,
+        hyperparameters=proposed.hyperparameters,
+        ablation=proposed.ablation,
+        plots=[f"{ran.workspace}/{p}" for p in ran.plots],
+        results_notes=ran.results_notes,
     )
-    return node.model_copy(update={"code": proposed.code, "plan": proposed.plan or node.plan, "metrics": ran.metrics,
-                                   "execution": ran.execution, "outcome": outcome})
+    return node.model_copy(
+        update={
+            "code": proposed.code,
+            "plan": proposed.plan or node.plan,
+            "metrics": ran.metrics,
+            "execution": ran.execution,
+            "outcome": outcome,
+        }
+    )
 
 
 def next_step(node: Node) -> Step:
@@ -243,4 +318,3 @@ def has_vision(cfg: SearchSettings) -> bool:
     if cfg.llm is None or "vision" not in cfg.llm.roles:
         return False
     return resolve_model(cfg.llm, cfg.llm.roles["vision"].model).capabilities.vision
-

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.node import MetricSpec, MetricValue, Node, NodeStatus
+from search.agentic.operators.outcome import operator_outcome, summary, variant
 from search.idea import Idea
-from search.operators.outcome import operator_outcome, summary, variant
 
 CODE_CHARS = 12_000  # code shown back to the model, per file
 OUTPUT_CHARS = 2_500  # stdout/stderr tail shown for debugging and judging
@@ -51,26 +51,38 @@ SYSTEM = (
 
 
 def contract(
-    metrics: Sequence[MetricSpec], timeout_s: float, memory_mb: int, data: Sequence[str],
-    params: Mapping[str, Any] | None = None, files: Sequence[str] = (),
+    metrics: Sequence[MetricSpec],
+    timeout_s: float,
+    memory_mb: int,
+    data: Sequence[str],
+    params: Mapping[str, Any] | None = None,
+    files: Sequence[str] = (),
 ) -> str:
     """`params` and `files`: a template's default settings and its other files (template-based ideas)."""
     declared = ", ".join(f"{m.name} ({m.direction}{', primary' if m.primary else ''})" for m in metrics)
-    where = f"a working directory holding the template's other files ({', '.join(files)})" if files else "an empty working directory"
+    where = (
+        f"a working directory holding the template's other files ({', '.join(files)})"
+        if files
+        else "an empty working directory"
+    )
     lines = [
         "How the experiment runs:",
         f"- `python experiment.py` in {where}, no network, numpy / scipy / scikit-learn / matplotlib available.",
-        "- It reads silva_params.json: {\"seed\": int, \"split\": \"search\" or \"heldout\", \"node_id\": str, \"stage\": str, "
-        f"\"params\": {json.dumps(dict(params or {}))}}}. Seed every random generator with `seed`.",
-        f"- It writes results.json: {{\"metrics\": {{name: number}}, \"artifacts\": [files to keep], \"notes\": str}} with metrics {declared}. "
+        '- It reads silva_params.json: {"seed": int, "split": "search" or "heldout", "node_id": str, "stage": str, '
+        f'"params": {json.dumps(dict(params or {}))}}}. Seed every random generator with `seed`.',
+        f'- It writes results.json: {{"metrics": {{name: number}}, "artifacts": [files to keep], "notes": str}} with metrics {declared}. '
         "Metrics are read only from this file, never from printed output.",
-        "- When split is \"heldout\", compute the metrics on the held-out data instead of the validation data; "
+        '- When split is "heldout", compute the metrics on the held-out data instead of the validation data; '
         "during the search the held-out data must never be used.",
         f"- Hard limits: {timeout_s:g} s wall clock, {memory_mb} MB memory. Keep it small and fast.",
         "- plot.py runs afterwards in the same directory; it reads files the experiment saved and writes PNG figures.",
     ]
     if data:
-        lines.append("- Data files: " + ", ".join(f"data/{d}" for d in data) + " (held-out files appear under data/heldout/ only when split is \"heldout\").")
+        lines.append(
+            "- Data files: "
+            + ", ".join(f"data/{d}" for d in data)
+            + ' (held-out files appear under data/heldout/ only when split is "heldout").'
+        )
     return "\n".join(lines)
 
 
@@ -145,20 +157,35 @@ def code_prompt(r: CodeRequest) -> str:
         parts.append("Other nodes of this stage so far:\n" + "\n".join(node_line(n) for n in r.history))
     if r.operator in ("hyperparameter", "ablation"):
         what = "settings" if r.operator == "hyperparameter" else "ablations"
-        parts.append(f"Already tried {what} (do not repeat): " + ("; ".join(r.tried) if r.tried else "none yet"))
+        parts.append(
+            f"Already tried {what} (do not repeat): " + ("; ".join(r.tried) if r.tried else "none yet")
+        )
         place, count = r.parallel
         if count > 1:
-            parts.append(f"Parallel proposals: {count} proposals for new {what} are being written at this moment, "
-                         f"this is number {place} of {count}. So that they differ, propose your choice number "
-                         f"{place} among the untried {what}, in your order of promise; if you know fewer "
-                         "than that, propose any untried one.")
+            parts.append(
+                f"Parallel proposals: {count} proposals for new {what} are being written at this moment, "
+                f"this is number {place} of {count}. So that they differ, propose your choice number "
+                f"{place} among the untried {what}, in your order of promise; if you know fewer "
+                "than that, propose any untried one."
+            )
     parts.append("Your task: " + OPERATOR_TASKS[r.operator])
     return "\n\n".join(parts)
 
 
 def judge_prompt(
-    *, node_id: str, stage: str, plan: str, code: str, exit_line: str, stdout: str, stderr: str,
-    metrics: str, results_notes: str, rule_problem: str, plots: str, tuning_history: str,
+    *,
+    node_id: str,
+    stage: str,
+    plan: str,
+    code: str,
+    exit_line: str,
+    stdout: str,
+    stderr: str,
+    metrics: str,
+    results_notes: str,
+    rule_problem: str,
+    plots: str,
+    tuning_history: str,
 ) -> str:
     parts = [
         header(judge="run", node=node_id, stage=stage),
@@ -174,29 +201,38 @@ def judge_prompt(
     if rule_problem:
         parts.append(f"Silva's checks already mark this run as failed: {rule_problem}")
     if tuning_history:
-        parts.append("Hyperparameter settings tried in this stage:\n" + tuning_history
-                     + "\nAlso set `converged`: true if further tuning is unlikely to improve the primary metric.")
-    parts.append("Is this run buggy (crashed, wrong, leaking evaluation data, implausible metrics), and what did it show?")
+        parts.append(
+            "Hyperparameter settings tried in this stage:\n"
+            + tuning_history
+            + "\nAlso set `converged`: true if further tuning is unlikely to improve the primary metric."
+        )
+    parts.append(
+        "Is this run buggy (crashed, wrong, leaking evaluation data, implausible metrics), and what did it show?"
+    )
     return "\n\n".join(parts)
 
 
 def critique_prompt(*, node_id: str, plan: str, metrics: str, names: Sequence[str]) -> str:
-    return "\n\n".join([
-        header(critique="plots", node=node_id),
-        f"Plan of the experiment: {plan}",
-        f"Its metrics: {metrics}",
-        f"Figures attached, in order: {', '.join(names)}.",
-        "Are they readable, labelled (axes, legend, title), non-empty, and consistent with the metrics?",
-    ])
+    return "\n\n".join(
+        [
+            header(critique="plots", node=node_id),
+            f"Plan of the experiment: {plan}",
+            f"Its metrics: {metrics}",
+            f"Figures attached, in order: {', '.join(names)}.",
+            "Are they readable, labelled (axes, legend, title), non-empty, and consistent with the metrics?",
+        ]
+    )
 
 
 def selection_prompt(*, idea: Idea, stage: str, metric: MetricSpec, candidates: Sequence[Node]) -> str:
     lines = [node_line(n) + f" | plan: {n.plan[:200]}" for n in candidates]
-    return "\n\n".join([
-        header(select="best", stage=stage, idea=idea.name, candidates=",".join(n.id for n in candidates)),
-        "Research idea:\n" + idea.describe(),
-        f"Candidates for the best node of stage {stage}, ranked by the primary metric {metric.name} ({metric.direction}):",
-        "\n".join(lines),
-        "Keep the first candidate unless its result looks invalid (a leak, a bug, an implausible number) or the top "
-        "candidates are tied on the metric and another is clearly the better experiment. Answer with the chosen node_id.",
-    ])
+    return "\n\n".join(
+        [
+            header(select="best", stage=stage, idea=idea.name, candidates=",".join(n.id for n in candidates)),
+            "Research idea:\n" + idea.describe(),
+            f"Candidates for the best node of stage {stage}, ranked by the primary metric {metric.name} ({metric.direction}):",
+            "\n".join(lines),
+            "Keep the first candidate unless its result looks invalid (a leak, a bug, an implausible number) or the top "
+            "candidates are tied on the metric and another is clearly the better experiment. Answer with the chosen node_id.",
+        ]
+    )

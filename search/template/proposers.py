@@ -16,7 +16,7 @@ import numpy as np
 from scipy.interpolate import RBFInterpolator
 from scipy.stats import qmc
 
-from search.template import Param
+from search.template.spec import Param
 
 POOL_SIZE = 1024  # candidate points; a power of two keeps Sobol balanced
 MIN_FIT_POINTS = 4  # below this a surrogate is noise: fall back to space filling
@@ -43,7 +43,10 @@ class Proposer:
         self.names = sorted(space)
         self.kind = kind
         self.pool = _sobol(max(len(self.names), 1), seed)
-        self._key = (json.dumps({n: space[n].model_dump(mode="json") for n in self.names}, sort_keys=True), seed)
+        self._key = (
+            json.dumps({n: space[n].model_dump(mode="json") for n in self.names}, sort_keys=True),
+            seed,
+        )
 
     @property
     def decoded(self) -> list[tuple[dict[str, Any], str]]:
@@ -70,7 +73,9 @@ class Proposer:
         if not self.names:
             return []
         seen = {canonical({k: t[k] for k in self.names}) for t in tried}
-        in_order = self.kind == "sobol" or len(scored) < MIN_FIT_POINTS  # Sobol order is already space filling
+        in_order = (
+            self.kind == "sobol" or len(scored) < MIN_FIT_POINTS
+        )  # Sobol order is already space filling
         candidates: list[dict[str, Any]] = []
         keys: set[str] = set()  # a set: a list made each call quadratic in the pool size
         for p, key in self.decoded:

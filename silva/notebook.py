@@ -42,7 +42,9 @@ class RunView:
         try:
             return self.journal.nodes[node_id]
         except KeyError:
-            raise KeyError(f"{self.run_dir}: no node {node_id!r} (nodes run n0000..n{len(self.journal.nodes) - 1:04d})") from None
+            raise KeyError(
+                f"{self.run_dir}: no node {node_id!r} (nodes run n0000..n{len(self.journal.nodes) - 1:04d})"
+            ) from None
 
     def code(self, node_id: str) -> str:
         return self.node(node_id).code
@@ -53,10 +55,25 @@ class RunView:
 
         rows: list[dict[str, Any]] = []
         for n in self.journal:
-            row = n.model_dump(mode="json", include={
-                "id", "parent_id", "idea", "stage", "kind", "status", "reason", "seed", "attempts",
-                "lost_attempts", "cost_usd", "created_at", "started_at", "finished_at",
-            })
+            row = n.model_dump(
+                mode="json",
+                include={
+                    "id",
+                    "parent_id",
+                    "idea",
+                    "stage",
+                    "kind",
+                    "status",
+                    "reason",
+                    "seed",
+                    "attempts",
+                    "lost_attempts",
+                    "cost_usd",
+                    "created_at",
+                    "started_at",
+                    "finished_at",
+                },
+            )
             row.update({f"metric.{m.name}": m.value for m in n.metrics})
             rows.append(row)
         return pd.DataFrame(rows).set_index("id") if rows else pd.DataFrame()
@@ -66,14 +83,20 @@ class RunView:
         import pandas as pd
 
         rows = [
-            {"idea": idea, "stage": stage, "node_id": e.get("node_id"), "metric": e.get("metric"),
-             "value": e.get("value"), "reason": e.get("reason")}
+            {
+                "idea": idea,
+                "stage": stage,
+                "node_id": e.get("node_id"),
+                "metric": e.get("metric"),
+                "value": e.get("value"),
+                "reason": e.get("reason"),
+            }
             for (idea, stage), e in self.journal.stage_best.items()
         ]
         return pd.DataFrame(rows)
 
     def scaling(self) -> Scaling:
-        """Compute scaling (issue 18): `.curves` (best metric against GPU-hours and dollars),
+        """Compute scaling (docs/budgets.md): `.curves` (best metric against GPU-hours and dollars),
         `.table` (per idea and forest), `.stops` (successive halving's stops) as DataFrames."""
         from silva.report.scaling import scaling
 

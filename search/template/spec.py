@@ -116,7 +116,8 @@ class Template:
         path = root / TEMPLATE_FILE
         spec = load_model(path, TemplateSpec, "template settings")
         names = spec.files or sorted(
-            str(p.relative_to(root)) for p in root.rglob("*")
+            str(p.relative_to(root))
+            for p in root.rglob("*")
             if p.is_file() and p.name != TEMPLATE_FILE and "__pycache__" not in p.parts
         )
         missing = [n for n in names if not (root / n).is_file()]

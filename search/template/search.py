@@ -12,25 +12,34 @@ import sys
 from typing import Any
 
 from engine.attempt import ExperimentJob
-from search.config import SearchSettings
 from engine.journal import Journal
 from engine.node import Node, NodeStatus, Origin
 from sandbox.base import Limits
-from search.proposers import Proposer
-from search.template import Template
+from search.config import SearchSettings
+from search.template.proposers import Proposer
+from search.template.spec import Template
 
-KIND_OF_STAGE = {"preliminary": "baseline", "hyperparameter": "hyperparameter", "agenda": "method", "ablation": "ablation"}
+KIND_OF_STAGE = {
+    "preliminary": "baseline",
+    "hyperparameter": "hyperparameter",
+    "agenda": "method",
+    "ablation": "ablation",
+}
 
 
 class TemplateSearch:
-    def __init__(self, cfg: SearchSettings, template: Template, journal: Journal, idea: str = "default") -> None:
+    def __init__(
+        self, cfg: SearchSettings, template: Template, journal: Journal, idea: str = "default"
+    ) -> None:
         self.cfg, self.template, self.journal = cfg, template, journal
-        self.idea = idea  # a template forest (search/template_forest.py) has one search per variant
+        self.idea = idea  # a template forest (search/template/forest.py) has one search per variant
         self.spec = template.spec
         space = self.spec.hyperparameters
         # Stage 2 tunes the baseline, so the method's own knobs are left out of its search.
         self.proposers = {
-            "hyperparameter": Proposer({k: p for k, p in space.items() if not p.method_only}, cfg.seed, cfg.proposer),
+            "hyperparameter": Proposer(
+                {k: p for k, p in space.items() if not p.method_only}, cfg.seed, cfg.proposer
+            ),
             "agenda": Proposer(space, cfg.seed, cfg.proposer),
         }
 
@@ -41,7 +50,11 @@ class TemplateSearch:
             return "first good baseline"
         if stage == "ablation" and len(nodes) >= len(self.spec.ablations):
             return f"all {len(self.spec.ablations)} ablation(s) run"
-        if stage in self.proposers and not self.proposers[stage].names and (nodes or stage == "hyperparameter"):
+        if (
+            stage in self.proposers
+            and not self.proposers[stage].names
+            and (nodes or stage == "hyperparameter")
+        ):
             return "no hyperparameters to search"
         return None
 
@@ -57,14 +70,25 @@ class TemplateSearch:
             done = {n.origin.ablation for n in nodes}
             todo = [a for a in self.spec.ablations if a.name not in done][:slots]
             return [
-                self._node(stage, kind, root, {**base, a.param: a.value}, f"ablation {a.name}: {a.description}".strip(": "), ablation=a.name)
+                self._node(
+                    stage,
+                    kind,
+                    root,
+                    {**base, a.param: a.value},
+                    f"ablation {a.name}: {a.description}".strip(": "),
+                    ablation=a.name,
+                )
                 for a in todo
             ]
         method_on = stage == "agenda"
         base[self.spec.method.param] = method_on
         out: list[Node] = []
         if method_on and not nodes:
-            out.append(self._node(stage, kind, root, base, f"method {self.spec.method.name} at the best setting so far"))
+            out.append(
+                self._node(
+                    stage, kind, root, base, f"method {self.spec.method.name} at the best setting so far"
+                )
+            )
         tried = [n.params for n in nodes] + [o.params for o in out]
         if root is not None:
             tried.append(root.params)
@@ -94,22 +118,33 @@ class TemplateSearch:
     def label(self, node: Node) -> str:
         if node.origin.ablation:
             return f"ablation: {node.origin.ablation}"
-        return {"baseline": "baseline", "hyperparameter": "tuned baseline", "method": self.spec.method.name}.get(
-            node.kind, node.origin.label or node.kind
-        )
+        return {
+            "baseline": "baseline",
+            "hyperparameter": "tuned baseline",
+            "method": self.spec.method.name,
+        }.get(node.kind, node.origin.label or node.kind)
 
     # -- helpers ----------------------------------------------------------------------------
-    def _node(self, stage: str, kind: str, root: Node | None, params: dict[str, Any], plan: str, ablation: str = "") -> Node:
+    def _node(
+        self, stage: str, kind: str, root: Node | None, params: dict[str, Any], plan: str, ablation: str = ""
+    ) -> Node:
         return Node(
-            parent_id=root.id if root else None, stage=stage, kind=kind, idea=self.idea, plan=plan,
-            params=params, seed=self.cfg.seed, origin=Origin(ablation=ablation),
+            parent_id=root.id if root else None,
+            stage=stage,
+            kind=kind,
+            idea=self.idea,
+            plan=plan,
+            params=params,
+            seed=self.cfg.seed,
+            origin=Origin(ablation=ablation),
         )
 
     def _scored(self, nodes: list[Node], root: Node | None) -> list[tuple[dict[str, Any], float]]:
         """(setting, oriented primary metric) of the good nodes: what the surrogate learns from."""
         spec = self.spec.primary
-        return [(n.params, s) for n in [*nodes, *([root] if root else [])] if (s := spec.score(n)) is not None]
+        return [
+            (n.params, s) for n in [*nodes, *([root] if root else [])] if (s := spec.score(n)) is not None
+        ]
 
     def _describe(self, setting: dict[str, Any]) -> str:
         return "try " + ", ".join(f"{k}={v}" for k, v in sorted(setting.items()))
-

@@ -23,9 +23,9 @@ from typing import Any
 from engine.errors import ConfigError
 from engine.journal import Journal
 from engine.node import MetricSpec, Node, NodeStatus, Origin
+from search.agentic.operators.job import EXPERIMENT
 from search.idea import Idea
-from search.operators.job import EXPERIMENT
-from search.template import TEMPLATE_FILE, Template
+from search.template.spec import TEMPLATE_FILE, Template
 
 TEMPLATE_KIND = "template"
 COMMAND = ["{python}", EXPERIMENT]  # the LLM operators run `python experiment.py` and nothing else
@@ -56,9 +56,13 @@ class TemplateSeed:
         try:
             code = template.files[EXPERIMENT].decode()
         except UnicodeDecodeError:
-            raise ConfigError(f"{template.root / EXPERIMENT}: not UTF-8 text; the LLM cannot edit it") from None
+            raise ConfigError(
+                f"{template.root / EXPERIMENT}: not UTF-8 text; the LLM cannot edit it"
+            ) from None
         return cls(
-            name=template.spec.name, description=" ".join(template.spec.description.split()), code=code,
+            name=template.spec.name,
+            description=" ".join(template.spec.description.split()),
+            code=code,
             params=template.spec.defaults(),
             files={n: template.root / n for n in template.files if n != EXPERIMENT},
             metrics=list(template.spec.metrics),
@@ -85,14 +89,25 @@ class TemplateSeed:
     def node(self, idea: str, stage: str, seed: int) -> Node:
         what = f": {self.description}" if self.description else ""
         return Node(
-            stage=stage, kind=TEMPLATE_KIND, idea=idea, code=self.code, params=dict(self.params), seed=seed,
+            stage=stage,
+            kind=TEMPLATE_KIND,
+            idea=idea,
+            code=self.code,
+            params=dict(self.params),
+            seed=seed,
             plan=f"the template {self.name}'s experiment as written, with its default settings{what}",
             origin=Origin(policy=TEMPLATE_KIND, label=f"template {self.name}"),
         )
 
 
 def template_start(
-    seed: TemplateSeed, journal: Journal, idea: str, stage: str, nodes: list[Node], run_seed: int, max_debug_depth: int,
+    seed: TemplateSeed,
+    journal: Journal,
+    idea: str,
+    stage: str,
+    nodes: list[Node],
+    run_seed: int,
+    max_debug_depth: int,
 ) -> list[Node] | None:
     """The first stage's next nodes while it grows from the template: the template node, then one
     debug at a time along its line while it fails. None: the line cannot be debugged further, so
@@ -109,6 +124,15 @@ def template_start(
     if not leaf.is_finished:
         return []
     if leaf.status == NodeStatus.BUGGY and leaf.code and journal.debug_depth(leaf.id) < max_debug_depth:
-        return [Node(parent_id=leaf.id, stage=stage, kind="debug", idea=idea, plan=f"debug of {leaf.id}",
-                     seed=run_seed, origin=Origin(policy=TEMPLATE_KIND))]
+        return [
+            Node(
+                parent_id=leaf.id,
+                stage=stage,
+                kind="debug",
+                idea=idea,
+                plan=f"debug of {leaf.id}",
+                seed=run_seed,
+                origin=Origin(policy=TEMPLATE_KIND),
+            )
+        ]
     return None

@@ -13,8 +13,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engine.llm import FinalAnswer
-from search.operators.claims import ClaimBook, canonical_ablation, canonical_setting
-from search.operators.diff import DiffError, apply_unified_diff
+from search.agentic.operators.claims import ClaimBook, canonical_ablation, canonical_setting
+from search.agentic.operators.diff import DiffError, apply_unified_diff
 
 
 class Proposal(BaseModel):
@@ -22,10 +22,14 @@ class Proposal(BaseModel):
 
     plan: str = Field(min_length=1, description="what you will do and why, in a few sentences")
     code: str | None = Field(None, description="the whole new experiment.py")
-    diff: str | None = Field(None, description="instead of `code`: a unified diff against the shown experiment.py")
+    diff: str | None = Field(
+        None, description="instead of `code`: a unified diff against the shown experiment.py"
+    )
     plot_code: str | None = Field(None, description="the whole plot.py; omit to keep the shown one")
     hyperparameters: dict[str, Any] | None = Field(None, description="hyperparameter step: the setting tried")
-    ablation: str | None = Field(None, description="ablation step: short name of the component removed or replaced")
+    ablation: str | None = Field(
+        None, description="ablation step: short name of the component removed or replaced"
+    )
 
 
 class Judgement(BaseModel):
@@ -33,14 +37,20 @@ class Judgement(BaseModel):
 
     is_buggy: bool = Field(description="true if the run failed, or its results cannot be trusted")
     reason: str = Field(min_length=1, description="why, citing the output")
-    summary: str = Field(min_length=1, description="1-3 sentences for the experimental journal: what was done, what came out")
-    converged: bool | None = Field(None, description="hyperparameter stage only: is further tuning unlikely to help?")
+    summary: str = Field(
+        min_length=1, description="1-3 sentences for the experimental journal: what was done, what came out"
+    )
+    converged: bool | None = Field(
+        None, description="hyperparameter stage only: is further tuning unlikely to help?"
+    )
 
 
 class PlotCritique(BaseModel):
     """Your critique of the figures of one experiment."""
 
-    acceptable: bool = Field(description="false if a figure is empty, unreadable, mislabelled or contradicts the metrics")
+    acceptable: bool = Field(
+        description="false if a figure is empty, unreadable, mislabelled or contradicts the metrics"
+    )
     reason: str = Field(min_length=1)
     suggestions: list[str] = Field(default_factory=list)
 
@@ -50,7 +60,9 @@ class BestChoice(BaseModel):
 
     node_id: str
     reason: str = Field(min_length=1)
-    metric_best_is_sane: bool = Field(description="false if the top node's metric looks invalid (a leak, a bug)")
+    metric_best_is_sane: bool = Field(
+        description="false if the top node's metric looks invalid (a leak, a bug)"
+    )
 
 
 @dataclass(frozen=True)
@@ -83,7 +95,9 @@ def proposal_type(
             accept(self, parent_code)  # raises ValueError with what to fix
             if operator == "hyperparameter":
                 if not self.hyperparameters:
-                    raise ValueError("set `hyperparameters` to the setting this step tries, e.g. {\"lr\": 0.01}")
+                    raise ValueError(
+                        'set `hyperparameters` to the setting this step tries, e.g. {"lr": 0.01}'
+                    )
                 _claim(claims, canonical_setting(self.hyperparameters), node_id, "setting", seen)
             if operator == "ablation":
                 if not self.ablation or not canonical_ablation(self.ablation):
@@ -119,8 +133,11 @@ def _claim(claims: ClaimBook | None, key: str, node_id: str, what: str, seen: _S
     # taken end in two calls, not in all the re-asks.
     now = [k for _, k in claims.tried()]
     seen.listed.update(now)
-    reason = (f"the {what} {key} was already tried by node {owner}, {LISTED_AS_TRIED}" if listed else
-              f"the {what} {key} was already tried by node {owner} while this proposal was written")
+    reason = (
+        f"the {what} {key} was already tried by node {owner}, {LISTED_AS_TRIED}"
+        if listed
+        else f"the {what} {key} was already tried by node {owner} while this proposal was written"
+    )
     message = f"{reason}; tried so far: {'; '.join(now)}. Propose one not in this list"
     raise FinalAnswer(message) if listed and told else ValueError(message)
 
@@ -134,7 +151,9 @@ def accept(p: Proposal, parent_code: str) -> Accepted:
         except DiffError as e:
             if p.code:
                 return Accepted(p.code, p.plot_code or "", "diff_failed_whole_file", str(e))
-            raise ValueError(f"the diff does not apply ({e}); send the whole experiment.py in `code` instead") from None
+            raise ValueError(
+                f"the diff does not apply ({e}); send the whole experiment.py in `code` instead"
+            ) from None
     if p.code and p.code.strip():
         return Accepted(p.code, p.plot_code or "", "whole_file")
     if p.plot_code and parent_code:

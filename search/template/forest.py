@@ -1,4 +1,4 @@
-"""A forest of template ideas: one tree per `variants:` entry of a template run (issue 18).
+"""A forest of template ideas: one tree per `variants:` entry of a template run (docs/budgets.md).
 
 Each variant is the run's template with some parameters fixed (`fixed:` merged over the
 template's own), grown through the template mode's `StagePlan` by its own `StageManager` and
@@ -20,18 +20,25 @@ from search.allocation import Allocation, IdeaInfo
 from search.config import AllocationConfig, SearchSettings, TemplateVariant
 from search.forest import Forest, TreeSettings
 from search.stages import StageManager
-from search.template import Template
-from search.template_plan import PLAN
-from search.template_search import TemplateSearch
+from search.template.plan import PLAN
+from search.template.search import TemplateSearch
+from search.template.spec import Template
 
 
 class TemplateTree:
     def __init__(
-        self, cfg: SearchSettings, journal: Journal, template: Template, variant: TemplateVariant, allocation: Allocation,
+        self,
+        cfg: SearchSettings,
+        journal: Journal,
+        template: Template,
+        variant: TemplateVariant,
+        allocation: Allocation,
     ) -> None:
         self.journal, self.variant = journal, variant
         spec = template.spec.model_copy(update={"fixed": {**template.spec.fixed, **variant.fixed}})
-        self.search = TemplateSearch(cfg, Template(template.root, spec, template.files), journal, idea=variant.name)
+        self.search = TemplateSearch(
+            cfg, Template(template.root, spec, template.files), journal, idea=variant.name
+        )
         settings: Any = TreeSettings(cfg, allocation, variant.name)  # a SearchSettings by delegation
         self.stages = StageManager(settings, journal, self.search, PLAN, variant.name, spec=spec.primary)
 
@@ -73,8 +80,12 @@ class TemplateTree:
 
 
 def build_template_forest(
-    cfg: SearchSettings, journal: Journal, template: Template, variants: Sequence[TemplateVariant],
-    allocation: AllocationConfig, meter: ComputeMeter | None = None,
+    cfg: SearchSettings,
+    journal: Journal,
+    template: Template,
+    variants: Sequence[TemplateVariant],
+    allocation: AllocationConfig,
+    meter: ComputeMeter | None = None,
 ) -> Forest:
     infos = [IdeaInfo(v.name, template.spec.primary, v) for v in variants]
     nodes = {s: cfg.stages[s].max_nodes for s in PLAN.names if s in cfg.stages}

@@ -8,22 +8,26 @@ from typing import Any, Literal
 from pydantic import Field
 
 from engine.node import Node
-from engine.outcome import Outcome
-from search.operators.schemas import Judgement, PlotCritique
+from engine.outcome import NodeOutcome
+from search.agentic.operators.schemas import Judgement, PlotCritique
 
 StatusRule = Literal["proposal", "execution", "judgement", "plots", "ok"]
 CodeChange = Literal["whole_file", "diff", "diff_failed_whole_file", "plot_only", "rerun"]
 
 
-class OperatorOutcome(Outcome):
+class OperatorOutcome(NodeOutcome):
     family: str = "operator"
     operator: str
     plot_code: str = ""
     code_change: CodeChange = "rerun"
     diff_error: str = ""
-    hyperparameters: dict[str, Any] = Field(default_factory=dict, description="the setting a tuning step tried")
+    hyperparameters: dict[str, Any] = Field(
+        default_factory=dict, description="the setting a tuning step tried"
+    )
     ablation: str = ""
-    exhausted: bool = Field(False, description="the proposal failed: every setting or ablation it named was already tried")
+    exhausted: bool = Field(
+        False, description="the proposal failed: every setting or ablation it named was already tried"
+    )
     judgement: Judgement | None = None
     judgement_error: str = ""
     plot_critique: PlotCritique | None = None
@@ -40,15 +44,20 @@ class OperatorOutcome(Outcome):
             return None
         judgement, critique = dict(extra.get("judgement") or {}), dict(extra.get("plot_critique") or {})
         return cls(
-            operator=extra["operator"], plot_code=extra.get("plot_code", ""),
-            code_change=extra.get("code_change", "rerun"), diff_error=extra.get("diff_error", ""),
-            hyperparameters=extra.get("hyperparameters") or {}, ablation=extra.get("ablation") or "",
+            operator=extra["operator"],
+            plot_code=extra.get("plot_code", ""),
+            code_change=extra.get("code_change", "rerun"),
+            diff_error=extra.get("diff_error", ""),
+            hyperparameters=extra.get("hyperparameters") or {},
+            ablation=extra.get("ablation") or "",
             judgement=Judgement.model_validate(judgement) if "is_buggy" in judgement else None,
             judgement_error=judgement.get("error", ""),
             plot_critique=PlotCritique.model_validate(critique) if "acceptable" in critique else None,
             critique_error=critique.get("error", ""),
-            plots=extra.get("plots", []), results_notes=extra.get("results_notes", ""),
-            status_rule=extra.get("status_rule", "ok"), llm_calls=extra.get("llm_calls", 0),
+            plots=extra.get("plots", []),
+            results_notes=extra.get("results_notes", ""),
+            status_rule=extra.get("status_rule", "ok"),
+            llm_calls=extra.get("llm_calls", 0),
             split=extra.get("split", "search"),
         )
 

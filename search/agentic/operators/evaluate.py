@@ -13,9 +13,9 @@ from engine.llm import LLM, BudgetExceeded, LLMError, Message
 from engine.llm.types import PNG_MAGIC
 from engine.node import ExecSummary, MetricSpec, MetricValue
 from sandbox.base import ExecResult, Limits, Sandbox
-from search.operators.prompts import critique_prompt, fmt_metrics, judge_prompt
-from search.operators.outcome import StatusRule
-from search.operators.schemas import Judgement, PlotCritique
+from search.agentic.operators.outcome import StatusRule
+from search.agentic.operators.prompts import critique_prompt, fmt_metrics, judge_prompt
+from search.agentic.operators.schemas import Judgement, PlotCritique
 
 PARSER_FILE = "silva_parse_results.py"
 PARSED_FILE = "silva_metrics.json"
@@ -51,11 +51,15 @@ class Evaluation:
             return "buggy", self.plot_problem, "plots"
         if plots_gate and self.critique is not None and not self.critique.acceptable:
             return "buggy", f"plots rejected by the critique: {self.critique.reason}", "plots"
-        note = (self.judgement.summary if self.judgement else "") or (self.results.notes if self.results else "")
+        note = (self.judgement.summary if self.judgement else "") or (
+            self.results.notes if self.results else ""
+        )
         return "good", note, "ok"
 
 
-def read_metrics(box: Sandbox, python: str, specs: list[MetricSpec]) -> tuple[list[MetricValue], ResultsFile | None, str]:
+def read_metrics(
+    box: Sandbox, python: str, specs: list[MetricSpec]
+) -> tuple[list[MetricValue], ResultsFile | None, str]:
     """Run the parser in the sandbox; validate its small output on the host."""
     res = box.exec([python, PARSER_FILE], limits=PARSER_LIMITS, files={PARSER_FILE: PARSER_SOURCE})
     if not res.ok or PARSED_FILE not in res.files:
@@ -90,24 +94,57 @@ def png_bytes(box: Sandbox, paths: list[str]) -> tuple[list[bytes], str]:
     return out, ""
 
 
-def judge(llm: LLM, ev: Evaluation, *, node_id: str, stage: str, idea: str, attempt: int, plan: str,
-          code: str, res: ExecSummary | None, tuning_history: str, blocking: bool = False) -> None:
+def judge(
+    llm: LLM,
+    ev: Evaluation,
+    *,
+    node_id: str,
+    stage: str,
+    idea: str,
+    attempt: int,
+    plan: str,
+    code: str,
+    res: ExecSummary | None,
+    tuning_history: str,
+    blocking: bool = False,
+) -> None:
     """One structured judgement; a failed call is recorded, never fatal (rules still apply).
     BudgetExceeded propagates: the attempt is then given back, not judged. `blocking`: the
     stage's decision waits for it (the gateway sends it twice at once)."""
-    exit_line = "not run" if res is None else (
-        f"exit code {res.exit_code}, {res.wall_s:.1f} s" + (", TIMED OUT" if res.timed_out else "")
-        + (", OUT OF MEMORY" if res.oom_killed else ""))
+    exit_line = (
+        "not run"
+        if res is None
+        else (
+            f"exit code {res.exit_code}, {res.wall_s:.1f} s"
+            + (", TIMED OUT" if res.timed_out else "")
+            + (", OUT OF MEMORY" if res.oom_killed else "")
+        )
+    )
     prompt = judge_prompt(
-        node_id=node_id, stage=stage, plan=plan, code=code, exit_line=exit_line,
-        stdout=res.stdout_tail if res else "", stderr=res.stderr_tail if res else "",
-        metrics=fmt_metrics(ev.metrics), results_notes=ev.results.notes if ev.results else "",
+        node_id=node_id,
+        stage=stage,
+        plan=plan,
+        code=code,
+        exit_line=exit_line,
+        stdout=res.stdout_tail if res else "",
+        stderr=res.stderr_tail if res else "",
+        metrics=fmt_metrics(ev.metrics),
+        results_notes=ev.results.notes if ev.results else "",
         rule_problem=ev.run_problem,
-        plots=", ".join(ev.plots) or (ev.plot_problem or "none"), tuning_history=tuning_history,
+        plots=", ".join(ev.plots) or (ev.plot_problem or "none"),
+        tuning_history=tuning_history,
     )
     try:
-        verdict = llm.complete(prompt, role="feedback", output_type=Judgement, node_id=node_id,
-                               stage=stage, idea=idea, attempt=attempt, blocking=blocking)
+        verdict = llm.complete(
+            prompt,
+            role="feedback",
+            output_type=Judgement,
+            node_id=node_id,
+            stage=stage,
+            idea=idea,
+            attempt=attempt,
+            blocking=blocking,
+        )
     except BudgetExceeded:
         raise
     except LLMError as e:
@@ -116,12 +153,30 @@ def judge(llm: LLM, ev: Evaluation, *, node_id: str, stage: str, idea: str, atte
     ev.judgement = verdict
 
 
-def critique(llm: LLM, ev: Evaluation, images: list[bytes], *, node_id: str, stage: str, idea: str,
-             attempt: int, plan: str, blocking: bool = False) -> None:
+def critique(
+    llm: LLM,
+    ev: Evaluation,
+    images: list[bytes],
+    *,
+    node_id: str,
+    stage: str,
+    idea: str,
+    attempt: int,
+    plan: str,
+    blocking: bool = False,
+) -> None:
     prompt = critique_prompt(node_id=node_id, plan=plan, metrics=fmt_metrics(ev.metrics), names=ev.plots)
     try:
-        verdict = llm.complete([Message.user(prompt, images=images)], role="vision", output_type=PlotCritique,
-                               node_id=node_id, stage=stage, idea=idea, attempt=attempt, blocking=blocking)
+        verdict = llm.complete(
+            [Message.user(prompt, images=images)],
+            role="vision",
+            output_type=PlotCritique,
+            node_id=node_id,
+            stage=stage,
+            idea=idea,
+            attempt=attempt,
+            blocking=blocking,
+        )
     except BudgetExceeded:
         raise
     except LLMError as e:

@@ -39,7 +39,9 @@ class _OneNodePhase:
     def propose(self, slots: int) -> list[Node]:
         if self.node() is not None or slots <= 0:
             return []
-        return [Node(stage=self.stage, kind=self.stage, idea=self.idea, plan=f"{self.stage} of idea {self.idea}")]
+        return [
+            Node(stage=self.stage, kind=self.stage, idea=self.idea, plan=f"{self.stage} of idea {self.idea}")
+        ]
 
     def done(self) -> bool:
         node = self.node()
@@ -54,15 +56,29 @@ class _OneNodePhase:
 class WriteupPhase(_OneNodePhase):
     stage = PAPER
 
-    def __init__(self, journal: Journal, idea: str, cfg: WriteupConfig, llm: LLM | None, sandbox: str,
-                 sandbox_options: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        journal: Journal,
+        idea: str,
+        cfg: WriteupConfig,
+        llm: LLM | None,
+        sandbox: str,
+        sandbox_options: dict[str, Any],
+    ) -> None:
         super().__init__(journal, idea)
         self.cfg, self.llm, self.sandbox, self.sandbox_options = cfg, llm, sandbox, sandbox_options
 
     def job_for(self, node: Node, attempt: int) -> Job:
-        return WriteupJob(node_id=node.id, attempt=attempt, run_dir=self.journal.log.path.parent, idea=self.idea,
-                          cfg=self.cfg, llm=self.llm if self.cfg.offline is not True else None,
-                          sandbox=self.sandbox, sandbox_options=self.sandbox_options)
+        return WriteupJob(
+            node_id=node.id,
+            attempt=attempt,
+            run_dir=self.journal.log.path.parent,
+            idea=self.idea,
+            cfg=self.cfg,
+            llm=self.llm if self.cfg.offline is not True else None,
+            sandbox=self.sandbox,
+            sandbox_options=self.sandbox_options,
+        )
 
 
 @dataclass
@@ -89,9 +105,11 @@ class ReviewJob:
         return AttemptResult(
             status="good" if result.decision is not None else "buggy",
             reason=f"{decision}, overall {result.overall if result.overall is not None else '-'} "
-                   f"({result.reviews_used} of {len(result.reviews)} reviews)",
+            f"({result.reviews_used} of {len(result.reviews)} reviews)",
             artifacts=[str(rel / "review.json"), str(rel / "review.md")],
-            workspace=str(rel), started_at=started, finished_at=time.time(),
+            workspace=str(rel),
+            started_at=started,
+            finished_at=time.time(),
         )
 
 
@@ -126,7 +144,9 @@ def paper_phases(cfg: RunConfig, journal: Journal, llm: LLM | None) -> Callable[
     def for_idea(idea: str) -> list[Phase]:
         phases: list[Phase] = []
         if cfg.writeup is not None:
-            phases.append(WriteupPhase(journal, idea, cfg.writeup, llm, cfg.sandbox.provider, cfg.sandbox.options))
+            phases.append(
+                WriteupPhase(journal, idea, cfg.writeup, llm, cfg.sandbox.provider, cfg.sandbox.options)
+            )
         if cfg.review is not None and llm is not None:
             phases.append(ReviewPhase(journal, idea, cfg.review, llm))
         return phases

@@ -62,7 +62,8 @@ def _find(lines: list[str], needle: list[str], hint: int, strip: bool) -> int | 
     norm = (lambda s: s.rstrip()) if strip else (lambda s: s)
     target = [norm(s) for s in needle]
     starts = [
-        i for i in range(len(lines) - len(needle) + 1)
+        i
+        for i in range(len(lines) - len(needle) + 1)
         if norm(lines[i]) == target[0] and [norm(s) for s in lines[i : i + len(needle)]] == target
     ]
     return min(starts, key=lambda i: abs(i - hint)) if starts else None
@@ -78,7 +79,9 @@ def apply_unified_diff(original: str, diff: str) -> str:
             at = _find(lines, hunk.old, hint, strip=True)
         if at is None:
             first = next((s for s in hunk.old if s.strip()), "")
-            raise DiffError(f"hunk {k} does not match the file (its context starting {first.strip()[:80]!r} is not there)")
+            raise DiffError(
+                f"hunk {k} does not match the file (its context starting {first.strip()[:80]!r} is not there)"
+            )
         lines[at : at + len(hunk.old)] = hunk.new
         offset += len(hunk.new) - len(hunk.old)
     return "\n".join(lines) + ("\n" if original.endswith("\n") or not original else "")
