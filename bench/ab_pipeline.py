@@ -33,7 +33,8 @@ from engine.journal import Journal  # noqa: E402
 ONE_RUN = r"""
 import json, sys
 from pathlib import Path
-tree, ratio, repeat, out, median = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4]), float(sys.argv[5])
+tree, ratio, repeat = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+out, median = Path(sys.argv[4]), float(sys.argv[5])
 slots, ideas = int(sys.argv[6]), int(sys.argv[7])
 sys.path[:0] = [tree + "/bench", tree]
 import bench_pipeline as bp
@@ -117,8 +118,9 @@ def main() -> None:
             )
             rows.append(row)
             print(
-                f"  {args.slots} slots, {args.ideas} idea(s), ratio {args.ratio:g} repeat {repeat} {label}: makespan {row['makespan_s']} s, utilization "
-                f"{row['utilization']:.2f}, {row['nodes']} nodes, {row['llm_requests']} LLM requests",
+                f"  {args.slots} slots, {args.ideas} idea(s), ratio {args.ratio:g} repeat {repeat} {label}: "
+                f"makespan {row['makespan_s']} s, utilization {row['utilization']:.2f}, {row['nodes']} "
+                f"nodes, {row['llm_requests']} LLM requests",
                 flush=True,
             )
             RESULTS.parent.mkdir(parents=True, exist_ok=True)

@@ -188,15 +188,17 @@ def main() -> None:
     f = out["null_fdr"]
     print(f"null tables: {f['accepted']} accepted of {f['tested']} tested = {f['rate']:.3f} (target <= 0.05)")
     print(
-        f"planted recall: {out['planted']['recall']:.2f} (DiscoPER), {out['planted_experigen']['recall']:.2f} "
-        f"(ExperiGen); {out['planted']['hypotheses_per_minute']:.1f} hypotheses/min at {SLOTS} slots"
+        f"planted recall: {out['planted']['recall']:.2f} (DiscoPER), "
+        f"{out['planted_experigen']['recall']:.2f} (ExperiGen); "
+        f"{out['planted']['hypotheses_per_minute']:.1f} hypotheses/min at {SLOTS} slots"
     )
     c = out["counterfactual"]
     print(f"counterfactual prior claims rejected: {c['rejected']} of {c['prior_claims']}")
     for name in ("asia", "sachs"):
         r = out[name]
         print(
-            f"{name}: edge F1 discovery {r['discovery']['f1']:.2f}, PC {r['pc']['f1']:.2f}, GES {r['ges']['f1']:.2f}"
+            f"{name}: edge F1 discovery {r['discovery']['f1']:.2f}, PC {r['pc']['f1']:.2f}, GES "
+            f"{r['ges']['f1']:.2f}"
         )
     print(f"wrote {RESULTS}")
 

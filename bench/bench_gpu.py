@@ -93,7 +93,8 @@ spec = json.load(open("silva_params.json"))
 p, seed = spec["params"], spec["seed"] or 0
 time.sleep(0.3)
 val = 0.9 - abs(p["lr"] - 0.01) + (0.02 if p["deep"] and not p["ablate_hidden"] else 0.0) + 0.001 * seed
-print("SILVA_GPU " + json.dumps({"device": "cpu", "visible": os.environ.get("CUDA_VISIBLE_DEVICES"), "count": 0}))
+info = {"device": "cpu", "visible": os.environ.get("CUDA_VISIBLE_DEVICES"), "count": 0}
+print("SILVA_GPU " + json.dumps(info))
 json.dump({"metrics": {"val_accuracy": val, "train_time_s": 0.3}}, open("results.json", "w"))
 """
 
@@ -354,7 +355,8 @@ def main() -> None:
     name = gpu_name()
     if name is None and not args.cpu:
         print(
-            "no CUDA device here (nvidia-smi finds none): the GPU checks need a machine with one; nothing written"
+            "no CUDA device here (nvidia-smi finds none): the GPU checks need a machine with one; nothing "
+            "written"
         )
         return
     sandboxes = [s for s in args.sandboxes if s != "local" or local_sandbox_works()]

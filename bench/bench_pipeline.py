@@ -3,8 +3,8 @@ search quality? Writes bench/results/pipeline.json and prints two tables.
 
 (a) Utilization of the four-stage agentic search, one idea, 4 and 16 slots, LLM latency / experiment
     median = 0, 1 and 4, with the pipeline (think / run / judge steps, look-ahead, speculation,
-    hedged LLM calls) on and off. The LLM is a fake OpenAI-compatible server on 127.0.0.1 that answers every schema
-    with the scripted scientist's content after a lognormal latency; experiments sleep lognormal
+    hedged LLM calls) on and off. The LLM is a fake OpenAI-compatible server on 127.0.0.1 that answers
+    every schema with the scripted scientist's content after a lognormal latency; experiments sleep lognormal
     durations inside real numpy code. Utilization = experiment time (the run's wall time) /
     (slots x makespan). The ratio is taken against the experiments' measured median wall time
     (sleep plus the real code's own time, measured in the ratio-0 runs), not the sleep alone.
@@ -304,11 +304,12 @@ def bench_utilization(args: argparse.Namespace) -> list[dict[str, Any]]:
                 rows.append(row)
                 save(rows)
                 print(
-                    f"  slots {slots:>2} ideas {args.ideas} ratio {ratio:g} pipeline {'on ' if pipeline else 'off'} repeat {repeat}: "
-                    f"utilization {row['utilization']:.2f} ({row['utilization_kept']:.2f} kept, {row['utilization_work']:.2f} "
-                    f"uncontended) of at most {row['utilization_bound']:.2f} "
-                    f"({row['nodes']} nodes, {row['makespan_s']} s, longest chain {row['critical_path_s']} s, "
-                    f"{row['hedged_llm_copies']} hedged LLM copies)",
+                    f"  slots {slots:>2} ideas {args.ideas} ratio {ratio:g} pipeline "
+                    f"{'on ' if pipeline else 'off'} repeat {repeat}: utilization {row['utilization']:.2f} "
+                    f"({row['utilization_kept']:.2f} kept, {row['utilization_work']:.2f} uncontended) of at "
+                    f"most {row['utilization_bound']:.2f} ({row['nodes']} nodes, {row['makespan_s']} s, "
+                    f"longest chain {row['critical_path_s']} s, {row['hedged_llm_copies']} hedged LLM "
+                    "copies)",
                     flush=True,
                 )
     return rows
@@ -382,9 +383,12 @@ def save(rows: list[dict[str, Any]] | None = None, quality: list[dict[str, Any]]
         json.dumps(
             {
                 "setup": {
-                    "experiment": f"lognormal(median {MEDIAN_S} s, sigma {SIGMA}) sleep inside real numpy code, cap {CAP_S} s",
-                    "llm": "fake OpenAI-compatible server, lognormal(ratio x measured experiment median, sigma 1), cap 8x",
-                    "stages": "depth x slots search nodes each (depth 2 unless a row says otherwise), per idea",
+                    "experiment": f"lognormal(median {MEDIAN_S} s, sigma {SIGMA}) sleep inside real numpy "
+                    f"code, cap {CAP_S} s",
+                    "llm": "fake OpenAI-compatible server, lognormal(ratio x measured experiment median, "
+                    "sigma 1), cap 8x",
+                    "stages": "depth x slots search nodes each (depth 2 unless a row says otherwise), per "
+                    "idea",
                     "replicates": 2,
                     "executor": "inprocess",
                     "sandbox": "none",
@@ -428,7 +432,8 @@ def main() -> None:
         "--ideas",
         type=int,
         default=1,
-        help="a forest of this many copies of the idea, each with stages of the same size (default: one idea)",
+        help="a forest of this many copies of the idea, each with stages of the same size (default: one "
+        "idea)",
     )
     ap.add_argument(
         "--forest",
@@ -465,7 +470,8 @@ def main() -> None:
         )
     if args.seeds:
         print(
-            f"(d) best noise-free quality at a fixed node budget ({args.budget} tuning nodes), {args.seeds} seeds"
+            f"(d) best noise-free quality at a fixed node budget ({args.budget} tuning nodes), {args.seeds} "
+            "seeds"
         )
         save(quality=bench_quality(args))
     print(f"results in {RESULTS}")

@@ -117,7 +117,8 @@ def main() -> None:
     }
     RESULTS.write_text(json.dumps({"setup": setup, "results": rows}, indent=2))
     print(
-        f"four-stage agentic search, {WORKERS} workers, experiment time lognormal(median {MEDIAN_S} s, sigma {SIGMA})"
+        f"four-stage agentic search, {WORKERS} workers, experiment time lognormal(median {MEDIAN_S} s, sigma "
+        f"{SIGMA})"
     )
     print(f"{'policy':<13}{'nodes':>6}{'buggy':>6}{'makespan s':>11}{'nodes/h':>9}{'util':>7}{'LLM/node':>9}")
     for r in rows:

@@ -36,14 +36,17 @@ def browser(index: Path, probe: int) -> dict[str, float]:
         click = page.evaluate(
             """(n) => new Promise(done => {
                  const t = performance.now();
-                 document.querySelector(`[data-i="${n}"]`).dispatchEvent(new MouseEvent("click", {bubbles: true}));
-                 const wait = () => document.querySelector("#details-body h4") ? done(performance.now() - t) : setTimeout(wait, 5);
+                 document.querySelector(`[data-i="${n}"]`)
+                   .dispatchEvent(new MouseEvent("click", {bubbles: true}));
+                 const wait = () => document.querySelector("#details-body h4")
+                   ? done(performance.now() - t) : setTimeout(wait, 5);
                  wait();
                })""",
             probe,
         )
         redraw = page.evaluate(
-            "() => { const t = performance.now(); document.getElementById('zoom-in').click(); return performance.now() - t; }"
+            "() => { const t = performance.now(); document.getElementById('zoom-in').click(); return "
+            "performance.now() - t; }"
         )
         b.close()
     return {

@@ -97,7 +97,8 @@ def parse_amount(option: str, raw: str) -> float:
         )
     if value <= 0:
         raise ConfigError(
-            f"{option} = {raw}: a budget must be above zero; to stop a run, stop it (Ctrl-C or SIGTERM) instead"
+            f"{option} = {raw}: a budget must be above zero; to stop a run, stop it (Ctrl-C or SIGTERM) "
+            "instead"
         )
     return value
 

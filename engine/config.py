@@ -73,12 +73,14 @@ class ExecutorConfig(Strict):
         None,
         ge=1,
         description="experiment slots: attempts holding resources at once; null: as many as the cluster "
-        "holds of the default node kind (its GPUs / the kind's GPUs, CPUs likewise), followed as nodes join or leave",
+        "holds of the default node kind (its GPUs / the kind's GPUs, CPUs likewise), followed as nodes join "
+        "or leave",
     )
     lookahead: int | None = Field(
         None,
         ge=0,
-        description="proposals thinking ahead of free slots; null derives it from measured LLM and experiment times",
+        description="proposals thinking ahead of free slots; null derives it from measured LLM and "
+        "experiment times",
     )
     max_llm_steps: int = Field(
         64, ge=1, description="in-process executor: threads for steps that only wait on an LLM"

@@ -83,7 +83,8 @@ class ExecSummary(BaseModel):
 
 
 class BudgetRefusal(BaseModel):
-    """An attempt refused its LLM call by a budget: no result; the run stops and the node re-runs on resume."""
+    """An attempt refused its LLM call by a budget: no result; the run stops and the node re-runs on
+    resume."""
 
     budget: str
     message: str

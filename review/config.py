@@ -49,7 +49,8 @@ class ReviewConfig(BaseModel):
             # One word is meant as a built-in name: a typo must not become a one-word reviewer.
             if " " not in p.strip() and p not in PERSONAS:
                 raise ValueError(
-                    f"unknown persona {p!r}: use one of {', '.join(PERSONAS)} or a sentence describing the reviewer"
+                    f"unknown persona {p!r}: use one of {', '.join(PERSONAS)} or a sentence describing the "
+                    "reviewer"
                 )
         return value
 

@@ -86,7 +86,10 @@ def case_hello_world(box: Sandbox, ctx: Context) -> None:
 
 @case
 def case_files_in_and_out(box: Sandbox, ctx: Context) -> None:
-    code = "import pathlib; d = pathlib.Path('data/in.txt').read_text(); pathlib.Path('out').mkdir(); pathlib.Path('out/result.txt').write_text(d.upper())"
+    code = (
+        "import pathlib; d = pathlib.Path('data/in.txt').read_text(); pathlib.Path('out').mkdir(); "
+        "pathlib.Path('out/result.txt').write_text(d.upper())"
+    )
     r = box.exec([PY, "-c", code], limits=Limits(wall_s=60), files={"data/in.txt": b"abc"})
     assert r.exit_code == 0, r
     assert box.read_file("out/result.txt") == b"ABC"
@@ -401,7 +404,10 @@ def case_file_api_errors(box: Sandbox, ctx: Context) -> None:
 
 @case
 def case_file_api_applies_the_sandboxed_users_permissions(box: Sandbox, ctx: Context) -> None:
-    code = "import os; open('locked', 'w').write('s'); os.chmod('locked', 0); os.mkdir('ro'); os.chmod('ro', 0o555)"
+    code = (
+        "import os; open('locked', 'w').write('s'); os.chmod('locked', 0); os.mkdir('ro'); os.chmod('ro', "
+        "0o555)"
+    )
     r = box.exec([PY, "-c", code], limits=Limits(wall_s=60))
     assert r.exit_code == 0, r
     _raises(PermissionError, lambda: box.read_file("locked"))
@@ -418,7 +424,10 @@ def case_file_api_stays_in_the_workspace(box: Sandbox, ctx: Context) -> None:
     host.parent.mkdir(parents=True, exist_ok=True)
     host.write_text("host file")
     # Links made inside the sandbox point at the host path as the host sees it.
-    code = f"import os; os.symlink({str(host)!r}, 'link'); os.symlink('/etc', 'etc'); open('a.txt', 'w').write('a')"
+    code = (
+        f"import os; os.symlink({str(host)!r}, 'link'); os.symlink('/etc', 'etc'); open('a.txt', "
+        "'w').write('a')"
+    )
     r = box.exec([PY, "-c", code], limits=Limits(wall_s=60))
     assert r.exit_code == 0, r
     for path in ("../x", f"../{host.name}", str(host), "/etc/passwd", "link", "etc/passwd"):

@@ -284,8 +284,8 @@ class DockerProvider:
             client.images.get(self.options.image)
         except docker.errors.ImageNotFound:
             raise SandboxUnavailable(
-                f"docker sandbox: image {self.options.image!r} is missing; build it without a registry "
-                f"with `{BUILD_SCRIPT} {self.options.image}` or pull/build one from cluster/images/Dockerfile.*"
+                f"docker sandbox: image {self.options.image!r} is missing; build it without a registry with "
+                f"`{BUILD_SCRIPT} {self.options.image}` or pull/build one from cluster/images/Dockerfile.*"
             ) from None
         self.sweep(mine=False)
         _READY.add((self.options.base_url, self.options.image))

@@ -345,7 +345,10 @@ class LocalProvider:
     def check(self) -> None:
         if self._key in _PROBED:
             return
-        hint = "install bubblewrap (`make system-deps`), use `sandbox: docker`, or `sandbox: none` to run unisolated"
+        hint = (
+            "install bubblewrap (`make system-deps`), use `sandbox: docker`, or `sandbox: none` to run "
+            "unisolated"
+        )
         if not seccomp.supported():
             raise SandboxUnavailable(
                 f"local sandbox: no seccomp syscall table for {os.uname().machine}; {hint}"

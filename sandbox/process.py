@@ -37,7 +37,8 @@ BASE_ENV = {
 }
 
 # Names that look like credentials are refused even when a caller allow-lists them: keys live
-# only in the LLM gateway (docs/architecture.md, "Invariants"), and Ray's token must never reach experiment code.
+# only in the LLM gateway (docs/architecture.md, "Invariants"), and Ray's token must never reach
+# experiment code.
 SECRET_NAME = re.compile(
     r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)|^(AWS|AZURE|GOOGLE|GCP|RAY|OPENAI|ANTHROPIC)_",
     re.IGNORECASE,

@@ -13,9 +13,10 @@
   the rung, when it is stopped. A stopped idea's unspent share of the GPU budget returns to
   the pool, and, as in ASHA, what stopped ideas leave goes to the promoted ones: a promoted
   idea's current search stage gets more nodes in proportion to its grown share of the pool (an
-  `extended` decision), and free slots go to the ideas at the highest rung first (ASHA's promotions before new work),
-  after one slot to each idle idea (so a rung arrival is recorded when it happens). Pinned
-  ideas are never held, never wait, never stop; at least `min_ideas` ideas are never stopped.
+  `extended` decision), and free slots go to the ideas at the highest rung first (ASHA's
+  promotions before new work), after one slot to each idle idea (so a rung arrival is recorded
+  when it happens). Pinned ideas are never held, never wait, never stop; at least `min_ideas`
+  ideas are never stopped.
 - `bandit`: ideas as arms; reward = improvement of the idea's best oriented metric over its
   baseline, per GPU-hour it spent; an upper-confidence rule picks where free slots go, and an
   idea below `min_share` of an equal share of GPU time is served first so none starves.

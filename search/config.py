@@ -24,9 +24,9 @@ class SearchConfig(Strict):
     speculate: bool = Field(
         True,
         description="while a stage's last nodes run, free slots replicate its leader (its best node so far, "
-        "a run not yet judged included) and grow the next stage from it, a share of that stage's budget as large as "
-        "the share of nodes that can no longer beat it (faster stage ends; work from a node not decided best is "
-        "spent compute)",
+        "a run not yet judged included) and grow the next stage from it, a share of that stage's budget as "
+        "large as the share of nodes that can no longer beat it (faster stage ends; work from a node not "
+        "decided best is spent compute)",
     )
     pipeline: bool = Field(
         True,
@@ -88,8 +88,9 @@ class AllocationConfig(Strict):
     min_ideas: int = Field(1, ge=1, description="successive halving never stops ideas below this many")
     rungs: Literal["stage_ends", "geometric", "geometric_and_stage_ends"] = Field(
         "stage_ends",
-        description="successive halving: where ideas are compared: at each stage's end; inside each "
-        "search stage after min_rung_nodes, x eta, x eta^2 ... of its search nodes (ASHA's resource levels); or both",
+        description="successive halving: where ideas are compared: at each stage's end; inside each search "
+        "stage after min_rung_nodes, x eta, x eta^2 ... of its search nodes (ASHA's resource levels); or "
+        "both",
     )
     min_rung_nodes: int = Field(
         1,
@@ -99,7 +100,8 @@ class AllocationConfig(Strict):
     progress: Literal["best_over_baseline", "best_so_far"] | None = Field(
         None,
         description="successive halving: what ideas are compared on at a rung; null: the search mode's own "
-        "(template: best_so_far, the variants share one task; agentic: best_over_baseline, each idea its own experiment)",
+        "(template: best_so_far, the variants share one task; agentic: best_over_baseline, each idea its own "
+        "experiment)",
     )
     exploration: float = Field(1.0, ge=0, description="bandit: weight of the upper-confidence term")
     min_share: float = Field(

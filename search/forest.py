@@ -103,7 +103,10 @@ class IdeaTree:
         if self.source.max_nodes is not None and used >= self.source.max_nodes:
             return f"idea {self.name}: node budget of {self.source.max_nodes} used up"
         if self.source.dollars is not None and self.spent(self.name) >= self.source.dollars:
-            return f"idea {self.name}: LLM budget of ${self.source.dollars:.2f} used up (spent ${self.spent(self.name):.2f})"
+            return (
+                f"idea {self.name}: LLM budget of ${self.source.dollars:.2f} used up (spent "
+                f"${self.spent(self.name):.2f})"
+            )
         return None
 
     def stopped(self) -> bool:

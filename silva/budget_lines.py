@@ -65,7 +65,8 @@ def allocation_lines(journal: Journal) -> list[str]:
     last = next((e for e in reversed(events) if e.get("decision") == "bandit"), None)
     if last is not None:
         out.append(
-            f"  bandit: next slots to {last['first'] or '-'}; starving: {', '.join(last['starving']) or 'none'}"
+            f"  bandit: next slots to {last['first'] or '-'}; starving: "
+            f"{', '.join(last['starving']) or 'none'}"
         )
     return out
 

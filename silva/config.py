@@ -34,7 +34,8 @@ class RunConfig(Strict):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
     template: Path | None = Field(
         None,
-        description="template directory: offline search, or with `idea`/`ideas` the LLM search's starting code",
+        description="template directory: offline search, or with `idea`/`ideas` the LLM search's starting "
+        "code",
     )
     idea: Path | None = Field(None, description="idea file (LLM search)")
     ideas: list[IdeaSource] = Field(default_factory=list, description="several idea files: a forest")
@@ -96,15 +97,15 @@ class RunConfig(Strict):
         )
         if sources != 1:
             raise ValueError(
-                "set exactly one of `template` (offline search), `idea` or `ideas` (LLM search; with `template`, "
-                "grown from the template's code), `discovery` (data)"
+                "set exactly one of `template` (offline search), `idea` or `ideas` (LLM search; with "
+                "`template`, grown from the template's code), `discovery` (data)"
             )
         if self.variants and self.template is None:
             raise ValueError("`variants` are variants of a template: set `template` too")
         if self.variants and has_ideas:
             raise ValueError(
-                "`variants` (an offline template forest) and `idea`/`ideas` (LLM search from the template) do not "
-                "combine; remove `variants`, or remove `idea`/`ideas` for the offline forest"
+                "`variants` (an offline template forest) and `idea`/`ideas` (LLM search from the template) "
+                "do not combine; remove `variants`, or remove `idea`/`ideas` for the offline forest"
             )
         if len({v.name for v in self.variants}) != len(self.variants):
             raise ValueError("variants: each variant needs its own `name`")

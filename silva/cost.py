@@ -249,14 +249,16 @@ def throughput_lines(t: Throughput) -> list[str]:
         return "-" if v is None else format(v, f)
 
     first = (
-        f"throughput: {t.finished_nodes} nodes in {t.elapsed_s / 60:.1f} min = {num(t.nodes_per_hour, '.0f')} nodes/h; "
-        f"utilization {num(None if t.utilization is None else 100 * t.utilization, '.0f')}% of {t.slots} slots"
+        f"throughput: {t.finished_nodes} nodes in {t.elapsed_s / 60:.1f} min = "
+        f"{num(t.nodes_per_hour, '.0f')} nodes/h; utilization "
+        f"{num(None if t.utilization is None else 100 * t.utilization, '.0f')}% of {t.slots} slots"
     )
     if t.projected_remaining_s is not None and t.remaining_nodes:
         first += f"; at most {t.remaining_nodes} nodes left (~{t.projected_remaining_s / 60:.0f} min)"
     budget = f" of the ${t.dollar_budget:.2f} budget" if t.dollar_budget is not None else ""
     second = (
         f"cost: {num(t.calls_per_node, '.1f')} LLM calls and ${num(t.dollars_per_node, '.4f')} per node; "
-        f"spent ${t.dollars:.4f}; projected ${num(t.projected_dollars, '.4f')}{budget} to finish the node budgets"
+        f"spent ${t.dollars:.4f}; projected ${num(t.projected_dollars, '.4f')}{budget} to finish the node "
+        "budgets"
     )
     return [first, second]

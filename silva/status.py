@@ -37,8 +37,9 @@ def render(run_dir: Path, cfg: RunConfig, journal: Journal) -> Group:
     head = Text.assemble(
         (f"{run_dir}\n", "bold"),
         f"state: {state_line(journal)}\n",
-        f"nodes: {len(journal.nodes)} ({', '.join(f'{v} {k}' for k, v in sorted(statuses.items())) or 'none'}); "
-        f"kinds: {', '.join(f'{v} {k}' for k, v in sorted(kinds.items())) or 'none'}\n",
+        f"nodes: {len(journal.nodes)} "
+        f"({', '.join(f'{v} {k}' for k, v in sorted(statuses.items())) or 'none'}); kinds: "
+        f"{', '.join(f'{v} {k}' for k, v in sorted(kinds.items())) or 'none'}\n",
         f"primary metric: {spec.name} ({spec.direction})\n" if spec else "",
     )
     stages = Table(title="stages", title_justify="left")
@@ -107,9 +108,9 @@ def llm_lines(run_dir: Path, journal: Journal, llm: dict[str, Any] | None, disco
         lines.append(f"idea {idea} stopped: {e['reason']}")
     for idea, h in sorted(journal.heldout.items()):
         lines.append(
-            f"held-out choice for {idea}: {h['node_id'] or '-'} ({h['metric']} held-out {fmt(h['heldout_value'])}, "
-            f"search {fmt(h['search_value'])}); the search's best {h['search_best_id']} scored "
-            f"{fmt(h['search_best_heldout_value'])} held-out"
+            f"held-out choice for {idea}: {h['node_id'] or '-'} ({h['metric']} held-out "
+            f"{fmt(h['heldout_value'])}, search {fmt(h['search_value'])}); the search's best "
+            f"{h['search_best_id']} scored {fmt(h['search_best_heldout_value'])} held-out"
         )
     if (run_dir / "notes").is_dir():
         lines.append(f"experimental journal: {run_dir / 'notes'}")

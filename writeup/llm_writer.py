@@ -138,9 +138,10 @@ class LLMWriter:
         i = self.p.idea
         notes = i.notes_md[:6000]
         return (
-            f"Title of the idea: {i.title}\nHypothesis: {i.hypothesis}\nMethod: {i.method}. {i.method_description}\n"
-            f"Primary metric: {i.primary.name} ({i.primary.direction})\n\nExperimental journal:\n{notes}\n\n"
-            f"Macros of results.tex (the only numbers you may print):\n{self.p.macros.describe()}\n"
+            f"Title of the idea: {i.title}\nHypothesis: {i.hypothesis}\nMethod: {i.method}. "
+            f"{i.method_description}\nPrimary metric: {i.primary.name} "
+            f"({i.primary.direction})\n\nExperimental journal:\n{notes}\n\nMacros of results.tex (the only "
+            f"numbers you may print):\n{self.p.macros.describe()}\n"
         )
 
     # -- the whole paper -----------------------------------------------------------------------

@@ -20,12 +20,18 @@ def _meansd(macros: ResultsMacros, base: str) -> str:
 
 
 def abstract(run: RunResults, idea: IdeaResults, macros: ResultsMacros) -> str:
-    text = f"This report was written by Silva from the artifacts of the run \\texttt{{{latex_escape(run.name)}}}. "
+    text = (
+        "This report was written by Silva from the artifacts of the run "
+        f"\\texttt{{{latex_escape(run.name)}}}. "
+    )
     if idea.hypothesis:
-        text += f"It tests the hypothesis that {latex_escape(idea.hypothesis.rstrip('.').removeprefix('Hypothesis: '))}. "
+        text += (
+            "It tests the hypothesis that "
+            f"{latex_escape(idea.hypothesis.rstrip('.').removeprefix('Hypothesis: '))}. "
+        )
     text += (
-        "The search grew \\RunNodes{} experiment nodes (\\RunBuggyNodes{} of them failed) over \\RunStages{} stages, "
-        "and replicated each stage's best node over \\RunSeeds{} seeds. "
+        "The search grew \\RunNodes{} experiment nodes (\\RunBuggyNodes{} of them failed) over \\RunStages{} "
+        "stages, and replicated each stage's best node over \\RunSeeds{} seeds. "
     )
     main = macros.main
     if main is not None:
@@ -36,9 +42,10 @@ def abstract(run: RunResults, idea: IdeaResults, macros: ResultsMacros) -> str:
         )
         verdict = "outperformed" if better else "did not outperform"
         text += (
-            f"On {latex_escape(main.metric)}, {latex_escape(main.subject)} {verdict} {latex_escape(main.reference)}: "
-            f"\\MainMethodMean{{}}\\,$\\pm$\\,\\MainMethodSd{{}} against \\MainBaselineMean{{}}\\,$\\pm$\\,\\MainBaselineSd{{}} "
-            f"(mean\\,$\\pm$\\,sd over \\MainN{{}} seeds"
+            f"On {latex_escape(main.metric)}, {latex_escape(main.subject)} {verdict} "
+            f"{latex_escape(main.reference)}: \\MainMethodMean{{}}\\,$\\pm$\\,\\MainMethodSd{{}} against "
+            "\\MainBaselineMean{}\\,$\\pm$\\,\\MainBaselineSd{} (mean\\,$\\pm$\\,sd over \\MainN{} "
+            "seeds"
         )
         if "MainP" in macros.macros:
             text += f"; {_test_name(main.test)} $p=\\MainP{{}}$"
@@ -74,11 +81,10 @@ def stage_table(idea: IdeaResults, macros: ResultsMacros, si: int) -> str:
         rows.append(f"\\{st}Group{g}{{}} & {n} & " + " & ".join(cells) + " \\\\")
     cols = "l" + "c" * (len(metrics) + 1)
     return (
-        f"\\begin{{table}}[!ht]\\centering\\footnotesize\n\\caption{{Stage \\emph{{{latex_escape(stage.stage)}}}: mean\\,$\\pm$\\,sd over seeds "
-        f"for each group of the stage's aggregation.}}\\label{{tab:{st.lower()}}}\n"
-        f"\\begin{{tabular}}{{{cols}}}\\toprule\nGroup & $n$ & {head} \\\\ \\midrule\n"
-        + "\n".join(rows)
-        + "\n\\bottomrule\\end{tabular}\n\\end{table}\n"
+        "\\begin{table}[!ht]\\centering\\footnotesize\n\\caption{Stage "
+        f"\\emph{{{latex_escape(stage.stage)}}}: mean\\,$\\pm$\\,sd over seeds for each group of the stage's "
+        f"aggregation.}}\\label{{tab:{st.lower()}}}\n\\begin{{tabular}}{{{cols}}}\\toprule\nGroup & $n$ & "
+        f"{head} \\\\ \\midrule\n" + "\n".join(rows) + "\n\\bottomrule\\end{tabular}\n\\end{table}\n"
     )
 
 
@@ -92,19 +98,18 @@ def tests_table(idea: IdeaResults, macros: ResultsMacros) -> str:
             if base + "G" not in macros.macros and base + "P" not in macros.macros:
                 continue
             rows.append(
-                f"\\{st}GroupA{{}} vs.\\ \\{st}Group{g}{{}} & {_m(macros, base + 'Stat')} & {_m(macros, base + 'Df')} "
-                f"& {_m(macros, base + 'P')} & {_m(macros, base + 'G')} \\\\"
+                f"\\{st}GroupA{{}} vs.\\ \\{st}Group{g}{{}} & {_m(macros, base + 'Stat')} & "
+                f"{_m(macros, base + 'Df')} & {_m(macros, base + 'P')} & {_m(macros, base + 'G')} \\\\"
             )
     if not rows:
         return ""
     test = idea.stages and macros.comparisons[0].test if macros.comparisons else "welch"
     return (
-        f"\\begin{{table}}[ht]\\centering\\small\n\\caption{{Each stage's subject against the other groups of its "
-        f"aggregation on {latex_escape(idea.primary.name)}: {_test_name(str(test))} (statistic, degrees of freedom, two-sided $p$) "
-        f"and Hedges' $g$ (positive: the subject is higher).}}\\label{{tab:tests}}\n"
-        "\\begin{tabular}{lcccc}\\toprule\nComparison & statistic & df & $p$ & $g$ \\\\ \\midrule\n"
-        + "\n".join(rows)
-        + "\n\\bottomrule\\end{tabular}\n\\end{table}\n"
+        "\\begin{table}[ht]\\centering\\small\n\\caption{Each stage's subject against the other groups "
+        f"of its aggregation on {latex_escape(idea.primary.name)}: {_test_name(str(test))} (statistic, "
+        "degrees of freedom, two-sided $p$) and Hedges' $g$ (positive: the subject is "
+        "higher).}\\label{tab:tests}\n\\begin{tabular}{lcccc}\\toprule\nComparison & statistic & df "
+        "& $p$ & $g$ \\\\ \\midrule\n" + "\n".join(rows) + "\n\\bottomrule\\end{tabular}\n\\end{table}\n"
     )
 
 
@@ -114,15 +119,17 @@ def search_table(idea: IdeaResults, macros: ResultsMacros) -> str:
         st = camel(stage.stage)
         best = latex_escape(stage.best_node_id or "--")
         rows.append(
-            f"{latex_escape(stage.stage)} & \\{st}Nodes{{}} & {stage.good} & {stage.buggy} & \\texttt{{{best}}} \\\\"
+            f"{latex_escape(stage.stage)} & \\{st}Nodes{{}} & {stage.good} & {stage.buggy} & "
+            f"\\texttt{{{best}}} \\\\"
         )
     reasons = "\n".join(
         f"\\item[{latex_escape(s.stage)}:] {latex_escape(s.ended_because)}" for s in idea.stages
     )
     return (
-        "\\begin{table}[!ht]\\centering\\small\n\\caption{The search tree, stage by stage: nodes grown, nodes that "
-        "ran cleanly or failed, and the node chosen as the stage's best.}\\label{tab:search}\n"
-        "\\begin{tabular}{lcccc}\\toprule\nStage & nodes & good & buggy & best node \\\\ \\midrule\n"
+        "\\begin{table}[!ht]\\centering\\small\n\\caption{The search tree, stage by stage: nodes grown, "
+        "nodes that ran cleanly or failed, and the node chosen as the stage's "
+        "best.}\\label{tab:search}\n\\begin{tabular}{lcccc}\\toprule\nStage & nodes & good & buggy & best "
+        "node \\\\ \\midrule\n"
         + "\n".join(rows)
         + "\n\\bottomrule\\end{tabular}\n\\end{table}\n"
         + "Why each stage ended:\n\\begin{description}\\small\n"
@@ -158,10 +165,10 @@ def figure_env(fig: Figure, caption: str) -> str:
 
 
 TEMPLATE_CAPTIONS = {
-    "fig_stages.png": "The primary metric of every group, stage by stage: bars show the mean, whiskers one sd, "
-    "dots the individual seeds.",
-    "fig_main.png": "Every metric of the headline comparison (arrows: the better direction); bars, whiskers and dots "
-    "as in the stage overview.",
+    "fig_stages.png": "The primary metric of every group, stage by stage: bars show the mean, whiskers one "
+    "sd, dots the individual seeds.",
+    "fig_main.png": "Every metric of the headline comparison (arrows: the better direction); bars, whiskers "
+    "and dots as in the stage overview.",
 }
 
 
@@ -173,9 +180,10 @@ def report(
     sections = [
         Section(
             "Idea",
-            f"\\textbf{{{latex_escape(idea.title)}.}} {latex_escape(idea.hypothesis or idea.abstract)}\n\n"
-            f"The search ran in {latex_escape(run.mode)} mode; its best nodes and the aggregated results are reported "
-            "below. Every number in this report comes from the run's artifacts (results.tex).",
+            f"\\textbf{{{latex_escape(idea.title)}.}} "
+            f"{latex_escape(idea.hypothesis or idea.abstract)}\n\nThe search ran in {latex_escape(run.mode)} "
+            "mode; its best nodes and the aggregated results are reported below. Every number in this "
+            "report comes from the run's artifacts (results.tex).",
         ),
         Section(
             "Method and settings",

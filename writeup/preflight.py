@@ -36,7 +36,8 @@ def preflight(
     if missing:
         problems.append(
             f"writeup: {', '.join(missing)} not found; install TeX Live with `make system-deps` "
-            "(texlive-latex-base, -latex-recommended, -fonts-recommended, -latex-extra, latexmk, chktex, poppler-utils)"
+            "(texlive-latex-base, -latex-recommended, -fonts-recommended, -latex-extra, latexmk, chktex, "
+            "poppler-utils)"
         )
     else:
         with tempfile.TemporaryDirectory(prefix="silva-tex-probe-") as tmp:

@@ -336,7 +336,10 @@ class Responder:
             return {**out, "plan": plan, "code": code}
         if op == "debug":
             config["sleep"] = 0.0
-            plan = "Fix the failure shown in the output: correct the variable names, drop the stray sleep, redraw the figure."
+            plan = (
+                "Fix the failure shown in the output: correct the variable names, drop the stray sleep, "
+                "redraw the figure."
+            )
             return {**out, "plan": plan, "code": self.experiment(prompt, config, plan, node)}
         if op == "hyperparameter":
             tried = set(re.findall(r"\{[^{}]*\}", _line(prompt, "Already tried settings")))

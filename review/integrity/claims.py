@@ -105,8 +105,9 @@ def unsupported_claims(paper: Paper) -> CheckResult:
             best = min(comparisons, key=lambda c: c.p_value)
             findings.append(
                 Finding(
-                    message=f"the paper claims an improvement but no replicated comparison in the run is significant "
-                    f"(smallest Welch p = {best.p_value:.3g}: {best.subject} vs {best.other} on {best.metric})",
+                    message="the paper claims an improvement but no replicated comparison in the run is "
+                    f"significant (smallest Welch p = {best.p_value:.3g}: {best.subject} vs {best.other} on "
+                    f"{best.metric})",
                     where=best.source,
                 )
             )

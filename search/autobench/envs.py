@@ -36,7 +36,8 @@ class EnvSpec(BaseModel):
     forced_change: bool = Field(True, description="chemistry: a re-drawn colour always changes")
     success: Literal["reachability", "adjacency"] | None = Field(
         None,
-        description="what a right hypothesis must match; default reachability (chemistry), adjacency (social)",
+        description="what a right hypothesis must match; default reachability (chemistry), adjacency "
+        "(social)",
     )
 
     @property

@@ -8,6 +8,10 @@
 - `benjamini_hochberg` over the whole bank, on log p (p-values below 1e-308 stay ordered).
 - `confirm_heldout`: the held-out verdict of a claim accepted by a one-split gate.
 
+Every size condition reads the effect as Cohen's d (`TestOutcome.effect_d`: r, standardized beta,
+phi and Cramér's V converted as for two equal groups), so `min_effect` is one effect size whatever
+the tool that measured it (docs/discovery.md, "One effect scale").
+
 A hypothesis that predicts a direction (`expected_sign`) fails any gate when the data show the
 opposite sign: the claim as stated is wrong even if the association is real.
 """
@@ -34,10 +38,16 @@ def _sign_ok(ev: TestOutcome, expected_sign: int) -> bool:
     return expected_sign == 0 or ev.sign == expected_sign
 
 
+def _small(ev: TestOutcome, min_effect: float) -> str:
+    shown = "" if ev.effect_d == ev.effect else f" ({ev.effect_name} {ev.effect:+.3f})"
+    return f"|effect| as d {abs(ev.effect_d):.3f}{shown} < {min_effect}"
+
+
 def two_split_train(ev: TestOutcome, expected_sign: int, *, alpha: float, min_effect: float) -> GateDecision:
     log_alpha = math.log(alpha)
     numbers = {
         "effect": ev.effect,
+        "effect_d": ev.effect_d,
         "log_p": ev.log_p,
         "n": ev.n,
         "alpha": alpha,
@@ -45,8 +55,8 @@ def two_split_train(ev: TestOutcome, expected_sign: int, *, alpha: float, min_ef
         "expected_sign": expected_sign,
     }
     fails = []
-    if abs(ev.effect) < min_effect:
-        fails.append(f"|effect| {abs(ev.effect):.3f} < {min_effect}")
+    if abs(ev.effect_d) < min_effect:
+        fails.append(_small(ev, min_effect))
     if ev.log_p > log_alpha:
         fails.append(f"p {ev.p:.3g} > {alpha}")
     if not _sign_ok(ev, expected_sign):
@@ -81,6 +91,8 @@ def _heldout_verdict(
     numbers = {
         "effect_train": train.effect,
         "effect_heldout": held.effect,
+        "effect_d_train": train.effect_d,
+        "effect_d_heldout": held.effect_d,
         "log_p_heldout": held.log_p,
         "n_heldout": held.n,
         "alpha": alpha,
@@ -93,11 +105,11 @@ def _heldout_verdict(
     fails = []
     if held.sign != train.sign:
         fails.append(f"held-out sign {held.sign:+d} differs from train {train.sign:+d}")
-    if abs(held.effect) < min_effect:
-        fails.append(f"held-out |effect| {abs(held.effect):.3f} < {min_effect}")
+    if abs(held.effect_d) < min_effect:
+        fails.append("held-out " + _small(held, min_effect))
     if held.log_p > math.log(alpha):
         fails.append(f"held-out p {held.p:.3g} > {alpha}")
-    if abs(held.effect) < ratio * abs(train.effect):
+    if abs(held.effect_d) < ratio * abs(train.effect_d):
         fails.append(f"held-out |effect| {abs(held.effect):.3f} < {ratio} x train {abs(train.effect):.3f}")
     if not _sign_ok(held, expected_sign):
         fails.append("held-out sign opposite to the predicted one")
@@ -177,12 +189,14 @@ def bonferroni_chain(
                 reason="the analysis produced no test result",
             )
             continue
-        numbers.update(effect=ev.effect, log_p=ev.log_p, n=ev.n, expected_sign=expected_sign)
+        numbers.update(
+            effect=ev.effect, effect_d=ev.effect_d, log_p=ev.log_p, n=ev.n, expected_sign=expected_sign
+        )
         fails = []
         if ev.log_p >= log_threshold:
             fails.append(f"p {ev.p:.3g} >= alpha/T = {threshold:.3g}")
-        if abs(ev.effect) < min_effect:
-            fails.append(f"|effect| {abs(ev.effect):.3f} < {min_effect}")
+        if abs(ev.effect_d) < min_effect:
+            fails.append(_small(ev, min_effect))
         if not _sign_ok(ev, expected_sign):
             fails.append(f"effect sign {ev.sign:+d} opposite to the predicted {expected_sign:+d}")
         passed = not fails
@@ -238,12 +252,14 @@ def bh_decisions(
                 reason="the analysis produced no test result",
             )
             continue
-        numbers.update(effect=ev.effect, log_p=ev.log_p, n=ev.n, expected_sign=expected_sign)
+        numbers.update(
+            effect=ev.effect, effect_d=ev.effect_d, log_p=ev.log_p, n=ev.n, expected_sign=expected_sign
+        )
         fails = []
         if i not in discovered:
             fails.append(f"not a BH discovery at FDR {alpha} among {len(tested)} tests")
-        if abs(ev.effect) < min_effect:
-            fails.append(f"|effect| {abs(ev.effect):.3f} < {min_effect}")
+        if abs(ev.effect_d) < min_effect:
+            fails.append(_small(ev, min_effect))
         if not _sign_ok(ev, expected_sign):
             fails.append(f"effect sign {ev.sign:+d} opposite to the predicted {expected_sign:+d}")
         out[i] = GateDecision(

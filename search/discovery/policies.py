@@ -157,7 +157,7 @@ class ExperiGen:
             eligible = [
                 (ev.log_p, sid)
                 for sid, ev, sign in triples
-                if ev is not None and abs(ev.effect) >= d.min_effect and (sign == 0 or ev.sign == sign)
+                if ev is not None and abs(ev.effect_d) >= d.min_effect and (sign == 0 or ev.sign == sign)
             ]
             best = min(eligible)[1] if eligible else None
         self.s.record("chain_ended", chain=chain, steps=[r.id for r in steps], best=best)

@@ -22,17 +22,21 @@ SYSTEM = (
     "data you never see."
 )
 
-TOOLS = """Statistical tools (module `silva_stats`, imported as `st`; each returns effect, p, log_p, n, assumptions):
+TOOLS = """Statistical tools (module `silva_stats`, imported as `st`; \
+each returns effect, p, log_p, n, assumptions):
 - st.load() -> pandas DataFrame of the data (no other file is readable)
-- st.compare_groups(df, outcome, group, a=None, b=None, method="welch"|"mannwhitney")  effect: Cohen's d of a minus b
+- st.compare_groups(df, outcome, group, a=None, b=None, method="welch"|"mannwhitney")  \
+effect: Cohen's d of a minus b
 - st.correlation(df, x, y, method="pearson"|"spearman")  effect: r
 - st.regression(df, outcome, predictor, covariates=[...])  effect: standardized beta adjusted for covariates
 - st.interaction(df, outcome, a, b, covariates=[...])  effect: standardized a:b interaction
-- st.stratified(df, outcome, predictor, strata)  effect: pooled within-stratum standardized slope (confound check)
+- st.stratified(df, outcome, predictor, strata)  \
+effect: pooled within-stratum standardized slope (confound check)
 - st.contingency(df, a, b)  effect: phi (2x2, signed) or Cramér's V
 - st.enrichment(df, feature, selected)  effect: d from the log odds ratio (one-sided over-representation)
 The code must end with exactly one st.record(result, expected_sign=..., figures=[...]) for the test of H1.
-expected_sign: +1 or -1 when H1 predicts the sign of the effect, 0 when two-sided. Printed output is ignored."""
+expected_sign: +1 or -1 when H1 predicts the sign of the effect, 0 when two-sided. \
+Printed output is ignored."""
 
 
 class ScoredHypothesis(Hypothesis):
@@ -137,8 +141,8 @@ def reflect_prompt(ctx: Context, index: int) -> str:
 
 def seed_prompt(ctx: Context, bank: list[Tested], n: int) -> str:
     parts = [
-        f"Seed acquisition #{ctx.iteration}: propose {n} candidate hypotheses, each with a plausibility "
-        "in [0, 1]. The one scoring best on plausibility plus novelty against the bank is tested and refined.",
+        f"Seed acquisition #{ctx.iteration}: propose {n} candidate hypotheses, each with a plausibility in "
+        "[0, 1]. The one scoring best on plausibility plus novelty against the bank is tested and refined.",
         *_common(ctx),
     ]
     parts.append("## Bank of accepted claims\n" + ("\n".join(t.line() for t in bank) or "empty"))

@@ -80,7 +80,8 @@ def _fact(x: str, verb: str, y: str, kinds: dict[str, str]) -> Candidate:
     else:
         code = (
             HEAD
-            + f'res = st.correlation(df, "{x}", "{y}", method="spearman")\nst.record(res, expected_sign={sign})\n'
+            + f'res = st.correlation(df, "{x}", "{y}", method="spearman")\n'
+            + f"st.record(res, expected_sign={sign})\n"
         )
     return Candidate(f"More `{x}` {verb} `{y}`", (x, y), code, expected_sign=sign, plausibility=0.95)
 
@@ -137,7 +138,8 @@ def guidance_candidates(prompt: str) -> list[Candidate]:
             a, b, y = names
             code = (
                 HEAD
-                + f'res = st.regression(df, "{y}", "{a}", covariates=["{b}"])\nst.record(res, expected_sign=0)\n'
+                + f'res = st.regression(df, "{y}", "{a}", covariates=["{b}"])\n'
+                + "st.record(res, expected_sign=0)\n"
             )
             out.append(Candidate(f"`{a}` is associated with `{y}` beyond `{b}`", (a, y, b), code))
     return out
@@ -187,7 +189,8 @@ def refine(prompt: str) -> dict[str, object]:
         cov = others[:3]
         code = (
             HEAD
-            + f'res = st.regression(df, "{y}", "{x}", covariates={cov!r})\nst.record(res, expected_sign={sign})\n'
+            + f'res = st.regression(df, "{y}", "{x}", covariates={cov!r})\n'
+            + f"st.record(res, expected_sign={sign})\n"
         )
         return Candidate(
             f"`{x}` is associated with `{y}` adjusting for {', '.join(cov)}",
@@ -199,7 +202,8 @@ def refine(prompt: str) -> dict[str, object]:
     if step == 3 and kinds.get(y) == "numeric" and kinds.get(x) == "numeric":
         code = (
             HEAD
-            + f'res = st.correlation(df, "{x}", "{y}", method="spearman")\nst.record(res, expected_sign={sign})\n'
+            + f'res = st.correlation(df, "{x}", "{y}", method="spearman")\n'
+            + f"st.record(res, expected_sign={sign})\n"
         )
         return Candidate(
             f"The rank association of `{x}` with `{y}` is robust to outliers",

@@ -26,9 +26,9 @@ TOOLS = (
 )
 ACTIONS = (
     "Actions: create (a new investigation: `claim` {statement, variables, population, expected_sign} and its "
-    "first `analysis`), attach (another primary analysis to `investigation`), deepen (a robustness analysis of "
-    "`investigation`: add covariates or strata, same population), switch (focus on `investigation`), retire "
-    "(close `investigation`; its claim is then adjudicated), stop (end the run)."
+    "first `analysis`), attach (another primary analysis to `investigation`), deepen (a robustness analysis "
+    "of `investigation`: add covariates or strata, same population), switch (focus on `investigation`), "
+    "retire (close `investigation`; its claim is then adjudicated), stop (end the run)."
 )
 
 

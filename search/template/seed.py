@@ -48,8 +48,9 @@ class TemplateSeed:
         if template.spec.command != COMMAND:
             raise ConfigError(
                 f"{where}: command = {template.spec.command!r}: a template grown by the LLM search must run "
-                f"{' '.join(COMMAND)!r} (the LLM edits {EXPERIMENT}); rename its script to {EXPERIMENT} and drop "
-                "extra arguments, or run the template offline (remove `idea`/`ideas` from the run config)"
+                f"{' '.join(COMMAND)!r} (the LLM edits {EXPERIMENT}); rename its script to {EXPERIMENT} and "
+                "drop extra arguments, or run the template offline (remove `idea`/`ideas` from the run "
+                "config)"
             )
         if EXPERIMENT not in template.files:
             raise ConfigError(f"{where}: files = {sorted(template.files)!r}: {EXPERIMENT} must be among them")
@@ -81,8 +82,8 @@ class TemplateSeed:
                 )
             if m.direction != known[m.name].direction:
                 raise ConfigError(
-                    f"idea {idea.name!r}: metric {m.name!r} is {m.direction} but template {self.name!r} declares it "
-                    f"{known[m.name].direction}; use the template's direction"
+                    f"idea {idea.name!r}: metric {m.name!r} is {m.direction} but template {self.name!r} "
+                    f"declares it {known[m.name].direction}; use the template's direction"
                 )
         return idea.model_copy(update={"metrics": [m.model_copy() for m in self.metrics]})
 

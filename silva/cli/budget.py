@@ -49,7 +49,8 @@ def budget(
     cfg, journal = lifecycle.open_run(run_dir, read_only=True)
     if journal.finished is not None:
         raise ConfigError(
-            f"{run_dir}: the run has finished ({journal.finished['reason']}); a budget has nothing to continue"
+            f"{run_dir}: the run has finished ({journal.finished['reason']}); a budget has nothing to "
+            "continue"
         )
     spend = journal.totals.spend
     used = {

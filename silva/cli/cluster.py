@@ -117,7 +117,8 @@ def status(
     console.print(f"{s.job_id}: {s.status}" + (f" ({s.message})" if s.message else ""))
     if s.run_dir:
         console.print(
-            f"run directory: {s.run_dir}\nprogress: silva status {s.run_dir}   (where the shared storage is mounted)"
+            f"run directory: {s.run_dir}\nprogress: silva status {s.run_dir}   (where the shared storage is "
+            "mounted)"
         )
     return 0
 

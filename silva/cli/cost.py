@@ -28,7 +28,8 @@ def cost(
     total = breakdown.total
     console.print(
         f"{run_dir}\nLLM spend: ${total.dollars:.4f} over {total.calls} calls ({total.cache_hits} cache hits "
-        f"saved ${total.saved:.4f}; {total.errors} failed), {total.input_tokens} in / {total.output_tokens} out tokens",
+        f"saved ${total.saved:.4f}; {total.errors} failed), {total.input_tokens} in / {total.output_tokens} "
+        "out tokens",
         highlight=False,
     )
     if breakdown.saved_estimated:

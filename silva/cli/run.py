@@ -38,7 +38,8 @@ def run(
     ideas: Path | None = typer.Option(
         None,
         "--ideas",
-        help="an ideas.jsonl of `silva ideate`: run its kept ideas as a forest (from its template's code, if any)",
+        help="an ideas.jsonl of `silva ideate`: run its kept ideas as a forest (from its template's code, if "
+        "any)",
     ),
     top: int | None = typer.Option(None, "--top", min=1, help="with --ideas: only the best K by score"),
     view: bool = typer.Option(False, "--view", help="serve the live HTML view on 127.0.0.1 while it runs"),

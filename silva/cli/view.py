@@ -16,7 +16,8 @@ def view(
         0, "--port", min=0, max=65535, help="with --serve: the port (0 picks a free one)"
     ),
 ) -> int:
-    """Write the run's page: the forest, each stage's decision, budgets and spend; click a node for its details."""
+    """Write the run's page: the forest, each stage's decision, budgets and spend; click a node for its
+    details."""
     from silva.view.build import build_view
     from silva.view.serve import ViewServer
 

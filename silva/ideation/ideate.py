@@ -257,8 +257,8 @@ class Ideator:
         else:
             base, task = "", "Propose a first idea for this topic."
         return (
-            f"{self._topic()}\n\nArchived ideas:\n{archive}\n\n{base}\n\n{task} Score it honestly from 1 to 10 "
-            "for interestingness, novelty and feasibility (a small compute budget, one experiment tree)."
+            f"{self._topic()}\n\nArchived ideas:\n{archive}\n\n{base}\n\n{task} Score it honestly from 1 to "
+            "10 for interestingness, novelty and feasibility (a small compute budget, one experiment tree)."
         )
 
     def _reflect_prompt(self, draft: IdeaDraft, round_: int) -> str:
@@ -283,7 +283,8 @@ class Ideator:
         else:
             task = (
                 "Either search again (decision=search, a new query) or decide (decision=novel or "
-                "decision=not_novel). not_novel means a found paper already tests essentially this hypothesis."
+                "decision=not_novel). not_novel means a found paper already tests essentially this "
+                "hypothesis."
             )
         return (
             f"Is this idea novel?\n{idea.describe()}\n\nQueries so far:\n{queries}\n\nPapers found:\n"

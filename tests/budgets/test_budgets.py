@@ -94,7 +94,10 @@ def test_bad_budget_values_exit_2_and_change_nothing(
     assert (run_dir / EVENTS_FILE).read_bytes() == events and not (run_dir / REQUESTS_DIR).exists()
 
 
-HOLD = "import sys, time; from engine.journal import Journal; Journal.open(__import__('pathlib').Path(sys.argv[1])); print('held', flush=True); time.sleep(60)"
+HOLD = (
+    "import sys, time; from engine.journal import Journal; "
+    "Journal.open(__import__('pathlib').Path(sys.argv[1])); print('held', flush=True); time.sleep(60)"
+)
 
 
 def test_live_driver_picks_up_a_change_from_a_request(

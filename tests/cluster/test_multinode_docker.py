@@ -1,9 +1,9 @@
 """A real multi-node Ray cluster in Docker containers: a head and workers on a private network.
 
 One scenario, in order, to keep the cluster start-up cost to one: a run spread over two workers,
-a third worker added mid-run (the slots follow it), one worker killed mid-run, the driver killed with SIGKILL and the run
-resumed on the head. Asserted from the journal (the `worker` of every result is the container's
-hostname). Sandboxes inside the workers are the local (bubblewrap) provider.
+a third worker added mid-run (the slots follow it), one worker killed mid-run, the driver killed
+with SIGKILL and the run resumed on the head. Asserted from the journal (the `worker` of every
+result is the container's hostname). Sandboxes inside the workers are the local (bubblewrap) provider.
 """
 
 from __future__ import annotations

@@ -68,7 +68,10 @@ def test_template_mode_keeps_only_files_inside(tmp_path: Path, host_file: Path) 
 
 
 def test_template_mode_results_over_the_cap(tmp_path: Path) -> None:
-    code = f"open('results.json', 'w').write('{{\"metrics\": {{\"acc\": 1.0}}, \"notes\": \"' + 'x' * {MAX_RESULTS_BYTES} + '\"}}')"
+    code = (
+        "open('results.json', 'w').write('{\"metrics\": {\"acc\": 1.0}, \"notes\": \"' + 'x' * "
+        f"{MAX_RESULTS_BYTES} + '\"}}')"
+    )
     r = template_job(tmp_path, code).run([])
     assert r.status == "buggy"
     assert "results.json is" in r.reason and f"over the {MAX_RESULTS_BYTES}-byte cap" in r.reason

@@ -2,9 +2,9 @@
 Embeddings wire formats.
 
 One threaded server on 127.0.0.1:0 answers `/v1/messages`, `/v1/chat/completions` and
-`/v1/embeddings`, so the real SDKs can be driven without network. Replies are programmable: a FIFO script of `Reply`
-objects, then a default; faults (429 with Retry-After, 5xx, slow bodies, malformed JSON,
-truncated output) are replies like any other. An optional server-side token bucket returns 429
+`/v1/embeddings`, so the real SDKs can be driven without network. Replies are programmable: a
+FIFO script of `Reply` objects, then a default; faults (429 with Retry-After, 5xx, slow bodies,
+malformed JSON, truncated output) are replies like any other. An optional server-side token bucket returns 429
 when callers exceed a configured request rate, which is what the gateway benchmark runs against.
 """
 

@@ -78,7 +78,10 @@ def test_none_keeps_an_attempt_on_its_gpus_and_lifts_the_address_space_limit_for
     to the GPUs it was given (none: none), and RLIMIT_AS, which breaks CUDA's virtual
     reservations, applies only without GPUs."""
     box = get_provider("none").open(tmp_path / "ws", gpu_ids=gpu_ids)
-    code = "import os, resource; print(repr(os.environ['CUDA_VISIBLE_DEVICES']), resource.getrlimit(resource.RLIMIT_AS)[0])"
+    code = (
+        "import os, resource; print(repr(os.environ['CUDA_VISIBLE_DEVICES']), "
+        "resource.getrlimit(resource.RLIMIT_AS)[0])"
+    )
     r = box.exec([PY, "-c", code], limits=Limits(wall_s=30, memory_mb=512))
     assert r.exit_code == 0, r.stderr
     assert r.stdout.split() == [repr(visible), address_space]
@@ -143,7 +146,10 @@ def test_local_runs_as_a_leased_unprivileged_uid(local_provider: LocalProvider, 
         assert len(set(uids)) == 3 and all(u >= 200_000 for u in uids)
         st = (tmp_path / "ws0").stat()
         assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (uids[0], 0o700)
-        probe = "import json, os; s = open('/proc/self/status').read(); print(json.dumps([os.getuid(), os.getgid(), os.getgroups(), 'CapEff:\\t0000000000000000' in s, 'NoNewPrivs:\\t1' in s]))"
+        probe = (
+            "import json, os; s = open('/proc/self/status').read(); print(json.dumps([os.getuid(), "
+            "os.getgid(), os.getgroups(), 'CapEff:\\t0000000000000000' in s, 'NoNewPrivs:\\t1' in s]))"
+        )
         r = boxes[0].exec([PY, "-c", probe], limits=Limits(wall_s=30))
         assert json.loads(r.stdout) == [uids[0], uids[0], [], True, True], r
     finally:
@@ -198,7 +204,10 @@ def test_local_gpu_attempt_gets_its_ids_and_no_address_space_limit(
     local_provider: LocalProvider, tmp_path: Path
 ) -> None:
     box = local_provider.open(tmp_path / "ws", gpu_ids=(1, 3))
-    code = "import os; print(os.environ['CUDA_VISIBLE_DEVICES']); print([l for l in open('/proc/self/limits') if l.startswith('Max address space')][0].split()[3])"
+    code = (
+        "import os; print(os.environ['CUDA_VISIBLE_DEVICES']); print([l for l in open('/proc/self/limits') "
+        "if l.startswith('Max address space')][0].split()[3])"
+    )
     r = box.exec([PY, "-c", code], limits=Limits(wall_s=30, memory_mb=512))
     assert r.stdout.split() == ["1,3", "unlimited"], r  # RLIMIT_AS breaks CUDA
     box.close()

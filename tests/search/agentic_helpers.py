@@ -23,7 +23,8 @@ SCIENTIST = ROOT / "examples" / "ideas" / "scripted_scientist.py"
 IDEA: dict[str, Any] = {
     "name": "noise",
     "title": "Small-loss filtering under label noise",
-    "hypothesis": "Dropping the highest-loss samples and retraining a numpy logistic regression helps under 30% noise.",
+    "hypothesis": "Dropping the highest-loss samples and retraining a numpy logistic regression helps under "
+    "30% noise.",
     "experiments": ["baseline", "filtering", "ablations"],
     "risks": ["hard clean samples look noisy"],
     "metrics": [

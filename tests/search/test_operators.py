@@ -28,7 +28,10 @@ OK_JUDGEMENT = {"is_buggy": False, "reason": "fine", "summary": "acc 0.75"}
 
 
 def test_diff_applies_despite_wrong_numbers_and_lost_blank_context() -> None:
-    diff = "--- a/experiment.py\n+++ b/experiment.py\n@@ -9,4 +9,4 @@\n import json\n-x = 1\n+x = 2\n\n print(x)\n"
+    diff = (
+        "--- a/experiment.py\n+++ b/experiment.py\n@@ -9,4 +9,4 @@\n import json\n-x = 1\n+x = 2\n\n "
+        "print(x)\n"
+    )
     assert apply_unified_diff(PARENT, diff) == PARENT.replace("x = 1", "x = 2")
     with pytest.raises(DiffError, match="hunk 1 does not match"):
         apply_unified_diff(PARENT, "@@ -1,1 +1,1 @@\n-y = 3\n+y = 4\n")
@@ -188,9 +191,9 @@ def test_heldout_reruns_see_the_heldout_split_and_data(tmp_path: Path) -> None:
     data = tmp_path / "test.csv"
     data.write_text("1,2\n")
     code = (
-        "import json, os\np = json.load(open('silva_params.json'))\n"
-        "json.dump({'metrics': {'acc': float(p['split'] == 'heldout' and os.path.exists('data/heldout/test.csv'))}},"
-        " open('results.json', 'w'))\n"
+        "import json, os\np = json.load(open('silva_params.json'))\njson.dump({'metrics': {'acc': "
+        "float(p['split'] == 'heldout' and os.path.exists('data/heldout/test.csv'))}}, open('results.json', "
+        "'w'))\n"
     )
     r, provider = run_job(
         tmp_path,

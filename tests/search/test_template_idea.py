@@ -188,7 +188,8 @@ def test_ideate_with_a_template_then_run_its_idea(tmp_path: Path) -> None:
     [
         (
             {"llm": None},
-            "`template` with `idea`/`ideas` (the LLM search from the template's code) needs an `llm:` section",
+            "`template` with `idea`/`ideas` (the LLM search from the template's code) needs an `llm:` "
+            "section",
         ),
         ({"variants": [{"name": "a"}]}, "`variants` (an offline template forest) and `idea`/`ideas`"),
         ({"template_command": ["{python}", "train.py"]}, "must run '{python} experiment.py'"),

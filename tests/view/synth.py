@@ -22,7 +22,10 @@ from search.agentic.operators.schemas import Judgement, PlotCritique
 from silva.config import load_config
 from tests.helpers import make_config, make_template
 
-CODE = "import json\n\nlr = {lr}\nfor step in range({steps}):\n    loss = 1.0 / (1 + step * lr)\njson.dump({{'metrics': {{'score': 1 - loss}}}}, open('results.json', 'w'))\n"
+CODE = (
+    "import json\n\nlr = {lr}\nfor step in range({steps}):\n    loss = 1.0 / (1 + step * "
+    "lr)\njson.dump({{'metrics': {{'score': 1 - loss}}}}, open('results.json', 'w'))\n"
+)
 
 
 def png(width: int = 64, height: int = 40) -> bytes:

@@ -33,7 +33,8 @@ def make_run(root: Path, name: str = "toy") -> Path:
         yaml.safe_dump(
             {
                 "name": "toy-sparse-features",
-                "description": "Hypothesis: sparse random features make a linear classifier more accurate on toy data.",
+                "description": "Hypothesis: sparse random features make a linear classifier more accurate on "
+                "toy data.",
                 "method": {
                     "name": "sparse random features",
                     "param": "use_srf",
@@ -225,13 +226,15 @@ class ScriptedWriter:
         cite = f" \\cite{{{','.join(keys)}}}" if keys else ""
         if name == "Abstract":
             return (
-                "We test whether sparse random features help a linear classifier. The method reaches \\MainMethodMean{} "
-                "accuracy against \\MainBaselineMean{} for the baseline (Welch $p=\\MainP{}$, $g=\\MainG{}$)."
+                "We test whether sparse random features help a linear classifier. The method reaches "
+                "\\MainMethodMean{} accuracy against \\MainBaselineMean{} for the baseline (Welch "
+                "$p=\\MainP{}$, $g=\\MainG{}$)."
             )
         if name == "Results":
             text = (
-                "Figure~\\ref{fig:comparison} compares the groups. The method reaches \\MainMethodMean{}\\,$\\pm$\\,"
-                "\\MainMethodSd{} over \\MainN{} seeds against \\MainBaselineMean{}\\,$\\pm$\\,\\MainBaselineSd{}."
+                "Figure~\\ref{fig:comparison} compares the groups. The method reaches "
+                "\\MainMethodMean{}\\,$\\pm$\\,\\MainMethodSd{} over \\MainN{} seeds against "
+                "\\MainBaselineMean{}\\,$\\pm$\\,\\MainBaselineSd{}."
             )
             if self.typed_number:
                 text += " Prior work reported 0.987 on this task."
@@ -241,7 +244,10 @@ class ScriptedWriter:
         if name == "Related_Work":
             fake = " \\cite{madeup2024phantom}" if self.fake_cite else ""
             return f"Random projections have a long history{cite}. Others studied sparse variants{fake}."
-        return f"This section ({name.replace('_', ' ').lower()}) describes the work in words.{cite if name == 'Introduction' else ''}"
+        return (
+            f"This section ({name.replace('_', ' ').lower()}) describes the work in "
+            f"words.{cite if name == 'Introduction' else ''}"
+        )
 
 
 def scripted_llm(run_dir: Path, writer: ScriptedWriter, price: float = 0.0) -> tuple[LLM, object]:

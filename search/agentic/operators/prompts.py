@@ -31,15 +31,19 @@ STAGE_GOALS = {
 }
 
 OPERATOR_TASKS = {
-    "draft": "Write a first complete implementation: a plan and the whole experiment.py in `code`, and a plot.py in `plot_code`.",
-    "debug": "The shown experiment is buggy. Find the cause from its error and output and fix it; change nothing else. "
-    "Return a `diff` against experiment.py or the whole file in `code` (and `plot_code` if the plots were the problem).",
+    "draft": "Write a first complete implementation: a plan and the whole experiment.py in `code`, and a "
+    "plot.py in `plot_code`.",
+    "debug": "The shown experiment is buggy. Find the cause from its error and output and fix it; change "
+    "nothing else. Return a `diff` against experiment.py or the whole file in `code` (and `plot_code` if the "
+    "plots were the problem).",
     "improve": "Improve the shown experiment with one focused, well-motivated change towards the stage goal. "
     "Return a `diff` against experiment.py or the whole file in `code`.",
-    "hyperparameter": "Try one new hyperparameter setting on the shown experiment. Set `hyperparameters` to exactly the "
-    "values you change, choose a setting not yet tried (list below), and return a `diff` or the whole file.",
-    "ablation": "Remove or replace exactly one component of the shown experiment to measure its contribution. "
-    "Set `ablation` to a short name of what you removed; choose one not yet ablated (list below).",
+    "hyperparameter": "Try one new hyperparameter setting on the shown experiment. Set `hyperparameters` to "
+    "exactly the values you change, choose a setting not yet tried (list below), and return a `diff` or the "
+    "whole file.",
+    "ablation": "Remove or replace exactly one component of the shown experiment to measure its "
+    "contribution. Set `ablation` to a short name of what you removed; choose one not yet ablated (list "
+    "below).",
     "crossover": "Combine the strengths of the two shown experiments (parent A and parent B) into one. "
     "Return the whole file in `code`.",
 }
@@ -67,15 +71,19 @@ def contract(
     )
     lines = [
         "How the experiment runs:",
-        f"- `python experiment.py` in {where}, no network, numpy / scipy / scikit-learn / matplotlib available.",
-        '- It reads silva_params.json: {"seed": int, "split": "search" or "heldout", "node_id": str, "stage": str, '
-        f'"params": {json.dumps(dict(params or {}))}}}. Seed every random generator with `seed`.',
-        f'- It writes results.json: {{"metrics": {{name: number}}, "artifacts": [files to keep], "notes": str}} with metrics {declared}. '
+        f"- `python experiment.py` in {where}, no network, numpy / scipy / scikit-learn / matplotlib "
+        "available.",
+        '- It reads silva_params.json: {"seed": int, "split": "search" or "heldout", "node_id": str, '
+        f'"stage": str, "params": {json.dumps(dict(params or {}))}}}. Seed every random generator with '
+        "`seed`.",
+        '- It writes results.json: {"metrics": {name: number}, "artifacts": [files to keep], "notes": '
+        f"str}} with metrics {declared}. "
         "Metrics are read only from this file, never from printed output.",
         '- When split is "heldout", compute the metrics on the held-out data instead of the validation data; '
         "during the search the held-out data must never be used.",
         f"- Hard limits: {timeout_s:g} s wall clock, {memory_mb} MB memory. Keep it small and fast.",
-        "- plot.py runs afterwards in the same directory; it reads files the experiment saved and writes PNG figures.",
+        "- plot.py runs afterwards in the same directory; it reads files the experiment saved and writes PNG "
+        "figures.",
     ]
     if data:
         lines.append(
@@ -92,7 +100,10 @@ def fmt_metrics(metrics: Sequence[MetricValue]) -> str:
 
 def node_line(n: Node) -> str:
     note, what = summary(n), variant(n)
-    return f"- {n.id} ({n.kind}{', ' + str(what) if what else ''}, {n.status.value}): {fmt_metrics(n.metrics)}; {note[:200]}"
+    return (
+        f"- {n.id} ({n.kind}{', ' + str(what) if what else ''}, {n.status.value}): {fmt_metrics(n.metrics)}; "
+        f"{note[:200]}"
+    )
 
 
 def fence(text: str, lang: str = "python") -> str:
@@ -207,7 +218,8 @@ def judge_prompt(
             + "\nAlso set `converged`: true if further tuning is unlikely to improve the primary metric."
         )
     parts.append(
-        "Is this run buggy (crashed, wrong, leaking evaluation data, implausible metrics), and what did it show?"
+        "Is this run buggy (crashed, wrong, leaking evaluation data, implausible metrics), and what did it "
+        "show?"
     )
     return "\n\n".join(parts)
 
@@ -230,9 +242,11 @@ def selection_prompt(*, idea: Idea, stage: str, metric: MetricSpec, candidates: 
         [
             header(select="best", stage=stage, idea=idea.name, candidates=",".join(n.id for n in candidates)),
             "Research idea:\n" + idea.describe(),
-            f"Candidates for the best node of stage {stage}, ranked by the primary metric {metric.name} ({metric.direction}):",
+            f"Candidates for the best node of stage {stage}, ranked by the primary metric {metric.name} "
+            f"({metric.direction}):",
             "\n".join(lines),
-            "Keep the first candidate unless its result looks invalid (a leak, a bug, an implausible number) or the top "
-            "candidates are tied on the metric and another is clearly the better experiment. Answer with the chosen node_id.",
+            "Keep the first candidate unless its result looks invalid (a leak, a bug, an implausible number) "
+            "or the top candidates are tied on the metric and another is clearly the better experiment. "
+            "Answer with the chosen node_id.",
         ]
     )
