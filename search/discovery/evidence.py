@@ -9,6 +9,19 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 MAX_RESULT_BYTES = 200_000
+# Effects on the correlation scale; the gate reads them as Cohen's d (docs/discovery.md, "One effect scale").
+R_SCALE = frozenset({"r", "rho", "standardized_beta", "phi", "cramers_v"})
+MAX_R = 0.999999
+
+
+def as_d(effect: float, effect_name: str) -> float:
+    """The effect as Cohen's d: d itself, or r (and its kin) as for two equal groups,
+    d = 2r / sqrt(1 - r^2), so that one `min_effect` means one effect size whatever the tool."""
+    if effect_name not in R_SCALE:
+        return effect
+    r = max(min(effect, MAX_R), -MAX_R)
+    return 2 * r / math.sqrt(1 - r * r)
+
 
 ClaimStatus = Literal["proposed", "accepted", "rejected", "supported", "weakened", "refuted", "inconclusive"]
 STATUSES: tuple[ClaimStatus, ...] = (
@@ -72,6 +85,11 @@ class TestOutcome(BaseModel):
     @property
     def sign(self) -> int:
         return (self.effect > 0) - (self.effect < 0)
+
+    @property
+    def effect_d(self) -> float:
+        """The effect on the gate's one scale, Cohen's d (`as_d`)."""
+        return as_d(self.effect, self.effect_name)
 
     def brief(self) -> str:
         return f"{self.test}: {self.effect_name}={self.effect:+.3f}, log p={self.log_p:.2f}, n={self.n}"

@@ -72,3 +72,30 @@ def test_bank_prunes_to_capacity_keeping_the_most_diverse() -> None:
     assert prune_max_min(ids[:2], texts[:2], 3, TfidfEmbedder()) == ["a", "b"]
     near, far = novelty(["age raises blood pressure", "shoe size and income"], texts[:1], TfidfEmbedder())
     assert near < 0.05 and far > 0.9
+
+
+def test_one_true_effect_gets_one_verdict_whatever_the_tool() -> None:
+    """A d = 0.3 group difference measured as d, r and standardized beta: min_effect 0.2 is one
+    effect size on one scale (r = 0.15 is d = 0.3), so the three tests agree."""
+    import numpy as np
+    import pandas as pd
+
+    from search.discovery import silva_stats as st
+
+    rng = np.random.default_rng(7)
+    n = 8000
+    g = np.repeat([0, 1], n // 2)
+    df = pd.DataFrame({"g": g, "y": 0.3 * g + rng.normal(size=n)})
+    results = [
+        st.compare_groups(df, "y", "g", a=1, b=0),
+        st.correlation(df, "g", "y"),
+        st.regression(df, "y", "g"),
+    ]
+    outcomes = [Evidence.model_validate(r) for r in results]
+    assert abs(outcomes[1].effect - 0.15) < 0.03  # r: below 0.2 on its own scale
+    for o in outcomes:
+        assert abs(o.effect_d - 0.3) < 0.06, o
+    verdicts = {gates.two_split_train(o, 1, **KW).passed for o in outcomes}
+    assert verdicts == {True}
+    strict = {gates.two_split_train(o, 1, alpha=0.05, min_effect=0.45).passed for o in outcomes}
+    assert strict == {False}
