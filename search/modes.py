@@ -1,24 +1,140 @@
-"""The search modes Silva knows, by name, each with its declared `StagePlan`.
+"""The search modes Silva knows: each registers, in one place, everything the run needs of it.
 
-A new mode adds one line here and declares its plan in its own module; nothing in engine/ or
-in the other modes changes.
+A `Mode` names its config section (if any), its `StagePlan` (whose `progress` names the score
+the forest's allocation compares ideas by), how a config asks for it, the metrics a run of it
+records, and how its strategy is built. `silva/config.py` and `silva/lifecycle.py` ask the
+registry and never branch on a mode's name (docs/architecture.md, "Search modes").
+
+Built-in modes live in their own subpackage (`search/<mode>/mode.py`); another package adds one
+with an entry point in the `silva.search_modes` group naming its `Mode`, or by calling
+`register_mode` before the config is loaded (the tests do).
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
+from pydantic import BaseModel
+
+from search.config import AllocationConfig, IdeaSource, SearchSettings, TemplateVariant
 from search.plan import StagePlan
 
-# mode -> "module:ATTRIBUTE" of its StagePlan (imported lazily: plans are cheap, modes are not)
-PLANS = {
-    "template": "search.template.plan:PLAN",
-    "agentic": "search.agentic.plan:PLAN",
-    "discovery": "search.discovery.plan:PLAN",
-}
+if TYPE_CHECKING:
+    from engine.budgets import ComputeMeter
+    from engine.dispatch import Strategy
+    from engine.journal import Journal
+    from engine.llm import LLM
+    from engine.node import MetricSpec
+    from search.phases import Phase
+
+ENTRY_POINTS = "silva.search_modes"
+BUILTIN = ("search.template.mode", "search.agentic.mode", "search.discovery.mode")
 
 
-def plan_for(mode: str) -> StagePlan:
-    module, _, attr = PLANS[mode].partition(":")
-    plan: StagePlan = getattr(importlib.import_module(module), attr)
-    return plan
+class ModeConfig(SearchSettings, Protocol):
+    """The run config as a mode's hooks read it (silva.config.RunConfig implements it)."""
+
+    template: Path | None
+    idea: Path | None
+    ideas: list[IdeaSource]
+    variants: list[TemplateVariant]
+    allocation: AllocationConfig
+
+    def section(self, key: str) -> Any:
+        """The validated section `key` of a registered mode, or None when the config has none."""
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """What the composition root hands a mode's strategy builder."""
+
+    cfg: ModeConfig
+    journal: Journal
+    llm: LLM | None  # None for a mode with `needs_llm=False`
+    spent_by: Callable[[str], float]  # dollars paid so far by one idea
+    meter: ComputeMeter | None
+    phases: Callable[[str], list[Phase]]  # the phases after the search (writeup, review) of one idea
+
+
+@dataclass(frozen=True)
+class Mode:
+    name: str
+    plan: StagePlan
+    source: str  # how a config asks for the mode, for error messages ("`discovery:` (a data table)")
+    selected: Callable[[ModeConfig], bool]  # whether a config asks for this mode
+    build: Callable[[BuildContext], Strategy]
+    # The metrics every node reports, checked before the run directory exists (files read, ideas
+    # parsed): the first place a bad input is found.
+    metrics: Callable[[ModeConfig], list[MetricSpec]]
+    section: str | None = None  # its top-level config key, e.g. "discovery"
+    section_model: type[BaseModel] | None = None
+    needs_llm: bool = True
+    # Checks across the config (a ValueError with a fix), after the generic ones.
+    check: Callable[[ModeConfig], None] | None = None
+    # The section with its paths made relative to the config file's directory `base`.
+    resolve: Callable[[Any, Path], Any] | None = None
+
+
+_MODES: dict[str, Mode] = {}
+_loaded = False
+
+
+def register_mode(mode: Mode) -> Mode:
+    """Add `mode` (a second mode of the same name or section replaces nothing: it is an error)."""
+    if mode.name in _MODES and _MODES[mode.name] is not mode:
+        raise ValueError(f"search mode {mode.name!r} is already registered")
+    if mode.section is not None and mode.section_model is None:
+        raise ValueError(f"search mode {mode.name!r}: section {mode.section!r} needs a section_model")
+    clash = next((m for m in _MODES.values() if mode.section and m.section == mode.section), None)
+    if clash is not None and clash is not mode:
+        raise ValueError(f"search modes {clash.name!r} and {mode.name!r} both claim section {mode.section!r}")
+    _MODES[mode.name] = mode
+    return mode
+
+
+def unregister_mode(name: str) -> None:
+    """Remove a mode (tests that register one of their own)."""
+    _MODES.pop(name, None)
+
+
+def modes() -> list[Mode]:
+    """Every registered mode, built-ins first, in registration order."""
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        for module in BUILTIN:
+            register_mode(importlib.import_module(module).MODE)
+        for ep in entry_points(group=ENTRY_POINTS):
+            register_mode(ep.load())
+    return list(_MODES.values())
+
+
+def mode_named(name: str) -> Mode:
+    for m in modes():
+        if m.name == name:
+            return m
+    raise KeyError(f"unknown search mode {name!r} (known: {', '.join(m.name for m in modes())})")
+
+
+def sections() -> dict[str, type[BaseModel]]:
+    """The config sections the registered modes own, by top-level key."""
+    return {m.section: m.section_model for m in modes() if m.section and m.section_model}
+
+
+def mode_of(cfg: ModeConfig) -> Mode:
+    """The one mode a config asks for; a ValueError naming the choices when none or several do."""
+    chosen = [m for m in modes() if m.selected(cfg)]
+    if len(chosen) == 1:
+        return chosen[0]
+    if not chosen:
+        raise ValueError("set exactly one of " + ", ".join(m.source for m in modes()))
+    raise ValueError(
+        "these settings ask for more than one search mode: "
+        + "; ".join(f"{m.name} by {m.source}" for m in chosen)
+        + "; keep the settings of one"
+    )

@@ -7,6 +7,11 @@ The engine and `silva status` treat stage names as opaque strings; everything a 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
+
+# A rule that ends a stage's search before its node budget, implemented by the mode's
+# `search_done`: its first good node; the LLM's judgement that tuning converged.
+EarlyEnd = Literal["first_good", "converged"]
 
 
 @dataclass(frozen=True)
@@ -20,6 +25,7 @@ class StageSpec:
     # The stage refines its root (tuning): the root competes for the stage's best, so a stage
     # whose nodes are all worse hands its root on, never a worse setting.
     keeps_root: bool = False
+    ends_early: EarlyEnd | None = None
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, ValidationError, model_validator
 
 from engine.config import (
     SUPPORT_RESOURCES,
@@ -24,13 +24,16 @@ from engine.llm.config import LLMConfig
 from review.config import ReviewConfig
 from sandbox.config import SandboxConfig
 from search.config import AllocationConfig, IdeaSource, SearchConfig, StageConfig, TemplateVariant
-from search.discovery.config import DiscoveryConfig
-from search.modes import plan_for
+from search.modes import Mode, mode_of, sections
 from search.plan import StagePlan
 from writeup.config import WriteupConfig
 
 
 class RunConfig(Strict):
+    # A search mode's own section (`discovery:`...) is no field here: each registered mode brings
+    # its own (search/modes.py), validated by `_sections` and kept as an extra attribute.
+    model_config = ConfigDict(extra="allow")
+
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
     template: Path | None = Field(
         None,
@@ -44,9 +47,6 @@ class RunConfig(Strict):
         default_factory=list, description="a template forest: one idea per variant"
     )
     allocation: AllocationConfig = Field(default_factory=AllocationConfig)
-    discovery: DiscoveryConfig | None = Field(
-        None, description="data-driven discovery on a table (docs/discovery.md)"
-    )
     writeup: WriteupConfig | None = Field(
         None, description="write the paper as a phase after the search (docs/writeup.md)"
     )
@@ -79,27 +79,39 @@ class RunConfig(Strict):
             data = {**data, "ideas": [{"path": i} if isinstance(i, str) else i for i in data["ideas"]]}
         return data
 
-    @model_validator(mode="after")
-    def _one_source(self) -> RunConfig:
-        # `template` with `idea`/`ideas` is the LLM search grown from the template's code (docs/search.md).
+    @model_validator(mode="wrap")
+    @classmethod
+    def _sections(cls, data: Any, handler: ModelWrapValidatorHandler[RunConfig]) -> RunConfig:
+        """The shared fields by pydantic, each registered mode's section by its own model, then
+        the checks that need the mode; every problem reported at once, under its key."""
+        if not isinstance(data, dict):
+            return handler(data)
+        owned = sections()
+        errors: list[Any] = [
+            {"type": "extra_forbidden", "loc": (key,), "input": value}
+            for key, value in data.items()
+            if key not in cls.model_fields and key not in owned
+        ]
+        found: dict[str, Any] = {key: None for key in owned}
+        for key, model in owned.items():
+            try:
+                found[key] = None if data.get(key) is None else model.model_validate(data[key])
+            except ValidationError as e:
+                errors += [{**err, "loc": (key, *err["loc"])} for err in e.errors()]
+        cfg: RunConfig | None = None
+        try:
+            cfg = handler({k: v for k, v in data.items() if k in cls.model_fields})
+        except ValidationError as e:
+            errors = [*e.errors(), *errors]
+        if errors or cfg is None:
+            raise ValidationError.from_exception_data(cls.__name__, errors)
+        cfg.__pydantic_extra__ = found
+        cfg._check_mode()
+        return cfg
+
+    def _check_mode(self) -> None:
+        mode = self.search_mode
         has_ideas = self.idea is not None or bool(self.ideas)
-        if self.template is not None and self.discovery is not None:
-            raise ValueError(
-                "`template` and `discovery` do not combine: discovery starts from a data table; remove one"
-            )
-        sources = sum(
-            (
-                self.template is not None and not has_ideas,
-                self.idea is not None,
-                bool(self.ideas),
-                self.discovery is not None,
-            )
-        )
-        if sources != 1:
-            raise ValueError(
-                "set exactly one of `template` (offline search), `idea` or `ideas` (LLM search; with "
-                "`template`, grown from the template's code), `discovery` (data)"
-            )
         if self.variants and self.template is None:
             raise ValueError("`variants` are variants of a template: set `template` too")
         if self.variants and has_ideas:
@@ -109,14 +121,11 @@ class RunConfig(Strict):
             )
         if len({v.name for v in self.variants}) != len(self.variants):
             raise ValueError("variants: each variant needs its own `name`")
-        if self.mode != "template" and self.llm is None:
-            what = (
-                "`template` with `idea`/`ideas` (the LLM search from the template's code)"
-                if self.template
-                else f"{self.mode} mode"
-            )
-            raise ValueError(f"{what} needs an `llm:` section: providers, models and roles")
-        plan = self.plan
+        if mode.check is not None:
+            mode.check(self)
+        if mode.needs_llm and self.llm is None:
+            raise ValueError(f"{mode.name} mode needs an `llm:` section: providers, models and roles")
+        plan = mode.plan
         unknown = sorted(set(self.stages) - set(plan.names))
         if unknown:
             raise ValueError(
@@ -129,17 +138,22 @@ class RunConfig(Strict):
         self.resources.setdefault("default", Resources())
         for kind, res in SUPPORT_RESOURCES.items():
             self.resources.setdefault(kind, res)
-        return self
+
+    def section(self, key: str) -> Any:
+        """A registered mode's section (`discovery`...), None when the config has none."""
+        return (self.__pydantic_extra__ or {}).get(key)
+
+    @property
+    def search_mode(self) -> Mode:
+        return mode_of(self)
 
     @property
     def mode(self) -> str:
-        if self.discovery is not None:
-            return "discovery"
-        return "template" if self.template is not None and self.idea is None and not self.ideas else "agentic"
+        return self.search_mode.name
 
     @property
     def plan(self) -> StagePlan:
-        return plan_for(self.mode)
+        return self.search_mode.plan
 
     def resources_for(self, kind: str) -> Resources:
         return self.resources.get(kind, self.resources["default"])
@@ -175,10 +189,9 @@ def load_config(
         if value is not None and not value.is_absolute():
             updates[field] = (base / value).resolve()
     updates["output_dir"] = cfg.output_dir.resolve()  # relative to where silva runs
-    if cfg.discovery is not None:
-        from search.discovery.strategy import resolve_paths
-
-        updates["discovery"] = resolve_paths(cfg.discovery, base)
+    mode = cfg.search_mode
+    if mode.section is not None and mode.resolve is not None:  # its paths, like `template`'s
+        updates[mode.section] = mode.resolve(cfg.section(mode.section), base)
     if cfg.ideas:
         updates["ideas"] = [i.model_copy(update={"path": (base / i.path).resolve()}) for i in cfg.ideas]
     if cfg.scripted_fn is not None and ".py:" in cfg.scripted_fn:

@@ -65,44 +65,25 @@ def build_strategy(
     llm: LLMSession | None = None,
     meter: ComputeMeter | None = None,
 ) -> Strategy:
-    from search.phases import PhasedTree
-    from search.stages import StageManager
-    from search.template.search import TemplateSearch
-    from search.template.spec import Template
+    """The config's search mode builds its strategy (search/modes.py); writeup and review, bound
+    here, are the phases after the search that it runs per idea."""
+    from search.modes import BuildContext
     from silva.paper_phases import paper_phases
 
-    if cfg.discovery is not None and llm is not None and cfg.discovery.mode == "stateful":
-        from search.stateful.strategy import build_stateful
-
-        return build_stateful(cfg.discovery, cfg.discovery.stateful, cfg.seed, journal, llm.client)
-    if cfg.discovery is not None and llm is not None:
-        from search.discovery.strategy import build_discovery_strategy
-
-        return build_discovery_strategy(cfg, journal, llm.client)
-    if cfg.mode == "agentic":
-        from search.forest import build_forest
-
-        if llm is None:
-            raise ConfigError("idea mode needs the LLM gateway: set `llm:` in the run config")
-        return build_forest(
-            cfg,
-            journal,
-            llm.client,
-            llm.ledger.spent_by,
-            cfg.allocation,
-            meter,
-            more_phases=paper_phases(cfg, journal, llm.client),
-            template=Template.load(cfg.template) if cfg.template is not None else None,
+    mode = cfg.search_mode
+    if mode.needs_llm and llm is None:
+        raise ConfigError(f"{mode.name} mode needs the LLM gateway: set `llm:` in the run config")
+    client = llm.client if llm is not None else None
+    return mode.build(
+        BuildContext(
+            cfg=cfg,
+            journal=journal,
+            llm=client,
+            spent_by=llm.ledger.spent_by if llm is not None else lambda idea: 0.0,
+            meter=meter,
+            phases=paper_phases(cfg, journal, client),
         )
-    assert cfg.template is not None
-    template = Template.load(cfg.template)
-    if cfg.variants:  # a template forest (docs/budgets.md)
-        from search.template.forest import build_template_forest
-
-        return build_template_forest(cfg, journal, template, cfg.variants, cfg.allocation, meter)
-    tree = StageManager(cfg, journal, TemplateSearch(cfg, template, journal), cfg.plan)
-    phases = paper_phases(cfg, journal, llm.client if llm else None)("default")
-    return PhasedTree(tree, phases) if phases else tree
+    )
 
 
 def build_executor(cfg: RunConfig) -> Executor:
@@ -119,30 +100,11 @@ def build_executor(cfg: RunConfig) -> Executor:
 
 def create_run(cfg: RunConfig) -> tuple[Path, Journal]:
     """Validate everything that can be checked up front, then make the run directory."""
-    metrics: list[dict[str, object]] = []
-    if cfg.mode == "template":
-        from search.template.spec import Template
-
-        assert cfg.template is not None
-        metrics = [m.model_dump() for m in Template.load(cfg.template).spec.metrics]
-    elif cfg.discovery is not None:
-        from search.discovery.strategy import check_discovery
+    mode = cfg.search_mode
+    metrics = [m.model_dump() for m in mode.metrics(cfg)]
+    if mode.needs_llm:
         from silva.llm_session import check_llm
 
-        metrics = check_discovery(cfg.discovery)
-        check_llm(cfg)
-    else:
-        from search.idea import load_ideas, run_metrics
-        from silva.llm_session import check_llm
-
-        ideas = load_ideas(cfg.idea_sources())
-        if cfg.template is not None:  # template-based ideas: the template's code, metrics and settings
-            from search.template.seed import TemplateSeed
-            from search.template.spec import Template
-
-            seed = TemplateSeed.from_template(Template.load(cfg.template))
-            ideas = [seed.adapt(i) for i in ideas]
-        metrics = [m.model_dump() for m in run_metrics(ideas)]
         check_llm(cfg)
     check_sandbox(cfg)
     check_writeup(cfg)
@@ -193,7 +155,7 @@ def execute(
     )
     meter.start_session(cfg.resources_for)
     cfg = cfg.model_copy(update={"budgets": meter.budgets})
-    if cfg.mode != "template":
+    if cfg.search_mode.needs_llm:
         from silva.llm_session import open_llm
 
         # Before the executor: on Ray, keys must leave the environment before ray.init.
@@ -230,7 +192,7 @@ def resume(run_dir: Path, on_change: Callable[[Journal], None] = lambda j: None)
     if journal.finished is not None:
         return RunOutcome("finished", f"already finished: {journal.finished['reason']}")
     check_sandbox(cfg)
-    if cfg.mode != "template":
+    if cfg.search_mode.needs_llm:
         from silva.llm_session import check_llm
 
         check_llm(cfg)

@@ -8,7 +8,11 @@ PLAN = StagePlan(
     "agentic",
     (
         StageSpec(
-            "preliminary", grows="improve", ends="at the first good node (drafts first)", default_max_nodes=2
+            "preliminary",
+            grows="improve",
+            ends="at the first good node (drafts first)",
+            default_max_nodes=2,
+            ends_early="first_good",
         ),
         StageSpec(
             "hyperparameter",
@@ -16,6 +20,7 @@ PLAN = StagePlan(
             default_max_nodes=8,
             keeps_root=True,
             final_candidate=True,
+            ends_early="converged",
             ends="the LLM judges tuning converged (after min_tuning_nodes), or node budget",
         ),
         StageSpec("agenda", grows="improve", ends="node budget", default_max_nodes=4, final_candidate=True),

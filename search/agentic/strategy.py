@@ -117,15 +117,16 @@ class AgenticSearch:
         spent = next((n for n in nodes if n.is_finished and operator_outcome(n).exhausted), None)
         if spent is not None:
             return f"no new {spent.kind} left: at {spent.id} the model named only ones already tried"
-        if stage == "preliminary":
+        rule = PLAN[stage].ends_early
+        if rule == "first_good":
             good = min(
                 (n for n in nodes if n.status == NodeStatus.GOOD),
                 key=lambda n: n.finished_at or 0.0,
                 default=None,
             )
             return f"first good node {good.id}" if good else None
-        if stage == "hyperparameter":
-            done = [n for n in nodes if n.is_finished and n.kind == "hyperparameter"]
+        if rule == "converged":
+            done = [n for n in nodes if n.is_finished and n.kind == PLAN[stage].grows]
             if len(done) < self.cfg.search.min_tuning_nodes:
                 return None
             for n in done:
@@ -173,9 +174,7 @@ class AgenticSearch:
             if job.step == "run":
                 return job  # the code is in `proposed`: no prompt to build
             if job.step == "judge":
-                job.tuning_history = (
-                    self._asked_judge(node).tuning_history if node.stage == "hyperparameter" else ""
-                )
+                job.tuning_history = self._asked_judge(node).tuning_history if _tunes(node) else ""
                 job.blocking = self._could_win(node)
                 return job
         parent = reported(self.journal.nodes[node.parent_id]) if node.parent_id else None
@@ -192,7 +191,7 @@ class AgenticSearch:
         job.parent_code = parent.code if parent else ""
         job.parent_plot_code = operator_outcome(parent).plot_code if parent else ""
         job.prompt = request.prompt
-        if node.stage == "hyperparameter" and not self.cfg.search.pipeline:  # one job: think, run and judge
+        if _tunes(node) and not self.cfg.search.pipeline:  # one job: think, run and judge
             job.tuning_history = self._asked_judge(node).tuning_history
         return job
 
@@ -268,10 +267,15 @@ class AgenticSearch:
     def _tuning_history(self, node: Node) -> str:
         rows = [
             f"- {n.id}: {operator_outcome(n).hyperparameters} -> {fmt_metrics(n.metrics)} ({n.status.value})"
-            for n in self.nodes("hyperparameter")
+            for n in self.nodes(node.stage)
             if n.is_finished and n.id != node.id
         ]
         return "\n".join(rows) or "none finished yet"
+
+
+def _tunes(node: Node) -> bool:
+    """Whether the node's stage is decided by a judged convergence: its judge sees the tuning so far."""
+    return node.stage in PLAN.names and PLAN[node.stage].ends_early == "converged"
 
 
 def reported(node: Node) -> Node:

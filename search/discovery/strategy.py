@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import pandas as pd
 
 from engine.dispatch import Finish
-from engine.errors import ConfigError
 from engine.journal import Journal
 from engine.llm import LLM
 from engine.llm.config import resolve_model
@@ -383,17 +382,11 @@ class DiscoveryStrategy:
         self._dirty = False
 
 
-class DiscoverySettings(SearchSettings, Protocol):
-    """The run config as discovery reads it: the search settings plus the `discovery:` section."""
-
-    discovery: DiscoveryConfig | None
-
-
-def build_discovery_strategy(cfg: DiscoverySettings, journal: Journal, llm: LLM) -> DiscoveryStrategy:
-    """The composition root's entry point (silva/lifecycle.py `build_strategy`)."""
-    if cfg.discovery is None:
-        raise ConfigError("discovery mode needs a `discovery:` section (data, mode, gate...)")
-    return DiscoveryStrategy(cfg, cfg.discovery, journal, llm, vision=_has_vision(cfg))
+def build_discovery_strategy(
+    cfg: SearchSettings, dcfg: DiscoveryConfig, journal: Journal, llm: LLM
+) -> DiscoveryStrategy:
+    """The discovery mode's builder (search/discovery/mode.py): `dcfg` is the `discovery:` section."""
+    return DiscoveryStrategy(cfg, dcfg, journal, llm, vision=_has_vision(cfg))
 
 
 def _has_vision(cfg: SearchSettings) -> bool:

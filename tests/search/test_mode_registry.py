@@ -1,0 +1,131 @@
+"""A search mode defined only here, registered in one place, run end to end by silva.lifecycle:
+nothing in silva/ names it (docs/architecture.md, "Search modes")."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import Field
+
+from engine.config import Strict
+from engine.dispatch import Finish
+from engine.errors import ConfigError
+from engine.executor import Job
+from engine.journal import Journal
+from engine.node import AttemptResult, MetricSpec, MetricValue, Node, NodeStatus
+from search.modes import Mode, ModeConfig, register_mode, unregister_mode
+from search.plan import StagePlan, StageSpec
+from silva import lifecycle
+from silva.config import load_config
+
+PLAN = StagePlan("tally", (StageSpec("count", grows="square", ends="`tally.count` nodes"),))
+SCORE = MetricSpec(name="square", direction="maximize", primary=True)
+
+
+class TallyConfig(Strict):
+    count: int = Field(ge=1, description="nodes to grow")
+
+
+@dataclass
+class SquareJob:
+    node_id: str
+    attempt: int
+    value: int
+
+    def run(self, gpu_ids: Sequence[int]) -> AttemptResult:
+        return AttemptResult(
+            status="good", metrics=[MetricValue(name=SCORE.name, value=self.value**2, direction="maximize")]
+        )
+
+
+class Tally:
+    """Grows `count` nodes in the plan's one stage, each reporting the square of its index."""
+
+    def __init__(self, journal: Journal, count: int) -> None:
+        self.journal, self.count = journal, count
+
+    def propose(self, slots: int) -> list[Node]:
+        have = len(self.journal.nodes)
+        return [
+            Node(stage=PLAN.first, kind="square", params={"i": i})
+            for i in range(have, min(self.count, have + slots))
+        ]
+
+    def job_for(self, node: Node, attempt: int) -> Job:
+        return SquareJob(node.id, attempt, node.params["i"])
+
+    def finished(self) -> Finish | None:
+        done = sum(n.is_finished for n in self.journal.nodes.values())
+        return Finish("complete", f"{done} squares") if done == self.count else None
+
+
+def _section(cfg: ModeConfig) -> TallyConfig:
+    section = cfg.section("tally")
+    assert isinstance(section, TallyConfig)
+    return section
+
+
+TALLY = Mode(
+    name="tally",
+    plan=PLAN,
+    source="`tally` (squares)",
+    selected=lambda cfg: cfg.section("tally") is not None,
+    build=lambda ctx: Tally(ctx.journal, _section(ctx.cfg).count),
+    metrics=lambda cfg: [SCORE],
+    section="tally",
+    section_model=TallyConfig,
+    needs_llm=False,
+)
+
+
+@pytest.fixture
+def tally() -> Iterator[Mode]:
+    register_mode(TALLY)
+    yield TALLY
+    unregister_mode(TALLY.name)
+
+
+def write(tmp: Path, **settings: object) -> Path:
+    path = tmp / "run.yaml"
+    base = {
+        "name": "tally",
+        "output_dir": str(tmp / "runs"),
+        "sandbox": "none",
+        "executor": {"kind": "inprocess", "max_in_flight": 2},
+    }
+    path.write_text(yaml.safe_dump({**base, **settings}))
+    return path
+
+
+def test_a_mode_from_the_test_directory_runs_through_the_lifecycle(tmp_path: Path, tally: Mode) -> None:
+    cfg = load_config(write(tmp_path, tally={"count": 5}))
+    assert cfg.mode == "tally" and cfg.plan is PLAN and list(cfg.stages) == ["count"]
+    run_dir, journal = lifecycle.create_run(cfg)
+    outcome = lifecycle.execute(cfg, journal)
+    assert outcome.status == "finished", outcome
+    nodes = sorted(journal.nodes.values(), key=lambda n: n.params["i"])
+    assert [n.metrics[0].value for n in nodes] == [0, 1, 4, 9, 16]
+    assert all(n.status == NodeStatus.GOOD and n.stage == "count" for n in nodes)
+    assert journal.metric_specs == [SCORE]
+    # The snapshot keeps the mode's section, so the run reopens as the same mode.
+    again, _ = lifecycle.open_run(run_dir, read_only=True)
+    assert again.mode == "tally" and again.section("tally") == TallyConfig(count=5)
+    assert lifecycle.resume(run_dir).message.startswith("already finished")
+
+
+def test_the_modes_section_is_validated_with_the_config(tmp_path: Path, tally: Mode) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_config(write(tmp_path, tally={"count": 0, "cuont": 3}))
+    assert "tally.count = 0: Input should be greater than or equal to 1" in str(err.value)
+    assert "tally.cuont" in str(err.value)
+    with pytest.raises(ConfigError, match="more than one search mode: template by `template`"):
+        load_config(write(tmp_path, tally={"count": 1}, template=str(tmp_path)))
+
+
+def test_without_the_registration_its_section_is_an_unknown_field(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="tally"):
+        load_config(write(tmp_path, tally={"count": 5}))
