@@ -104,6 +104,7 @@ def render_findings(claims: list[Claim], findings: dict[str, Any]) -> str:
         f"Data: {split.get('data')} (sha256 {str(split.get('sha256', ''))[:12]}), split once with seed "
         f"{split.get('seed')}: {split.get('rows', {}).get('train')} train rows, "
         f"{split.get('rows', {}).get('heldout')} held-out rows never shown to the model.",
+        *([f"Warning: {split['warning']}."] if split.get("warning") else []),
         f"Tests on train: {findings.get('tests')}. Claims by status: "
         + ", ".join(f"{k} {v}" for k, v in counts(claims).items() if v)
         + ".",

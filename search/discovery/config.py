@@ -31,6 +31,11 @@ class DiscoveryConfig(Strict):
         description="two_split | bonferroni | bh; default: two_split for discoper, bonferroni for experigen",
     )
     image_column: str | None = Field(None, description="column of image paths relative to the data file")
+    group_column: str | None = Field(
+        None,
+        description="rows sharing this column's value (a subject, a site) stay in one part of the "
+        "split; exact duplicate rows always do",
+    )
     heldout_fraction: float = Field(
         0.3, gt=0, lt=0.9, description="rows kept out of every prompt and search test"
     )

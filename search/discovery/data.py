@@ -4,6 +4,7 @@ seed, and described for prompts from the train part only."""
 from __future__ import annotations
 
 import hashlib
+import logging
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,10 @@ from engine.journal import Journal
 SPLIT_DIR = "discovery"
 TRAIN, HELDOUT = "train", "heldout"
 MAX_PROMPT_COLUMNS = 60
+DISCRETE_LEVELS = 20  # a column with at most this many distinct values is discrete for the split
+DUPLICATE_WARN_FRACTION = 0.05  # warn when this share of rows repeats another row exactly
+
+log = logging.getLogger(__name__)
 
 
 def read_table(path: Path) -> pd.DataFrame:
@@ -55,18 +60,38 @@ class Split:
 
 
 def make_split(
-    run_dir: Path, journal: Journal, data: Path, *, fraction: float, seed: int, image_column: str | None
+    run_dir: Path,
+    journal: Journal,
+    data: Path,
+    *,
+    fraction: float,
+    seed: int,
+    image_column: str | None,
+    group_column: str | None = None,
 ) -> Split:
-    """Split once: a recorded `discovery_split` event makes later calls (resumes) reuse the files."""
+    """Split once: a recorded `discovery_split` event makes later calls (resumes) reuse the files.
+
+    Groups never straddle the split (docs/discovery.md, "The split and the held-out rule"): rows
+    sharing `group_column`, and exact duplicate rows, go to the same part."""
     split = Split(run_dir)
     if any(e["type"] == "discovery_split" for e in journal.log.events):
         return split
     df = read_table(data)
-    if image_column is not None and image_column not in df.columns:
-        raise ConfigError(f"discovery.image_column = {image_column!r}: no such column in {data}")
-    order = np.random.default_rng(seed).permutation(len(df))
-    n_held = max(1, int(round(fraction * len(df))))
-    parts = {HELDOUT: df.iloc[np.sort(order[:n_held])], TRAIN: df.iloc[np.sort(order[n_held:])]}
+    for name, col in (("image_column", image_column), ("group_column", group_column)):
+        if col is not None and col not in df.columns:
+            raise ConfigError(
+                f"discovery.{name} = {col!r}: no such column in {data}; columns: {list(df.columns)}"
+            )
+    groups = split_groups(df, group_column)
+    held = heldout_mask(groups, fraction, seed)
+    dup = duplicate_rows(df)
+    # The confirmatory test counts observations, not copies: held-out keeps one row of each
+    # exact duplicate (none are dropped from an all-discrete table, where repeats are expected).
+    heldout = df[held].drop_duplicates() if dup else df[held]
+    parts = {HELDOUT: heldout, TRAIN: df[~held]}
+    warning = duplicates_warning(dup, len(df), group_column)
+    if warning:
+        log.warning("%s: %s", data, warning)
     (run_dir / SPLIT_DIR).mkdir(parents=True, exist_ok=True)
     for part, rows in parts.items():
         rows.reset_index(drop=True).to_parquet(split.table(part), index=False)
@@ -81,8 +106,57 @@ def make_split(
         rows={p: len(r) for p, r in parts.items()},
         columns=list(df.columns),
         image_column=image_column,
+        group_column=group_column,
+        groups=int(groups.max()) + 1,
+        duplicate_rows=dup,
+        heldout_duplicates_dropped=int(held.sum()) - len(heldout),
+        warning=warning,
     )
     return split
+
+
+def _all_discrete(df: pd.DataFrame) -> bool:
+    return all(df[c].nunique() <= DISCRETE_LEVELS for c in df.columns)
+
+
+def split_groups(df: pd.DataFrame, group_column: str | None) -> np.ndarray:
+    """A group id per row: the `group_column`'s value, else one group per distinct row content.
+
+    Exact duplicates of a row with a continuous value are copies of one observation (repeated
+    measures exported flat); in an all-discrete table identical rows are expected, so each row
+    is its own group there."""
+    if group_column is not None:
+        return pd.factorize(df[group_column].astype(str))[0]
+    if _all_discrete(df):
+        return np.arange(len(df))
+    return pd.factorize(pd.util.hash_pandas_object(df, index=False))[0]
+
+
+def duplicate_rows(df: pd.DataFrame) -> int:
+    """Rows that repeat an earlier row exactly (0 in an all-discrete table, where repeats are expected)."""
+    return 0 if _all_discrete(df) else int(df.duplicated().sum())
+
+
+def duplicates_warning(dup: int, rows: int, group_column: str | None) -> str:
+    if dup < DUPLICATE_WARN_FRACTION * rows:
+        return ""
+    keep = f"each {group_column!r} in one part" if group_column else "the copies of a row in one part"
+    return (
+        f"{dup} of {rows} rows are exact duplicates of another row (repeated measures exported flat?): "
+        f"train p-values count the copies as independent rows. The split keeps {keep}, and held-out "
+        "keeps one row of each; set discovery.group_column when the rows of one subject also differ"
+    )
+
+
+def heldout_mask(groups: np.ndarray, fraction: float, seed: int) -> np.ndarray:
+    """Whole groups, in a seeded random order, go to held-out until it holds `fraction` of the rows."""
+    n_groups = int(groups.max()) + 1
+    sizes = np.bincount(groups, minlength=n_groups)
+    order = np.random.default_rng(seed).permutation(n_groups)
+    target = max(1, int(round(fraction * len(groups))))
+    taken = np.cumsum(sizes[order])
+    chosen = order[: int(np.searchsorted(taken, target)) + 1]
+    return np.isin(groups, chosen)
 
 
 def _copy_images(paths: pd.Series, base: Path, dest: Path) -> None:

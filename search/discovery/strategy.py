@@ -52,6 +52,7 @@ class DiscoveryStrategy:
             fraction=dcfg.heldout_fraction,
             seed=seed,
             image_column=dcfg.image_column,
+            group_column=dcfg.group_column,
         )
         self.dataset = describe(pd.read_parquet(self.split.table(TRAIN)), dcfg.image_column)
         self.prior = load_prior(dcfg.prior)

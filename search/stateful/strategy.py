@@ -339,6 +339,7 @@ def build_stateful(
         fraction=dcfg.heldout_fraction,
         seed=dcfg.split_seed if dcfg.split_seed is not None else seed,
         image_column=None,
+        group_column=dcfg.group_column,
     )
     train = pd.read_parquet(split.table(TRAIN))
     data = Data(
