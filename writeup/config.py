@@ -52,6 +52,7 @@ class WriteupConfig(_Strict):
     papers_per_query: int = Field(8, ge=1, le=100)
     max_citations: int = Field(20, ge=0)
     test: Literal["welch", "student", "mannwhitney"] = Field("welch", description="method against baseline")
+    alpha: float = Field(0.05, gt=0, lt=1, description="significance level of every claim's verdict")
 
     @property
     def page_limit(self) -> int:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.base import Limits, SandboxProvider
-from writeup.results import main_stage
+from writeup.ledger import build_ledger
 from writeup.run_reader import IdeaResults
 
 TEMPLATE_SCRIPT = Path(__file__).parent / "templates" / "figures.py"
@@ -27,13 +27,13 @@ class Figure:
 
 
 def figure_data(idea: IdeaResults) -> dict[str, object]:
-    chosen = main_stage(idea)
+    headline = build_ledger(idea).headline
     return {
         "title": idea.title,
         "primary": idea.primary.name,
         "metrics": [m.name for m in idea.metrics],
         "directions": {m.name: m.direction for m in idea.metrics},
-        "main_stage": chosen[0].stage if chosen else None,
+        "main_stage": headline.stage if headline else None,
         "stages": [
             {
                 "stage": s.stage,

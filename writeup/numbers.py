@@ -81,6 +81,9 @@ def artifact_values(run: RunResults, idea: IdeaResults, macros: ResultsMacros) -
     if idea.heldout:
         values += list(_numbers(idea.heldout.values()))
     values += [m.value for m in macros.macros.values() if m.value is not None]
+    # The idea's own words (its hypothesis may say "30% label noise") are quoted, not results.
+    quoted = " ".join((idea.title, idea.hypothesis, idea.abstract, idea.method_description))
+    values += [float(x) for x in re.findall(r"(?<![\w.])\d+(?:\.\d+)?", quoted)]
     return [v for v in values if math.isfinite(v)]
 
 

@@ -3,6 +3,9 @@ results.tex macro, so the number checker holds by construction and the PDF shows
 
 from __future__ import annotations
 
+import re
+
+from engine.claims import Claim, GroupSummary
 from writeup.figures import Figure
 from writeup.latex import Section, render_paper
 from writeup.results import ResultsMacros, camel, latex_escape
@@ -16,6 +19,8 @@ def _m(macros: ResultsMacros, name: str) -> str:
 def _meansd(macros: ResultsMacros, base: str) -> str:
     if base + "Mean" not in macros.macros:
         return "--"
+    if base + "Sd" not in macros.macros:  # one run: its value, no spread
+        return f"\\{base}Mean{{}}"
     return f"\\pmsd{{\\{base}Mean}}{{\\{base}Sd}}"
 
 
@@ -25,34 +30,101 @@ def abstract(run: RunResults, idea: IdeaResults, macros: ResultsMacros) -> str:
         f"\\texttt{{{latex_escape(run.name)}}}. "
     )
     if idea.hypothesis:
-        text += (
-            "It tests the hypothesis that "
-            f"{latex_escape(idea.hypothesis.rstrip('.').removeprefix('Hypothesis: '))}. "
-        )
+        hypothesis = idea.hypothesis.strip().rstrip(". ").removeprefix("Hypothesis: ")
+        text += f"It tests the hypothesis: {latex_escape(hypothesis)}. "
     text += (
-        "The search grew \\RunNodes{} experiment nodes (\\RunBuggyNodes{} of them failed) over \\RunStages{} "
-        "stages, and replicated each stage's best node over \\RunSeeds{} seeds. "
+        "The search grew \\RunNodes{} experiment nodes (\\RunBuggyNodes{} of them failed) over "
+        "\\RunStages{} stages, "
+        "and replicated each stage's best node over \\RunSeeds{} seeds. "
     )
     main = macros.main
     if main is not None:
-        better = (
-            (main.effect or 0) > 0
-            if idea.primary.direction == "maximize" or idea.primary.name != main.metric
-            else (main.effect or 0) < 0
+        text += claim_sentence(main, macros, "Main") + " " + headline_caveats(main, macros)
+    return text.rstrip()
+
+
+def _group_value(macros: ResultsMacros, base: str, which: str, g: GroupSummary) -> str:
+    """mean ± sd, or the mean alone with "one run" for a group of one (one value has no sd)."""
+    if g.sd is None:
+        return f"\\{base}{which}Mean{{}} (one run)"
+    return f"\\pmsd{{\\{base}{which}Mean}}{{\\{base}{which}Sd}}"
+
+
+def claim_sentence(claim: Claim, macros: ResultsMacros, base: str | None = None) -> str:
+    """The one sentence the offline writer states about a claim: its verdict, never more, with
+    the figures behind it; it ends with \\claim{id} so a checker need not guess which claim."""
+    base = base or macros.claim_base[claim.id]
+    if base == "Main":
+        subj, ref = (
+            _group_value(macros, "Main", "Method", claim.subject),
+            _group_value(macros, "Main", "Baseline", claim.reference),
         )
-        verdict = "outperformed" if better else "did not outperform"
-        text += (
-            f"On {latex_escape(main.metric)}, {latex_escape(main.subject)} {verdict} "
-            f"{latex_escape(main.reference)}: \\MainMethodMean{{}}\\,$\\pm$\\,\\MainMethodSd{{}} against "
-            "\\MainBaselineMean{}\\,$\\pm$\\,\\MainBaselineSd{} (mean\\,$\\pm$\\,sd over \\MainN{} "
-            "seeds"
+    else:
+        subj, ref = (_group_macro(macros, claim, g) for g in (claim.subject, claim.reference))
+    metric = latex_escape(claim.metric) + (" (held-out test)" if claim.role == "test" else "")
+    a, b = latex_escape(claim.subject.label), latex_escape(claim.reference.label)
+    stats = _stats(macros, base, claim)
+    if claim.verdict == "untested":
+        why = (
+            "a group of one run"
+            if min(claim.subject.n, claim.reference.n) < 2
+            else "no spread in either group"
         )
-        if "MainP" in macros.macros:
-            text += f"; {_test_name(main.test)} $p=\\MainP{{}}$"
-        if "MainG" in macros.macros:
-            text += ", Hedges' $g=\\MainG{}$"
-        text += ")."
-    return text
+        sentence = f"On {metric}, {a} reached {subj} and {b} {ref}; the difference was not tested ({why})."
+    elif claim.verdict == "no detectable difference":
+        sentence = (
+            f"On {metric}, {a} and {b} showed no detectable difference at $\\alpha=\\Alpha{{}}$: "
+            f"{subj} against {ref}, a difference of \\{base}Diff{{}} (\\CiLevel\\% CI "
+            f"[\\{base}DiffLo{{}}, \\{base}DiffHi{{}}]; {stats})."
+        )
+    else:
+        word = "better" if claim.verdict == "better" else "worse"
+        sentence = (
+            f"On {metric}, {a} was significantly {word} than {b}: {subj} against {ref} "
+            f"(difference \\{base}Diff{{}}, \\CiLevel\\% CI "
+            f"[\\{base}DiffLo{{}}, \\{base}DiffHi{{}}]; {stats})."
+        )
+    return sentence + f"\\claim{{{claim.id}}}"
+
+
+def _group_macro(macros: ResultsMacros, claim: Claim, g: GroupSummary) -> str:
+    base = macros.group_base[(claim.stage, g.label)] + camel(claim.metric)
+    return f"\\{base}Mean{{}} (one run)" if g.sd is None else f"\\pmsd{{\\{base}Mean}}{{\\{base}Sd}}"
+
+
+def _stats(macros: ResultsMacros, base: str, claim: Claim) -> str:
+    if claim.test is None:
+        return ""
+    out = f"{_test_name(claim.test)} $p=\\{base}P{{}}$"
+    if base + "G" in macros.macros:
+        out += f", Hedges' $g=\\{base}G{{}}$"
+        if base + "GLo" in macros.macros:
+            out += f" [\\{base}GLo{{}}, \\{base}GHi{{}}]"
+    return out + f", $n=\\{base}N{{}}$ per group" if base == "Main" else out
+
+
+def headline_caveats(claim: Claim, macros: ResultsMacros) -> str:
+    """What a reader must know to weigh the headline: the metric's role and unequal budgets."""
+    out = ""
+    if claim.role == "selection":
+        out += (
+            f"The run measured no held-out test metric: {latex_escape(claim.metric)} is the metric the "
+            "search selected on, so this comparison favours the selected groups. "
+        )
+    if claim.budgets_matched is False:
+        sub = f"\\{camel(claim.stage)}SearchNodes{{}}"
+        ref_stage = _best_of(claim.reference.label)
+        ref = f"\\{camel(ref_stage)}SearchNodes{{}}" if ref_stage else "a different number of"
+        out += (
+            f"The budgets were not matched: {latex_escape(claim.subject.label)} came from a search of {sub} "
+            f"nodes and {latex_escape(claim.reference.label)} from one of {ref} nodes. "
+        )
+    return out
+
+
+def _best_of(label: str) -> str | None:
+    m = re.search(r"\(best of ([^()]*)\)\s*$", label)
+    return m.group(1) if m else None
 
 
 def _test_name(test: str) -> str:
@@ -88,28 +160,67 @@ def stage_table(idea: IdeaResults, macros: ResultsMacros, si: int) -> str:
     )
 
 
+_SHORT_VERDICT = {
+    "better": "better",
+    "worse": "worse",
+    "no detectable difference": "none found",
+    "untested": "--",
+}
+
+
 def tests_table(idea: IdeaResults, macros: ResultsMacros) -> str:
+    """Every tested claim on the headline metric: statistic, df, p, g and the ledger's verdict."""
+    main = macros.main
+    if main is None:
+        return ""
     rows = []
-    for stage in idea.stages:
-        st, labels = camel(stage.stage), list(stage.groups)
-        for gi in range(1, len(labels)):
-            g = chr(ord("A") + gi)
-            base = f"{st}AVs{g}{camel(idea.primary.name)}"
-            if base + "G" not in macros.macros and base + "P" not in macros.macros:
-                continue
-            rows.append(
-                f"\\{st}GroupA{{}} vs.\\ \\{st}Group{g}{{}} & {_m(macros, base + 'Stat')} & "
-                f"{_m(macros, base + 'Df')} & {_m(macros, base + 'P')} & {_m(macros, base + 'G')} \\\\"
-            )
+    for c in macros.ledger.claims:
+        base = macros.claim_base[c.id]
+        if c.metric != main.metric or c.test is None or c.same_runs_as is not None:
+            continue
+        st = camel(c.stage)
+        a, b = (macros.group_base[(c.stage, g.label)][len(st) :] for g in (c.subject, c.reference))
+        rows.append(
+            f"\\{st}Group{a}{{}} vs.\\ \\{st}Group{b}{{}} & {_m(macros, base + 'Stat')} & "
+            f"{_m(macros, base + 'Df')} & {_m(macros, base + 'P')} & {_m(macros, base + 'G')} & "
+            f"{_SHORT_VERDICT[c.verdict]} \\\\"
+        )
     if not rows:
         return ""
-    test = idea.stages and macros.comparisons[0].test if macros.comparisons else "welch"
     return (
         "\\begin{table}[ht]\\centering\\small\n\\caption{Each stage's subject against the other groups "
-        f"of its aggregation on {latex_escape(idea.primary.name)}: {_test_name(str(test))} (statistic, "
-        "degrees of freedom, two-sided $p$) and Hedges' $g$ (positive: the subject is "
-        "higher).}\\label{tab:tests}\n\\begin{tabular}{lcccc}\\toprule\nComparison & statistic & df "
-        "& $p$ & $g$ \\\\ \\midrule\n" + "\n".join(rows) + "\n\\bottomrule\\end{tabular}\n\\end{table}\n"
+        f"of its aggregation on {latex_escape(main.metric)}: {_test_name(macros.ledger.test)} (statistic, "
+        "degrees of freedom, two-sided $p$), Hedges' $g$ (positive: the subject is higher) and the verdict "
+        "at $\\alpha=\\Alpha{}$. Groups of one run are not tested.}\\label{tab:tests}\n"
+        "\\begin{tabular}{lccccl}\\toprule\nComparison & statistic & df & $p$ & $g$ & verdict \\\\ "
+        "\\midrule\n" + "\n".join(rows) + "\n\\bottomrule\\end{tabular}\n\\end{table}\n"
+    )
+
+
+def findings_text(macros: ResultsMacros) -> str:
+    """One ledger sentence per claim on the headline metric; repeats of a comparison are named, not
+    restated."""
+    main = macros.main
+    if main is None:
+        return ""
+    items = []
+    for c in macros.ledger.claims:
+        if c.metric != main.metric or c.headline:
+            continue
+        if c.same_runs_as is not None:
+            items.append(
+                f"\\item Stage \\emph{{{latex_escape(c.stage)}}}: {latex_escape(c.subject.label)} against "
+                f"{latex_escape(c.reference.label)} repeats the runs of claim \\texttt{{{c.same_runs_as}}}; "
+                "it is no separate finding."
+            )
+            continue
+        items.append(f"\\item Stage \\emph{{{latex_escape(c.stage)}}}: " + claim_sentence(c, macros))
+    if not items:
+        return ""
+    return (
+        "The other comparisons on the same metric:\n\\begin{itemize}\n"
+        + "\n".join(items)
+        + "\n\\end{itemize}\n"
     )
 
 
@@ -138,9 +249,12 @@ def search_table(idea: IdeaResults, macros: ResultsMacros) -> str:
     )
 
 
-def settings_text(idea: IdeaResults) -> str:
-    final = idea.final
-    params = {**idea.fixed_settings, **(final.best_params if final else {})}
+def settings_text(idea: IdeaResults, macros: ResultsMacros) -> str:
+    """The settings of the method's node: the headline's subject, never a later stage's best (which
+    may be an ablation)."""
+    main = macros.main
+    stage = next((s for s in idea.stages if main is not None and s.stage == main.stage), idea.final)
+    params = {**idea.fixed_settings, **(stage.best_params if stage else {})}
     if not params:
         return ""
     rows = "\n".join(
@@ -148,7 +262,8 @@ def settings_text(idea: IdeaResults) -> str:
         for k, v in params.items()
     )
     return (
-        "The settings of the final best node:\n\n\\begin{center}\\small\\begin{tabular}{ll}\\toprule\n"
+        f"The settings of {latex_escape(main.subject.label if main else 'the final best node')}:\n\n"
+        "\\begin{center}\\small\\begin{tabular}{ll}\\toprule\n"
         "Setting & Value \\\\ \\midrule\n" + rows + "\n\\bottomrule\\end{tabular}\\end{center}\n"
     )
 
@@ -190,7 +305,7 @@ def report(
             f"\\textbf{{Method.}} {method}"
             + (f": {latex_escape(idea.method_description)}." if idea.method_description else ".")
             + "\n\n"
-            + settings_text(idea),
+            + settings_text(idea, macros),
         ),
     ]
     results = ""
@@ -211,6 +326,15 @@ def report(
     for fig in ordered:
         results += figure_env(
             fig, TEMPLATE_CAPTIONS.get(fig.name, "A figure drawn from the run's aggregated results.")
+        )
+    if macros.main is not None:
+        results += (
+            "\\textbf{Headline.} "
+            + claim_sentence(macros.main, macros, "Main")
+            + " "
+            + headline_caveats(macros.main, macros)
+            + "\n\n"
+            + findings_text(macros)
         )
     results += tests_table(idea, macros)
     sections.append(Section("Results", results))

@@ -22,6 +22,7 @@ from writeup.compile import CompileResult, TexBox, TexIssue
 from writeup.config import WriteupConfig
 from writeup.figures import Figure, make_figures
 from writeup.latex import cite_keys, drop_cites, style_files
+from writeup.ledger import build_ledger
 from writeup.numbers import NumberReport, artifact_values, check_pdf, check_tex, remove_untraced
 from writeup.results import ResultsMacros, build_macros
 from writeup.run_reader import IdeaResults, RunResults, read_run
@@ -176,7 +177,9 @@ def open_paper(
     paper_dir = run_dir / PAPER_DIR / idea
     paper_dir.mkdir(parents=True, exist_ok=True)
     provider = get_provider(sandbox, **(sandbox_options or {}))
-    macros = build_macros(run, results, cfg.test)
+    ledger = build_ledger(results, cfg.test, cfg.alpha)
+    ledger.write(paper_dir)
+    macros = build_macros(run, results, ledger)
     return Paper(run, results, cfg, provider, macros, paper_dir, WriteupLog(paper_dir / LOG_FILE))
 
 

@@ -20,8 +20,12 @@ from pydantic import BaseModel, Field
 from engine.errors import ConfigError
 from engine.journal import EVENTS_FILE, Journal
 from engine.node import MetricSpec, Node, NodeStatus
+from search.heldout import HELDOUT
+from search.stages import AGGREGATION, REPLICATION, SELECTION
 
 NOTES_DIR = "notes"
+# Nodes a stage adds after its search: they are no part of the budget the search spent.
+_NOT_SEARCH = frozenset({REPLICATION, AGGREGATION, SELECTION, HELDOUT})
 
 
 class GroupStats(BaseModel):
@@ -44,6 +48,7 @@ class StageResult(BaseModel):
     )
     plots: list[Path] = Field(default_factory=list, description="absolute paths of PNG artifacts")
     nodes: int = 0
+    search_nodes: int = Field(0, description="nodes the search grew (no replicate, aggregation or choice)")
     good: int = 0
     buggy: int = 0
 
@@ -211,6 +216,7 @@ def _stage(run_dir: Path, journal: Journal, idea: str, stage: str) -> StageResul
         best_plan=best.plan if best else "",
         best_params=dict(best.params) if best else {},
         nodes=len(nodes),
+        search_nodes=sum(n.kind not in _NOT_SEARCH for n in nodes),
         good=sum(n.status == NodeStatus.GOOD for n in nodes),
         buggy=sum(n.status == NodeStatus.BUGGY for n in nodes),
     )

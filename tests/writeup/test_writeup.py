@@ -107,6 +107,8 @@ def test_offline_report_via_cli_compiles_and_renders(tmp_path: Path) -> None:
     assert "Welch" in text and "Search tree" in text
     numbers = json.loads((pdf.parent / "numbers.json").read_text())
     assert numbers["untraced"] == [] and numbers["pdf_missing"] == []
+    ledger = json.loads((pdf.parent / "ledger.json").read_text())
+    assert ledger["headline_id"] == "tuning-AvsB-accuracy" and "significantly better than" in text
     assert main(["writeup", str(run), "--idea", "nope", "--offline"]) == 2
 
 

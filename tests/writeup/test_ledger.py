@@ -1,0 +1,147 @@
+"""The claim ledger and the offline writer's sentences: one verdict rule, the hypothesis as the
+headline, groups of one never tested, repeats named, unmatched budgets and the selection metric said.
+
+The idea below has the shape of Silva's label-noise example run (its old abstract said an ablation
+"outperformed" the method at Welch p = 0.874) and of the digits example (an ablation's settings
+shown as the final node's, a repeat of the baseline comparison, an n = 1 group printed "± 0.000")."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from engine.claims import verdict
+from engine.node import MetricSpec
+from writeup.ledger import build_ledger
+from writeup.offline import abstract, report, settings_text
+from writeup.results import build_macros
+from writeup.run_reader import GroupStats, IdeaResults, RunResults, StageResult
+
+TUNED = {"val_accuracy": [0.84, 0.90, 0.852], "test_accuracy": [0.962, 0.958, 0.966]}
+METHOD = {"val_accuracy": [0.81, 0.90, 0.866], "test_accuracy": [0.891, 0.885, 0.896]}
+BASE = {"val_accuracy": [0.86, 0.87, 0.85], "test_accuracy": [0.960, 0.964, 0.968]}
+ONE = {"val_accuracy": [0.196], "test_accuracy": [0.211]}
+
+
+def _groups(groups: dict[str, dict[str, list[float]]], metrics: set[str]) -> dict[str, dict[str, GroupStats]]:
+    return {
+        label: {
+            m: GroupStats(
+                mean=statistics.fmean(v), std=statistics.stdev(v) if len(v) > 1 else 0.0, n=len(v), values=v
+            )
+            for m, v in per.items()
+            if m in metrics
+        }
+        for label, per in groups.items()
+    }
+
+
+def idea(with_test_metric: bool) -> IdeaResults:
+    metrics = [MetricSpec(name="val_accuracy", direction="maximize", primary=True)]
+    if with_test_metric:
+        metrics.append(MetricSpec(name="test_accuracy", direction="maximize"))
+    names = {m.name for m in metrics}
+    stage_groups = {
+        "preliminary": {"baseline (best of preliminary)": BASE},
+        "hyperparameter": {
+            "tuned baseline (best of hyperparameter)": TUNED,
+            "baseline (best of preliminary)": BASE,
+        },
+        "agenda": {"method (best of agenda)": METHOD, "tuned baseline (best of hyperparameter)": TUNED},
+        "ablation": {
+            "ablation: no_method (best of ablation)": TUNED,  # the ablation re-runs the tuned baseline
+            "method (best of agenda)": METHOD,
+            "ablation: no_scaling": ONE,
+        },
+    }
+    budgets = {"preliminary": 1, "hyperparameter": 8, "agenda": 4, "ablation": 2}
+    params = {"agenda": {"use_method": True, "C": 0.12}, "ablation": {"use_method": False, "C": 0.12}}
+    return IdeaResults(
+        name="toy",
+        title="Toy",
+        hypothesis="The method raises accuracy over the tuned baseline.",
+        metrics=metrics,
+        stages=[
+            StageResult(
+                stage=s,
+                groups=_groups(g, names),
+                search_nodes=budgets[s],
+                nodes=budgets[s] + 4,
+                best_node_id=f"n{i}",
+                best_params=params.get(s, {}),
+            )
+            for i, (s, g) in enumerate(stage_groups.items())
+        ],
+    )
+
+
+def _run(i: IdeaResults) -> RunResults:
+    return RunResults(run_dir=".", name="toy", mode="template", replicates=3, ideas={i.name: i})
+
+
+def test_one_verdict_rule() -> None:
+    assert verdict(0.01, 0.874, "maximize") == "no detectable difference"
+    assert verdict(0.01, 0.01, "maximize") == "better"
+    assert verdict(0.01, 0.01, "minimize") == "worse"
+    assert verdict(-0.01, 0.01, "minimize") == "better"
+    assert verdict(0.5, None, "maximize") == "untested"
+    assert verdict(0.01, 0.04, "maximize", alpha=0.01) == "no detectable difference"
+
+
+def test_headline_is_the_hypothesis_on_the_selection_metric_said_so() -> None:
+    i = idea(with_test_metric=False)
+    ledger = build_ledger(i)
+    main = ledger.headline
+    assert main is not None
+    # The method against the tuned baseline, not the ablation stage's comparison.
+    assert (main.subject.label, main.reference.label) == (
+        "method (best of agenda)",
+        "tuned baseline (best of hyperparameter)",
+    )
+    assert main.role == "selection" and "selection metric" in ledger.headline_note
+    assert main.p is not None and main.p > 0.5 and main.verdict == "no detectable difference"
+    assert main.diff_ci is not None and main.diff_ci[0] < 0 < main.diff_ci[1]
+    assert main.budgets_matched is False and (main.subject.budget_nodes, main.reference.budget_nodes) == (
+        4,
+        8,
+    )
+    text = abstract(_run(i), i, build_macros(_run(i), i, ledger))
+    assert "outperform" not in text and "no detectable difference" in text
+    assert "\\MainDiffLo" in text and f"\\claim{{{main.id}}}" in text
+    assert "search selected on" in text and "budgets were not matched" in text
+
+
+def test_groups_of_one_are_never_tested_and_repeats_are_named() -> None:
+    i = idea(with_test_metric=False)
+    ledger = build_ledger(i)
+    single = next(c for c in ledger.claims if c.reference.label == "ablation: no_scaling")
+    assert single.reference.sd is None and single.test is None and single.verdict == "untested"
+    repeat = next(c for c in ledger.claims if c.subject.label.startswith("ablation: no_method"))
+    assert repeat.same_runs_as == ledger.headline_id
+    macros = build_macros(_run(i), i, ledger)
+    assert "AblationCValAccuracySd" not in macros.macros  # no "± 0.000" for one run
+    tex = report(_run(i), i, macros, [], "workshop")
+    assert "\\AblationCValAccuracySd" not in tex and "\\AblationCValAccuracyMean{} (one run)" in tex
+    assert f"repeats the runs of claim \\texttt{{{ledger.headline_id}}}" in tex
+    assert "outperform" not in tex
+
+
+def test_held_out_test_metric_is_the_headline_and_settings_are_the_methods() -> None:
+    i = idea(with_test_metric=True)
+    ledger = build_ledger(i)
+    main = ledger.headline
+    assert main is not None and main.metric == "test_accuracy" and main.role == "test"
+    assert main.verdict == "worse" and main.p is not None and main.p < 0.05
+    assert main.effect is not None and main.effect_ci is not None and main.effect_ci[1] < 0
+    macros = build_macros(_run(i), i, ledger)
+    text = abstract(_run(i), i, macros)
+    assert "significantly worse than" in text and "(held-out test)" in text
+    settings = settings_text(i, macros)
+    assert "method (best of agenda)" in settings and "use\\_method} & \\texttt{True}" in settings
+
+
+@pytest.mark.parametrize("test", ["welch", "student", "mannwhitney"])
+def test_every_test_gives_a_verdict(test: str) -> None:
+    ledger = build_ledger(idea(with_test_metric=True), test=test)
+    assert all(c.verdict != "untested" for c in ledger.claims if min(c.subject.n, c.reference.n) >= 2)
