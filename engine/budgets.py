@@ -35,7 +35,7 @@ from engine.config import Budgets, Resources
 from engine.errors import ConfigError
 from engine.executor import Executor, Handle, Job, JobDone
 from engine.journal import Journal
-from engine.totals import CHANGE_EVENT, COMPUTE_EVENT, Spend, Usage
+from engine.totals import CHANGE_EVENT, COMPUTE_EVENT, HOLDING_STEPS, Spend, Usage
 
 __all__ = [
     "CHANGE_EVENT",
@@ -58,9 +58,6 @@ UNITS = {
     "wall_clock_s": "seconds of wall clock",
 }
 POLL_S = 1.0  # how often the live driver looks for budget requests
-# Steps that hold the node's resources (search/agentic/operators/job.py: `holds_resources`); a job
-# without steps journals none. Used only to charge jobs a dead driver left running.
-HOLDING_STEPS = ("", "all", "run")
 
 
 def charge(seconds: float, resources: Resources) -> Usage:

@@ -19,6 +19,9 @@ COMPUTE_EVENT = "compute_used"
 CHANGE_EVENT = "budget_changed"
 ATTEMPT_ENDS = ("attempt_finished", "attempt_lost", "attempt_cancelled")
 JOB_ENDS = (*ATTEMPT_ENDS, "step_finished")  # events that end a job (a step of an attempt or all of it)
+# Steps that hold the node's resources (search/agentic/operators/job.py: `holds_resources`); a job
+# without steps journals none.
+HOLDING_STEPS = ("", "all", "run")
 
 
 class Usage(BaseModel):
@@ -71,16 +74,17 @@ class Spend:
 
 @dataclass
 class Busy:
-    """Time attempts held a worker: from `attempt_started` to the event that ended the attempt
-    (a pipelined attempt's steps share its number: its span starts at its last step's start)."""
+    """Time jobs held a slot: from the `attempt_started` of a step that holds resources (a whole
+    attempt, or its run step; not think or judge, which only wait on an LLM) to the event that
+    ended that job."""
 
     ended_s: float = 0.0  # spans that ended
     running: dict[tuple[str, int], float] = field(default_factory=dict)  # (node, attempt) -> start
 
     def apply(self, e: Mapping[str, Any]) -> None:
-        if e["type"] == "attempt_started":
+        if e["type"] == "attempt_started" and e.get("step", "") in HOLDING_STEPS:
             self.running[(e["node_id"], e["attempt"])] = float(e["ts"])
-        elif e["type"] in ATTEMPT_ENDS:
+        elif e["type"] in JOB_ENDS:
             start = self.running.pop((e["node_id"], e["attempt"]), None)
             if start is not None:
                 self.ended_s += float(e["ts"]) - start

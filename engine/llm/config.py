@@ -38,10 +38,11 @@ class ScriptRule(_Strict):
 
 
 class HedgeConfig(_Strict):
-    """Hedged requests (the tail at scale): a call still unanswered at this provider, model and
-    role's `quantile` latency (its model's, over all roles, while the role has too few calls) is
-    sent once more; the first answer wins, the other is cancelled. A blocking call is sent twice
-    at once: every slot may be waiting for it, and it needs no history to be hedged."""
+    """Hedged requests (the tail at scale), off unless a provider sets `hedge:`: a call still
+    unanswered at this provider, model and role's `quantile` latency (its model's, over all roles,
+    while the role has too few calls) is sent once more; the first answer wins, the other is
+    cancelled. The second copies' spend, counted at its worst case before a copy is sent, stays
+    within `max_extra_fraction` of the run's LLM spend so far (docs/llm.md, Hedged requests)."""
 
     quantile: float = Field(
         0.9, gt=0, lt=1, description="hedge once a call outlasts this share of earlier calls"
@@ -51,9 +52,15 @@ class HedgeConfig(_Strict):
     )
     min_delay_s: float = Field(2.0, ge=0, description="never hedge a call sooner than this")
     at_once_when_blocking: bool = Field(
-        True,
+        False,
         description="send a blocking call (one a decision waits for: a stage's selection, the judgement "
         "of a node that could be its best) twice at once",
+    )
+    max_extra_fraction: float | None = Field(
+        0.05,
+        ge=0,
+        description="second copies may cost at most this share of the run's LLM spend so far (a free "
+        "model's copies cost nothing and always fit); null: no cap",
     )
 
 
@@ -69,7 +76,7 @@ class ProviderConfig(_Strict):
     backoff_base_s: float = Field(1.0, ge=0)
     backoff_max_s: float = Field(60.0, ge=0)
     hedge: HedgeConfig | None = Field(
-        default_factory=HedgeConfig, description="null: never send a call twice"
+        None, description="hedged requests; null (the default): never send a call twice"
     )
     rules: list[ScriptRule] = Field(default_factory=list, description="scripted provider only")
     default_response: str = Field("", description="scripted provider: answer when no rule matches")

@@ -16,8 +16,10 @@ import hashlib
 import logging
 import random
 import threading
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from concurrent.futures import Future
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -50,6 +52,81 @@ def estimate_tokens(messages: tuple[Message, ...], chars_per_token: float) -> in
     chars = sum(len(m.text) for m in messages)
     images = sum(len(m.images) for m in messages)
     return int(chars / chars_per_token) + images * IMAGE_TOKENS
+
+
+@dataclass
+class Tally:
+    """What one copy of a call did, for its ledger row."""
+
+    attempts: int = 0  # requests sent to the provider
+    timeouts: int = 0  # of which unanswered within timeout_s after the provider had the prompt
+    queued_s: float = 0.0  # waiting for the provider's concurrency slot and rate limits
+
+    def lost(self, price: Price, est_in: int) -> tuple[int, float]:
+        """The estimated prompt tokens of the attempts that timed out, and their charge: the
+        provider read those prompts and may bill them."""
+        return est_in * self.timeouts, price.dollars(est_in * self.timeouts, 0, 0)
+
+
+@dataclass
+class Row:
+    """The numbers of one ledger row (engine/llm/ledger.py `CallRecord`)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    dollars: float = 0.0
+    cache_hit: bool = False
+    latency_s: float = 0.0
+    retries: int = 0
+    attempts: int = 0
+    wall_s: float = 0.0
+    queued_s: float = 0.0
+    lost_dollars: float = 0.0
+    stop_reason: str | None = None
+
+    @classmethod
+    def of(
+        cls,
+        c: Completion,
+        tally: Tally | None = None,
+        price: Price | None = None,
+        est_in: int = 0,
+        wall_s: float = 0.0,
+    ) -> Row:
+        """An answered call; its earlier attempts count their estimated prompts as tokens sent."""
+        row = cls(
+            input_tokens=c.usage.input_tokens,
+            output_tokens=c.usage.output_tokens,
+            cached_tokens=c.usage.cached_tokens,
+            dollars=c.dollars,
+            cache_hit=c.cache_hit,
+            latency_s=c.latency_s,
+            retries=c.retries,
+            stop_reason=c.stop_reason,
+        )
+        if tally is not None and price is not None:
+            row.input_tokens += est_in * max(0, tally.attempts - 1)
+            row.attempts, row.queued_s, row.wall_s = tally.attempts, tally.queued_s, wall_s
+            row.lost_dollars = tally.lost(price, est_in)[1]
+        return row
+
+    @classmethod
+    def unanswered(cls, tallies: list[Tally], price: Price, est_in: int, wall_s: float) -> Row:
+        """A call (or a copy) with no answer: its estimated prompt per attempt sent, charged for
+        the attempts that timed out."""
+        attempts = sum(t.attempts for t in tallies)
+        lost = sum(t.lost(price, est_in)[1] for t in tallies)
+        return cls(
+            input_tokens=est_in * attempts,
+            dollars=lost,
+            latency_s=wall_s,
+            retries=max(0, attempts - 1),
+            attempts=attempts,
+            wall_s=wall_s,
+            queued_s=sum(t.queued_s for t in tallies),
+            lost_dollars=lost,
+        )
 
 
 def build_provider(name: str, pcfg: ProviderConfig, key: str | None) -> Provider:
@@ -86,6 +163,9 @@ class Gateway:
         paid = self.ledger.records()
         self.budget = Budget(dollars, spent=sum(r.dollars for r in paid))
         self.latencies = LatencyBook(paid)  # when to hedge a slow call: from this run's calls so far
+        # Second copies of hedged calls: paid so far, and reserved at their worst case while in flight.
+        self._copies_spent = sum(r.dollars for r in paid if r.hedge == "lost")
+        self._copies_reserved = 0.0
         self.cache = ResponseCache(cfg.cache.dir or self.run_dir / "llm_cache", cfg.cache.mode)
         self._keys = dict(keys or {})
         self._providers: dict[str, Provider] = dict(providers or {})
@@ -135,10 +215,10 @@ class Gateway:
             hit = cached.model_copy(
                 update={"cache_hit": True, "dollars": 0.0, "latency_s": 0.0, "retries": 0}
             )
-            self._record(request, call, hit, key=key)
+            self._record(request, call, Row.of(hit), key=key)
             return hit
         if self.cache.mode == "replay":
-            self._record(request, call, None, key=key, error="cache miss in replay mode")
+            self._record(request, call, Row(), key=key, error="cache miss in replay mode")
             raise CacheMiss(
                 f"replay: no cached response for a {request.role!r} call (node {request.node_id}); "
                 "the replayed run asked something the original run did not"
@@ -150,36 +230,47 @@ class Gateway:
                 "set llm.models.<name>.price (input/output USD per million tokens)"
             )
         est_in = estimate_tokens(call.messages, chars_per_token=3.0)
+        worst = price.dollars(est_in, call.max_tokens, 0)
+        started = time.monotonic()
         try:
-            reservation = await self.budget.reserve(price.dollars(est_in, call.max_tokens, 0), request.role)
+            reservation = await self.budget.reserve(worst, request.role)
         except BudgetExceeded as exc:
-            self._record(request, call, None, key=key, error=f"budget: {exc}")
+            self._record(request, call, Row(), key=key, error=f"budget: {exc}")
             raise
         dollars = 0.0
-        hedge: float | None = None  # the second copy's reservation, once one is sent
+        hedge: float | None = None  # the second copy's budget reservation, once one is sent
         won: Race[Completion] | None = None
         book = (call.model.provider, call.model.model, call.role)
+        tallies: list[Tally] = []  # one per copy sent
 
         def may_hedge() -> bool:
             # A copy never queues: not while the provider is at its concurrency limit or paused
-            # by a 429 (it would only add load), nor beyond the dollar budget.
+            # by a 429 (it would only add load), nor beyond the dollar budget or the copies' cap.
             nonlocal hedge
-            if not self._limiter(call.model.provider, pcfg).free_now():
+            if not self._limiter(call.model.provider, pcfg).free_now() or not self._copy_fits(pcfg, worst):
                 return False
             hedge = self.budget.try_reserve(reservation)
+            if hedge is not None:
+                self._copies_reserved += worst
             return hedge is not None
 
-        try:
+        def send() -> Awaitable[Completion]:
+            tally = Tally()
+            tallies.append(tally)
             provider = self._provider(call.model.provider)
+            return self._with_retries(
+                call.model.provider,
+                call.model.model,
+                call.role,
+                pcfg,
+                est_in + call.max_tokens,
+                lambda: provider.complete(call),
+                tally,
+            )
+
+        try:
             won = await race(
-                lambda: self._with_retries(
-                    call.model.provider,
-                    call.model.model,
-                    call.role,
-                    pcfg,
-                    est_in + call.max_tokens,
-                    lambda: provider.complete(call),
-                ),
+                send,
                 0.0
                 if request.blocking and pcfg.hedge is not None and pcfg.hedge.at_once_when_blocking
                 else self.latencies.delay(book, pcfg.hedge),
@@ -188,47 +279,70 @@ class Gateway:
             completion, usage = won.result, won.result.usage
             dollars = price.dollars(usage.input_tokens, usage.output_tokens, usage.cached_tokens)
         except Exception as exc:  # recorded whatever it is, then re-raised unchanged
-            self._record(request, call, None, key=key, error=str(exc) or type(exc).__name__)
+            row = Row.unanswered(tallies, price, est_in, time.monotonic() - started)
+            dollars = row.dollars
+            self._record(request, call, row, key=key, error=str(exc) or type(exc).__name__)
             raise
         except asyncio.CancelledError:
             # The job that asked was cancelled (engine/cancel.py). The provider has read the
             # prompt and may bill it: charged at the estimate, and kept in the ledger.
-            dollars = price.dollars(est_in, 0, 0)
+            row = Row.unanswered(tallies, price, est_in, time.monotonic() - started)
+            dollars = row.dollars = row.dollars + price.dollars(est_in, 0, 0)
+            row.input_tokens = max(row.input_tokens, est_in)
             self._record(
-                request,
-                call,
-                None,
-                key=key,
-                error="cancelled: the job that asked no longer needs it",
-                charged=(est_in, dollars),
+                request, call, row, key=key, error="cancelled: the job that asked no longer needs it"
             )
             raise
         finally:
             # Always: a reservation left behind would hold back every later caller.
-            await self.budget.settle(reservation, dollars)
-            if hedge is not None and won is None:  # both copies failed: nothing answered, nothing billed
+            if won is None and hedge is not None:  # both copies failed: nothing answered, nothing billed
+                self._copies_reserved -= worst
                 await self.budget.settle(hedge, 0.0)
+            if won is not None:
+                dollars += tallies[won.winner].lost(price, est_in)[1]
+            await self.budget.settle(reservation, dollars)
         # The first copy's time even when it lost (a lower bound), so the book's tail stays true.
         self.latencies.add(book, won.first_s)
         completion = completion.model_copy(update={"dollars": dollars})
         self.cache.put(key, completion)
-        self._record(request, call, completion, key=key, hedge="won" if won.hedged else None)
+        row = Row.of(completion, tallies[won.winner], price, est_in, time.monotonic() - started)
+        self._record(request, call, row, key=key, hedge="won" if won.hedged else None)
         if won.hedged:
-            await self._record_loser(request, call, won, key, hedge or 0.0)
+            await self._record_loser(request, call, won, key, hedge or 0.0, tallies[1 - won.winner], worst)
         return completion
 
+    def _copy_fits(self, pcfg: ProviderConfig, worst: float) -> bool:
+        """A second copy at its worst-case cost keeps the copies' spend within
+        `hedge.max_extra_fraction` of the run's spend so far (a free model's copies always fit)."""
+        assert pcfg.hedge is not None
+        if pcfg.hedge.max_extra_fraction is None:
+            return True
+        cap = pcfg.hedge.max_extra_fraction * self.budget.spent
+        return self._copies_spent + self._copies_reserved + worst <= cap
+
     async def _record_loser(
-        self, request: LLMRequest, call: ProviderCall, won: Race[Completion], key: str, reservation: float
+        self,
+        request: LLMRequest,
+        call: ProviderCall,
+        won: Race[Completion],
+        key: str,
+        reservation: float,
+        tally: Tally,
+        worst: float,
     ) -> None:
         """The other copy of a hedged call: paid for real when it answered too, nothing when it
-        failed, and when cancelled charged as if it had read the whole prompt and written the
-        winner's output (providers may bill tokens generated before a disconnect), so the
-        budget never under-counts."""
+        failed (but for its timed-out attempts), and when cancelled charged as if it had read the
+        whole prompt and written the winner's output (providers may bill tokens generated before a
+        disconnect), so the budget never under-counts."""
         price, winner, loser = call.model.price, won.result, won.loser
         assert price is not None
+        self._copies_reserved -= worst
+        est_in = estimate_tokens(call.messages, chars_per_token=3.0)
         if won.loser_error is not None:
-            await self.budget.settle(reservation, 0.0)
-            self._record(request, call, None, key=key, error=f"hedged copy: {won.loser_error}", hedge="lost")
+            row = Row.unanswered([tally], price, est_in, won.loser_s)
+            self._copies_spent += row.dollars
+            await self.budget.settle(reservation, row.dollars)
+            self._record(request, call, row, key=key, error=f"hedged copy: {won.loser_error}", hedge="lost")
             return
         usage = (
             loser.usage
@@ -236,13 +350,15 @@ class Gateway:
             else Usage(input_tokens=winner.usage.input_tokens, output_tokens=winner.usage.output_tokens)
         )
         dollars = price.dollars(usage.input_tokens, usage.output_tokens, usage.cached_tokens)
+        dollars += tally.lost(price, est_in)[1]
+        self._copies_spent += dollars
         await self.budget.settle(reservation, dollars)
         # Its running time, a lower bound when cancelled: with the winner's, the ledger keeps how
         # long the first copy took (engine/llm/hedge.py LatencyBook).
         copy = (loser or winner).model_copy(
             update={"usage": usage, "dollars": dollars, "retries": 0, "latency_s": won.loser_s}
         )
-        self._record(request, call, copy, key=key, hedge="lost")
+        self._record(request, call, Row.of(copy, tally, price, est_in, won.loser_s), key=key, hedge="lost")
 
     async def aembed(self, request: EmbedRequest) -> Embeddings:
         """Vectors for `request.texts`, in order. Texts the cache holds cost nothing (one cache-hit
@@ -260,12 +376,11 @@ class Gateway:
             self._record_embed(
                 request,
                 call,
+                Row(input_tokens=sum(e.tokens for e in found.values()), cache_hit=True),
                 key=batch_key if not missing else _combined([keys[i] for i in found]),
-                tokens=sum(e.tokens for e in found.values()),
-                cache_hit=True,
             )
         if missing and self.cache.mode == "replay":
-            self._record_embed(request, call, key=batch_key, error="cache miss in replay mode")
+            self._record_embed(request, call, Row(), key=batch_key, error="cache miss in replay mode")
             raise CacheMiss(
                 f"replay: {len(missing)} text(s) of a {request.role!r} embeddings call (node "
                 f"{request.node_id}) are not in the cache; the replayed run embedded something new"
@@ -323,31 +438,43 @@ class Gateway:
         try:
             reservation = await self.budget.reserve(price.dollars(est, 0, 0), request.role)
         except BudgetExceeded as exc:
-            self._record_embed(request, call, key=key, error=f"budget: {exc}")
+            self._record_embed(request, call, Row(), key=key, error=f"budget: {exc}")
             raise
         provider = self._provider(call.model.provider)
         assert isinstance(provider, EmbeddingProvider)  # checked by _resolve_embed
         dollars = 0.0
+        tally = Tally()
+        started = time.monotonic()
         try:
             result = await self._with_retries(
-                call.model.provider, call.model.model, call.role, pcfg, est, lambda: provider.embed(batch)
+                call.model.provider,
+                call.model.model,
+                call.role,
+                pcfg,
+                est,
+                lambda: provider.embed(batch),
+                tally,
             )
-            dollars = price.dollars(result.usage.input_tokens, 0, 0)
+            dollars = price.dollars(result.usage.input_tokens, 0, 0) + tally.lost(price, est)[1]
         except Exception as exc:  # recorded whatever it is, then re-raised unchanged
-            self._record_embed(request, call, key=key, error=str(exc) or type(exc).__name__)
+            row = Row.unanswered([tally], price, est, time.monotonic() - started)
+            dollars = row.dollars
+            self._record_embed(request, call, row, key=key, error=str(exc) or type(exc).__name__)
             raise
         finally:
             await self.budget.settle(reservation, dollars)
         result = result.model_copy(update={"dollars": dollars})
-        self._record_embed(
-            request,
-            call,
-            key=key,
-            tokens=result.usage.input_tokens,
+        row = Row(
+            input_tokens=result.usage.input_tokens + est * max(0, tally.attempts - 1),
             dollars=dollars,
             latency_s=result.latency_s,
             retries=result.retries,
+            attempts=tally.attempts,
+            wall_s=time.monotonic() - started,
+            queued_s=tally.queued_s,
+            lost_dollars=tally.lost(price, est)[1],
         )
+        self._record_embed(request, call, row, key=key)
         return result
 
     def client(self) -> LLM:
@@ -477,29 +604,54 @@ class Gateway:
         pcfg: ProviderConfig,
         est_tokens: int,
         attempt_once: Callable[[], Awaitable[R]],
+        tally: Tally,
     ) -> R:
+        """Attempts until one answers, each within `timeout_s` of being sent, all of them (their
+        waits for the provider's limits and backoff included) within the call's deadline of
+        `(max_retries + 1) * timeout_s`: a call queued behind slow ones fails in the time its
+        config allows."""
         limiter = self._limiter(name, pcfg)
         error = ProviderError("not attempted", retryable=False)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + pcfg.timeout_s * (pcfg.max_retries + 1)
         for attempt in range(pcfg.max_retries + 1):
-            async with limiter.slot(est_tokens):
-                try:
-                    result = await asyncio.wait_for(attempt_once(), timeout=pcfg.timeout_s)
+            queued = loop.time()
+            sent = False
+            try:
+                async with asyncio.timeout_at(deadline), limiter.slot(est_tokens):
+                    tally.queued_s += loop.time() - queued
+                    tally.attempts += 1
+                    sent = True
+                    async with asyncio.timeout(pcfg.timeout_s):
+                        result = await attempt_once()
                     if limiter.tokens is not None:
                         used = result.usage.input_tokens + result.usage.output_tokens
                         limiter.tokens.give_back(max(0, est_tokens - used))
                     return result.model_copy(update={"retries": attempt})
-                except ProviderError as exc:
-                    error = exc
-                except TimeoutError:
+            except ProviderError as exc:
+                error = exc
+            except TimeoutError:
+                if sent:
+                    tally.timeouts += 1
                     error = ProviderError(f"no answer within {pcfg.timeout_s}s", retryable=True)
+                else:
+                    tally.queued_s += loop.time() - queued
+                    error = ProviderError(
+                        "not sent: the call's deadline passed while it waited in the gateway's queue for "
+                        "the provider's concurrency and rate limits (raise max_concurrency, rpm or tpm, "
+                        "or timeout_s)",
+                        retryable=False,
+                    )
             if not error.retryable or attempt == pcfg.max_retries:
                 break
             delay = self._backoff(pcfg, attempt, error.retry_after)
             if error.retry_after is not None:
                 limiter.pause(delay)
             log.info("LLM %s/%s: %s; retry %d in %.2fs", name, model_id, error, attempt + 1, delay)
+            if loop.time() + delay >= deadline:
+                break
             await asyncio.sleep(delay)
-        tries = "not retryable" if not error.retryable else f"after {pcfg.max_retries + 1} attempts"
+        tries = "not retryable" if not error.retryable else f"after {tally.attempts} attempts"
         raise LLMCallError(
             f"LLM call to provider {name!r} model {model_id!r} for role {role!r} failed ({tries}): {error}"
         )
@@ -515,16 +667,12 @@ class Gateway:
         self,
         request: LLMRequest,
         call: ProviderCall,
-        completion: Completion | None,
+        row: Row,
         *,
         key: str,
         error: str | None = None,
         hedge: Literal["won", "lost"] | None = None,
-        charged: tuple[int, float] = (0, 0.0),
     ) -> None:
-        """One ledger record; `charged` (input tokens, dollars) for a call with no completion that
-        is billed anyway (a cancelled one)."""
-        usage = completion.usage if completion else None
         self.ledger.append(
             CallRecord(
                 role=request.role,
@@ -533,33 +681,16 @@ class Gateway:
                 idea=request.idea,
                 provider=call.model.provider,
                 model=call.model.model,
-                input_tokens=usage.input_tokens if usage else charged[0],
-                output_tokens=usage.output_tokens if usage else 0,
-                cached_tokens=usage.cached_tokens if usage else 0,
-                dollars=completion.dollars if completion else charged[1],
-                cache_hit=completion.cache_hit if completion else False,
-                latency_s=completion.latency_s if completion else 0.0,
-                retries=completion.retries if completion else 0,
                 attempt=request.attempt,
-                stop_reason=completion.stop_reason if completion else None,
                 error=error,
                 key=key,
                 hedge=hedge,
+                **asdict(row),
             )
         )
 
     def _record_embed(
-        self,
-        request: EmbedRequest,
-        call: EmbedCall,
-        *,
-        key: str,
-        tokens: int = 0,
-        dollars: float = 0.0,
-        cache_hit: bool = False,
-        latency_s: float = 0.0,
-        retries: int = 0,
-        error: str | None = None,
+        self, request: EmbedRequest, call: EmbedCall, row: Row, *, key: str, error: str | None = None
     ) -> None:
         self.ledger.append(
             CallRecord(
@@ -569,13 +700,9 @@ class Gateway:
                 idea=request.idea,
                 provider=call.model.provider,
                 model=call.model.model,
-                input_tokens=tokens,
-                dollars=dollars,
-                cache_hit=cache_hit,
-                latency_s=latency_s,
-                retries=retries,
                 error=error,
                 key=key,
+                **asdict(row),
             )
         )
 

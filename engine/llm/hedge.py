@@ -77,6 +77,7 @@ class Race(Generic[T]):
     loser_error: str | None  # the other copy's error when it failed (nothing answered, nothing billed)
     first_s: float  # how long the first copy ran: its latency, or a lower bound of it when it lost
     loser_s: float  # how long the other copy ran (a lower bound of its latency when cancelled)
+    winner: int = 0  # which copy answered: 0 the first, 1 the second
 
 
 async def race(
@@ -113,6 +114,7 @@ async def race(
                     None if failed is None else str(failed) or type(failed).__name__,
                     now - start,
                     now - sent[1 - won] if len(copies) > 1 else 0.0,
+                    won,
                 )
         error = copies[0].exception()
         assert error is not None

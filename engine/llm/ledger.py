@@ -26,13 +26,21 @@ class CallRecord(BaseModel):
     idea: str | None = None
     provider: str
     model: str
+    # Tokens sent over every attempt: the provider's count for the answer, an estimate (about 3
+    # characters a token) for attempts that got none.
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
-    dollars: float = 0.0
+    dollars: float = 0.0  # the charge, `lost_dollars` included
     cache_hit: bool = False
-    latency_s: float = 0.0
+    latency_s: float = 0.0  # the answering attempt's time; for a call with no answer, its wall time
     retries: int = 0
+    attempts: int = 0  # requests sent to the provider (0: answered by the cache, or refused before)
+    wall_s: float = 0.0  # the call's whole time in the gateway: queue, attempts, backoff
+    queued_s: float = 0.0  # of which waiting for the provider's concurrency and rate limits
+    # Attempts that timed out after the provider had the prompt, charged its estimated input
+    # (providers bill a prompt they read): the money lost to timeouts.
+    lost_dollars: float = 0.0
     attempt: int = 0
     stop_reason: str | None = None
     error: str | None = None
@@ -78,6 +86,7 @@ def _empty() -> dict[str, Any]:
         "cache_hits": 0,
         "errors": 0,
         "hedged": 0,
+        "hedged_dollars": 0.0,
         "input_tokens": 0,
         "output_tokens": 0,
         "cached_tokens": 0,
@@ -90,6 +99,7 @@ def _add(total: dict[str, Any], rec: CallRecord) -> None:
     if rec.error:
         total["errors"] += 1
     total["hedged"] += rec.hedge == "lost"  # the second copies of hedged calls
+    total["hedged_dollars"] += rec.dollars if rec.hedge == "lost" else 0.0
     if rec.cache_hit:
         total["cache_hits"] += 1
         return  # a cache hit costs nothing and its tokens were counted when first paid
@@ -125,12 +135,21 @@ def summarize(run_dir: Path) -> dict[str, Any]:
     return totals(read_records(Path(run_dir) / LEDGER_FILE))
 
 
+def _share(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.1f}%" if whole > 0 else "-"
+
+
 def render_summary(summary: dict[str, Any]) -> str:
     """A few lines of text for a terminal: the run line, then one line per role."""
     run = summary["run"]
     lines = [
         f"LLM: {run['calls']} calls ({run['cache_hits']} cached, {run['errors']} failed"
-        + (f", {run['hedged']} hedged cop{'y' if run['hedged'] == 1 else 'ies'}" if run.get("hedged") else "")
+        + (
+            f", {run['hedged']} hedged cop{'y' if run['hedged'] == 1 else 'ies'} "
+            f"${run['hedged_dollars']:.4f} = {_share(run['hedged_dollars'], run['dollars'])} of the spend"
+            if run.get("hedged")
+            else ""
+        )
         + "), "
         f"{run['input_tokens']} in / {run['output_tokens']} out tokens "
         f"({run['cached_tokens']} cached), ${run['dollars']:.4f}"

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from engine.llm import BudgetExceeded, CacheMiss, LLMConfig, Price, build_gateway, render_summary, summarize
+from engine.llm import (
+    BudgetExceeded,
+    CacheMiss,
+    LLMCallError,
+    LLMConfig,
+    Price,
+    build_gateway,
+    render_summary,
+    summarize,
+)
 from engine.llm.ledger import LEDGER_FILE, read_records
 from engine.llm.providers.scripted import ScriptedProvider
 from tests.llm.fake_servers import FakeLLMServer, Reply
@@ -159,3 +169,51 @@ def test_price_override_and_zero_priced_local_model(fake: FakeLLMServer, tmp_pat
         assert gw.client().complete("a", role="code").dollars == 0.0
     finally:
         gw.close()
+
+
+def test_a_timed_out_call_is_ledgered_with_its_wall_time_attempts_and_charge(
+    fake: FakeLLMServer, tmp_path: Path
+) -> None:
+    """Two attempts that never answered: the row keeps the time they took, both attempts, the
+    prompt sent twice (estimated) and its charge, since the provider read it each time."""
+    fake.script(Reply.ok("too late", delay_s=3.0), Reply.ok("too late", delay_s=3.0))
+    gw = gateway_for(make_cfg("openai", fake.url, timeout_s=0.4, max_retries=1), tmp_path)
+    try:
+        with pytest.raises(LLMCallError, match="no answer within 0.4s"):
+            gw.client().complete("x" * 300, role="code")
+    finally:
+        gw.close()
+    (row,) = read_records(tmp_path / LEDGER_FILE)
+    assert row.attempts == 2 and row.retries == 1 and row.error
+    assert row.wall_s >= 0.8 and row.latency_s == row.wall_s  # two deadlines, at least
+    assert row.input_tokens == 2 * 100  # ~3 characters a token, sent twice
+    assert row.dollars == row.lost_dollars == pytest.approx(Price(input=3.0, output=15.0).dollars(200, 0, 0))
+    assert gw.spent() == pytest.approx(row.dollars)
+
+
+def test_a_call_queued_past_its_deadline_fails_unsent(fake: FakeLLMServer, tmp_path: Path) -> None:
+    """At one request a second, the third of three calls would be sent after its deadline: the
+    wait in the gateway's queue counts inside the deadline, and it fails unsent and uncharged."""
+    gw = gateway_for(make_cfg("openai", fake.url, timeout_s=1.5, max_retries=0, rpm=60), tmp_path)
+    llm = gw.client()
+    errors: dict[str, str] = {}
+
+    def ask(name: str) -> None:
+        try:
+            llm.complete(name * 30, role="code", node_id=name)
+        except LLMCallError as exc:
+            errors[name] = str(exc)
+
+    threads = [threading.Thread(target=ask, args=(name,)) for name in "abc"]
+    try:
+        for t in threads:
+            t.start()
+            time.sleep(0.05)  # queued in this order
+        for t in threads:
+            t.join()
+    finally:
+        gw.close()
+    rows = {r.node_id: r for r in read_records(tmp_path / LEDGER_FILE)}
+    assert len(fake.requests) == 2 and list(errors) == ["c"] and "gateway's queue" in errors["c"]
+    assert rows["c"].attempts == 0 and rows["c"].dollars == 0 and rows["c"].queued_s > 1.0
+    assert rows["b"].attempts == 1 and rows["b"].queued_s > 0.5

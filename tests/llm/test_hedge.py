@@ -10,13 +10,14 @@ from typing import Any
 import pytest
 
 from engine.llm import LLMCallError, render_summary, summarize
-from engine.llm.config import HedgeConfig
+from engine.llm.config import HedgeConfig, ProviderConfig
 from engine.llm.hedge import LatencyBook
 from engine.llm.ledger import LEDGER_FILE, CallRecord, read_records
 from tests.llm.fake_servers import FakeLLMServer, Reply
 from tests.llm.support import KINDS, PRICE, gateway_for, make_cfg
 
-QUICK = {"quantile": 0.5, "min_samples": 3, "min_delay_s": 0.2}
+# Uncapped: these tests are about how copies race; the spend cap has its own test.
+QUICK = {"quantile": 0.5, "min_samples": 3, "min_delay_s": 0.2, "max_extra_fraction": None}
 
 
 def warm(gw: Any, n: int = 3) -> None:
@@ -48,7 +49,12 @@ def test_a_slow_call_is_sent_again_and_the_first_answer_wins(
     assert spent == pytest.approx(sum(r.dollars for r in records))
     summary = summarize(tmp_path)
     assert summary["run"]["hedged"] == 1 and summary["run"]["calls"] == 5
-    assert "(0 cached, 0 failed, 1 hedged copy)" in render_summary(summary)  # what `silva status` prints
+    share = f"{100 * lost.dollars / spent:.1f}%"
+    # what `silva status` prints
+    assert (
+        f"(0 cached, 0 failed, 1 hedged copy ${lost.dollars:.4f} = {share} of the spend)"
+        in render_summary(summary)
+    )
 
 
 @pytest.mark.parametrize(
@@ -82,6 +88,43 @@ def test_no_copy_is_sent_when(
         gw.close()
     assert out.text == "slow copy" and len(fake.requests) == warmed + 1, why
     assert all(r.hedge is None for r in read_records(tmp_path / LEDGER_FILE))
+
+
+def test_by_default_no_call_is_sent_twice(fake: FakeLLMServer, tmp_path: Path) -> None:
+    """Hedging is off unless a provider turns it on: slow calls, blocking or not, after plenty
+    of history, go out once."""
+    assert ProviderConfig(kind="openai").hedge is None
+    assert HedgeConfig().at_once_when_blocking is False
+    gw = gateway_for(make_cfg("openai", fake.url), tmp_path)
+    try:
+        warm(gw, 25)
+        fake.script(Reply.ok("slow", delay_s=0.6), Reply.ok("slow blocking", delay_s=0.6))
+        gw.client().complete("the slow one", role="code")
+        gw.client().complete("which node is best?", role="feedback", blocking=True)
+    finally:
+        gw.close()
+    assert len(fake.requests) == 27
+    assert not any(r.hedge for r in read_records(tmp_path / LEDGER_FILE))
+
+
+def test_copies_spend_stays_under_its_cap(fake: FakeLLMServer, tmp_path: Path) -> None:
+    """Every blocking call asks for a copy at once; copies go out only while their worst case
+    fits in `max_extra_fraction` of the spend so far, and the ledger says what they cost."""
+    hedge = {**QUICK, "at_once_when_blocking": True, "max_extra_fraction": 0.25}
+    roles = {"feedback": {"model": "m", "temperature": 0.0, "max_tokens": 16}}
+    gw = gateway_for(make_cfg("openai", fake.url, hedge=hedge, roles=roles), tmp_path)
+    fake.handler = lambda rec: Reply.ok("verdict", delay_s=0.05, usage=(12, 7, 0))
+    try:
+        for i in range(40):
+            gw.client().complete(f"judge {i}", role="feedback", blocking=True)
+    finally:
+        gw.close()
+    records = read_records(tmp_path / LEDGER_FILE)
+    copies = [r for r in records if r.hedge == "lost"]
+    spent = sum(r.dollars for r in records)
+    assert 0 < len(copies) < 40  # the cap let some copies go, and held the others back
+    assert sum(r.dollars for r in copies) <= 0.25 * spent
+    assert summarize(tmp_path)["run"]["hedged_dollars"] == pytest.approx(sum(r.dollars for r in copies))
 
 
 @pytest.mark.parametrize("at_once", [True, False])
