@@ -7,7 +7,7 @@ import subprocess
 from collections.abc import Callable
 
 from review.config import ReviewConfig
-from review.integrity.claims import unsupported_claims
+from review.integrity.claims import claims_check
 from review.integrity.figures import duplicate_figures, figure_size, unreferenced_figures
 from review.integrity.latex import overfull_boxes, page_limit, undefined_references
 from review.integrity.numbers import unmatched_numbers
@@ -23,7 +23,7 @@ def run_checks(paper: Paper, cfg: ReviewConfig) -> IntegrityReport:
         ("undefined_references", lambda: undefined_references(paper)),
         ("overfull_boxes", lambda: overfull_boxes(paper)),
         ("page_limit", lambda: page_limit(paper, cfg.page_limit)),
-        ("unsupported_claims", lambda: unsupported_claims(paper)),
+        ("unsupported_claims", lambda: claims_check(paper)),
         ("figure_size", lambda: figure_size(paper, cfg.text_width_in, cfg.min_figure_font_pt)),
     ]
     results = []

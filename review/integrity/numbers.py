@@ -2,7 +2,8 @@
 
 Every number in a manuscript must come from a results artifact (docs/architecture.md, "Invariants"). The pool
 of legitimate values: metrics and parameters of the run's nodes (the journal), every number in
-the attempts' results.json and aggregate.json files, and the writeup's numbers.json. A decimal
+the attempts' results.json and aggregate.json files, the values the writeup's results.tex macros
+print and its claim ledger (ledger.json). A decimal
 number in the paper's text matches when some value rounds to it at the precision printed, or
 its hundredfold does (a percentage). Integers are left alone: they count seeds, pages, sections.
 """
@@ -17,11 +18,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from engine.claims import LEDGER_FILE
 from engine.journal import Journal
 from review.integrity.report import CheckResult, Finding
+from review.integrity.source import RESULTS_FILE, macro_numbers, reading_text, results_macros
 from review.paper import REFERENCES_HEADING, Paper
 
-NUMBERS_FILE = "numbers.json"  # the writeup's record of every number it printed
 _NUMBER = re.compile(r"(?<![\w.])[-\u2212]?(\d+\.\d+)(?![\w.]|\.\d)")
 _ARXIV = re.compile(r"\d{4}\.\d{4,5}")
 _NOT_RESULT = re.compile(
@@ -59,10 +61,14 @@ def artifact_values(paper: Paper) -> tuple[list[float], list[str]]:
     """Sorted values the paper may print, and a description of where they came from."""
     values: list[float] = []
     sources: list[str] = []
-    numbers_file = paper.out_dir / NUMBERS_FILE
-    if numbers_file.is_file():
-        values += _json_numbers(numbers_file)
-        sources.append(NUMBERS_FILE)
+    macros = results_macros(paper.out_dir)
+    if macros:  # the values the paper's macros print (numbers.json holds their names, not values)
+        values += macro_numbers(macros)
+        sources.append(f"{len(macros)} macro(s) of {RESULTS_FILE}")
+    ledger = paper.out_dir / LEDGER_FILE
+    if ledger.is_file():
+        values += _json_numbers(ledger)
+        sources.append(LEDGER_FILE)
     if paper.run_dir is not None:
         files = [
             *paper.run_dir.glob("nodes/*/attempt-*/results.json"),
@@ -106,8 +112,9 @@ def unmatched_numbers(paper: Paper) -> CheckResult:
     name = "numbers"
     pool, sources = artifact_values(paper)
     if not sources:
-        return CheckResult.skipped(name, f"no run directory and no {NUMBERS_FILE} beside the paper")
-    pages = paper.pages or [paper.text]
+        return CheckResult.skipped(name, f"no run directory and no {RESULTS_FILE} beside the paper")
+    # Without a PDF, a Silva paper is read from its source with results.tex expanded.
+    pages = paper.pages or [reading_text(paper)[0]]
     findings: list[Finding] = []
     seen: set[str] = set()
     checked = 0
