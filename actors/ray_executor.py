@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Sequence
-from typing import Literal
+import os
+import time
+from collections.abc import Callable, Sequence
+from typing import Literal, TypeVar
 
 import ray
 from pydantic import BaseModel
@@ -24,9 +26,11 @@ from ray.exceptions import (
 )
 
 from engine.config import ExecutorConfig, Resources
+from engine.errors import EnvironmentFailure
 from engine.executor import Handle, Job, JobDone, run_job, slots_for
 from engine.node import AttemptResult
 
+T = TypeVar("T")
 LOST = (WorkerCrashedError, NodeDiedError, ObjectLostError, OwnerDiedError)
 
 
@@ -73,13 +77,64 @@ def connect(cfg: ExecutorConfig) -> ClusterInfo:
     extra: dict[str, object] = (
         {"num_cpus": cfg.num_cpus, "include_dashboard": cfg.dashboard} if private else {}
     )
-    context = ray.init(
-        address="local" if private else cfg.address,
-        log_to_driver=cfg.ray_output,
-        configure_logging=False,
-        **extra,
+    context = start(
+        lambda: ray.init(
+            address="local" if private else cfg.address,
+            log_to_driver=cfg.ray_output,
+            configure_logging=False,
+            **extra,
+        ),
+        attempts=cfg.start_attempts if private else 1,
     )
     return _cluster_info("private" if private else "joined", context.dashboard_url)
+
+
+class RayStartError(EnvironmentFailure):
+    """Ray did not start (or could not be joined): nothing ran; the run can be resumed."""
+
+
+def start_wait_s(attempt: int, load_per_cpu: float) -> float:
+    """Seconds before start attempt `attempt + 1`: longer on a loaded host, whose raylet may need
+    more than the 30 s Ray waits for it (LESSONS.md: 10 of 17 starts failed at load 25-60)."""
+    return min(60.0, 5.0 * attempt * max(1.0, load_per_cpu))
+
+
+def start(init: Callable[[], T], attempts: int, sleep: Callable[[float], None] = time.sleep) -> T:
+    """`init()`, tried `attempts` times while it fails by timing out; any other failure, or the
+    last timeout, is a `RayStartError` naming the cause."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return init()
+        except Exception as e:  # Ray raises a bare Exception when its raylet does not register in time
+            _clean_up_failed_start(e)
+            timed_out = isinstance(e, ConnectionError | TimeoutError) or "timed out" in str(e)
+            if not timed_out or attempt == attempts:
+                tries = f" after {attempt} tries" if attempt > 1 else ""
+                raise RayStartError(
+                    f"Ray did not start{tries}: {e} (on a loaded host raise `executor.start_attempts`; "
+                    "see Ray's logs under /tmp/ray/session_latest/logs)"
+                ) from e
+            load = os.getloadavg()[0] / (os.cpu_count() or 1)
+            logging.getLogger(__name__).warning(
+                "Ray did not start (%s); trying again (%d of %d)", e, attempt + 1, attempts
+            )
+            sleep(start_wait_s(attempt, load))
+    raise AssertionError("unreachable: attempts >= 1")
+
+
+def _clean_up_failed_start(e: BaseException) -> None:
+    """Stop the processes a failed `ray.init` started: its half-built Node is only reachable from
+    the traceback, and would otherwise hold ports and CPU until this driver exits."""
+    from ray._private.node import Node
+
+    tb = e.__traceback__
+    while tb is not None:
+        node = tb.tb_frame.f_locals.get("self")
+        if isinstance(node, Node):
+            node.kill_all_processes(check_alive=False, allow_graceful=False)
+            break
+        tb = tb.tb_next
+    ray.shutdown()
 
 
 def _dashboard_url() -> str | None:

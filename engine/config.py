@@ -4,8 +4,9 @@ silva/config.py; engine code sees it through the `EngineSettings` protocol."""
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -86,6 +87,9 @@ class ExecutorConfig(Strict):
         64, ge=1, description="in-process executor: threads for steps that only wait on an LLM"
     )
     num_cpus: int | None = Field(None, ge=1, description="CPUs of a local Ray cluster")
+    start_attempts: int = Field(
+        3, ge=1, description="tries to start a private local Ray cluster (waiting longer on a loaded host)"
+    )
     # Cluster scale: see docs/cluster.md.
     dashboard: bool = Field(
         False, description="start Ray's dashboard with a private local cluster; its address is printed"
@@ -115,7 +119,39 @@ def _trimmed(text: str, limit: int = MAX_ECHO) -> str:
     return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
 
 
-def format_validation_error(source: str, err: ValidationError) -> str:
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation holds (`X | None`, `dict[str, X]`, `list[X]`...)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in get_args(annotation) for m in _models_in(arg)]
+
+
+def _field_names(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
+    """The keys valid where `loc` points in `model`: loc parts that are not fields (dict keys,
+    list indexes, union tags) keep the models reached so far."""
+    models = [model]
+    for part in loc:
+        inner = [
+            m
+            for cls in models
+            if isinstance(part, str) and part in cls.model_fields
+            for m in _models_in(cls.model_fields[part].annotation)
+        ]
+        models = inner or models
+    return sorted({f.alias or name for cls in models for name, f in cls.model_fields.items()})
+
+
+def unknown_key_hint(key: str, valid: list[str]) -> str:
+    """The nearest valid key ("did you mean `max_nodes`?"), else the valid keys."""
+    near = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+    if near:
+        return f"unknown field; did you mean `{near[0]}`?"
+    shown = ", ".join(valid) if len(valid) <= 12 else ", ".join(valid[:12]) + ", ..."
+    return f"unknown field (check its spelling and indentation; valid here: {shown})"
+
+
+def format_validation_error(source: str, err: ValidationError, model: type[BaseModel] | None = None) -> str:
+    """`model`: the class validated, for "did you mean" on a misspelled key."""
     errors = err.errors()
     lines = [f"{source}: invalid configuration"]
     for e in errors[:MAX_ERRORS]:
@@ -123,6 +159,8 @@ def format_validation_error(source: str, err: ValidationError) -> str:
         msg = _trimmed(e["msg"].removeprefix("Value error, "), 2 * MAX_ECHO)
         if e["type"] == "extra_forbidden":
             msg = "unknown field (check its spelling and indentation)"
+            if model is not None and e["loc"]:
+                msg = unknown_key_hint(str(e["loc"][-1]), _field_names(model, e["loc"][:-1]))
         value = e.get("input")
         shown = "" if e["type"] in ("missing",) or isinstance(value, dict) else f" = {_shown(value)}"
         lines.append(f"  {where}{shown}: {msg}")
@@ -202,4 +240,4 @@ def load_model(path: Path, model: type[M], what: str = "settings") -> M:
     try:
         return model.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(format_validation_error(str(path), e)) from None
+        raise ConfigError(format_validation_error(str(path), e, model)) from None

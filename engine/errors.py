@@ -11,3 +11,11 @@ class ConfigError(SilvaError):
     """Bad input: a config, template, idea or run directory. Nothing has been spent yet."""
 
     exit_code = 2
+
+
+class EnvironmentFailure(SilvaError):
+    """The machine, not the input: a full or read-only disk, a denied path, a cluster that did not
+    start. A live run journals the stop and can be resumed once the cause is fixed."""
+
+    exit_code = 3
+    journaled = False  # a live run's stop is in its journal

@@ -181,7 +181,7 @@ def load_config(
     try:
         cfg = RunConfig.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(format_validation_error(str(path), e)) from None
+        raise ConfigError(format_validation_error(str(path), e, RunConfig)) from None
     base = path.parent
     updates: dict[str, Any] = {}
     for field in ("template", "idea"):

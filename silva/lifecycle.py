@@ -23,6 +23,7 @@ from engine.journal import EVENTS_FILE, Journal
 from engine.node import EVENT_FORMAT
 from sandbox.base import SandboxUnavailable, get_provider
 from silva.config import RunConfig, load_config
+from silva.failures import SpaceReserve, environment_failure, journal_stop
 from silva.signals import stop_on_signals
 
 if TYPE_CHECKING:
@@ -146,7 +147,29 @@ def execute(
     """Run (or continue) the dispatch loop until the search ends or a budget stops it.
 
     `providers` replaces configured LLM providers by name (tests, benchmarks)."""
+    run_dir = journal.log.path.parent
+    reserve = SpaceReserve(run_dir)
     journal.record("session_started", resumed=len(journal.sessions) > 0)
+    try:
+        return _execute(cfg, journal, on_change, executor, providers)
+    except Exception as e:  # the machine failed (silva/failures.py): journal the stop, then say so
+        failure = environment_failure(e, run_dir)
+        if failure is None:
+            raise
+        reserve.release()
+        failure.journaled = journal_stop(journal, failure)
+        if failure is e:
+            raise
+        raise failure from e
+
+
+def _execute(
+    cfg: RunConfig,
+    journal: Journal,
+    on_change: Callable[[Journal], None],
+    executor: Executor | None,
+    providers: Mapping[str, Provider] | None,
+) -> RunOutcome:
     llm: LLMSession | None = None
     # Compute budgets (docs/budgets.md, engine/budgets.py): charge jobs a dead driver left running, then
     # run under the budgets as `silva budget` changed them (the gateway gets the new dollar limit).

@@ -1,20 +1,27 @@
 """The `silva` command, on typer: every subcommand group lives in its own module and registers
 itself on `app` through `register(app)`.
 
-Bad input (config, template, run directory) prints what is wrong and where, and exits 2.
+No stack trace for what the user or the machine can fix (docs/cli.md): bad input and usage
+errors print one line and exit 2; a full or read-only disk, a denied path or a Ray cluster that did
+not start print one line naming the path or cause and what to do, and exit 3 (a live run journals
+its stop first and the resume command is printed). Traces go to RUN_DIR/silva.log, and to the
+terminal with `-v`; only a bug (exit 1) shows one unasked.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import logging
 import sys
+import traceback
 from collections.abc import Sequence
 
-import click
 import typer
 
-from engine.errors import SilvaError
+from engine.errors import EnvironmentFailure, SilvaError
+from silva.cli.session import SESSION
+from silva.failures import environment_failure
 
 # Subcommand groups, in the order `silva --help` lists them; each module has `register(app)`.
 COMMAND_MODULES = (
@@ -46,22 +53,92 @@ for _name in COMMAND_MODULES:
     importlib.import_module(f"silva.cli.{_name}").register(app)
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        print(f"silva {importlib.metadata.version('silva')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(
+        False, "--version", callback=_show_version, is_eager=True, help="print Silva's version and exit"
+    ),
+    verbose: bool = typer.Option(
+        False,
+        "--verbose",
+        "-v",
+        help="stack traces and info logs on the terminal too (always in RUN_DIR/silva.log)",
+    ),
+) -> None:
+    SESSION.verbose = verbose
+    if verbose:
+        logging.getLogger().setLevel(logging.INFO)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script and of tests: returns the exit code."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+    logging.captureWarnings(True)  # Python warnings reach the run log too
     try:
         result = app(args=list(argv) if argv is not None else None, standalone_mode=False)
-    except SilvaError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return e.exit_code
-    except click.exceptions.Exit as e:
-        return e.exit_code
-    except click.ClickException as e:  # usage errors: unknown option, missing argument
-        e.show()
-        return 2
-    except click.exceptions.Abort:
-        return 130
+    except BaseException as e:  # noqa: BLE001  # every ending becomes an exit code here
+        return _failed(e)
+    finally:
+        SESSION.detach()
     return result if isinstance(result, int) else 0
+
+
+def _failed(e: BaseException) -> int:
+    if isinstance(e, typer.Exit):
+        return e.exit_code
+    if isinstance(e, typer.Abort | KeyboardInterrupt):
+        return 130
+    if isinstance(e, typer.TyperException):  # click's usage errors, as typer vendors them
+        return _usage_error(e)
+    if isinstance(e, SystemExit):
+        raise e
+    failure = e if isinstance(e, SilvaError) else environment_failure(e, SESSION.run_dir)
+    if failure is None:
+        return _bug(e)
+    _trace(e)
+    print(f"error: {failure}", file=sys.stderr)
+    if isinstance(failure, EnvironmentFailure) and SESSION.run_dir is not None:
+        journaled = "stop journaled" if failure.journaled else "the stop could not be journaled"
+        print(f"{journaled}; once fixed, continue with: silva resume {SESSION.run_dir}", file=sys.stderr)
+    return failure.exit_code
+
+
+def _usage_error(e: typer.TyperException) -> int:
+    message = e.format_message()
+    ctx = getattr(e, "ctx", None)
+    if not message.strip() or "\n" in message:  # `silva` or a group without a command: its help
+        print(message, file=sys.stderr, end="")
+    else:
+        where = ctx.command_path if ctx is not None else "silva"
+        print(f"error: {message} (see: {where} --help)", file=sys.stderr)
+    return 2
+
+
+def _trace(e: BaseException) -> None:
+    """The stack trace: in the run log, and on the terminal with -v."""
+    if SESSION.log is not None:
+        SESSION.log.trace(e)
+    if SESSION.verbose:
+        traceback.print_exception(e)
+
+
+def _bug(e: BaseException) -> int:
+    if SESSION.log is not None:
+        SESSION.log.trace(e)
+        print(
+            f"bug: {type(e).__name__}: {e} (trace in {SESSION.log.path}; please report it)", file=sys.stderr
+        )
+        if SESSION.verbose:
+            traceback.print_exception(e)
+    else:
+        traceback.print_exception(e)
+    return 1
 
 
 if __name__ == "__main__":

@@ -11,17 +11,59 @@ from rich.console import Console
 
 from engine.dispatch import RunOutcome
 from engine.errors import ConfigError
+from engine.journal import Journal
+from engine.summary import fmt, stage_rows
+from silva.cli.session import SESSION
 from silva.signals import EXIT_CODES as SIGNAL_EXIT_CODES
 
-EXIT_CODES = {"finished": 0, "budget": 0, "stuck": 1, "interrupted": 130}
+# Exit codes a script can rely on (docs/cli.md; README "Exit codes"); 130/143 after SIGINT/SIGTERM.
+EXIT_RESULT = 0  # finished with a result
+EXIT_BAD_INPUT = 2  # config, template, idea or run directory: nothing was spent
+EXIT_STOPPED = 3  # a budget or the machine stopped it: `silva resume` continues
+EXIT_NO_RESULT = 4  # ended with no good node in some stage (or the search could not go on)
+EXIT_CODES_HELP = (
+    "Exit codes: 0 finished with a result; 2 bad input; 3 stopped by a budget or the machine (resumable); "
+    "4 ended with no good node in some stage; 130/143 stopped by SIGINT/SIGTERM; 1 a bug."
+)
+
+
+def result_line(journal: Journal) -> tuple[str, bool]:
+    """The end-of-run sentence on the result, from the journal's numbers, and whether every stage
+    that ran has a good node."""
+    spec = journal.primary_metric
+    rows = stage_rows(journal)
+    empty = [r for r in rows if r.done and not r.good]
+    if empty:
+        where = ", ".join(f"{r.stage}" + (f" of {r.idea}" if r.idea != "default" else "") for r in empty[:3])
+        more = f" and {len(empty) - 3} more" if len(empty) > 3 else ""
+        return f"result: none: no good node in {where}{more}", False
+    finals = [r for r in rows if r.best_value is not None]
+    if not finals or spec is None:
+        return "result: none: no node has a value of the primary metric", False
+    last = {r.idea: r for r in finals}  # each idea's last stage with a best node
+    best = max(last.values(), key=lambda r: spec.oriented(r.best_value) or float("-inf"))
+    ideas = f" (best of {len(last)} ideas: {best.idea})" if len(last) > 1 else ""
+    return (
+        f"result: {spec.name} = {fmt(best.best_value)} ({spec.direction}), node {best.best_node} "
+        f"in stage {best.stage}{ideas}",
+        True,
+    )
 
 
 def report(console: Console, run_dir: Path, outcome: RunOutcome) -> int:
     # soft_wrap: paths stay on one line (copyable) in logs and narrow terminals.
     console.print(f"[bold]{outcome.status}[/bold]: {outcome.message}", soft_wrap=True)
+    from silva import lifecycle
+
+    _, journal = lifecycle.open_run(run_dir, read_only=True)
+    try:
+        line, has_result = result_line(journal)
+    finally:
+        journal.log.close()
+    console.print(line, highlight=False, soft_wrap=True)
     for paper in sorted(run_dir.glob("paper/*/paper.pdf")):
         console.print(f"paper: {paper}", highlight=False, soft_wrap=True)
-    if outcome.status in ("interrupted", "budget", "stuck"):
+    if outcome.status in ("interrupted", "budget"):
         console.print(
             f"results: {run_dir}\ncontinue with: silva resume {run_dir}", highlight=False, soft_wrap=True
         )
@@ -29,8 +71,11 @@ def report(console: Console, run_dir: Path, outcome: RunOutcome) -> int:
         console.print(
             f"results: {run_dir}   (inspect: silva status {run_dir})", highlight=False, soft_wrap=True
         )
-    # 130 after SIGINT, 143 after SIGTERM: what shells and schedulers expect of a stopped job.
-    return SIGNAL_EXIT_CODES.get(outcome.signal or "", EXIT_CODES[outcome.status])
+    if outcome.signal:  # 130 after SIGINT, 143 after SIGTERM: what shells and schedulers expect
+        return SIGNAL_EXIT_CODES[outcome.signal]
+    if outcome.status == "budget":
+        return EXIT_STOPPED
+    return EXIT_RESULT if outcome.status == "finished" and has_result else EXIT_NO_RESULT
 
 
 def run(
@@ -69,6 +114,7 @@ def run(
             f"{str(template)!r}; remove `template` from the run config or point it there"
         )
     run_dir, journal = lifecycle.create_run(cfg)
+    SESSION.attach(run_dir)
     console.print(f"run directory: {run_dir}", highlight=False, soft_wrap=True)
     with _served(console, run_dir, view), Progress() as progress:
         outcome = lifecycle.execute(cfg, journal, progress.update)
@@ -92,11 +138,13 @@ def resume(
     run_dir: Path = typer.Argument(..., help="run directory that `silva run` printed"),
     view: bool = typer.Option(False, "--view", help="serve the live HTML view on 127.0.0.1 while it runs"),
 ) -> int:
-    """Continue a stopped or killed run."""
+    """Continue a stopped or killed run (exit codes as for `silva run`)."""
     from silva import lifecycle
     from silva.progress import Progress
 
     console = Console()
+    if run_dir.is_dir():
+        SESSION.attach(run_dir)
     console.print(f"resuming {run_dir}", highlight=False, soft_wrap=True)
     with _served(console, run_dir, view), Progress() as progress:
         outcome = lifecycle.resume(run_dir, progress.update)
@@ -104,5 +152,5 @@ def resume(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("run")(run)
-    app.command("resume")(resume)
+    app.command("run", help=f"Start a run from a YAML config.\n\n{EXIT_CODES_HELP}")(run)
+    app.command("resume", help=f"Continue a stopped or killed run.\n\n{EXIT_CODES_HELP}")(resume)

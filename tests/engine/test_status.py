@@ -37,7 +37,7 @@ def test_budget_stop_is_named_and_resume_continues(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     tpl = make_template(tmp_path / "tpl")
-    assert main(["run", str(make_config(tmp_path, tpl, budgets={"max_nodes": 3}))]) == 0
+    assert main(["run", str(make_config(tmp_path, tpl, budgets={"max_nodes": 3}))]) == 3  # resumable
     run_dir = next((tmp_path / "runs").iterdir())
     assert "budget: node budget of 3 node(s) used up" in capsys.readouterr().out
     main(["status", str(run_dir)])
