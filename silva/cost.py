@@ -52,9 +52,53 @@ class SpendRow(BaseModel):
     saved: float = 0.0  # what the cache hits would have cost
 
 
+class LostRow(BaseModel):
+    """Per role: the time and money that bought no answer (engine/llm/ledger.py `CallRecord`)."""
+
+    key: str
+    failed: int = 0  # calls that got no answer (timed out, refused, cancelled), budget refusals aside
+    failed_s: float = 0.0
+    failed_dollars: float = 0.0  # their charge: prompts read by the provider before it gave up
+    retries: int = 0  # extra attempts of answered calls
+    retry_s: float = 0.0  # answered calls' time before the answering attempt (queue aside)
+    retry_dollars: float = 0.0  # their timed-out attempts' charge
+    copies: int = 0  # second copies of hedged calls
+    copy_s: float = 0.0
+    copy_dollars: float = 0.0
+    queued_s: float = 0.0  # waiting in the gateway for the provider's concurrency and rate limits
+
+    @property
+    def dollars(self) -> float:
+        return self.failed_dollars + self.retry_dollars + self.copy_dollars
+
+
+def lost(records: Iterable[CallRecord]) -> list[LostRow]:
+    """Time and money lost to timeouts, retries and hedged copies, by role (most dollars first)."""
+    rows: dict[str, LostRow] = {}
+    for r in records:
+        row = rows.setdefault(r.role, LostRow(key=r.role))
+        row.queued_s += r.queued_s
+        if r.hedge == "lost":
+            row.copies += 1
+            row.copy_s += r.latency_s
+            row.copy_dollars += r.dollars
+        elif r.error is not None:
+            if r.attempts or r.dollars:  # refused before any send (budget, replay) costs nothing
+                row.failed += 1
+                row.failed_s += r.wall_s
+                row.failed_dollars += r.dollars
+        elif r.attempts > 1:
+            row.retries += r.attempts - 1
+            row.retry_s += max(0.0, r.wall_s - r.latency_s - r.queued_s)
+            row.retry_dollars += r.lost_dollars
+    kept = [r for r in rows.values() if r.failed or r.retries or r.copies or r.queued_s]
+    return sorted(kept, key=lambda r: (-r.dollars, -(r.failed_s + r.retry_s + r.queued_s), r.key))
+
+
 class Spend(BaseModel):
     total: SpendRow
     groups: dict[str, list[SpendRow]]  # group name (GROUPS) -> rows, most expensive first
+    lost: list[LostRow] = []  # by role
     saved_estimated: int = (
         0  # cache hits whose first payment is not in this ledger: priced by the model's mean
     )
@@ -127,7 +171,7 @@ def spend(records: Sequence[CallRecord]) -> Spend:
         g: sorted((row(k, t) for k, t in rows.items()), key=lambda r: (-r.dollars, -r.calls, r.key))
         for g, rows in groups.items()
     }
-    return Spend(total=row("run", total), groups=ordered, saved_estimated=estimated)
+    return Spend(total=row("run", total), groups=ordered, saved_estimated=estimated, lost=lost(records))
 
 
 class Span(BaseModel):

@@ -1,12 +1,17 @@
-"""`silva cost RUN_DIR`: LLM spend by role, model, stage and idea, with cache savings."""
+"""`silva cost RUN_DIR`: LLM spend by role, model, stage and idea, with cache savings, and the time
+and money lost to timeouts, retries and hedged copies."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from silva.cost import LostRow
 
 
 def cost(
@@ -68,8 +73,40 @@ def cost(
         if not breakdown.groups[group]:
             table.add_row("(no LLM calls)", *[""] * 8)
         console.print(table)
+    console.print(lost_table(breakdown.lost))
     console.print("\n".join(throughput_lines(throughput(cfg, journal, records))), highlight=False)
     return 0
+
+
+def lost_table(rows: list[LostRow]) -> Table:
+    """Time and money that bought no answer, by role: failed calls, retries, hedged copies, and
+    the wait in the gateway's queue."""
+    table = Table(title="lost to timeouts, retries and hedged copies, by role", title_justify="left")
+    for col in (
+        "role",
+        "failed",
+        "failed time",
+        "retries",
+        "retry time",
+        "hedged copies",
+        "queued",
+        "dollars",
+    ):
+        table.add_column(col, justify="left" if col == "role" else "right")
+    for r in rows:
+        table.add_row(
+            r.key,
+            str(r.failed),
+            f"{r.failed_s:.1f} s",
+            str(r.retries),
+            f"{r.retry_s:.1f} s",
+            str(r.copies),
+            f"{r.queued_s:.1f} s",
+            f"${r.dollars:.4f}",
+        )
+    if not rows:
+        table.add_row("(nothing lost)", *[""] * 7)
+    return table
 
 
 def register(app: typer.Typer) -> None:
