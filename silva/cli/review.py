@@ -179,6 +179,11 @@ def calibrate(
     ),
     seed: int = typer.Option(0, "--seed"),
     resamples: int = typer.Option(2000, "--resamples", min=100, help="bootstrap resamples"),
+    threshold: float | None = typer.Option(
+        None,
+        "--threshold",
+        help="also evaluate a fixed threshold (accept when overall >= T) on all papers: published protocol",
+    ),
 ) -> int:
     """Measure the reviewer against real decisions: metrics with bootstrap intervals, baselines,
     a threshold chosen on a calibration split, a table, JSON and a reliability plot."""
@@ -207,7 +212,12 @@ def calibrate(
 
     items = cal.fill_scores(items, score)
     report, arrays = cal.calibrate(
-        items, dataset=str(dataset), calibration_fraction=fraction, seed=seed, n_resamples=resamples
+        items,
+        dataset=str(dataset),
+        calibration_fraction=fraction,
+        seed=seed,
+        n_resamples=resamples,
+        fixed_threshold=threshold,
     )
     paths = cal.write_outputs(report, arrays, out or dataset.parent / f"{dataset.stem}-calibration")
     console.print(cal.render_table(report), highlight=False, markup=False)

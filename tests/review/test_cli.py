@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pytest
 import yaml
 
 from review import REVIEW_JSON, load_result
@@ -145,6 +146,30 @@ def test_cli_calibrate_writes_table_json_and_plot(tmp_path: Path) -> None:
     )
     assert "| balanced_accuracy |" in (out / "calibration.md").read_text()
     assert (out / "reliability.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_cli_calibrate_fixed_threshold_on_all_papers_beside_the_tuned_split(tmp_path: Path) -> None:
+    items = synthetic(40, 7, separation=2.0)
+    dataset = tmp_path / "fixed.csv"
+    dataset.write_text(
+        "paper,decision,score\n"
+        + "\n".join(
+            f"p{i}.pdf,{'accept' if it.accept else 'reject'},{it.score}" for i, it in enumerate(items)
+        )
+    )
+    assert main(["review", "calibrate", str(dataset), "--resamples", "200", "--threshold", "6"]) == 0
+    out = tmp_path / "fixed-calibration"
+    report = json.loads((out / "calibration.json").read_text())
+    fixed = report["fixed"]
+    assert fixed["threshold"] == 6 and fixed["papers"] == 40
+    y = np.array([it.accept for it in items])
+    s = np.array([it.score for it in items])
+    assert fixed["metrics"]["balanced_accuracy"]["value"] == pytest.approx(
+        metric("balanced_accuracy", y, s, 6.0)
+    )
+    table = (out / "calibration.md").read_text()
+    assert "Tuned split:" in table and "Fixed threshold (the published protocol)" in table
+    assert "on all 40 scored papers" in table
 
 
 def test_cli_calibrate_reviews_papers_without_a_score(run_dir: Path, tmp_path: Path) -> None:
