@@ -1,4 +1,5 @@
-"""Running untrusted code: the Sandbox protocol and its providers (none, local, docker)."""
+"""Running untrusted code: the Sandbox protocol and its providers (none, local, docker, and more
+registered by other packages)."""
 
 from sandbox.base import (
     ExecResult,
@@ -7,8 +8,10 @@ from sandbox.base import (
     SandboxProvider,
     SandboxUnavailable,
     get_provider,
+    option_problems,
     provider_names,
     register_provider,
+    sandbox_provider,
 )
 
 __all__ = [
@@ -18,6 +21,8 @@ __all__ = [
     "SandboxProvider",
     "SandboxUnavailable",
     "get_provider",
+    "option_problems",
     "provider_names",
     "register_provider",
+    "sandbox_provider",
 ]

@@ -6,14 +6,18 @@ Every piece of untrusted code in Silva (experiments, plot scripts, LaTeX) runs t
 
 from __future__ import annotations
 
+import difflib
 import errno
+import importlib
 import os
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 READ_CAP = 64 * 2**20  # default cap of `read_file`: Silva never reads more of a workspace file
 TRUNCATION_MARKER = "\n[... silva: output truncated after {limit} bytes ...]\n"
@@ -91,32 +95,97 @@ class SandboxProvider(Protocol):
 
 
 ProviderFactory = Callable[..., SandboxProvider]
-_REGISTRY: dict[str, ProviderFactory] = {}
+ENTRY_POINTS = "silva.sandbox_providers"  # another package's providers (docs/sandbox.md, "Providers")
+_BUILTIN = ("sandbox.docker_provider", "sandbox.local", "sandbox.none")
 
 
-def register_provider(name: str, factory: ProviderFactory) -> None:
-    _REGISTRY[name] = factory
+class NoOptions(BaseModel):
+    """The options of a provider that takes none: any key is an error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass(frozen=True)
+class Registered:
+    factory: ProviderFactory  # called with the options as keyword arguments
+    options: type[BaseModel]  # validated when a config loads (sandbox/config.py)
+
+
+_REGISTRY: dict[str, Registered] = {}
+_loaded = False
+
+P = TypeVar("P", bound=type)
+
+
+def register_provider(name: str, factory: ProviderFactory, options: type[BaseModel] = NoOptions) -> None:
+    _REGISTRY[name] = Registered(factory, options)
+
+
+def sandbox_provider(name: str, *, options: type[BaseModel] = NoOptions) -> Callable[[P], P]:
+    """Class decorator: the provider class is registered as `name`, built with its `options`."""
+
+    def register(cls: P) -> P:
+        register_provider(name, cls, options)
+        return cls
+
+    return register
+
+
+def _registry() -> dict[str, Registered]:
+    # Importing a provider module registers it (docker's SDK is only imported on first use);
+    # an entry point's value is a module or a decorated class, registered as it loads.
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        for module in _BUILTIN:
+            importlib.import_module(module)
+        for ep in entry_points(group=ENTRY_POINTS):
+            ep.load()
+    return _REGISTRY
 
 
 def provider_names() -> list[str]:
-    _load_builtin()
-    return sorted(_REGISTRY)
+    return sorted(_registry())
+
+
+def _registered(name: str) -> Registered:
+    try:
+        return _registry()[name]
+    except KeyError:
+        raise SandboxUnavailable(
+            f"unknown sandbox provider {name!r}; available: {', '.join(provider_names())} "
+            f"(a package adds one by an entry point in the {ENTRY_POINTS!r} group)"
+        ) from None
+
+
+def option_problems(name: str, options: Mapping[str, Any]) -> list[str]:
+    """What is wrong with provider `name` and its `options`, one line per problem."""
+    try:
+        model = _registered(name).options
+    except SandboxUnavailable as e:
+        return [str(e)]
+    try:
+        model.model_validate(options)
+    except ValidationError as e:
+        valid = ", ".join(model.model_fields) or "none"
+        return [_option_problem(name, err, valid) for err in e.errors()]
+    return []
+
+
+def _option_problem(name: str, err: Any, valid: str) -> str:
+    where = ".".join(str(p) for p in err["loc"])
+    if err["type"] == "extra_forbidden":
+        near = difflib.get_close_matches(str(err["loc"][-1]), valid.split(", "), n=1, cutoff=0.6)
+        if near:
+            return f"{where}: the {name} sandbox has no such option; did you mean `{near[0]}`?"
+        return f"{where}: the {name} sandbox has no such option (its options: {valid})"
+    if err["type"] == "missing":
+        return f"{where}: {err['msg']}"
+    return f"{where} = {err['input']!r}: {err['msg']}"
 
 
 def get_provider(name: str, **options: Any) -> SandboxProvider:
-    _load_builtin()
-    try:
-        factory = _REGISTRY[name]
-    except KeyError:
-        raise SandboxUnavailable(
-            f"unknown sandbox provider {name!r}; available: {', '.join(sorted(_REGISTRY))}"
-        ) from None
-    return factory(**options)
-
-
-def _load_builtin() -> None:
-    # Importing a provider module registers it; docker's SDK is only imported on first use.
-    from sandbox import docker_provider, local, none  # noqa: F401
+    return _registered(name).factory(**options)
 
 
 class FileTooLarge(OSError):

@@ -2,7 +2,8 @@
 
 Each case runs hostile or ordinary code through `Sandbox.exec` and asserts the exact outcome.
 The pytest suite (tests/sandbox) runs every case against every available provider;
-`python -m sandbox.conformance PROVIDER [WORKDIR]` runs them by hand (e.g. against Podman).
+`python -m sandbox.conformance PROVIDER [WORKDIR]` runs them on any registered provider by hand
+(e.g. docker against Podman, or one another package registers).
 
 Network cases only ever talk to a listener the case itself opens on 127.0.0.1.
 """
@@ -184,7 +185,9 @@ def case_fork_bomb_is_contained(box: Sandbox, ctx: Context) -> None:
 def case_memory_bomb_is_out_of_memory(box: Sandbox, ctx: Context) -> None:
     code = "chunks = []\nwhile True: chunks.append(bytearray(16 * 2**20))"
     r = box.exec([PY, "-c", code], limits=Limits(wall_s=60, memory_mb=256))
-    assert (r.oom_killed, r.timed_out, r.exit_code) == (True, False, MEMORY_BOMB_EXIT[ctx.provider]), r
+    # A provider registered by another package may bound memory either way.
+    allowed = {MEMORY_BOMB_EXIT[ctx.provider]} if ctx.provider in MEMORY_BOMB_EXIT else {1, 137}
+    assert r.oom_killed and not r.timed_out and r.exit_code in allowed, r
 
 
 @case

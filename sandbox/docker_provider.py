@@ -32,7 +32,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from sandbox import seccomp
-from sandbox.base import ExecResult, HostWorkspace, Limits, SandboxUnavailable, list_files, register_provider
+from sandbox.base import ExecResult, HostWorkspace, Limits, SandboxUnavailable, list_files, sandbox_provider
 from sandbox.process import OutputCap, looks_oom, sandbox_env
 
 WORKSPACE = "/workspace"
@@ -234,6 +234,7 @@ def _my_owner() -> str:
     return _owner_id(os.getpid()) or f"{socket.gethostname()}:{os.getpid()}:?"
 
 
+@sandbox_provider("docker", options=DockerOptions)
 class DockerProvider:
     name = "docker"
 
@@ -406,6 +407,3 @@ def ensure_image(tag: str = DEFAULT_IMAGE, packages: Sequence[str] = ()) -> None
         raise SandboxUnavailable(
             f"building image {tag} failed:\n{result.stdout[-2000:]}{result.stderr[-4000:]}"
         )
-
-
-register_provider("docker", DockerProvider)

@@ -32,7 +32,7 @@ from sandbox.base import (
     HostWorkspace,
     Limits,
     SandboxUnavailable,
-    register_provider,
+    sandbox_provider,
 )
 from sandbox.process import prlimit_prefix, run_process, sandbox_env
 
@@ -334,6 +334,7 @@ class BwrapSandbox(HostWorkspace):
 _PROBED: set[str] = set()
 
 
+@sandbox_provider("local", options=LocalOptions)
 class LocalProvider:
     name = "local"
 
@@ -378,6 +379,3 @@ class LocalProvider:
     def open(self, workspace: Path, *, gpu_ids: Sequence[int] = ()) -> BwrapSandbox:
         self.check()
         return BwrapSandbox(workspace, self.options, self._root_args, gpu_ids)
-
-
-register_provider("local", LocalProvider)

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from sandbox.base import ExecResult, HostWorkspace, Limits, register_provider
+from sandbox.base import ExecResult, HostWorkspace, Limits, sandbox_provider
 from sandbox.process import prlimit_prefix, run_process, sandbox_env
 
 log = logging.getLogger(__name__)
@@ -57,6 +57,7 @@ class UnsandboxedWorkspace(HostWorkspace):
         """Nothing to release: run_process already killed the process group."""
 
 
+@sandbox_provider("none")
 class NoneProvider:
     name = "none"
 
@@ -65,6 +66,3 @@ class NoneProvider:
 
     def open(self, workspace: Path, *, gpu_ids: Sequence[int] = ()) -> UnsandboxedWorkspace:
         return UnsandboxedWorkspace(workspace, gpu_ids)
-
-
-register_provider("none", lambda **_: NoneProvider())

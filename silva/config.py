@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, ValidationError, model_validator
+from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from engine.config import (
     SUPPORT_RESOURCES,
@@ -97,13 +98,14 @@ class RunConfig(Strict):
             try:
                 found[key] = None if data.get(key) is None else model.model_validate(data[key])
             except ValidationError as e:
-                errors += [{**err, "loc": (key, *err["loc"])} for err in e.errors()]
-        cfg: RunConfig | None = None
+                errors += [_under(key, err) for err in e.errors()]
         try:
             cfg = handler({k: v for k, v in data.items() if k in cls.model_fields})
         except ValidationError as e:
-            errors = [*e.errors(), *errors]
-        if errors or cfg is None:
+            if not errors:
+                raise
+            errors = [*(_under(None, err) for err in e.errors()), *errors]
+        if errors:
             raise ValidationError.from_exception_data(cls.__name__, errors)
         cfg.__pydantic_extra__ = found
         cfg._check_mode()
@@ -161,6 +163,16 @@ class RunConfig(Strict):
     def idea_sources(self) -> list[IdeaSource]:
         """The ideas of an LLM run: `idea` is a forest of one."""
         return [IdeaSource(path=self.idea)] if self.idea is not None else list(self.ideas)
+
+
+def _under(key: str | None, err: ErrorDetails) -> InitErrorDetails:
+    """`err` re-raised under `key`, as it was: a custom error keeps any type pydantic knows (a path
+    error's type cannot be raised again by name) and its message."""
+    return {
+        "type": PydanticCustomError(err["type"], "{msg}", {"msg": err["msg"]}),
+        "loc": (key, *err["loc"]) if key is not None else err["loc"],
+        "input": err["input"],
+    }
 
 
 def load_config(
