@@ -120,6 +120,10 @@ def render_findings(claims: list[Claim], findings: dict[str, Any]) -> str:
         ]
         or ["None."]
     )
+    demoted = [c for c in claims if c.status in ("explained", "duplicate")]
+    lines += ["", "## Demoted claims", ""] + (
+        [f"- **{c.statement}** ({c.id}) — {c.status}: {c.reason}" for c in demoted] or ["None."]
+    )
     lines += ["", "## Reflections", ""]
     for r in findings.get("reflections", []):
         lines.append(f"Reflection {r['index']} ({r['node_id']}):")

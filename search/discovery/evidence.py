@@ -3,6 +3,8 @@ gates and the claim store (validated on the host: the sandbox's file is untruste
 
 from __future__ import annotations
 
+import ast
+import json
 import math
 from typing import Any, Literal
 
@@ -23,7 +25,17 @@ def as_d(effect: float, effect_name: str) -> float:
     return 2 * r / math.sqrt(1 - r * r)
 
 
-ClaimStatus = Literal["proposed", "accepted", "rejected", "supported", "weakened", "refuted", "inconclusive"]
+ClaimStatus = Literal[
+    "proposed",
+    "accepted",
+    "rejected",
+    "supported",
+    "weakened",
+    "refuted",
+    "inconclusive",
+    "explained",
+    "duplicate",
+]
 STATUSES: tuple[ClaimStatus, ...] = (
     "proposed",
     "accepted",
@@ -32,7 +44,12 @@ STATUSES: tuple[ClaimStatus, ...] = (
     "weakened",
     "refuted",
     "inconclusive",
+    "explained",
+    "duplicate",
 )
+GOOD: tuple[ClaimStatus, ...] = ("accepted", "supported")  # the statuses of a claim Silva stands behind
+# Tests that re-analyse an association adjusted for, or within strata of, other variables.
+ADJUSTED_TESTS = frozenset({"ols_regression", "stratified_fixed_effect", "cmh", "stratified_g_test"})
 
 
 class Hypothesis(BaseModel):
@@ -52,6 +69,18 @@ class Hypothesis(BaseModel):
     code: str = Field(
         min_length=10, max_length=20_000, description="Python using silva_stats; ends with st.record(...)"
     )
+
+
+def hypothesis_key(h: Hypothesis) -> str:
+    """What makes two hypotheses one test: the code with comments and layout normalized away (its
+    syntax tree), the variables as a set and the predicted sign."""
+    try:
+        code = ast.dump(ast.parse(h.code))
+    except SyntaxError:
+        code = " ".join(
+            line.split("#")[0].strip() for line in h.code.splitlines() if line.split("#")[0].strip()
+        )
+    return json.dumps([code, sorted(set(h.variables)), h.expected_sign])
 
 
 class Check(BaseModel):
@@ -90,6 +119,22 @@ class TestOutcome(BaseModel):
     def effect_d(self) -> float:
         """The effect on the gate's one scale, Cohen's d (`as_d`)."""
         return as_d(self.effect, self.effect_name)
+
+    @property
+    def adjusted_for(self) -> list[str]:
+        """What an adjusted or stratified test conditions on ([] for a marginal test)."""
+        if self.test not in ADJUSTED_TESTS:
+            return []
+        names = self.estimates.get("adjusted_for")
+        return [str(x) for x in names] if isinstance(names, list) else []
+
+    @property
+    def pair(self) -> frozenset[str]:
+        """The two variables an adjusted test relates (empty when it does not say)."""
+        names = self.estimates.get("pair")
+        return (
+            frozenset(str(x) for x in names) if isinstance(names, list) and len(names) == 2 else frozenset()
+        )
 
     def brief(self) -> str:
         return f"{self.test}: {self.effect_name}={self.effect:+.3f}, log p={self.log_p:.2f}, n={self.n}"

@@ -7,6 +7,9 @@
   p < alpha / T; the global count of tests so far is recorded beside it.
 - `benjamini_hochberg` over the whole bank, on log p (p-values below 1e-308 stay ordered).
 - `confirm_heldout`: the held-out verdict of a claim accepted by a one-split gate.
+- `duplicate`: a hypothesis identical to an earlier one (`hypothesis_key`) is not gated again.
+- `confound_check`: an adjusted or stratified re-analysis of an accepted claim that finds no
+  effect demotes the claim to `explained`.
 
 Every size condition reads the effect as Cohen's d (`TestOutcome.effect_d`: r, standardized beta,
 phi and Cramér's V converted as for two equal groups), so `min_effect` is one effect size whatever
@@ -270,3 +273,50 @@ def bh_decisions(
             reason="; ".join(fails) or f"BH discovery at FDR {alpha} among {len(tested)} tests",
         )
     return out
+
+
+def confound_check(
+    check_id: str, check: TestOutcome, *, alpha: float, min_effect: float
+) -> GateDecision | None:
+    """The demotion of the claim that `check` (an adjusted or stratified re-analysis of it) tests:
+    `explained` when within strata / given the covariates the effect is gone (p > alpha or
+    |d| < min_effect), None when the effect survives."""
+    by = ", ".join(check.adjusted_for) or "its covariates"
+    numbers = {
+        "check": check_id,
+        "adjusted_for": check.adjusted_for,
+        "effect": check.effect,
+        "effect_d": check.effect_d,
+        "log_p": check.log_p,
+        "n": check.n,
+        "alpha": alpha,
+        "min_effect": min_effect,
+    }
+    fails = []
+    if check.log_p > math.log(alpha):
+        fails.append(f"p {check.p:.3g} > {alpha}")
+    if abs(check.effect_d) < min_effect:
+        fails.append(_small(check, min_effect))
+    if not fails:
+        return None
+    return GateDecision(
+        gate="confound_check",
+        passed=False,
+        status="explained",
+        numbers=numbers,
+        reason=f"explained by {by}: {check_id} ({check.test}) finds no effect given {by}: "
+        + "; ".join(fails),
+    )
+
+
+def duplicate(first: str) -> GateDecision:
+    """A hypothesis identical to `first` (same normalized code, variables and predicted sign):
+    tested once, answered by `first`'s verdict, never counted or read on held-out twice."""
+    return GateDecision(
+        gate="duplicate",
+        passed=False,
+        status="duplicate",
+        numbers={"duplicate_of": first},
+        reason=f"identical to {first} (same normalized code, variables and predicted sign): "
+        f"answered by {first}",
+    )

@@ -4,6 +4,7 @@ Node kinds:
 - `hypothesis` (DiscoPER Propose), `seed` (ExperiGen acquisition: scored candidates, the best on
   plausibility + novelty is run), `refine` (ExperiGen refinement step): one LLM call, then the
   code runs in the sandbox on the train part.
+  A hypothesis identical to one tested before (`known`) is not run again (`duplicate_of`).
 - `heldout`: no LLM; the hypothesis's recorded code runs once on the held-out part.
 - `reflect`: one LLM call (DiscoPER Reflect), no sandbox.
 The attempt returns a `DiscoveryOutcome` (a typed outcome, journaled with the result); the
@@ -29,7 +30,7 @@ from engine.outcome import NodeOutcome
 from sandbox.base import Limits, get_provider, kept_artifacts, workspace_file
 from search.agentic.operators.evaluate import png_bytes
 from search.discovery.bank import Embedder, claim_text, fallback_reason, make_embedder, novelty
-from search.discovery.evidence import MAX_RESULT_BYTES, Hypothesis, TestOutcome
+from search.discovery.evidence import MAX_RESULT_BYTES, Hypothesis, TestOutcome, hypothesis_key
 from search.discovery.prompts import SYSTEM, Reflection, ScoredHypothesis, SeedCandidates, vision_prompt
 
 STATS_MODULE = "silva_stats.py"
@@ -53,6 +54,7 @@ class DiscoveryOutcome(NodeOutcome):
     candidates: list[dict[str, Any]] = []  # seed: every candidate with plausibility, novelty, score
     llm_calls: int = 0
     embedding_fallback: str = ""  # why TF-IDF stood in for the gateway's embeddings, if it did
+    duplicate_of: str = ""  # an earlier hypothesis with the same `hypothesis_key`: not run again
 
 
 @dataclass
@@ -76,6 +78,7 @@ class DiscoveryJob:
     novelty_weight: float = 1.0
     embed_with_gateway: bool = False  # an `embedding` role is configured: LLM.embed, not TF-IDF
     sandbox_options: dict[str, Any] = field(default_factory=dict)
+    known: dict[str, str] = field(default_factory=dict)  # hypothesis_key -> id, hypotheses tested before
 
     def run(self, gpu_ids: Sequence[int]) -> AttemptResult:
         started = time.time()
@@ -87,7 +90,9 @@ class DiscoveryJob:
                 out.reflection = self._ask(Reflection, "feedback", out)
             else:
                 out.hypothesis = self.hypothesis if self.kind == "heldout" else self._propose(out)
-                if out.hypothesis is not None:
+                if out.hypothesis is not None and self.kind != "heldout":
+                    out.duplicate_of = self.known.get(hypothesis_key(out.hypothesis), "")
+                if out.hypothesis is not None and not out.duplicate_of:
                     execution = self._analyse(ws, gpu_ids, out)
         except BudgetExceeded as e:
             # No result: the run stops cleanly and the node re-runs on resume.
@@ -96,7 +101,7 @@ class DiscoveryJob:
             out.error = f"LLM call failed: {str(e)[:1000]}"
         rel = ws.relative_to(self.run_dir)
         keep = [CODE_FILE, RESULT_FILE, *(out.evidence.figures if out.evidence else [])]
-        ok = out.reflection is not None or out.evidence is not None
+        ok = out.reflection is not None or out.evidence is not None or bool(out.duplicate_of)
         metrics = (
             []
             if out.evidence is None

@@ -65,7 +65,7 @@ class DiscoPER:
         job.prompt = hypothesis_prompt(self.s.context(seq, int(node.params["iteration"]), self.d.history))
 
     def evaluated(self, rec: Record) -> None:
-        if self.d.chosen_gate != "bh":
+        if self.d.chosen_gate != "bh" and rec.status != "duplicate":
             # Bonferroni in DiscoPER: every planned hypothesis is one test of the family.
             self.s.train_gate(rec, bonferroni_tests=self.d.max_hypotheses)
 
@@ -142,7 +142,15 @@ class ExperiGen:
 
     def _end_chain(self, chain: str, steps: list[Record]) -> None:
         d = self.d
-        triples = [(r.id, r.evidence, r.hypothesis.expected_sign if r.hypothesis else 0) for r in steps]
+        # A duplicate step was answered by an earlier test: it is neither decided again nor the best.
+        triples = [
+            (
+                r.id,
+                None if r.status == "duplicate" else r.evidence,
+                r.hypothesis.expected_sign if r.hypothesis else 0,
+            )
+            for r in steps
+        ]
         if d.chosen_gate == "bonferroni":
             best, decisions = gates.bonferroni_chain(
                 triples,
@@ -152,7 +160,8 @@ class ExperiGen:
                 global_tests=self.s.state.tests_done(),
             )
             for r in steps:
-                self.s.decide(r, "chain", decisions[r.id])
+                if r.status != "duplicate":
+                    self.s.decide(r, "chain", decisions[r.id])
         else:  # BH decides over the whole bank at the end; the chain keeps its strongest eligible step
             eligible = [
                 (ev.log_p, sid)

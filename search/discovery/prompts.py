@@ -115,7 +115,8 @@ def hypothesis_prompt(ctx: Context) -> str:
         )
     parts.append(
         "Propose ONE new hypothesis that is not a repeat: statement, h0, h1, variables, expected_sign, "
-        "rationale, refines (id of an earlier hypothesis it refines or re-analyses, or empty), and code."
+        "rationale, refines (id of an earlier hypothesis it refines or re-analyses, or empty; a confound "
+        "check, stratified or adjusted, must name the claim it checks), and code."
     )
     return "\n\n".join(parts)
 

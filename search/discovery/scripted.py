@@ -129,9 +129,15 @@ def guidance_candidates(prompt: str) -> list[Candidate]:
         elif line.startswith("- Confound:") and len(names) == 3:
             x, y, z = names
             code = HEAD + f'res = st.stratified(df, "{y}", "{x}", "{z}")\nst.record(res, expected_sign=0)\n'
+            checked = [
+                i for i, statement, _, _ in _tested(prompt) if set(TICKED.findall(statement)) == {x, y}
+            ]
             out.append(
                 Candidate(
-                    f"The association of `{x}` with `{y}` holds within strata of `{z}`", (x, y, z), code
+                    f"The association of `{x}` with `{y}` holds within strata of `{z}`",
+                    (x, y, z),
+                    code,
+                    refines=checked[0] if checked else "",
                 )
             )
         elif line.startswith("- Compound:") and len(names) == 3:

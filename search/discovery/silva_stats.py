@@ -17,7 +17,9 @@ Every test returns a dict with the same keys:
                  finite where p underflows
     n            rows used (after dropping missing values)
     assumptions  {name: {"ok": bool, "detail": str}}: the checks the test relies on
-    estimates    test-specific numbers (group means, raw coefficients, per-stratum effects)
+    estimates    test-specific numbers (group means, raw coefficients, per-stratum effects);
+                 an adjusted or stratified test also names its `pair` [predictor, outcome] and
+                 what it is `adjusted_for`, so Silva can link it to the claim it checks
 """
 
 from __future__ import annotations
@@ -277,6 +279,8 @@ def regression(df, outcome, predictor, covariates=()):
         len(d),
         checks,
         covariates=list(covariates),
+        pair=[predictor, outcome],
+        adjusted_for=list(covariates),
         t=t,
         r_squared=float(fit.rsquared),
     )
@@ -345,7 +349,17 @@ def stratified(df, outcome, predictor, strata):
         "strata_used": _check(len(b) >= 2, f"{len(b)} strata with enough rows"),
     }
     return _result(
-        "stratified_fixed_effect", pooled, "standardized_beta", p, log_p, len(d), checks, strata=per, z=z
+        "stratified_fixed_effect",
+        pooled,
+        "standardized_beta",
+        p,
+        log_p,
+        len(d),
+        checks,
+        strata=per,
+        z=z,
+        pair=[predictor, outcome],
+        adjusted_for=[strata],
     )
 
 

@@ -8,7 +8,7 @@ Discovery events (beside the engine's node events):
 |---|---|
 | `discovery_split` | data, sha256, seed, heldout_fraction, rows, columns, image_column |
 | `discovery_evaluated` | node_id, kind, reason (the outcome itself is the node's typed `DiscoveryOutcome`) |
-| `gate_decision` | node_id, stage (train / heldout / chain / bh / confirm), decision (a `GateDecision`) |
+| `gate_decision` | node_id, stage (train / heldout / chain / bh / confirm / duplicate / confound), decision |
 | `chain_ended` | chain, steps, best |
 | `bank_updated` | added, bank (ids kept), pruned |
 | `discovery_finished` | reason, counts |
@@ -64,12 +64,16 @@ class Record:
 
     def train_verdict(self, before_seq: int) -> str:
         """What a prompt may say about the gate: train-side decisions made before `before_seq` only."""
-        seen = [d for seq, s, d in self.decisions if seq < before_seq and s in ("train", "chain")]
+        seen = [
+            d for seq, s, d in self.decisions if seq < before_seq and s in ("train", "chain", "duplicate")
+        ]
         if not seen:
             return "no test result" if self.evaluated and self.evidence is None else "not decided yet"
         d = seen[-1]
         if d.status == "inconclusive":
             return "no test result"
+        if d.status == "duplicate":
+            return d.reason
         return "passed the train gate" if d.passed else f"failed the train gate ({d.reason})"
 
 

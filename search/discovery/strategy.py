@@ -27,12 +27,14 @@ from search.discovery.bank import Embedder, has_embedding_role, make_embedder
 from search.discovery.claims import Claim, ClaimStore, counts
 from search.discovery.config import DiscoveryConfig
 from search.discovery.data import HELDOUT, TRAIN, Split, describe, load_prior, make_split, read_table
+from search.discovery.evidence import GOOD, hypothesis_key
 from search.discovery.job import PROPOSING_KINDS, DiscoveryJob, DiscoveryOutcome
 from search.discovery.plan import IDEA, PLAN
 from search.discovery.prompts import Context, Tested, reflect_prompt
 from search.discovery.state import DISCOVERY_KINDS, DiscoveryState, Record
 
 MAX_REFLECT_HISTORY = 60
+_NO = gates.GateDecision(gate="", passed=False, status="proposed", reason="")
 
 
 class DiscoveryStrategy:
@@ -102,6 +104,11 @@ class DiscoveryStrategy:
                 int(node.params.get("index", 1)),
             )
         else:
+            job.known = {
+                hypothesis_key(r.hypothesis): r.id
+                for r in self.state.proposals()
+                if r.hypothesis is not None and r.evaluated and r.status != "duplicate"
+            }
             self.policy.prepare(job, node, seq)
         return job
 
@@ -159,7 +166,11 @@ class DiscoveryStrategy:
             if node.kind == "heldout":
                 self._heldout_decision(self.state.records[self.state.heldout_of[node.id]])
             elif node.kind in PROPOSING_KINDS:
-                self.policy.evaluated(self.state.records[node.id])
+                rec = self.state.records[node.id]
+                first = self.duplicate_of(rec)
+                if first is not None:
+                    self.decide(rec, "duplicate", gates.duplicate(first))
+                self.policy.evaluated(rec)
         if (
             self.dcfg.chosen_gate == "bh"
             and not self.state.bh_done
@@ -167,6 +178,7 @@ class DiscoveryStrategy:
             and not self._open()
         ):
             self._bh_pass()
+        self._confound_pass()
 
     def record(self, type_: str, **data: Any) -> None:
         self.journal.record(type_, **data)
@@ -212,12 +224,56 @@ class DiscoveryStrategy:
         evidence = {
             r.id: (r.evidence, r.hypothesis.expected_sign if r.hypothesis else 0)
             for r in self.state.proposals()
-            if r.evaluated
+            if r.evaluated and r.status != "duplicate"
         }
         for rid, decision in gates.bh_decisions(
             evidence, alpha=self.dcfg.alpha, min_effect=self.dcfg.min_effect
         ).items():
             self.decide(self.state.records[rid], "bh", decision)
+
+    def duplicate_of(self, rec: Record) -> str | None:
+        """The first evaluated hypothesis with the same `hypothesis_key` as `rec`, if another."""
+        if rec.hypothesis is None or rec.eval_seq is None:
+            return None
+        key = hypothesis_key(rec.hypothesis)
+        for r in sorted(self.state.proposals(), key=lambda r: r.eval_seq or 0):
+            if r.eval_seq is not None and r.eval_seq < rec.eval_seq and r.hypothesis is not None:
+                if hypothesis_key(r.hypothesis) == key:
+                    return r.id
+        return None
+
+    # -- confound checks (docs/discovery.md, "Confound checks") ---------------------------------
+    def check_target(self, rec: Record) -> str | None:
+        """The claim an adjusted or stratified test re-analyses: the one it names (`refines`, or
+        its chain predecessor), else the earliest marginal claim on exactly its two variables."""
+        ev, h = rec.evidence, rec.hypothesis
+        if ev is None or h is None or not ev.adjusted_for:
+            return None
+        named = self.state.records.get(h.refines or rec.parent or "")
+        if named is not None and named.id != rec.id:
+            return named.id
+        for r in self.state.proposals():
+            if (
+                r.created_seq < rec.created_seq
+                and r.hypothesis is not None
+                and r.evidence is not None
+                and not r.evidence.adjusted_for
+                and frozenset(r.hypothesis.variables) == ev.pair
+            ):
+                return r.id
+        return None
+
+    def _confound_pass(self) -> None:
+        """Demote each accepted claim that a finished check of it explains away."""
+        for rec in self.state.proposals():
+            target = self.state.records.get(self.check_target(rec) or "")
+            if target is None or rec.evidence is None or target.status not in GOOD:
+                continue
+            decision = gates.confound_check(
+                rec.id, rec.evidence, alpha=self.dcfg.alpha, min_effect=self.dcfg.min_effect
+            )
+            if decision is not None:
+                self.decide(target, "confound", decision)
 
     # -- held-out: once per hypothesis ----------------------------------------------------------
     def needs_heldout(self, rec: Record) -> bool:
@@ -281,8 +337,11 @@ class DiscoveryStrategy:
 
     # -- prompts --------------------------------------------------------------------------------
     def tested(self, rec: Record, before_seq: int) -> Tested:
+        """A duplicate is shown with the train evidence of the hypothesis that answered it."""
         assert rec.hypothesis is not None
-        return Tested(rec.id, rec.hypothesis, rec.evidence, rec.train_verdict(before_seq))
+        first = self.state.records.get(str((rec.last("duplicate") or _NO).numbers.get("duplicate_of")))
+        evidence = first.evidence if first is not None else rec.evidence
+        return Tested(rec.id, rec.hypothesis, evidence, rec.train_verdict(before_seq))
 
     def context(self, before_seq: int, iteration: int, history: int) -> Context:
         """What a prompt made at `before_seq` may know: only what was journaled before it."""
@@ -344,9 +403,9 @@ class DiscoveryStrategy:
                     log_p_heldout=held.log_p if held else None,
                     n_heldout=held.n if held else None,
                     status=r.status if r.evaluated else "proposed",
-                    reason=last.reason if last else r.error,
+                    reason=self._reason(r),
                     gate=last.gate if last else "",
-                    parent=r.parent or (h.refines if h and h.refines else None),
+                    parent=self.check_target(r) or r.parent or (h.refines if h and h.refines else None),
                     chain=r.chain,
                     step=r.step,
                     heldout_uses=held_node.attempts if held_node else 0,
@@ -356,6 +415,15 @@ class DiscoveryStrategy:
                 )
             )
         return out
+
+    def _reason(self, r: Record) -> str:
+        last = r.last()
+        if last is None:
+            return r.error
+        first = self.state.records.get(str(last.numbers.get("duplicate_of")))
+        if last.status == "duplicate" and first is not None:
+            return f"{last.reason}, now {first.status}"
+        return last.reason
 
     def write_store(self) -> None:
         claims = self.claims()
