@@ -6,7 +6,8 @@
 - `bonferroni_chain` (ExperiGen): within a refinement chain of T steps each test needs
   p < alpha / T; the global count of tests so far is recorded beside it.
 - `benjamini_hochberg` over the whole bank, on log p (p-values below 1e-308 stay ordered).
-- `confirm_heldout`: the held-out verdict of a claim accepted by a one-split gate.
+- `confirm_heldout`: the held-out verdict of a claim accepted by a one-split gate. Refuted takes a
+  significant opposite-signed effect of at least `min_effect`; a smaller one only weakens.
 - `duplicate`: a hypothesis identical to an earlier one (`hypothesis_key`) is not gated again.
 - `confound_check`: an adjusted or stratified re-analysis of an accepted claim that finds no
   effect demotes the claim to `explained`.
@@ -103,7 +104,7 @@ def _heldout_verdict(
         "replication_ratio": ratio,
         "expected_sign": expected_sign,
     }
-    if held.sign != train.sign and held.log_p <= math.log(alpha):
+    if held.sign != train.sign and held.log_p <= math.log(alpha) and abs(held.effect_d) >= min_effect:
         return "opposite", [f"held-out effect {held.effect:+.3f} significant with the opposite sign"], numbers
     fails = []
     if held.sign != train.sign:

@@ -8,9 +8,11 @@ over-reaches, and its out-of-scope evidence counts for nothing.
 Verdicts, from in-scope evidence only (gates from the discovery mode, docs/discovery.md):
 - inconclusive: no in-scope test, a primary test that fails the train gate without contradicting
   the claim, or a claim that passed on train and awaits its one held-out confirmation;
-- refuted: a significant effect of the opposite sign to the one claimed (train or held-out);
-- weakened: passed on train but the held-out replication is weak, or a robustness analysis
-  (adjusted or stratified) loses the effect;
+- refuted: a significant effect of the opposite sign to the one claimed (train or held-out) at
+  least as large as the effect floor (|d| >= min_effect, docs/discovery.md "One effect scale");
+- weakened: passed on train but the held-out replication is weak, a robustness analysis
+  (adjusted or stratified) loses the effect, or an analysis finds a significant opposite-signed
+  effect below the floor (too small to refute, enough to doubt);
 - supported: passed on train, replicated on held-out, and every robustness analysis keeps it.
 """
 
@@ -49,6 +51,15 @@ def _significant_opposite(ev: Evidence, sign: int, t: Thresholds) -> bool:
     return r is not None and sign != 0 and r.sign == -sign and r.log_p <= math.log(t.alpha)
 
 
+def _refutes(ev: Evidence, sign: int, t: Thresholds) -> bool:
+    """Significant, opposite, and no smaller than the effect floor: what it takes to refute."""
+    return (
+        _significant_opposite(ev, sign, t)
+        and ev.result is not None
+        and abs(ev.result.effect_d) >= t.min_effect
+    )
+
+
 def adjudicate(inv: Investigation, t: Thresholds, *, check_scope: bool = True) -> Judgement:
     """`check_scope=False` (claims without structure: nothing to compare) takes all evidence as in scope."""
     claim = inv.claim
@@ -72,16 +83,28 @@ def adjudicate(inv: Investigation, t: Thresholds, *, check_scope: bool = True) -
     main = primary[0]
     assert main.result is not None
     sign = claim.expected_sign or main.result.sign
-    if any(_significant_opposite(e, sign, t) for e in in_scope):
+    refuting = [e for e in in_scope if _refutes(e, sign, t)]
+    if refuting:
+        d = refuting[0].result.effect_d  # type: ignore[union-attr]
         return Judgement(
             verdict="refuted",
-            reason="a significant effect of the opposite sign",
+            reason=f"a significant effect of the opposite sign in {refuting[0].id} (d {d:+.3f})",
             in_scope=ids,
             scope_problems=problems,
         )
+    doubt = [e for e in in_scope if _significant_opposite(e, sign, t)]
     gate = two_split_train(main.result, claim.expected_sign, alpha=t.alpha, min_effect=t.min_effect)
     if not gate.passed:
         return Judgement(verdict="inconclusive", reason=gate.reason, in_scope=ids, scope_problems=problems)
+    if doubt:
+        d = doubt[0].result.effect_d  # type: ignore[union-attr]
+        return Judgement(
+            verdict="weakened",
+            reason=f"{doubt[0].id} finds a significant opposite-signed effect below the effect floor "
+            f"(d {d:+.3f}, |d| < {t.min_effect}): too small to refute the claim",
+            in_scope=ids,
+            scope_problems=problems,
+        )
     lost = [
         e
         for e in in_scope
@@ -114,7 +137,7 @@ def adjudicate(inv: Investigation, t: Thresholds, *, check_scope: bool = True) -
     reason = conf.reason
     if verdict == "supported" and lost:
         verdict, reason = "weakened", f"replicated on held-out but lost in {', '.join(e.id for e in lost)}"
-    return Judgement(verdict=verdict, reason=reason, in_scope=ids, scope_problems=problems)  # type: ignore[arg-type]
+    return Judgement(verdict=verdict, reason=reason, in_scope=ids, scope_problems=problems)
 
 
 def adjudicate_naively(inv: Investigation, t: Thresholds) -> Judgement:

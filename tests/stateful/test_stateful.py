@@ -194,3 +194,15 @@ def test_silva_discover_mode_stateful_runs_offline(tmp_path: Path) -> None:
     assert claims["counts"]["supported"] >= 3 and claims["patterns"]
     assert all(c["verdict"] in ("supported", "weakened", "refuted", "inconclusive") for c in claims["claims"])
     assert Journal.open(run_dir).finished is not None
+
+
+def test_refuting_takes_an_opposite_effect_at_least_the_effect_floor() -> None:
+    """r = -0.066 (d = -0.13) at p = 0.015 contradicts a claimed + effect, but is below the floor:
+    it weakens or leaves the claim open; r = -0.3 (d = -0.63) refutes it."""
+    train, held = evidence("e1", 0.4, 1e-8), evidence("h1", 0.35, 1e-4, split="heldout")
+    tiny_held = adjudicate(inv(train, evidence("h1", -0.066, 0.015, split="heldout")), T)
+    assert tiny_held.verdict == "weakened"
+    tiny_check = adjudicate(inv(train, evidence("e2", -0.066, 0.015, role="robustness"), held), T)
+    assert tiny_check.verdict == "weakened" and "below the effect floor" in tiny_check.reason
+    assert adjudicate(inv(evidence("e1", -0.066, 0.015)), T).verdict == "inconclusive"
+    assert adjudicate(inv(train, evidence("h1", -0.3, 1e-3, split="heldout")), T).verdict == "refuted"
