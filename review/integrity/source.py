@@ -7,11 +7,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from engine.claimtext import plain
 from review.paper import Paper
 
 RESULTS_FILE = "results.tex"
-CLAIM_MARK = "[claim:{}]"
-CLAIM_MARK_RE = re.compile(r"\[claim:([A-Za-z0-9-]+)\]")
 _NEWCOMMAND = re.compile(r"\\(?:newcommand|providecommand)\{\\([A-Za-z]+)\}(?:\[\d\])?\{(.*)\}\s*$")
 _WRAPPERS = re.compile(
     r"\\(?:textbf|emph|textit|texttt|ensuremath|mathrm|text|caption|section\*?|subsection\*?)\{"
@@ -37,35 +36,6 @@ def macro_numbers(macros: dict[str, str]) -> list[float]:
     for body in macros.values():
         out += [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", body)]
     return out
-
-
-def plain(tex: str, macros: dict[str, str]) -> str:
-    """LaTeX to reading text: macros expanded, math and formatting dropped, claims marked."""
-    text = re.sub(r"(?<!\\)%.*", "", tex)
-    text = re.sub(r"\\claim\{([^{}]*)\}", lambda m: CLAIM_MARK.format(m.group(1)), text)
-    names = sorted(macros, key=len, reverse=True)
-    if names:
-        pattern = re.compile(r"\\(" + "|".join(map(re.escape, names)) + r")(?![A-Za-z])(?:\{\})?")
-        text = pattern.sub(lambda m: _unescape(macros[m.group(1)]), text)
-    text = re.sub(r"\\pmsd\{([^{}]*)\}\{([^{}]*)\}", r"\1 ± \2", text)
-    text = re.sub(r"\\times\s*10\^\{?(-?\d+)\}?", r"×10^\1", text)
-    text = text.replace("$\\pm$", "±").replace("\\pm", "±").replace("$\\alpha", "α").replace("\\alpha", "α")
-    text = text.replace("\\%", "%").replace("\\,", " ").replace("~", " ").replace("--", "–")
-    for _ in range(3):
-        text = _WRAPPERS.sub("{", text)
-    text = re.sub(r"\\item(?:\[[^\]]*\])?", "\n", text)
-    text = re.sub(r"\\[A-Za-z]+\*?(?:\[[^\]]*\])?", " ", text)
-    text = text.replace("$", "").replace("{", "").replace("}", "").replace("\\", "")
-    return re.sub(r"[ \t]+", " ", text)
-
-
-def _unescape(latex: str) -> str:
-    return (
-        re.sub(r"\\ensuremath\{(.*)\}", r"\1", latex)
-        .replace("\\_", "_")
-        .replace("\\&", "&")
-        .replace("\\%", "%")
-    )
 
 
 def reading_text(paper: Paper) -> tuple[str, bool]:
