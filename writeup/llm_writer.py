@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from engine.llm import LEDGER_FILE, LLM, CallRecord, LLMError, Message, extract_code
+from engine.llm import LEDGER_FILE, LLM, CallRecord, Completion, LLMError, Message, extract_code
+from writeup.claim_sentences import contradictions
 from writeup.figures import make_figures
 from writeup.latex import Section, cite_keys, latex_block, render_paper
 from writeup.literature import Literature, LiteratureError, Paper, bibtex, cite_key
@@ -25,6 +26,7 @@ from writeup.offline import figure_env
 if TYPE_CHECKING:
     from writeup.paper import Paper as PaperJob
     from writeup.paper import Version
+    from writeup.results import ResultsMacros
 
 ROLE = "writeup"
 SECTIONS = ("Introduction", "Method", "Experiments", "Results", "Related Work", "Limitations", "Conclusion")
@@ -91,6 +93,22 @@ class LedgerReader:
         return records
 
 
+def ledger_lines(macros: ResultsMacros) -> str:
+    """One line per claim: id, groups, metric and its role, verdict, p, and its macros' prefix."""
+    ledger, lines = macros.ledger, []
+    for c in ledger.claims:
+        if c.same_runs_as:
+            continue
+        p = "untested" if c.p is None else f"p={c.p:.3g}"
+        headline = " [HEADLINE: the hypothesis]" if c.headline else ""
+        lines.append(
+            f"- {c.id}{headline}: '{c.subject.label}' vs '{c.reference.label}' on {c.metric} "
+            f"({c.role} metric): {c.verdict} at alpha {c.alpha} ({p}); macros \\{macros.claim_base[c.id]}*"
+        )
+    note = f"The headline uses the {ledger.headline_note}." if ledger.headline_note else ""
+    return "\n".join(lines) + ("\n" + note if note else "")
+
+
 def _header(step: str, **kv: object) -> str:
     return "[silva-writeup] step=" + step + "".join(f" {k}={v}" for k, v in kv.items()) + "\n"
 
@@ -131,7 +149,7 @@ class LLMWriter:
             dollars=sum(c.dollars for c in calls),
             cache_hits=sum(c.cache_hit for c in calls),
         )
-        return out if output_type is not None else out.text  # type: ignore[union-attr]
+        return out.text if isinstance(out, Completion) else out
 
     @property
     def context(self) -> str:
@@ -141,7 +159,10 @@ class LLMWriter:
             f"Title of the idea: {i.title}\nHypothesis: {i.hypothesis}\nMethod: {i.method}. "
             f"{i.method_description}\nPrimary metric: {i.primary.name} "
             f"({i.primary.direction})\n\nExperimental journal:\n{notes}\n\nMacros of results.tex (the only "
-            f"numbers you may print):\n{self.p.macros.describe()}\n"
+            f"numbers you may print):\n{self.p.macros.describe()}\n\n"
+            "Claims of the ledger: the only comparisons you may state, each with the verdict its test "
+            "supports (no 'better' or 'significant' without it). End every sentence that compares two "
+            "groups with \\claim{id}.\n" + ledger_lines(self.p.macros) + "\n"
         )
 
     # -- the whole paper -----------------------------------------------------------------------
@@ -351,6 +372,7 @@ class LLMWriter:
                 f"{self.p.cfg.page_limit} (references excluded): shorten it"
             )
         out += v.numbers.issues()
+        out += [c.issue() for c in contradictions(v.tex, self.p.macros)]
         bad = sorted({k for k in cite_keys(v.tex) if k not in self.bib})
         if bad:
             out.append(

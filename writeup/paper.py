@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.errors import ConfigError
 from sandbox.base import SandboxProvider, get_provider
+from writeup.claim_sentences import contradictions, remove_contradictions
 from writeup.compile import CompileResult, TexBox, TexIssue
 from writeup.config import WriteupConfig
 from writeup.figures import Figure, make_figures
@@ -138,7 +139,8 @@ class Paper:
         self.log("published", score=list(version.score(self.cfg.page_limit)), pages=version.compiled.pages)
 
     def finalize(self, version: Version, known_keys: set[str]) -> Version:
-        """Last resort before the final compile: unresolved cites and untraced numbers go."""
+        """Last resort before the final compile: unresolved cites, untraced numbers and sentences that
+        contradict their claim go."""
         tex = version.tex
         bad = {k for k in cite_keys(tex) if k not in known_keys}
         if bad:
@@ -148,6 +150,12 @@ class Paper:
         if untraced:
             self.log("numbers_removed", numbers=[u.text for u in untraced])
             tex = remove_untraced(tex, untraced)
+        wrong = contradictions(tex, self.macros)
+        if wrong:  # sent back in the reflection rounds and still wrong: the sentence goes
+            self.log(
+                "claims_removed", sentences=[c.sentence for c in wrong], problems=[c.problems for c in wrong]
+            )
+            tex = remove_contradictions(tex, wrong)
         if tex == version.tex:
             return version
         return self.try_version(tex, version.bib, "final")

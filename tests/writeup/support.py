@@ -156,7 +156,8 @@ class ScriptedWriter:
     """Answers every `[silva-writeup] step=...` request like a diligent writer. Faults are opt-in:
     `bad_latex` (the Results draft uses an undefined command until the fix step), `fake_cite`
     (cites a key no search returned), `typed_number` (types a number no artifact produced;
-    `fixes_numbers` says whether a reflection round removes it)."""
+    `fixes_numbers` says whether a reflection round removes it), `false_claim` (says the method is
+    significantly worse on accuracy, where it is significantly better; no round fixes it)."""
 
     def __init__(
         self,
@@ -164,9 +165,11 @@ class ScriptedWriter:
         fake_cite: bool = False,
         typed_number: bool = False,
         fixes_numbers: bool = True,
+        false_claim: bool = False,
     ) -> None:
         self.bad_latex, self.fake_cite, self.typed_number = bad_latex, fake_cite, typed_number
         self.fixes_numbers = fixes_numbers
+        self.false_claim = false_claim
         self.calls: list[str] = []
 
     def __call__(self, call) -> str:  # noqa: ANN001 - a ProviderCall
@@ -238,6 +241,11 @@ class ScriptedWriter:
             )
             if self.typed_number:
                 text += " Prior work reported 0.987 on this task."
+            if self.false_claim:
+                text += (
+                    " The method was significantly worse than the baseline on accuracy."
+                    "\\claim{tuning-AvsB-accuracy}"
+                )
             if self.bad_latex:
                 text += " \\silvaundefinedcommand{}"
             return text

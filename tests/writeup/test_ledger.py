@@ -13,6 +13,7 @@ import pytest
 
 from engine.claims import verdict
 from engine.node import MetricSpec
+from writeup.claim_sentences import contradictions, remove_contradictions
 from writeup.ledger import build_ledger
 from writeup.offline import abstract, report, settings_text
 from writeup.results import build_macros
@@ -145,3 +146,21 @@ def test_held_out_test_metric_is_the_headline_and_settings_are_the_methods() -> 
 def test_every_test_gives_a_verdict(test: str) -> None:
     ledger = build_ledger(idea(with_test_metric=True), test=test)
     assert all(c.verdict != "untested" for c in ledger.claims if min(c.subject.n, c.reference.n) >= 2)
+
+
+def test_offline_report_contradicts_no_claim_and_a_wrong_sentence_is_found_and_removed() -> None:
+    i = idea(with_test_metric=True)
+    macros = build_macros(_run(i), i, build_ledger(i))
+    tex = report(_run(i), i, macros, [], "workshop")
+    assert contradictions(tex, macros) == []
+    main = macros.main
+    assert main is not None and main.verdict == "worse"
+    false = f"The method significantly outperforms the baseline on test\\_accuracy.\\claim{{{main.id}}}"
+    planted = tex.replace("\\section{Limitations}", "\\section{Limitations}\n" + false + " Seeds are few.")
+    (found,) = contradictions(planted, macros)
+    assert (
+        found.claim_id == main.id and "states 'better' but the claim's verdict is 'worse'" in found.problems
+    )
+    assert "contradicts claim" in found.issue() and "significantly outperforms" in found.issue()
+    cleaned = remove_contradictions(planted, [found])
+    assert "outperforms" not in cleaned and "Seeds are few." in cleaned

@@ -96,6 +96,20 @@ def test_untraced_number_removed_when_reflection_does_not_fix_it(tmp_path: Path)
     assert json.loads((pdf.parent / "numbers.json").read_text())["untraced"] == []
 
 
+def test_sentence_contradicting_its_claim_is_sent_back_then_removed(tmp_path: Path) -> None:
+    run = make_run(tmp_path)
+    llm, gateway = scripted_llm(run, ScriptedWriter(false_claim=True))
+    pdf = write_paper(run, llm=llm, cfg=WriteupConfig(reflection_rounds=1), sandbox=_sandbox())
+    gateway.close()
+    log = _log(pdf)
+    (reflection,) = [e for e in log if e["step"] == "reflection"]
+    assert any("contradicts claim tuning-AvsB-accuracy" in i and "'worse'" in i for i in reflection["issues"])
+    (removed,) = [e for e in log if e["step"] == "claims_removed"]
+    assert "significantly worse than the baseline" in removed["sentences"][0]
+    assert "significantly worse" not in (pdf.parent / "paper.tex").read_text()
+    assert "significantly worse" not in " ".join(_pdf_text(pdf).split())
+
+
 def test_offline_report_via_cli_compiles_and_renders(tmp_path: Path) -> None:
     run = make_run(tmp_path)
     assert main(["writeup", str(run), "--offline", "--template", "conference"]) == 0

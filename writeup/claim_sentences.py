@@ -1,0 +1,70 @@
+"""Comparison sentences of a draft that contradict their claim in the ledger, with where they are
+in the .tex: the LLM writer sends them back in a reflection round, and the sentences still wrong
+after the last round are removed before the final compile. The reading of a sentence is the
+reviewer's own (engine/claimtext.py), so a paper that passes here passes the reviewer's check."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel
+
+from engine.claimtext import check_text, plain
+from writeup.results import ResultsMacros
+
+# A sentence ends at . ! ? before a space or its \claim{id}, or at a blank line.
+_BOUNDARY = re.compile(r"[.!?](?=\s|\\claim|$)(?:\\claim\{[A-Za-z0-9-]+\})?|\n\s*\n")
+# Floats and tables are no prose: their spans are blanked before splitting, never removed.
+_FLOATS = re.compile(r"\\begin\{(table|figure|tabular)\*?\}.*?\\end\{\1\*?\}", re.DOTALL)
+
+
+class Contradiction(BaseModel):
+    start: int
+    end: int
+    sentence: str
+    claim_id: str | None
+    problems: list[str]
+
+    def issue(self) -> str:
+        claim = f"claim {self.claim_id}" if self.claim_id else "the ledger"
+        return (
+            f'the sentence "{self.sentence}" contradicts {claim}: {"; ".join(self.problems)}. '
+            "State the ledger's verdict (with \\claim{id}) or remove the sentence."
+        )
+
+
+def _body(tex: str) -> tuple[int, int]:
+    start = tex.find("\\begin{abstract}")
+    start = start if start >= 0 else max(tex.find("\\begin{document}"), 0)
+    ends = [i for i in (tex.find("\\label{silvabodyend}"), tex.find("\\end{document}")) if i >= 0]
+    return start, min(ends) if ends else len(tex)
+
+
+def contradictions(tex: str, macros: ResultsMacros) -> list[Contradiction]:
+    lo, hi = _body(tex)
+    blanked = _FLOATS.sub(lambda m: " " * len(m.group(0)), tex[lo:hi])
+    bodies = {name: m.latex for name, m in macros.macros.items()}
+    out, start = [], 0
+    for m in [*_BOUNDARY.finditer(blanked), None]:
+        end = m.end() if m else len(blanked)
+        span = blanked[start:end]
+        if span.strip():
+            checks = [c for c in check_text(plain(span, bodies), macros.ledger) if c.problems]
+            if checks:
+                out.append(
+                    Contradiction(
+                        start=lo + start + (len(span) - len(span.lstrip())),
+                        end=lo + end,
+                        sentence=" ".join(tex[lo + start : lo + end].split()),
+                        claim_id=checks[0].claim.id if checks[0].claim else None,
+                        problems=[p for c in checks for p in c.problems],
+                    )
+                )
+        start = end
+    return out
+
+
+def remove_contradictions(tex: str, found: list[Contradiction]) -> str:
+    for c in sorted(found, key=lambda c: c.start, reverse=True):
+        tex = tex[: c.start] + tex[c.end :].lstrip(" ")
+    return tex
