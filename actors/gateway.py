@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
@@ -100,7 +100,8 @@ def start_gateway_actor(
     handle = actor_cls.options(num_cpus=0, max_concurrency=max_concurrency, max_restarts=3, name=name).remote(
         cfg, str(run_dir), dollars, dict(keys), dict(providers) if providers else None
     )
-    return LLM(ActorTransport(handle), max_reasks=cfg.max_reasks)
+    # Ray types `.options(...).remote(...)` as a handle or the class itself; it is a handle.
+    return LLM(ActorTransport(cast("ray.actor.ActorHandle[GatewayActor]", handle)), max_reasks=cfg.max_reasks)
 
 
 def close_gateway_actor(llm: LLM, timeout_s: float = 30.0) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, Field, Strict, ValidationError
 
@@ -68,7 +68,13 @@ def parse_results(
     return values, results, ""
 
 
-def read_capped(box: Sandbox, name: str, files: list[str], max_bytes: int) -> tuple[bytes | None, str]:
+class FileSource(Protocol):
+    """What reading a capped file needs: a sandbox, or the host's view of a finished workspace."""
+
+    def read_file(self, path: str, *, max_bytes: int = ...) -> bytes: ...
+
+
+def read_capped(box: FileSource, name: str, files: list[str], max_bytes: int) -> tuple[bytes | None, str]:
     """A workspace file's bytes (None when it was not written) and why it could not be read ('' if
     it could): a file over `max_bytes`, a directory or an unreadable file is the node's bug."""
     if name not in files:

@@ -347,6 +347,7 @@ class EventLog:
                         event, why = parse_line(raw)
                         if event is None:
                             bad.append((number, why))
+                            continue
                         if bad:  # counted, not replayed: the first bad line is what is reported
                             continue
                         self.offsets.append(pos)

@@ -20,7 +20,7 @@ from engine.config import Resources
 from engine.executor import Executor, Handle, InProcessExecutor
 from engine.journal import Journal
 from engine.llm import LLM, LLMError, Message
-from engine.node import AttemptResult
+from engine.node import AttemptResult, StepResult
 from review import guidelines
 from review.config import ReviewConfig
 from review.form import MetaReviewForm, ReviewForm
@@ -302,6 +302,7 @@ class _Session:
             if done is None:
                 continue
             state, job = self.pending.pop(done.handle)
+            assert not isinstance(done.result, StepResult)  # review jobs run in one step
             if done.result is None:
                 self._lost(state, job, done.lost)
             elif not job.out.is_file():
@@ -314,6 +315,7 @@ class _Session:
         self, state: _PaperState, job: ReviewJob | MetaReviewJob, result: AttemptResult
     ) -> None:
         error = f"internal error: {result.reason[-1000:]}"
+        record: ReviewRecord | MetaReview
         if isinstance(job, ReviewJob):
             record = ReviewRecord(index=job.index, persona=job.persona, status="failed", error=error)
         else:

@@ -66,6 +66,53 @@ class Selection(NodeOutcome):
     llm_error: str = ""
 
 
+class StageNodes:
+    """One stage's nodes of one idea, kept up to date as the journal grows: each look reads only
+    the ids added since the last (`Journal.stage_ids`), and re-checks only the nodes still out,
+    so a look costs what changed, not the stage's size (docs/engine.md, "Driver scaling": a
+    2,000-node stage rescanned on every completion cost 10-25 ms a completion by its end).
+    After any discard in the journal it is rebuilt (discards are rare, and a discarded node
+    leaves its stage's work). Its lists belong to it: callers read, never change them."""
+
+    def __init__(self, journal: Journal, idea: str, stage: str) -> None:
+        self.journal, self.idea, self.stage = journal, idea, stage
+        self._reset()
+
+    def _reset(self) -> None:
+        self.read = 0
+        self.discards = self.journal.discards
+        self.search: list[Node] = []  # search nodes (not support kinds), oldest first
+        self.kinds: dict[str, list[Node]] = {}  # every kind's nodes, oldest first
+        self.unfinished: dict[str, Node] = {}  # search nodes without a result, oldest first
+        self.done: list[Node] = []  # search nodes with a result, in the order seen finished
+        self.index: dict[str, int] = {}  # search node -> its place in `search`
+        self.generation = getattr(self, "generation", -1) + 1  # views built on this one restart
+
+    def refresh(self) -> StageNodes:
+        j = self.journal
+        if j.discards != self.discards:
+            self._reset()
+        ids = j.stage_ids(self.stage, self.idea)
+        for node_id in ids[self.read :]:
+            node = j.nodes[node_id]
+            if node.status == NodeStatus.DISCARDED:
+                continue
+            self.kinds.setdefault(node.kind, []).append(node)
+            if node.kind in SUPPORT_KINDS:
+                continue
+            self.index[node.id] = len(self.search)
+            self.search.append(node)
+            if node.is_finished:
+                self.done.append(node)
+            else:
+                self.unfinished[node.id] = node
+        self.read = len(ids)
+        for node in [n for n in self.unfinished.values() if n.is_finished]:
+            del self.unfinished[node.id]
+            self.done.append(node)
+        return self
+
+
 class StageManager:
     """Drives one tree (one idea) through the stages. Implements engine.dispatch.Strategy."""
 
@@ -83,6 +130,10 @@ class StageManager:
         self.cfg, self.journal, self.search, self.plan, self.idea = cfg, journal, search, plan, idea
         # A forest's trees may each declare their own primary metric; templates use the run's.
         self.spec, self.chooser = spec, chooser
+        self._views: dict[str, StageNodes] = {}
+        self._followed: dict[str, str] = {}  # stage -> the leader its next stage last grew from
+        # stage -> (view generation, finished nodes folded, best of them by (score, -place))
+        self._best: dict[str, tuple[int, int, tuple[float, float] | None, Node | None]] = {}
 
     # -- state derived from the journal ---------------------------------------------------
     def _key(self, stage: str) -> tuple[str, str]:
@@ -97,8 +148,28 @@ class StageManager:
                 best = self.journal.nodes[node_id]
         return best
 
+    def view(self, stage: str) -> StageNodes:
+        v = self._views.get(stage)
+        if v is None:
+            v = self._views[stage] = StageNodes(self.journal, self.idea, stage)
+        return v.refresh()
+
     def search_nodes(self, stage: str) -> list[Node]:
-        return [n for n in self.journal.in_stage(stage, idea=self.idea) if n.kind not in SUPPORT_KINDS]
+        return list(self.view(stage).search)
+
+    def _finished_best(self, stage: str, spec: MetricSpec) -> tuple[tuple[float, float] | None, Node | None]:
+        """The stage's best finished search node by (score, older first), folded in as nodes
+        finish: what `spec.best` over the finished nodes gives, at the cost of what changed."""
+        v = self.view(stage)
+        gen, folded, key, best = self._best.get(stage, (v.generation, 0, None, None))
+        if gen != v.generation:
+            folded, key, best = 0, None, None
+        for n in v.done[folded:]:
+            score = spec.score(n)
+            if score is not None and (key is None or (score, -v.index[n.id]) > key):
+                key, best = (score, -v.index[n.id]), n
+        self._best[stage] = (v.generation, len(v.done), key, best)
+        return key, best
 
     def finished(self) -> Finish | None:
         first = self.journal.stage_ended.get(self._key(self.plan.first))
@@ -135,17 +206,18 @@ class StageManager:
             early = self.search.search_done(
                 j, stage, root
             )  # first: it may discard proposals it no longer needs
-            searched = self.search_nodes(stage)
-            budget_left = self.cfg.stages[stage].max_nodes - len(searched)
+            view = self.view(stage)
+            budget_left = self.cfg.stages[stage].max_nodes - len(view.search)
             if early is None and budget_left > 0:
                 return self.search.propose(j, stage, root, min(slots, budget_left)), True
-            out = [n for n in searched if not n.is_finished]
-            judged_only = self._cannot_win(stage, searched, out)
+            out = list(view.unfinished.values())
+            judged_only = self._cannot_win(stage, out)
             if out and not judged_only:
                 # Decide once every search node of the stage is in (or out only for a judgement
                 # that cannot make it the best); meanwhile free slots take speculative work
                 # from the stage's leader (docs/engine.md).
-                return self._speculate(stage, searched, slots), True
+                return self._speculate(stage, slots), True
+            searched = list(view.search)
             why = early or f"node budget of {len(searched)} used"
             if out:
                 why += (
@@ -154,7 +226,7 @@ class StageManager:
                 )
             selection = self._decide(stage, searched, why)
             if selection is not None:  # an LLM's second opinion first: speculate while it thinks
-                return selection + self._speculate(stage, searched, slots - len(selection)), True
+                return selection + self._speculate(stage, slots - len(selection)), True
         decision = j.stage_best[key]
         nxt = self.plan.after(stage)
         if nxt is not None and self._key(nxt) not in j.stage_started:
@@ -171,7 +243,7 @@ class StageManager:
         earlier_open = any(self._key(s) not in j.stage_ended for s in self.plan.before(stage))
         if any(not n.is_finished for n in replicates) or earlier_open:
             return [], False  # the aggregate compares with the previous stage's, so it waits for it
-        aggregates = j.in_stage(stage, AGGREGATION, idea=self.idea)
+        aggregates = self.view(stage).kinds.get(AGGREGATION, [])
         if not aggregates:
             return [self._aggregate(stage, best, replicates)], False
         if not aggregates[0].is_finished:
@@ -192,17 +264,26 @@ class StageManager:
         root = self.root_for(stage) if self.plan[stage].keeps_root else None
         return searched + ([root] if root is not None else [])
 
-    def _provisional(self, stage: str, searched: list[Node], spec: MetricSpec) -> Node | None:
-        """The stage's provisional best: its best finished contender so far."""
-        return spec.best(n for n in self._contenders(stage, searched) if n.is_finished)
+    def _kept_root(self, stage: str) -> Node | None:
+        return self.root_for(stage) if self.plan[stage].keeps_root else None
 
-    def _cannot_win(self, stage: str, searched: list[Node], out: list[Node]) -> bool:
+    def _provisional(self, stage: str, spec: MetricSpec) -> Node | None:
+        """The stage's provisional best: its best finished contender so far (a kept root, last
+        among the contenders, only where no search node matches it)."""
+        key, best = self._finished_best(stage, spec)
+        root = self._kept_root(stage)
+        score = spec.score(root) if root is not None and root.is_finished else None
+        if score is not None and (key is None or score > key[0]):
+            return root
+        return best
+
+    def _cannot_win(self, stage: str, out: list[Node]) -> bool:
         """Whether every node still out has finished its run (a pipelined attempt's `run` step)
         and waits only for its judgement, with a metric below the best finished contender's.
         A judgement keeps a node's metric or rules the node out, so none of these can become
         the stage's best: the decision need not wait for the LLM's slowest answers."""
         spec = self.spec or self.journal.primary_metric
-        best = self._provisional(stage, searched, spec) if spec and out else None
+        best = self._provisional(stage, spec) if spec and out else None
         if spec is None or best is None:
             return False
         floor = spec.score(best)
@@ -230,7 +311,8 @@ class StageManager:
         if node.is_finished:
             return spec.score(node)
         ran = node.steps.get("run")
-        if ran is None or getattr(ran, "run_problem", ""):
+        problem: str = getattr(ran, "run_problem", "")
+        if ran is None or problem:
             return None
         return spec.oriented(
             next((m.value for m in getattr(ran, "metrics", []) if m.name == spec.name), None)
@@ -241,10 +323,7 @@ class StageManager:
         stage ran (the same seeds again would repeat the same runs), then any made here."""
         stages = dict.fromkeys((best.stage, stage))
         return [
-            n
-            for s in stages
-            for n in self.journal.in_stage(s, REPLICATION, idea=self.idea)
-            if n.parent_id == best.id
+            n for s in stages for n in self.view(s).kinds.get(REPLICATION, []) if n.parent_id == best.id
         ]
 
     def _decide(self, stage: str, searched: list[Node], why_ended: str) -> list[Node] | None:
@@ -256,7 +335,7 @@ class StageManager:
         best = ranked[0] if ranked else None
         selection: Selection | None = None
         if self.chooser is not None and spec is not None and len(ranked) > 1:
-            runs = [n for n in self.journal.in_stage(stage, SELECTION, idea=self.idea)]
+            runs = self.view(stage).kinds.get(SELECTION, [])
             if not runs:
                 return [
                     Node(
@@ -308,7 +387,7 @@ class StageManager:
             origin=origin,
         )
 
-    def _speculate(self, stage: str, searched: list[Node], slots: int) -> list[Node]:
+    def _speculate(self, stage: str, slots: int) -> list[Node]:
         """Work for free slots while a stage's last search nodes run, recorded as speculative:
         - seed replicates of its provisional best (its best judged node so far): if it is
           decided best they are its replicates (the stage ends sooner), else they stay in the
@@ -322,30 +401,37 @@ class StageManager:
         if not self.cfg.search.speculate or spec is None or slots <= 0:
             return []
         out: list[Node] = []
-        provisional = self._provisional(stage, searched, spec)
+        provisional = self._provisional(stage, spec)
         if provisional is not None:
             done = self._replicates(stage, provisional)
             need = min(slots, self.cfg.replicates - len(done))
             out = [
                 self._replicate(provisional, stage, len(done) + 1 + i, speculative=True) for i in range(need)
             ]
-        leader = self._leader(stage, searched, spec)
+        leader = self._leader(stage, spec)
         if leader is None:
             return out
-        share = self._standing(stage, searched, leader, spec)
+        share = self._standing(stage, leader, spec)
         return out + self._speculate_next(stage, leader, share, slots - len(out))
 
-    def _leader(self, stage: str, searched: list[Node], spec: MetricSpec) -> Node | None:
+    def _leader(self, stage: str, spec: MetricSpec) -> Node | None:
         """The stage's best contender by what is known so far: a finished node's metric, or the
         metric an unjudged node's run reported (on a tie, a judged node, then the older). Growing
         from a run that still waits for its judgement takes one LLM call per stage off the
         chain the stages wait on; its judgement mostly keeps it, and where it rules the run out
-        the work grown from it is discarded like any other lost premise."""
-        scored = [
-            (score, n.is_finished, -i, n)
-            for i, n in enumerate(self._contenders(stage, searched))
+        the work grown from it is discarded like any other lost premise. The finished nodes'
+        best is kept as they finish (`_finished_best`), so only the nodes still out are read."""
+        v = self.view(stage)
+        key, best = self._finished_best(stage, spec)
+        scored = [] if best is None or key is None else [(key[0], True, key[1], best)]
+        scored += [
+            (score, False, -v.index[n.id], n)
+            for n in v.unfinished.values()
             if (score := self._reported(n, spec)) is not None
         ]
+        root = self._kept_root(stage)  # last among the contenders
+        if root is not None and (score := self._reported(root, spec)) is not None:
+            scored.append((score, root.is_finished, -math.inf, root))
         return max(scored, key=lambda t: t[:3])[3] if scored else None
 
     def _speculate_next(self, stage: str, leader: Node, share: float, slots: int) -> list[Node]:
@@ -353,8 +439,7 @@ class StageManager:
         if nxt is None or slots <= 0 or self._key(nxt) in self.journal.stage_started:
             return []
         self._follow_leader(stage, nxt, leader)
-        ahead = self.search_nodes(nxt)
-        budget = math.ceil(self.cfg.stages[nxt].max_nodes * share) - len(ahead)
+        budget = math.ceil(self.cfg.stages[nxt].max_nodes * share) - len(self.view(nxt).search)
         nodes = self.search.propose(self.journal, nxt, leader, min(slots, budget)) if budget > 0 else []
         for n in nodes:
             n.origin = n.origin.model_copy(update={"speculative": True})
@@ -362,7 +447,12 @@ class StageManager:
 
     def _follow_leader(self, stage: str, nxt: str, leader: Node) -> None:
         """A new leader replaces the premise: the next stage's set grown from the old one is
-        discarded (its jobs cancelled, its slots freed); a new set grows from the new one."""
+        discarded (its jobs cancelled, its slots freed); a new set grows from the new one.
+        The set grows only from the leader it last followed, so while that stays, nothing is
+        read (settle asks at every completion)."""
+        if self._followed.get(stage) == leader.id:
+            return
+        self._followed[stage] = leader.id
         for n in self.search_nodes(nxt):
             premise = self._premise(n)
             if premise != leader.id:
@@ -385,24 +475,28 @@ class StageManager:
             or node.kind in SUPPORT_KINDS
             or self._key(stage) in self.journal.stage_best
             or self._key(nxt) in self.journal.stage_started
-            or not self.search_nodes(nxt)
+            or not self.view(nxt).search
         ):
             return
-        leader = self._leader(stage, self.search_nodes(stage), spec)
+        leader = self._leader(stage, spec)
         if leader is not None:
             self._follow_leader(stage, nxt, leader)
 
-    def _standing(self, stage: str, searched: list[Node], leader: Node, spec: MetricSpec) -> float:
+    def _standing(self, stage: str, leader: Node, spec: MetricSpec) -> float:
         """The share of the next stage's budget that may grow from the leader now: the share of
         the stage's contenders that can no longer beat it (were their outcomes exchangeable,
         the chance that it stays the best). Each change of leader discards the set grown from
         the old one, so growing the whole set from the first node in paid for thinks that were
         nearly all thrown away."""
-        contenders = self._contenders(stage, searched)
+        v = self.view(stage)
+        root = self._kept_root(stage)
+        contenders = len(v.search) + (root is not None)
         floor = self._reported(leader, spec)
         assert floor is not None
-        may = self._may_beat([n for n in contenders if not n.is_finished and n.id != leader.id], floor, spec)
-        return (len(contenders) - len(may)) / len(contenders)
+        out = [n for n in v.unfinished.values() if n.id != leader.id]
+        if root is not None and not root.is_finished and root.id != leader.id:
+            out.append(root)
+        return (contenders - len(self._may_beat(out, floor, spec))) / contenders
 
     def _discard_speculation(self, stage: str, best: Node | None) -> None:
         """The next stage's speculative nodes that did not grow from the decided best."""

@@ -92,13 +92,15 @@ def load_function(ref: str) -> ScriptFn:
     fn = getattr(module, attr, None)
     if not callable(fn):
         raise ConfigError(f"scripted_fn = {ref!r}: {attr} is not a function in {where}")
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
 def check_llm(cfg: RunConfig) -> None:
-    """Every problem of the LLM config, before any work (LLMConfigError is a ConfigError)."""
+    """Every problem of the LLM config, before any work (LLMConfigError is a ConfigError), and
+    one line per model on what the start-of-run probe measured (engine/llm/probe.py)."""
     assert cfg.llm is not None
-    validate_llm_config(cfg.llm, os.environ)
+    for result in validate_llm_config(cfg.llm, os.environ):
+        print(result.line(), flush=True)
     if cfg.scripted_fn is not None:
         load_function(cfg.scripted_fn)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import time
 from types import TracebackType
-from typing import TextIO
+from typing import IO
 
 from rich.console import Console
 from rich.live import Live
@@ -91,7 +91,7 @@ class Progress:
 
     def _write(self, line: str) -> None:
         # Straight to the stream: rich would wrap (or crop) at its guessed width of 80 columns.
-        out: TextIO = self.console.file
+        out: IO[str] = self.console.file
         out.write(line + "\n")
         out.flush()
 

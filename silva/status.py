@@ -12,6 +12,7 @@ from rich.text import Text
 
 from engine.journal import Journal
 from engine.llm.ledger import LEDGER_FILE, read_records, render_summary, summarize
+from engine.node import Node, NodeStatus
 from engine.summary import fmt, stage_rows
 from search.stages import SUPPORT_KINDS
 from silva.budget_lines import budget_text
@@ -30,9 +31,18 @@ def state_line(journal: Journal) -> str:
     return "running, or killed without a clean stop: `silva resume` continues it"
 
 
+def node_state(journal: Journal, node: Node) -> str:
+    """A node's status, except that nothing runs in a run that has ended: a node whose attempt
+    never ended there (a line `silva repair` set aside, a kill) is "unfinished"."""
+    ended = journal.finished is not None or journal.stop is not None
+    if ended and node.status == NodeStatus.RUNNING:
+        return "unfinished"
+    return node.status.value
+
+
 def render(run_dir: Path, cfg: RunConfig, journal: Journal) -> Group:
     spec = journal.primary_metric
-    statuses = Counter(n.status.value for n in journal)
+    statuses = Counter(node_state(journal, n) for n in journal)
     kinds = Counter(n.kind for n in journal)
     head = Text.assemble(
         (f"{run_dir}\n", "bold"),
@@ -73,7 +83,7 @@ def render(run_dir: Path, cfg: RunConfig, journal: Journal) -> Group:
             fmt(r.best_value),
         )
     # Reasons are sentences: listed under the table rather than squeezed into a column.
-    ended = Text("\n".join(f"{r.idea}/{r.stage} ended: {r.ended}" for r in rows if r.ended))
+    reasons = Text("\n".join(f"{r.idea}/{r.stage} ended: {r.ended}" for r in rows if r.ended))
     budgets = Table(title="budgets", title_justify="left")
     for col in ("budget", "used", "limit"):
         budgets.add_column(col)
@@ -93,7 +103,7 @@ def render(run_dir: Path, cfg: RunConfig, journal: Journal) -> Group:
     return Group(
         head,
         stages,
-        ended,
+        reasons,
         budgets,
         budget_text(run_dir, cfg, journal),
         llm_lines(run_dir, journal, llm, discovery=cfg.mode == "discovery"),

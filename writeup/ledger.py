@@ -43,9 +43,9 @@ def compare(
     if len(x) < 2 or len(y) < 2 or (np.ptp(x) == 0 and np.ptp(y) == 0):
         return None, None, None, None
     if test == "mannwhitney":
-        res = stats.mannwhitneyu(x, y, alternative="two-sided")
-        p = float(res.pvalue)
-        return float(res.statistic), None, p, math.log10(p) if p > 0 else -math.inf
+        mw = stats.mannwhitneyu(x, y, alternative="two-sided")
+        p = float(mw.pvalue)
+        return float(mw.statistic), None, p, math.log10(p) if p > 0 else -math.inf
     res = stats.ttest_ind(x, y, equal_var=test == "student")
     t, df = float(res.statistic), float(res.df)
     # log p from the t distribution's log survival function: exact where p itself underflows.

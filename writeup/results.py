@@ -147,16 +147,16 @@ def build_macros(run: RunResults, idea: IdeaResults, ledger: Ledger) -> ResultsM
             f"{src}: reference",
         )
         out.add("MainMetric", None, latex_escape(main.metric), main.metric, f"{src}: the metric")
-        for name, g in (("MainMethod", main.subject), ("MainBaseline", main.reference)):
-            out.number(name + "Mean", g.mean, f"{src}: {g.label} mean")
-            if g.sd is not None:
+        for name, group in (("MainMethod", main.subject), ("MainBaseline", main.reference)):
+            out.number(name + "Mean", group.mean, f"{src}: {group.label} mean")
+            if group.sd is not None:
                 out.number(
                     name + "Sd",
-                    g.sd,
-                    f"{src}: {g.label} sd",
-                    digits=max(decimals_for(g.mean), decimals_for(g.sd)),
+                    group.sd,
+                    f"{src}: {group.label} sd",
+                    digits=max(decimals_for(group.mean), decimals_for(group.sd)),
                 )
-            out.number(name + "N", g.n, f"{src}: {g.label} seeds")
+            out.number(name + "N", group.n, f"{src}: {group.label} seeds")
         out.number("MainN", min(main.subject.n, main.reference.n), f"{src}: seeds per group")
         _claim_macros(out, "Main", main)
     if idea.heldout:

@@ -661,7 +661,7 @@ class Gateway:
         if retry_after is not None:
             # The server knows when it will take us again; a little jitter spreads the herd.
             return min(retry_after, pcfg.backoff_max_s) * random.uniform(1.0, 1.1)
-        return min(pcfg.backoff_max_s, pcfg.backoff_base_s * 2**attempt) * random.uniform(0.5, 1.0)
+        return min(pcfg.backoff_max_s, pcfg.backoff_base_s * 2.0**attempt) * random.uniform(0.5, 1.0)
 
     def _record(
         self,

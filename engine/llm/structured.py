@@ -37,7 +37,7 @@ class FinalAnswer(ValueError):
 def output_schema(output_type: type[BaseModel]) -> OutputSchema:
     name = re.sub(r"[^a-zA-Z0-9_-]", "_", output_type.__name__)[:64]
     doc = (output_type.__doc__ or "").strip()
-    return OutputSchema(name=name, schema=output_type.model_json_schema(), description=doc)
+    return OutputSchema(name=name, schema_=output_type.model_json_schema(), description=doc)
 
 
 def _balanced_objects(text: str) -> list[str]:

@@ -35,11 +35,13 @@ class Task(BaseModel):
 class AutoBenchConfig(Strict):
     name: str = Field("autobench", min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
     output_dir: Path = Path("runs")
-    envs: list[EnvName] = Field(default_factory=lambda: ["chemistry"], min_length=1)
+    envs: list[EnvName] = Field(default_factory=lambda: list[EnvName](["chemistry"]), min_length=1)
     ns: list[int] = Field(default_factory=lambda: [3, 5, 7, 10, 15], min_length=1)
     graphs: int = Field(5, ge=1, description="seeded graphs per (env, n)")
     seed: int = Field(0, description="first graph seed; graph k uses seed + k")
-    agents: list[AgentName] = Field(default_factory=lambda: ["ideal", "random", "scripted"], min_length=1)
+    agents: list[AgentName] = Field(
+        default_factory=lambda: list[AgentName](["ideal", "random", "scripted"]), min_length=1
+    )
     colours: int = Field(4, ge=2, description="chemistry: K colours")
     edge_prob: float = Field(0.3, gt=0, lt=1)
     forced_change: bool = Field(True, description="chemistry: re-drawn colours always change")

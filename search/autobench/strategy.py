@@ -23,8 +23,8 @@ from engine.node import AttemptResult, BudgetRefusal, MetricValue, Node, Origin
 from engine.outcome import NodeOutcome
 from search.autobench.agents import IdealAgent, LLMAgent, RandomAgent
 from search.autobench.config import LLM_AGENTS, METRICS, AutoBenchConfig, Task
-from search.autobench.episode import run_episode
-from search.autobench.tracking import run_tracking
+from search.autobench.episode import EpisodeResult, run_episode
+from search.autobench.tracking import TrackingResult, run_tracking
 
 STAGE = "autobench"
 TRACE_FILE = "episode.json"
@@ -52,13 +52,14 @@ class EpisodeJob:
 
     def run(self, gpu_ids: Sequence[int]) -> AttemptResult:
         agent = self._agent()
+        result: EpisodeResult | TrackingResult
         try:
             if self.task.task == "episode":
-                result = run_episode(self.task.spec, agent)  # type: ignore[arg-type]
+                result = run_episode(self.task.spec, agent)
                 success, metrics = result.success, result.metrics
             else:
                 assert self.task.length is not None
-                result = run_tracking(self.task.spec, self.task.length, agent)  # type: ignore[arg-type]
+                result = run_tracking(self.task.spec, self.task.length, agent)
                 success, metrics = result.metrics["integration_exact"] == 1.0, result.metrics
         except BudgetExceeded as e:  # no result: the node re-runs after a resume with more budget
             return AttemptResult(status="buggy", refusal=BudgetRefusal(budget="dollars", message=str(e)))

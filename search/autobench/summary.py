@@ -33,8 +33,8 @@ def rows(journal: Journal) -> list[dict[str, Any]]:
     for node in journal:
         if node.status != NodeStatus.GOOD or "spec" not in node.params:
             continue
-        task = Task.model_validate({k: v for k, v in node.params.items() if k != "key"})
-        groups[(task.task, task.spec.env, task.agent, task.spec.n, task.length or 0)].append(node)
+        t = Task.model_validate({k: v for k, v in node.params.items() if k != "key"})
+        groups[(t.task, t.spec.env, t.agent, t.spec.n, t.length or 0)].append(node)
     out = []
     for (task, env, agent, n, length), nodes in sorted(groups.items()):
         row: dict[str, Any] = {"task": task, "env": env, "agent": agent, "n": n}

@@ -17,4 +17,4 @@ POLICIES: dict[str, type] = {
 
 
 def get_policy(name: str) -> Policy:
-    return POLICIES[name]()  # type: ignore[no-any-return]
+    return POLICIES[name]()

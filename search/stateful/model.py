@@ -5,6 +5,7 @@ replay of those events, so a resumed run has exactly the state the killed one ha
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -132,7 +133,7 @@ class State:
         self.screened = False
 
     @classmethod
-    def replay(cls, events: list[dict[str, Any]]) -> State:
+    def replay(cls, events: Sequence[dict[str, Any]]) -> State:
         state = cls()
         for e in events:
             if e["type"] == EVENT:

@@ -11,7 +11,7 @@ depends on the last); confirmations run in parallel with them and with each othe
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -58,7 +58,7 @@ class StepJob:
     role: str
     prompt: str
     allowed: list[tuple[str, str]]
-    signs: dict[str, int]  # investigation -> its claim's expected sign
+    signs: Mapping[str, int]  # investigation -> its claim's expected sign
     frontier_control: bool
     train_file: Path
 

@@ -38,15 +38,15 @@ def scaling(
         "stopped",
     ):
         table.add_column(col, justify="left" if col in ("idea", "stopped") else "right")
-    for r in sc.table.itertuples():
-        stopped = f"{r.stopped_by} at {r.stopped_at_stage}" if r.stopped_by else ""
+    for r in sc.table.to_dict("records"):
+        stopped = f"{r['stopped_by']} at {r['stopped_at_stage']}" if r["stopped_by"] else ""
         table.add_row(
-            r.idea,
-            f"{r.gpu_hours:.2f}",
-            f"{r.dollars:.4f}",
-            fmt(r.best_validation),
-            fmt(r.heldout),
-            fmt(r.marginal_per_gpu_hour),
+            r["idea"],
+            f"{r['gpu_hours']:.2f}",
+            f"{r['dollars']:.4f}",
+            fmt(r["best_validation"]),
+            fmt(r["heldout"]),
+            fmt(r["marginal_per_gpu_hour"]),
             stopped,
         )
     console.print(table)

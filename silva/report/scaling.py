@@ -176,7 +176,12 @@ def _plot(sc: Scaling, x: str, label: str, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(8.5, 5.2))
     ideas = [i for i in sc.table.idea if i != FOREST]
     finals = sc.table.set_index("idea").best_validation
-    named = set(sorted(ideas, key=lambda i: -(finals.get(i) if finals.get(i) is not None else -math.inf))[:6])
+
+    def final(idea: str) -> float:
+        value = finals.get(idea)
+        return -math.inf if value is None else float(value)
+
+    named = set(sorted(ideas, key=lambda i: -final(i))[:6])
     for idea in ideas:
         ci = sc.curves[sc.curves.idea == idea]
         if ci.empty:

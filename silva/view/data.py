@@ -223,19 +223,21 @@ def budget_rows(cfg: RunConfig, journal: Journal, spent: Spend) -> list[BudgetRo
     if sources and all(s.path.is_file() for s in sources):  # idea files moved since the run: no per-idea rows
         from search.idea import load_ideas
 
-        for idea, source in zip(load_ideas(sources), sources):  # the forest pairs them in this order
+        for loaded, source in zip(load_ideas(sources), sources):  # the forest pairs them in this order
             if source.max_nodes is not None:
                 rows.append(
                     BudgetRow(
-                        name=f"{idea.name} nodes",
-                        used=sum(n.idea == idea.name for n in journal),
+                        name=f"{loaded.name} nodes",
+                        used=sum(n.idea == loaded.name for n in journal),
                         limit=source.max_nodes,
                     )
                 )
             if source.dollars is not None:
-                used = next((r.dollars for r in spent.groups["idea"] if r.key == idea.name), 0.0)
+                idea_dollars = next((r.dollars for r in spent.groups["idea"] if r.key == loaded.name), 0.0)
                 rows.append(
-                    BudgetRow(name=f"{idea.name} LLM dollars", used=used, limit=source.dollars, unit="$")
+                    BudgetRow(
+                        name=f"{loaded.name} LLM dollars", used=idea_dollars, limit=source.dollars, unit="$"
+                    )
                 )
     rows.append(
         BudgetRow(

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from engine.contract import MAX_RESULTS_BYTES, ResultsFile, parse_results, read_capped
+from engine.contract import MAX_RESULTS_BYTES, FileSource, ResultsFile, parse_results, read_capped
 from engine.llm import LLM, BudgetExceeded, LLMError, Message
 from engine.llm.types import PNG_MAGIC
 from engine.node import ExecSummary, MetricSpec, MetricValue
@@ -81,10 +81,10 @@ def new_pngs(before: list[str], after: ExecResult, limit: int) -> list[str]:
     return [f for f in after.files if f.lower().endswith(".png") and f not in seen][:limit]
 
 
-def png_bytes(box: Sandbox, paths: list[str]) -> tuple[list[bytes], str]:
+def png_bytes(box: FileSource, paths: list[str]) -> tuple[list[bytes], str]:
     """The PNG images among `paths`, and a plot problem ('' if none): a figure over
     MAX_PNG_BYTES is never read into memory."""
-    out = []
+    out: list[bytes] = []
     for p in paths:
         data, problem = read_capped(box, p, [p], MAX_PNG_BYTES)
         if data is None:

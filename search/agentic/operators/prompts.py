@@ -57,7 +57,7 @@ SYSTEM = (
 def contract(
     metrics: Sequence[MetricSpec],
     timeout_s: float,
-    memory_mb: int,
+    memory_mb: int | None,
     data: Sequence[str],
     params: Mapping[str, Any] | None = None,
     files: Sequence[str] = (),
@@ -81,7 +81,8 @@ def contract(
         "Metrics are read only from this file, never from printed output.",
         '- When split is "heldout", compute the metrics on the held-out data instead of the validation data; '
         "during the search the held-out data must never be used.",
-        f"- Hard limits: {timeout_s:g} s wall clock, {memory_mb} MB memory. Keep it small and fast.",
+        f"- Hard limits: {timeout_s:g} s wall clock, "
+        f"{'no memory cap' if memory_mb is None else f'{memory_mb} MB memory'}. Keep it small and fast.",
         "- plot.py runs afterwards in the same directory; it reads files the experiment saved and writes PNG "
         "figures.",
     ]
