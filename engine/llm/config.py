@@ -139,6 +139,11 @@ class LLMConfig(_Strict):
     roles: dict[str, RoleConfig]
     cache: CacheConfig = Field(default_factory=CacheConfig)
     max_reasks: int = Field(2, ge=0, description="re-asks after an answer fails validation")
+    probe: bool = Field(
+        True,
+        description="at start, one short call per model in use: its speed and served context are checked "
+        "against the roles' max_tokens and timeout_s (engine/llm/probe.py)",
+    )
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ Checked: roles name known roles and configured models; models name configured pr
 have a price; token limits fit the model; the vision role can see; the embedding role maps to a
 model that can embed on a provider with an embeddings API (never Anthropic), and the other roles
 to chat models; providers that need a key have it in the environment; every endpoint in use
-accepts a TCP connection.
+accepts a TCP connection; then the start-of-run probe (engine/llm/probe.py): a role that cannot
+finish within its timeout at the measured speed, or that the served context cannot hold.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from urllib.parse import urlsplit
 
 from engine.llm.config import EMBEDDING_KINDS, LLMConfig, ProviderConfig, resolve_model
 from engine.llm.errors import LLMConfigError
+from engine.llm.probe import ProbeResult, probe_models, probe_problems
 from engine.llm.types import EMBEDDING_ROLE, ROLES
 
 DEFAULT_ENDPOINTS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
@@ -122,15 +124,21 @@ def _unreachable(name: str, pcfg: ProviderConfig, timeout_s: float) -> str | Non
 
 def validate_llm_config(
     cfg: LLMConfig, env: Mapping[str, str], *, check_endpoints: bool = True, connect_timeout_s: float = 3.0
-) -> None:
-    """Raise `LLMConfigError` listing every problem, or return if the config can run."""
+) -> list[ProbeResult]:
+    """Raise `LLMConfigError` listing every problem, or return what the start-of-run probe
+    measured (engine/llm/probe.py; nothing when endpoints are not checked or `llm.probe` is off)."""
     problems = _problems(cfg, env)
+    results: list[ProbeResult] = []
     if check_endpoints and not problems:
         for name, pcfg in _used_providers(cfg).items():
             if pcfg.kind != "scripted" and (problem := _unreachable(name, pcfg, connect_timeout_s)):
                 problems.append(problem)
+        if cfg.probe and not problems:
+            results = probe_models(cfg, resolve_keys(cfg, env))
+            problems = probe_problems(cfg, results)
     if problems:
         raise LLMConfigError("LLM config is not usable:\n  - " + "\n  - ".join(problems))
+    return results
 
 
 def resolve_keys(cfg: LLMConfig, env: Mapping[str, str]) -> dict[str, str]:

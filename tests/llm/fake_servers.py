@@ -102,6 +102,9 @@ class FakeLLMServer:
         self.handler: Callable[[Recorded], Reply] | None = None
         self.requests: list[Recorded] = []
         self.rejected_429 = 0
+        # GET paths answered with JSON, as a real server describes itself (llama.cpp's /props,
+        # vLLM's /v1/models); any other GET is a 404.
+        self.pages: dict[str, Any] = {}
         self._script: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._bucket: _Bucket | None = None
@@ -311,6 +314,15 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(payload)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (a timeout test); nothing to answer
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            page = server.pages.get(self.path.split("?")[0])
+            status, payload = (200, json.dumps(page).encode()) if page is not None else (404, b"{}")
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
 
         def log_message(self, format: str, *args: Any) -> None:  # silence per-request logging
             return

@@ -1,0 +1,189 @@
+"""Start-of-run probe: one short call per model in use, to learn what its endpoint can do before
+any work is spent on it.
+
+Per (provider, model) that a chat role uses: one completion of at most `PROBE_TOKENS` output
+tokens (speed: output tokens over the call's wall time, prompt processing included, so a lower
+bound), and, for an `openai_compatible` endpoint, the context size the server reports (llama.cpp's
+`/props`, vLLM's `max_model_len` in `/v1/models`). Reported before the run, with the setting to
+change: a role whose `max_tokens` cannot be written within `timeout_s` at the measured speed, a
+role whose `max_tokens` leaves less than `PROMPT_ROOM` tokens of the server's context for its
+prompt, and a model whose `capabilities.context_tokens` claims more than the server holds (the
+gateway refuses an over-long prompt by that number before paying for it). A probe that fails is
+reported, not refused: the run's own calls will retry, fail and be accounted as usual.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import BaseModel
+
+from engine.llm.config import LLMConfig, ProviderConfig, ResolvedModel, resolve_model
+from engine.llm.providers.base import ProviderCall
+from engine.llm.types import EMBEDDING_ROLE, Message
+
+PROBE_TOKENS = 32
+PROBE_PROMPT = "Count from 1 to 100, numbers separated by spaces, nothing else."
+MIN_MEASURED = 8  # output tokens a probe must produce for its speed to be judged
+PROMPT_ROOM = 1024  # context tokens a role must leave for its prompt (Silva's shortest prompts)
+MARGIN = 0.8  # suggested settings keep a fifth of the deadline spare
+
+
+class ProbeResult(BaseModel):
+    provider: str
+    model: str  # the entry under llm.models
+    model_id: str
+    latency_s: float | None = None
+    output_tokens: int = 0
+    tokens_per_s: float | None = None  # None: too few tokens to measure, or the probe failed
+    context_tokens: int | None = None  # as the server reports it
+    context_source: str | None = None
+    dollars: float = 0.0
+    error: str | None = None
+
+    def line(self) -> str:
+        """One line for the terminal: what was measured, in the probe's own numbers."""
+        head = f"probe {self.provider}/{self.model} ({self.model_id}): "
+        if self.error is not None:
+            return head + f"failed: {self.error}"
+        speed = (
+            f"{self.tokens_per_s:.1f} tokens/s ({self.output_tokens} tokens in {self.latency_s:.2f} s)"
+            if self.tokens_per_s is not None
+            else f"{self.output_tokens} tokens in {self.latency_s:.2f} s (too few to measure speed)"
+        )
+        context = (
+            f"context {self.context_tokens} tokens ({self.context_source})"
+            if self.context_tokens is not None
+            else "context not reported"
+        )
+        return head + f"{speed}; {context}; ${self.dollars:.6f}"
+
+
+def probe_models(cfg: LLMConfig, keys: Mapping[str, str]) -> list[ProbeResult]:
+    """One probe per (provider, model) a chat role uses on a non-scripted provider."""
+    wanted: dict[str, ResolvedModel] = {}
+    for role, rc in cfg.roles.items():
+        if role != EMBEDDING_ROLE and rc.model not in wanted:
+            model = resolve_model(cfg, rc.model)
+            if cfg.providers[model.provider].kind != "scripted" and model.capabilities.chat:
+                wanted[rc.model] = model
+    if not wanted:
+        return []
+    return asyncio.run(_probe_all(cfg, wanted, keys))
+
+
+async def _probe_all(
+    cfg: LLMConfig, wanted: Mapping[str, ResolvedModel], keys: Mapping[str, str]
+) -> list[ProbeResult]:
+    from engine.llm.gateway import build_provider
+
+    out = []
+    for model in wanted.values():
+        pcfg = cfg.providers[model.provider]
+        provider = build_provider(model.provider, pcfg, keys.get(model.provider))
+        try:
+            out.append(await _probe(provider, model, pcfg, keys.get(model.provider)))
+        finally:
+            await provider.aclose()
+    return out
+
+
+async def _probe(provider: Any, model: ResolvedModel, pcfg: ProviderConfig, key: str | None) -> ProbeResult:
+    result = ProbeResult(provider=model.provider, model=model.name, model_id=model.model)
+    if pcfg.kind == "openai_compatible" and pcfg.base_url:
+        result.context_tokens, result.context_source = await served_context(pcfg.base_url, model.model, key)
+    call = ProviderCall(
+        model=model,
+        messages=(Message.user(PROBE_PROMPT),),
+        role="probe",
+        temperature=0.0,
+        max_tokens=min(PROBE_TOKENS, model.capabilities.max_output_tokens),
+        timeout_s=pcfg.timeout_s,
+    )
+    start = time.monotonic()
+    try:
+        completion = await asyncio.wait_for(provider.complete(call), timeout=pcfg.timeout_s)
+    except Exception as exc:  # reported, never raised: the run's own calls are retried and accounted
+        result.error = str(exc) or type(exc).__name__
+        return result
+    result.latency_s = time.monotonic() - start
+    result.output_tokens = completion.usage.output_tokens
+    if result.output_tokens >= MIN_MEASURED and result.latency_s > 0:
+        result.tokens_per_s = result.output_tokens / result.latency_s
+    if model.price is not None:
+        u = completion.usage
+        result.dollars = model.price.dollars(u.input_tokens, u.output_tokens, u.cached_tokens)
+    return result
+
+
+async def served_context(base_url: str, model_id: str, key: str | None) -> tuple[int | None, str | None]:
+    """The context size an OpenAI-compatible server holds for `model_id`, where it says:
+    llama.cpp's `/props` (`default_generation_settings.n_ctx`, per slot), else vLLM's
+    `max_model_len` in `/v1/models`. (None, None) when neither answers."""
+    import httpx
+
+    parts = urlsplit(base_url.rstrip("/"))
+    root = urlunsplit(parts._replace(path=parts.path.removesuffix("/v1")))
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    async with httpx.AsyncClient(timeout=5.0, headers=headers) as client:
+        try:
+            props = (await client.get(f"{root}/props")).json()
+            n_ctx = (props.get("default_generation_settings") or {}).get("n_ctx")
+            if isinstance(n_ctx, int) and n_ctx > 0:
+                return n_ctx, f"{root}/props n_ctx"
+        except (httpx.HTTPError, ValueError, AttributeError):
+            pass
+        try:
+            models = (await client.get(f"{base_url.rstrip('/')}/models")).json().get("data") or []
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return None, None
+    for entry in models:
+        if isinstance(entry, dict) and isinstance(entry.get("max_model_len"), int):
+            if entry.get("id") == model_id or len(models) == 1:
+                return entry["max_model_len"], f"{base_url.rstrip('/')}/models max_model_len"
+    return None, None
+
+
+def probe_problems(cfg: LLMConfig, results: list[ProbeResult]) -> list[str]:
+    """What the measured numbers rule out, each with the setting to change."""
+    problems: list[str] = []
+    by_model = {r.model: r for r in results if r.error is None}
+    for role, rc in cfg.roles.items():
+        r = by_model.get(rc.model)
+        if role == EMBEDDING_ROLE or r is None:
+            continue
+        model = resolve_model(cfg, rc.model)
+        pcfg = cfg.providers[model.provider]
+        if r.tokens_per_s is not None:
+            need = rc.max_tokens / r.tokens_per_s
+            if need > pcfg.timeout_s:
+                fit = max(1, math.floor(pcfg.timeout_s * r.tokens_per_s * MARGIN))
+                problems.append(
+                    f"llm.roles.{role}: max_tokens {rc.max_tokens} at the {r.tokens_per_s:.1f} tokens/s "
+                    f"measured on {model.provider}/{rc.model} takes about {need:.0f} s, more than "
+                    f"llm.providers.{model.provider}.timeout_s ({pcfg.timeout_s:g} s): lower "
+                    f"llm.roles.{role}.max_tokens to at most {fit}, or raise "
+                    f"llm.providers.{model.provider}.timeout_s to at least {math.ceil(need / MARGIN)}"
+                )
+        if r.context_tokens is not None and rc.max_tokens + PROMPT_ROOM > r.context_tokens:
+            problems.append(
+                f"llm.roles.{role}: max_tokens {rc.max_tokens} leaves "
+                f"{max(0, r.context_tokens - rc.max_tokens)} of the {r.context_tokens}-token context "
+                f"that {r.context_source} reports for its prompt, less than {PROMPT_ROOM}: lower "
+                f"llm.roles.{role}.max_tokens to at most {max(1, r.context_tokens - PROMPT_ROOM)}, or "
+                "serve the model with a longer context"
+            )
+    for name, r in by_model.items():
+        claimed = resolve_model(cfg, name).capabilities.context_tokens
+        if r.context_tokens is not None and claimed > r.context_tokens:
+            problems.append(
+                f"llm.models.{name}: capabilities.context_tokens is {claimed}, but {r.context_source} "
+                f"reports {r.context_tokens}: set llm.models.{name}.capabilities.context_tokens to "
+                f"{r.context_tokens} so over-long prompts are refused before they are paid for"
+            )
+    return problems

@@ -1,0 +1,72 @@
+"""The start-of-run probe against fake servers: a role that cannot finish in time, or that the
+served context cannot hold, is refused before any work with the numbers and the setting to change."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.llm import Capabilities, LLMConfigError, validate_llm_config
+from engine.llm.probe import PROBE_TOKENS
+from tests.llm.fake_servers import FakeLLMServer, Reply
+from tests.llm.support import TEST_KEY, TEST_KEY_ENV, make_cfg
+
+ENV = {TEST_KEY_ENV: TEST_KEY}
+
+
+def test_a_role_that_cannot_finish_in_time_is_refused(fake: FakeLLMServer) -> None:
+    """32 tokens in at least 0.5 s: at most 64 tokens/s, so 4096 tokens need over 60 s, more than
+    the 5 s timeout; 64 tokens need about a second and pass."""
+    fake.default = Reply.ok("1 2 3", delay_s=0.5, usage=(20, PROBE_TOKENS, 0))
+    roles = {
+        "code": {"model": "m", "max_tokens": 4096},
+        "feedback": {"model": "m", "max_tokens": 64},
+    }
+    cfg = make_cfg("openai_compatible", fake.url, roles=roles)
+    with pytest.raises(LLMConfigError) as err:
+        validate_llm_config(cfg, ENV)
+    message = str(err.value)
+    assert "llm.roles.code: max_tokens 4096 at the" in message and "tokens/s measured on p/m" in message
+    assert "more than llm.providers.p.timeout_s (5 s)" in message
+    assert (
+        "lower llm.roles.code.max_tokens to at most" in message
+        and "raise llm.providers.p.timeout_s" in message
+    )
+    assert "llm.roles.feedback" not in message
+    assert len(fake.requests) == 1  # one probe per model, nothing else
+
+
+def test_the_served_context_is_read_and_checked(fake: FakeLLMServer) -> None:
+    fake.pages["/props"] = {"default_generation_settings": {"n_ctx": 2048}}
+    fake.default = Reply.ok("1 2 3", usage=(20, PROBE_TOKENS, 0))
+    roles = {"code": {"model": "m", "max_tokens": 1500}, "feedback": {"model": "m", "max_tokens": 256}}
+    cfg = make_cfg("openai_compatible", fake.url, roles=roles)
+    with pytest.raises(LLMConfigError) as err:
+        validate_llm_config(cfg, ENV)
+    message = str(err.value)
+    assert "llm.roles.code: max_tokens 1500 leaves 548 of the 2048-token context" in message
+    assert "llm.roles.code.max_tokens to at most 1024" in message and "llm.roles.feedback" not in message
+    assert "llm.models.m: capabilities.context_tokens is 128000" in message
+    assert "set llm.models.m.capabilities.context_tokens to 2048" in message
+
+
+def test_vllm_max_model_len_and_a_config_that_fits(
+    fake: FakeLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake.pages["/v1/models"] = {"data": [{"id": "fake-model", "max_model_len": 32768}]}
+    fake.default = Reply.ok("1 2 3", usage=(20, PROBE_TOKENS, 0))
+    cfg = make_cfg("openai_compatible", fake.url, caps=Capabilities(vision=True, context_tokens=32768))
+    (result,) = validate_llm_config(cfg, ENV)
+    assert result.context_tokens == 32768 and result.context_source.endswith("/v1/models max_model_len")
+    assert result.output_tokens == PROBE_TOKENS and result.tokens_per_s is not None and result.dollars > 0
+    assert "context 32768 tokens" in result.line() and "tokens/s" in result.line()
+
+
+def test_a_failed_probe_is_reported_not_refused(fake: FakeLLMServer) -> None:
+    fake.default = Reply.error(500)
+    (result,) = validate_llm_config(make_cfg("openai_compatible", fake.url), ENV)
+    assert result.error and "failed" in result.line()
+
+
+def test_probe_off(fake: FakeLLMServer) -> None:
+    cfg = make_cfg("openai_compatible", fake.url).model_copy(update={"probe": False})
+    assert validate_llm_config(cfg, ENV) == [] and not fake.requests
