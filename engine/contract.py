@@ -55,16 +55,19 @@ def parse_results(
         where = ".".join(str(p) for p in first["loc"])
         return [], None, f"{RESULTS_FILE} is invalid at {where or 'top level'}: {first['msg']}"
     declared = {s.name: s for s in specs}
+    # JSON has no NaN or infinity: a non-finite value is left out (null in exports) and named below.
     values = [
         MetricValue(name=name, value=value, direction=declared[name].direction if name in declared else None)
         for name, value in results.metrics.items()
+        if math.isfinite(value)
     ]
     missing = [s.name for s in specs if s.name not in results.metrics]
     if missing:
         return values, results, f"{RESULTS_FILE} lacks declared metric(s): {', '.join(missing)}"
     bad = [name for name, value in results.metrics.items() if not math.isfinite(value)]
     if bad:
-        return values, results, f"{RESULTS_FILE} has non-finite metric(s): {', '.join(bad)}"
+        shown = ", ".join(f"{name} = {results.metrics[name]}" for name in bad)
+        return values, results, f"{RESULTS_FILE} has non-finite metric(s): {shown} (recorded as null)"
     return values, results, ""
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import pickle
 import re
@@ -206,6 +207,25 @@ def fingerprint(cls: type) -> str:
     else:
         return ""
     return hashlib.sha256(shape.encode()).hexdigest()[:16]
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def strict_json(value: Any) -> str:
+    """JSON that strict readers (jq, browsers) accept: a NaN or an infinity, which `json.dumps`
+    would write as a bare token, is written as null (whoever records one says why)."""
+    try:
+        return json.dumps(value, default=str, allow_nan=False)
+    except ValueError:  # rare: walk the value only when it holds a non-finite float
+        return json.dumps(_finite(value), default=str, allow_nan=False)
 
 
 class EventLog:
@@ -451,7 +471,7 @@ class EventLog:
         if self._file is None:
             raise RuntimeError(f"{self.path} was opened read-only (or closed); it cannot be appended to")
         event = {"seq": self.count, "ts": time.time(), "type": type_, **data}
-        line = json.dumps(event, default=str).encode() + b"\n"
+        line = strict_json(event).encode() + b"\n"
         self._file.write(line)
         self._file.flush()  # in the kernel: a killed driver loses nothing
         if self._group:

@@ -3,17 +3,30 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pydantic_core import PydanticSerializationError
 
-from engine.blobs import inline
+from engine.blobs import BlobMissing, inline
 from engine.journal import Journal
 
 
 def _node_row(n: Any) -> dict[str, Any]:
+    try:
+        return _row(n)
+    except PydanticSerializationError as e:  # a payload's blob (engine/blobs.py) is missing or damaged
+        cause = str(e).partition("BlobMissing: ")[2] or str(e)
+        raise BlobMissing(
+            f"node {n.id}: {cause}; restore the run's blobs/ folder from a copy of the run (it travels "
+            "with events.jsonl), then export again"
+        ) from None
+
+
+def _row(n: Any) -> dict[str, Any]:
     row = n.model_dump(
         mode="json", exclude={"metrics", "execution", "origin", "outcome", "steps", "open_attempt"}
     )
@@ -26,7 +39,8 @@ def _node_row(n: Any) -> dict[str, Any]:
 
 
 def export_parquet(journal: Journal, out_dir: Path) -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """Both tables are built before anything is written, and each file is renamed into place
+    whole: a run that cannot be exported leaves no partial output."""
     rows = [_node_row(n) for n in journal]
     metric_names = sorted({k for r in rows for k in r["metrics"]})
     for r in rows:  # one float column per metric, null where a node has none
@@ -48,7 +62,13 @@ def export_parquet(journal: Journal, out_dir: Path) -> list[Path]:
             for e in journal.log.events
         ]
     )
+    out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / "nodes.parquet", out_dir / "events.parquet"]
-    pq.write_table(nodes, paths[0])
-    pq.write_table(events, paths[1])
+    for table, path in zip((nodes, events), paths, strict=True):
+        part = path.with_name(f".{path.name}.part")
+        try:
+            pq.write_table(table, part)
+            os.replace(part, path)
+        finally:
+            part.unlink(missing_ok=True)
     return paths

@@ -26,7 +26,11 @@ def cost(
     console = Console()
     if json_out:
         t = throughput(cfg, journal, records)
-        print(f'{{"spend": {breakdown.model_dump_json()}, "throughput": {t.model_dump_json()}}}')
+        # Schema in docs/cli.md ("--json outputs"): it only grows by new keys.
+        print(
+            f'{{"schema_version": 1, "spend": {breakdown.model_dump_json()}, '
+            f'"throughput": {t.model_dump_json()}}}'
+        )
         return 0
     if not console.is_terminal:
         console = Console(file=console.file, width=max(console.width, 120))  # never cut in a pipe

@@ -12,9 +12,9 @@ from rich.console import Console
 from engine.dispatch import RunOutcome
 from engine.errors import ConfigError
 from engine.journal import Journal
-from engine.summary import fmt, stage_rows
 from silva.cli.session import SESSION
 from silva.signals import EXIT_CODES as SIGNAL_EXIT_CODES
+from silva.status_json import run_result
 
 # Exit codes a script can rely on (docs/cli.md; README "Exit codes"); 130/143 after SIGINT/SIGTERM.
 EXIT_RESULT = 0  # finished with a result
@@ -27,40 +27,15 @@ EXIT_CODES_HELP = (
 )
 
 
-def result_line(journal: Journal) -> tuple[str, bool]:
-    """The end-of-run sentence on the result, from the journal's numbers, and whether every stage
-    that ran has a good node."""
-    spec = journal.primary_metric
-    rows = stage_rows(journal)
-    empty = [r for r in rows if r.done and not r.good]
-    if empty:
-        where = ", ".join(f"{r.stage}" + (f" of {r.idea}" if r.idea != "default" else "") for r in empty[:3])
-        more = f" and {len(empty) - 3} more" if len(empty) > 3 else ""
-        return f"result: none: no good node in {where}{more}", False
-    finals = [r for r in rows if r.best_value is not None]
-    if not finals or spec is None:
-        return "result: none: no node has a value of the primary metric", False
-    last = {r.idea: r for r in finals}  # each idea's last stage with a best node
-    best = max(last.values(), key=lambda r: spec.oriented(r.best_value) or float("-inf"))
-    ideas = f" (best of {len(last)} ideas: {best.idea})" if len(last) > 1 else ""
-    return (
-        f"result: {spec.name} = {fmt(best.best_value)} ({spec.direction}), node {best.best_node} "
-        f"in stage {best.stage}{ideas}",
-        True,
-    )
-
-
 def report(console: Console, run_dir: Path, outcome: RunOutcome) -> int:
     # soft_wrap: paths stay on one line (copyable) in logs and narrow terminals.
     console.print(f"[bold]{outcome.status}[/bold]: {outcome.message}", soft_wrap=True)
-    from silva import lifecycle
-
-    _, journal = lifecycle.open_run(run_dir, read_only=True)
+    journal = Journal.open(run_dir, read_only=True)
     try:
-        line, has_result = result_line(journal)
+        result = run_result(journal)
     finally:
         journal.log.close()
-    console.print(line, highlight=False, soft_wrap=True)
+    console.print(result.text, highlight=False, soft_wrap=True)
     for paper in sorted(run_dir.glob("paper/*/paper.pdf")):
         console.print(f"paper: {paper}", highlight=False, soft_wrap=True)
     if outcome.status in ("interrupted", "budget"):
@@ -75,7 +50,7 @@ def report(console: Console, run_dir: Path, outcome: RunOutcome) -> int:
         return SIGNAL_EXIT_CODES[outcome.signal]
     if outcome.status == "budget":
         return EXIT_STOPPED
-    return EXIT_RESULT if outcome.status == "finished" and has_result else EXIT_NO_RESULT
+    return EXIT_RESULT if outcome.status == "finished" and result.has_result else EXIT_NO_RESULT
 
 
 def run(
@@ -143,8 +118,9 @@ def resume(
     from silva.progress import Progress
 
     console = Console()
-    if run_dir.is_dir():
-        SESSION.attach(run_dir)
+    _, journal = lifecycle.open_run(run_dir, read_only=True)  # a damaged run is refused before any write
+    journal.log.close()
+    SESSION.attach(run_dir)
     console.print(f"resuming {run_dir}", highlight=False, soft_wrap=True)
     with _served(console, run_dir, view), Progress() as progress:
         outcome = lifecycle.resume(run_dir, progress.update)

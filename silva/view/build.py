@@ -14,6 +14,7 @@ import hashlib
 import json
 import math
 import os
+import shutil
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,8 +80,27 @@ def page(data_json: str) -> str:
     return head + css + middle + data_json + before_js + js + tail
 
 
-def write_view(run_dir: Path, cfg: RunConfig, journal: Journal, records: list[CallRecord]) -> BuildResult:
-    out = run_dir / VIEW_DIR
+def write_view(
+    run_dir: Path, cfg: RunConfig, journal: Journal, records: list[CallRecord], out: Path | None = None
+) -> BuildResult:
+    """Into `out` (RUN_DIR/view by default). A first build goes to a hidden sibling that is renamed
+    into place when complete: a build that fails leaves no partial view behind."""
+    out = out or run_dir / VIEW_DIR
+    if out.is_dir():  # a rebuild (the live view): every file is replaced whole
+        return _write_into(out, run_dir, cfg, journal, records)
+    staging = out.with_name(f".{out.name}.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        result = _write_into(staging, run_dir, cfg, journal, records)
+        os.replace(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return BuildResult(index=out / result.index.name, nodes=result.nodes, written=result.written)
+
+
+def _write_into(
+    out: Path, run_dir: Path, cfg: RunConfig, journal: Journal, records: list[CallRecord]
+) -> BuildResult:
     nodes_dir = out / NODES_DIR
     nodes_dir.mkdir(parents=True, exist_ok=True)
     revisions = node_revisions(journal, records)
@@ -154,7 +174,7 @@ def _write_details(
     return len(stale)
 
 
-def build_view(run_dir: Path) -> BuildResult:
-    """Read the run (read-only: works while it runs) and write its view."""
+def build_view(run_dir: Path, out: Path | None = None) -> BuildResult:
+    """Read the run (read-only: works while it runs) and write its view into `out`."""
     cfg, journal, records = open_read_only(run_dir)
-    return write_view(run_dir, cfg, journal, records)
+    return write_view(run_dir, cfg, journal, records, out)

@@ -19,6 +19,7 @@ from rich.console import Console
 
 from engine.dispatch import RunOutcome
 from engine.eventlog import EVENTS_FILE
+from engine.journal import Journal
 from engine.writerlock import LOCK_FILE
 from silva.cli.main import main
 from silva.cli.run import report
@@ -34,7 +35,7 @@ def snapshot(root: Path) -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("run")
-    assert main(["run", str(make_config(tmp, make_template(tmp / "tpl"), budgets={"max_nodes": 4}))]) == 0
+    assert main(["run", str(make_config(tmp, make_template(tmp / "tpl"), budgets={"max_nodes": 4}))]) == 3  # budget stop
     return next((tmp / "runs").iterdir())
 
 
@@ -85,7 +86,7 @@ def test_torn_tail_ignored_by_views_and_set_aside_by_a_writer(
     before = snapshot(run_dir)
     assert main(["status", str(run_dir)]) == 0
     assert snapshot(run_dir) == before
-    assert main(["resume", str(run_dir)]) == 0  # the budget still stops it at once
+    assert main(["resume", str(run_dir)]) == 3  # the budget still stops it at once
     torn = list(run_dir.glob(f"{EVENTS_FILE}.torn-*"))
     assert len(torn) == 1 and torn[0].read_bytes() == b'{"seq": 999, "ts": 1.0, "type": "attempt_sta'
     assert events.read_bytes().startswith(good)
@@ -156,7 +157,7 @@ def test_second_writer_refused_stale_lock_taken_over(
     holder.send_signal(signal.SIGKILL)
     holder.wait()
     assert (run_dir / LOCK_FILE).exists()  # a killed writer leaves its lock file: stale
-    assert main(["resume", str(run_dir)]) == 0
+    assert main(["resume", str(run_dir)]) == 3  # taken over; the budget stops it again
 
 
 def test_no_write_permission() -> None:
@@ -166,7 +167,7 @@ def test_no_write_permission() -> None:
     top = Path(tempfile.mkdtemp(prefix="silva-ro-"))
     try:
         os.chmod(top, 0o755)
-        assert main(["run", str(make_config(top, make_template(top / "tpl"), budgets={"max_nodes": 2}))]) == 0
+        assert main(["run", str(make_config(top, make_template(top / "tpl"), budgets={"max_nodes": 2}))]) == 3  # budget stop
         run = next((top / "runs").iterdir())
         for p in top.rglob("*"):
             os.chmod(p, 0o755 if p.is_dir() else 0o644)
@@ -186,5 +187,7 @@ def test_no_write_permission() -> None:
 @pytest.mark.parametrize("status", ["interrupted", "budget"])
 def test_last_line_names_the_resume_command(status: str, tmp_path: Path) -> None:
     out = io.StringIO()
+    (tmp_path / "runs" / "r1").mkdir(parents=True)
+    Journal.open(tmp_path / "runs" / "r1").log.close()
     report(Console(file=out, width=200), tmp_path / "runs" / "r1", RunOutcome(status, "stopped"))
     assert out.getvalue().splitlines()[-1] == f"continue with: silva resume {tmp_path / 'runs' / 'r1'}"

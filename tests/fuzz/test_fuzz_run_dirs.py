@@ -54,7 +54,7 @@ damages = st.lists(
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("fuzzrun")
-    assert main(["run", str(make_config(tmp, make_template(tmp / "tpl"), budgets={"max_nodes": 5}))]) == 0
+    assert main(["run", str(make_config(tmp, make_template(tmp / "tpl"), budgets={"max_nodes": 5}))]) == 3  # budget stop
     return next((tmp / "runs").iterdir())
 
 
