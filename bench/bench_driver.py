@@ -156,8 +156,14 @@ class SimExecutor:
 
 
 # -- generating a journal ----------------------------------------------------------------------
-def write_run(work: Path, n_nodes: int) -> Path:
-    """A template-forest run of about `n_nodes` finished nodes, plus LIVE_VARIANTS unstarted trees."""
+def write_run(
+    work: Path,
+    n_nodes: int,
+    live: int = LIVE_VARIANTS,
+    stages: tuple[tuple[str, str, int], ...] = STAGES,
+    name: str = "",
+) -> Path:
+    """A template-forest run of about `n_nodes` finished nodes, plus `live` unstarted trees."""
     import yaml
 
     from engine.journal import Journal
@@ -168,8 +174,8 @@ def write_run(work: Path, n_nodes: int) -> Path:
     tpl.mkdir(parents=True, exist_ok=True)
     (tpl / "experiment.py").write_text("raise SystemExit('the benchmark simulates experiments')\n")
     (tpl / "template.yaml").write_text(yaml.safe_dump(TEMPLATE))
-    done = max(1, round(n_nodes / NODES_PER_VARIANT))
-    variants = [{"name": f"v{i:05d}", "fixed": {"q": i}} for i in range(done + LIVE_VARIANTS)]
+    done = round(n_nodes / NODES_PER_VARIANT)
+    variants = [{"name": f"v{i:05d}", "fixed": {"q": i}} for i in range(done + live)]
     cfg = RunConfig.model_validate(
         {
             "name": "driver",
@@ -178,14 +184,14 @@ def write_run(work: Path, n_nodes: int) -> Path:
             "seed": 0,
             "replicates": REPLICATES,
             "proposer": "sobol",
-            "stages": {s: {"max_nodes": n} for s, _, n in STAGES},
+            "stages": {s: {"max_nodes": n} for s, _, n in stages},
             "budgets": {"wall_clock_s": None, "node_timeout_s": 600},
             "executor": {"kind": "inprocess", "max_in_flight": 64},
             "sandbox": "none",
             "variants": variants,
         }
     )
-    run = work / f"run-{n_nodes}"
+    run = work / (name or f"run-{n_nodes}")
     shutil.rmtree(run, ignore_errors=True)
     run.mkdir(parents=True)
     (run / "config.yaml").write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
@@ -365,6 +371,93 @@ def child_driver(run: Path, completions: int, slots: int) -> dict[str, Any]:
     }
 
 
+def cpu_per_completion(cpu: list[float]) -> dict[str, Any]:
+    """Driver CPU per completion over the whole run, its last fifth, and each fifth in turn."""
+
+    def per(marks: list[float]) -> float:
+        return (marks[-1] - marks[0]) / max(1, len(marks) - 1) * 1e3
+
+    fifth = max(2, len(cpu) // 5)
+    return {
+        "cpu_ms": per(cpu),
+        "last_fifth_cpu_ms": per(cpu[-fifth:]),
+        "fifths_cpu_ms": [round(per(cpu[k * fifth : (k + 1) * fifth + 1]), 3) for k in range(5)],
+    }
+
+
+def child_forest(run: Path, ideas: int, slots: int, completions: int) -> dict[str, Any]:
+    """The real driver on the run's finished trees plus its first `ideas` unstarted ones, at
+    `slots` simulated slots, until the forest ends (or `completions`, when not 0)."""
+    from rich.console import Console
+
+    from silva.lifecycle import execute, open_run
+    from silva.progress import Progress
+
+    cfg, journal = open_run(run)
+    nodes = len(journal.nodes)
+    done = {n.idea for n in journal.nodes.values()}
+    keep = [v for v in cfg.variants if v.name in done]
+    keep += [v for v in cfg.variants if v.name not in done][:ideas]
+    budgets = cfg.budgets.model_copy(update={"max_nodes": nodes + completions if completions else None})
+    executor = cfg.executor.model_copy(update={"max_in_flight": slots})
+    cfg = cfg.model_copy(update={"budgets": budgets, "executor": executor, "variants": keep})
+    sim = SimExecutor()
+    start = time.process_time()
+    with open(os.devnull, "w") as sink, Progress(Console(file=sink, force_terminal=False)) as progress:
+        outcome = execute(cfg, journal, on_change=progress.update, executor=sim)
+    took = time.process_time() - start
+    journal.log.close()
+    return {
+        "nodes_before": nodes,
+        "ideas": ideas,
+        "slots": slots,
+        "completions": len(sim.marks),
+        **cpu_per_completion(sim.cpu_marks),
+        "driver_cpu_s": took,
+        "driver_rss_mb": rss_mb(),
+        "outcome": outcome.status,
+        "message": outcome.message[:200],
+    }
+
+
+def matrix(args: argparse.Namespace) -> dict[str, Any]:
+    """Driver CPU per completion for forests of `--ideas` template ideas at `--matrix-slots`
+    slots, on an empty journal and on one of `--big-journal` nodes; then one idea whose tuning
+    stage has `--stage-nodes` nodes. Each row in its own process, journals on tmpfs."""
+    rows: dict[str, Any] = {"code": str(args.code), "cpus": os.cpu_count(), "rows": []}
+    journals = []
+    for n in (0, args.big_journal):
+        run = args.work / f"run-{n}"
+        if not (run / "events.jsonl").is_file():
+            print(f"generating {n} nodes ...", flush=True)
+            print(" ", in_child(REPO, "generate", str(args.work), str(n)), flush=True)
+        journals.append((n, run))
+    for n, run in journals:
+        for ideas in (int(i) for i in args.ideas.split(",")):
+            for slots in (int(s) for s in args.matrix_slots.split(",")):
+                copy = copy_run(run, args.work)
+                try:
+                    row = in_child(
+                        args.code, "forest", str(copy), str(ideas), str(slots), str(args.completions_cap)
+                    )
+                finally:
+                    shutil.rmtree(copy, ignore_errors=True)
+                row |= {"journal_nodes": n, "load_avg": os.getloadavg()[0]}
+                rows["rows"].append(row)
+                print(json.dumps(row), flush=True)
+                save(args.label, rows, key="matrix")
+    stage_run = args.work / f"stage-{args.stage_nodes}"
+    stages = tuple((s, k, args.stage_nodes if s == "hyperparameter" else n) for s, k, n in STAGES)
+    for slots in (int(s) for s in args.stage_slots.split(",")):
+        in_child(REPO, "generate-stage", str(args.work), str(args.stage_nodes))
+        row = in_child(args.code, "forest", str(stage_run), "1", str(slots), "0")
+        row |= {"stage_nodes": args.stage_nodes, "load_avg": os.getloadavg()[0], "stages": stages}
+        rows["rows"].append(row)
+        print(json.dumps(row), flush=True)
+        save(args.label, rows, key="matrix")
+    return rows
+
+
 def in_child(code: Path, *args: str) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(code)}
     out = subprocess.run(
@@ -425,6 +518,17 @@ def main() -> None:
     ap.add_argument(
         "--disk", type=Path, default=Path(tempfile.gettempdir()), help="an on-disk folder for (c)"
     )
+    ap.add_argument(
+        "--matrix",
+        action="store_true",
+        help="driver CPU per completion across forest sizes and slots (key `matrix` of --label)",
+    )
+    ap.add_argument("--ideas", default="32,64", help="--matrix: forest sizes")
+    ap.add_argument("--matrix-slots", default="64,256,1000", help="--matrix: slot counts")
+    ap.add_argument("--big-journal", type=int, default=100000, help="--matrix: nodes already journaled")
+    ap.add_argument("--completions-cap", type=int, default=0, help="--matrix: stop after (0: whole run)")
+    ap.add_argument("--stage-nodes", type=int, default=2000, help="--matrix: one idea's tuning stage")
+    ap.add_argument("--stage-slots", default="64", help="--matrix: slots of the one-idea run")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -433,10 +537,22 @@ def main() -> None:
             print(json.dumps(child_open(Path(rest[0]))))
         elif what == "driver":
             print(json.dumps(child_driver(Path(rest[0]), int(rest[1]), int(rest[2]))))
+        elif what == "forest":
+            print(json.dumps(child_forest(Path(rest[0]), int(rest[1]), int(rest[2]), int(rest[3]))))
+        elif what == "generate-stage":
+            n = int(rest[1])
+            stages = tuple((s, k, n if s == "hyperparameter" else c) for s, k, c in STAGES)
+            run = write_run(Path(rest[0]), 0, live=1, stages=stages, name=f"stage-{n}")
+            print(json.dumps({"run": str(run)}))
         elif what == "generate":
             start = time.perf_counter()
             run = write_run(Path(rest[0]), int(rest[1]))
             print(json.dumps({"run": str(run), "generate_s": time.perf_counter() - start}))
+        return
+    if args.matrix:
+        args.work.mkdir(parents=True, exist_ok=True)
+        matrix(args)
+        print(f"wrote {RESULTS}")
         return
     sizes = [int(s) for s in args.sizes.split(",")]
     args.work.mkdir(parents=True, exist_ok=True)
@@ -478,10 +594,13 @@ def main() -> None:
     print(f"wrote {RESULTS}")
 
 
-def save(label: str, figures: dict[str, Any]) -> None:
+def save(label: str, figures: dict[str, Any], key: str = "") -> None:
     results = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
     results["targets"] = TARGETS
-    results[label] = figures
+    if key:
+        results.setdefault(key, {})[label] = figures
+    else:
+        results[label] = figures
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
 

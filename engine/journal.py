@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -323,6 +323,12 @@ class Journal:
             for n in nodes
             if (not kinds or n.kind in kinds) and (discarded or n.status != NodeStatus.DISCARDED)
         ]
+
+    def stage_ids(self, stage: str, idea: str | None = None) -> Sequence[str]:
+        """Ids of a stage's nodes (of one idea), oldest first, discarded ones included: the
+        journal's own index, read-only, which only grows. For views kept incrementally
+        (search/stages.py's StageNodes): each reads only the ids added since it last looked."""
+        return self._by_stage.get((idea, stage), ())
 
     def of_idea(self, idea: str) -> list[Node]:
         return [self.nodes[i] for i in self._by_idea.get(idea, [])]

@@ -243,6 +243,7 @@ class Allocation:
         self.index = {i.name: k for k, i in enumerate(self.ideas)}
         self.arms = {i.name: _Arm() for i in self.ideas}
         self.node_idea: dict[str, str] = {}
+        self.decided: list[str] = []  # ideas decided about since the forest last looked
         self.open: set[str] = set(self.index)  # ideas neither finished nor stopped, as of the last round
         score = self.cfg.progress or self.plan_.progress
         if self.cfg.policy != "fair" and (score is None or score not in PROGRESS_SCORES):
@@ -276,6 +277,8 @@ class Allocation:
     # -- journal ----------------------------------------------------------------------------
     def _record(self, **data: Any) -> None:
         self.journal.record(EVENT, **data)
+        if data.get("idea") is not None:  # a decision about an idea may let its tree propose again
+            self.decided.append(data["idea"])
 
     def _replay(self, e: dict[str, Any]) -> None:
         idea, decision = e.get("idea"), e.get("decision")
@@ -413,8 +416,10 @@ class Allocation:
             )
         return [t for t in active if t.name not in self.stopped and t.name not in self.waiting]
 
-    def plan(self, live: Sequence[T], max_in_flight: int) -> list[tuple[T, int]]:
-        """Trees in the order to ask them, each with the in-flight count it may fill up to."""
+    def plan(self, live: Sequence[T], max_in_flight: int, among: int | None = None) -> list[tuple[T, int]]:
+        """Trees in the order to ask them, each with the in-flight count it may fill up to.
+        `among`: how many trees share the slots under `fair` (the forest passes only the trees
+        that can propose now, but a share is of all open ones); default, the live ones."""
         if self.cfg.policy == "bandit":
             return self._bandit(live, max_in_flight)
         if self.cfg.policy == "successive_halving":
@@ -436,7 +441,7 @@ class Allocation:
                 (t, max_in_flight) for t in ranked if t.inflight()
             ]
         order = sorted(live, key=lambda t: (t.inflight(), self.index[t.name]))
-        fair = math.ceil(max_in_flight / len(order)) if order else 0
+        fair = math.ceil(max_in_flight / max(among or 0, len(order))) if order else 0
         return [(t, fair) for t in order]
 
     # -- successive halving -----------------------------------------------------------------

@@ -168,59 +168,117 @@ class GrowingTree(Protocol):
 
 class Forest:
     """Implements engine.dispatch.Strategy over one tree per idea; `allocation` (docs/budgets.md,
-    search/allocation.py) decides which trees get free slots, in which order, and which stop."""
+    search/allocation.py) decides which trees get free slots, in which order, and which stop.
+
+    Only trees that can propose are asked (docs/engine.md, "Driver scaling"): a tree offered
+    slots that proposes fewer is *idle* until an event can change that, namely a step or
+    attempt of its own finishing (`settle`), a budget change or a change of slots. Its
+    in-flight count cannot move meanwhile, so it is kept. A completion that frees a slot no
+    tree can use then costs no proposal call and no scan of the forest. The allocation's
+    decisions about an idea (promoted at a rung, its stage extended) wake its tree too."""
 
     def __init__(self, trees: Sequence[GrowingTree], max_in_flight: int, allocation: Allocation) -> None:
         self.trees, self.max_in_flight, self.allocation = list(trees), max_in_flight, allocation
         self.by_name = {t.name: t for t in trees}
-        self.open_trees = list(trees)
+        self.open_trees = {t.name: t for t in trees}  # may still grow (insertion order: the trees')
+        self.idle: dict[str, int] = {}  # idle tree -> its in-flight count when it went idle
+        self.idle_inflight = 0  # their sum
+        self.asked = 0  # tree proposals asked for (tests and bench/bench_driver.py count them)
+        self._budgets = self._budget_limits()
 
     def capacity_changed(self, slots: int) -> None:
         """The dispatcher's slots followed the cluster: shares are of the new number."""
         self.max_in_flight = slots
+        self._wake_all()
 
     def propose(self, slots: int) -> list[Node]:
-        active = self.allocation.live(self._open())
+        if self._budget_limits() is not self._budgets:  # `silva budget` changed a limit
+            self._budgets = self._budget_limits()
+            self._wake_all()
+        if len(self.idle) == len(self.open_trees):
+            if self.allocation.journal.unfinished_count():
+                return []  # every tree waits on a result still in flight
+            self._wake_all()  # nothing in flight to wake them: ask each once more before "stuck"
+        active = self.allocation.live(self._candidates())
+        for name in self.allocation.decided:  # promoted, extended, stopped: asked again
+            self._wake(name)
+        self.allocation.decided.clear()
         if not active:
             return []
         # Each tree is asked once per round (its proposals enter the journal only afterwards).
         out: list[Node] = []
         carry = 0
-        order = self.allocation.plan(active, self.max_in_flight)
+        order = self.allocation.plan(active, self.max_in_flight, among=len(self.open_trees))
         # Shares are of the slots, but a tree's in-flight nodes include those in their think or
         # judge step, which hold none: with look-ahead the dispatcher keeps more nodes in flight
         # than slots. Each share scales to that pipeline; unscaled, only the last tree asked
         # could look ahead (seen: 4 ideas on 4 slots at utilization 0.67, at most 1.00).
-        scale = max(1.0, (slots + sum(t.inflight() for t in active)) / self.max_in_flight)
-        for k, (tree, share) in enumerate(order):
+        awake = [t for t, _ in order if t.name not in self.idle]
+        inflight = sum(t.inflight() for t in awake) + self.idle_inflight
+        scale = max(1.0, (slots + inflight) / self.max_in_flight)
+        last = awake[-1].name if awake else None
+        for tree, share in order:
             remaining = slots - len(out)
             if remaining <= 0:
                 break
-            last = k == len(order) - 1
+            if tree.name in self.idle:
+                continue  # its share passes on, as if asked
             cap = (
                 remaining
-                if last
+                if tree.name == last
                 else min(remaining, max(0, math.ceil(share * scale) - tree.inflight()) + carry)
             )
-            got = tree.propose(cap) if cap > 0 else []
+            got = self._ask(tree, cap) if cap > 0 else []
             carry = cap - len(got)
             out += got
         return out
 
-    def _open(self) -> list[GrowingTree]:
-        """Trees that may still grow. A tree that stopped or finished never grows again (its
-        budgets and the journal only move forward), so it is dropped for good: a forest of
-        thousands of ideas is not scanned whole at every completion."""
-        still = [t for t in self.open_trees if not t.stopped() and t.finished() is None]
-        if len(still) < len(self.open_trees):
-            self.open_trees = still
-        return still
+    def _ask(self, tree: GrowingTree, cap: int) -> list[Node]:
+        self.asked += 1
+        got = tree.propose(cap)
+        # Fewer than offered: the tree could not use more (its budget, or a stage waiting on
+        # results); its new nodes are in flight and will wake it.
+        if len(got) < cap and tree.name in self.open_trees:
+            n = tree.inflight()
+            self.idle[tree.name] = n
+            self.idle_inflight += n
+        return got
+
+    def _wake(self, name: str) -> None:
+        self.idle_inflight -= self.idle.pop(name, 0)
+
+    def _wake_all(self) -> None:
+        self.idle.clear()
+        self.idle_inflight = 0
+
+    def _budget_limits(self) -> object:
+        meter = self.allocation.meter
+        return meter.budgets if meter is not None else None
+
+    def _candidates(self) -> list[GrowingTree]:
+        """The trees the allocation chooses among: under `fair`, the awake open ones (an idle
+        tree takes no slot); the other policies compare every open idea at each round."""
+        self._close()
+        if self.allocation.cfg.policy == "fair":
+            return [t for t in self.open_trees.values() if t.name not in self.idle]
+        return list(self.open_trees.values())
+
+    def _close(self) -> None:
+        """Drop the trees that stopped or finished: they never grow again (budgets and the
+        journal only move forward), so a forest of thousands of ideas is not scanned whole at
+        every completion. Only awake trees can have changed since the last look."""
+        for name in [n for n in self.open_trees if n not in self.idle]:
+            t = self.open_trees[name]
+            if t.stopped() or t.finished() is not None or self.allocation.ended(name) is not None:
+                del self.open_trees[name]
 
     def job_for(self, node: Node, attempt: int) -> Job:
         return self.by_name[node.idea].job_for(node, attempt)
 
     def settle(self, node: Node) -> None:
-        """engine.dispatch: `node` finished a step or its attempt; only its own tree is told."""
+        """engine.dispatch: `node` finished a step or its attempt; only its own tree is told, and
+        it may propose again."""
+        self._wake(node.idea)
         tree = self.by_name.get(node.idea)
         settle = getattr(tree, "settle", None)
         if settle is not None:

@@ -322,9 +322,7 @@ class StageManager:
         """The seed replicates of `best` as this stage's best: a kept root's are those its own
         stage ran (the same seeds again would repeat the same runs), then any made here."""
         stages = dict.fromkeys((best.stage, stage))
-        return [
-            n for s in stages for n in self.view(s).kinds.get(REPLICATION, []) if n.parent_id == best.id
-        ]
+        return [n for s in stages for n in self.view(s).kinds.get(REPLICATION, []) if n.parent_id == best.id]
 
     def _decide(self, stage: str, searched: list[Node], why_ended: str) -> list[Node] | None:
         """Record the stage's best node among its contenders; when the chooser must be asked, the

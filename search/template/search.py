@@ -16,7 +16,8 @@ from engine.journal import Journal
 from engine.node import Node, NodeStatus, Origin
 from sandbox.base import Limits
 from search.config import SearchSettings
-from search.template.proposers import Proposer
+from search.stages import StageNodes
+from search.template.proposers import Proposer, Tried
 from search.template.spec import Template
 
 KIND_OF_STAGE = {
@@ -42,10 +43,20 @@ class TemplateSearch:
             ),
             "agenda": Proposer(space, cfg.seed, cfg.proposer),
         }
+        self.tried = {stage: Tried(p.names) for stage, p in self.proposers.items()}
+        self._views: dict[str, StageNodes] = {}
+
+    def _nodes(self, journal: Journal, stage: str) -> list[Node]:
+        """The stage's search nodes, oldest first, read incrementally (StageNodes): the
+        proposer's tried set then grows by the new ones only. Not to be changed."""
+        view = self._views.get(stage)
+        if view is None or view.journal is not journal:
+            view = self._views[stage] = StageNodes(journal, self.idea, stage)
+        return view.refresh().kinds.get(KIND_OF_STAGE[stage], [])
 
     # -- StageSearch ------------------------------------------------------------------------
     def search_done(self, journal: Journal, stage: str, root: Node | None) -> str | None:
-        nodes = [n for n in journal.in_stage(stage, KIND_OF_STAGE[stage], idea=self.idea)]
+        nodes = self._nodes(journal, stage)
         if stage == "preliminary" and any(n.status == NodeStatus.GOOD for n in nodes):
             return "first good baseline"
         if stage == "ablation" and len(nodes) >= len(self.spec.ablations):
@@ -56,11 +67,23 @@ class TemplateSearch:
             and (nodes or stage == "hyperparameter")
         ):
             return "no hyperparameters to search"
+        if stage in self.proposers and self._exhausted(stage, nodes, root):
+            size = self.proposers[stage].size
+            return f"candidate pool exhausted: every setting of {size} Sobol points tried"
         return None
+
+    def _exhausted(self, stage: str, nodes: list[Node], root: Node | None) -> bool:
+        """Every setting the stage's pool can name is tried: the stage closes with that reason
+        rather than the run stopping as "stuck" (a tuning stage larger than the pool)."""
+        proposer = self.proposers[stage]
+        if not proposer.names:
+            return False
+        extra = {self.tried[stage].key(root.params)} if root is not None else set()
+        return not proposer.untried(self.tried[stage].update(nodes), 1, extra)
 
     def propose(self, journal: Journal, stage: str, root: Node | None, slots: int) -> list[Node]:
         kind = KIND_OF_STAGE[stage]
-        nodes = journal.in_stage(stage, kind, idea=self.idea)
+        nodes = self._nodes(journal, stage)
         base = dict(root.params) if root else self.spec.defaults()
         if stage == "preliminary":
             if any(not n.is_finished for n in nodes):
@@ -89,10 +112,14 @@ class TemplateSearch:
                     stage, kind, root, base, f"method {self.spec.method.name} at the best setting so far"
                 )
             )
-        tried = [n.params for n in nodes] + [o.params for o in out]
-        if root is not None:
-            tried.append(root.params)
-        for setting in self.proposers[stage].propose(slots - len(out), tried, self._scored(nodes, root)):
+        proposer = self.proposers[stage]
+        seen = self.tried[stage].update(nodes)
+        # The surrogate keeps its picks away from everything tried; Sobol order needs only the keys.
+        tried = [o.params for o in out] + ([root.params] if root is not None else [])
+        scored = self._scored(nodes, root) if proposer.kind != "sobol" else []
+        if scored:
+            tried += [n.params for n in nodes]
+        for setting in proposer.propose(slots - len(out), tried, scored, seen):
             params = {**base, **setting}
             out.append(self._node(stage, kind, root, params, self._describe(setting)))
         return out
