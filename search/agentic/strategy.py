@@ -5,7 +5,8 @@
   LLM's judgement of a tuning run says tuning has converged (after `min_tuning_nodes`).
 - agenda: improvements towards the idea's planned experiments (crossover under evolution).
 - ablation: one component removed or replaced at a time, each at most once.
-Budgets (StageManager) end stages 2-4 otherwise. Every node's work is an `OperatorJob`.
+Budgets (StageManager) end stages 2-4 otherwise. A node's work is its think, run and judge jobs
+(search/agentic/operators/job.py).
 With a template (search/template/seed.py), stage 1 starts from the template's code, not drafts.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 
+from engine.executor import Job
 from engine.journal import Journal
 from engine.llm import LLM
 from engine.llm.config import resolve_model
@@ -21,7 +23,19 @@ from engine.node import MetricSpec, Node, NodeStatus, Origin
 from sandbox.base import Limits
 from search.agentic.operators.claims import ClaimBook
 from search.agentic.operators.frozen import Asked, asked
-from search.agentic.operators.job import LLM_OPERATORS, OperatorJob, Proposed, Ran, Step
+from search.agentic.operators.job import (
+    LLM_OPERATORS,
+    Ask,
+    Attempt,
+    CycleJob,
+    JudgeJob,
+    Proposed,
+    Ran,
+    Review,
+    RunJob,
+    Step,
+    ThinkJob,
+)
 from search.agentic.operators.outcome import OperatorOutcome, operator_outcome, variant
 from search.agentic.operators.prompts import CodeRequest, code_prompt, contract, fmt_metrics
 from search.agentic.plan import PLAN
@@ -135,10 +149,41 @@ class AgenticSearch:
                     return f"LLM judged tuning converged at {n.id}: {j.reason[:200]}"
         return None
 
-    def job_for(self, node: Node, attempt: int) -> OperatorJob:
+    def job_for(self, node: Node, attempt: int) -> Job:
+        """The node's next job: the whole cycle in one (re-runs of known code; the pipeline
+        off), or its next step (docs/architecture.md, "The path of one node")."""
+        a = self._attempt(node, attempt)
+        if node.kind not in LLM_OPERATORS:  # replication / heldout / template: run known code
+            return CycleJob(a, None, Ask(parent_code=node.code or "", plan=node.plan))
+        if not self.cfg.search.pipeline:
+            return CycleJob(a, self.llm, self._ask_for(node, a), self._review(node, blocking=False))
+        step = next_step(node)
+        if step == "think":
+            return ThinkJob(a, self.llm, self._ask_for(node, a))
+        proposed, ran = node.steps["think"], node.steps.get("run")
+        assert isinstance(proposed, Proposed) and (ran is None or isinstance(ran, Ran))
+        if step == "run":
+            return RunJob(a, proposed)
+        return JudgeJob(a, self.llm, proposed, ran, self._review(node, blocking=self._could_win(node)))
+
+    def label(self, node: Node) -> str:
+        out = operator_outcome(reported(node))
+        if out.ablation:
+            return f"ablation: {out.ablation}"
+        if out.hyperparameters:
+            return f"tuned: {variant(node)}"
+        return node.origin.label or f"{node.kind} {node.id}"
+
+    # -- helpers --------------------------------------------------------------------------------
+    def _attempt(self, node: Node, attempt: int) -> Attempt:
         res = self.cfg.resources_for(node.kind)
         timeout = self.cfg.budgets.node_timeout_s
-        job = OperatorJob(
+        data = {f"data/{p.name}": p for p in self.idea.datasets}
+        if self.template is not None:
+            data.update(self.template.files)
+        if node.kind == "heldout":
+            data.update({f"data/heldout/{p.name}": p for p in self.idea.heldout_data})
+        return Attempt(
             node_id=node.id,
             attempt=attempt,
             run_dir=self.run_dir,
@@ -152,31 +197,17 @@ class AgenticSearch:
             sandbox_options=self.cfg.sandbox.options,
             python="python3" if self.cfg.sandbox.provider == "docker" else sys.executable,
             seed=node.seed,
-            data={f"data/{p.name}": p for p in self.idea.datasets},
+            data=data,
             params=dict(self.template.params) if self.template else {},
+            split="heldout" if node.kind == "heldout" else "search",
             vision=self.vision,
             plots_gate=self.cfg.search.plots_gate,
             max_plots=self.cfg.search.max_plots,
         )
-        if self.template is not None:
-            job.data.update(self.template.files)
-        if node.kind not in LLM_OPERATORS:  # replication / heldout / template: run known code
-            job.parent_code, job.plan = node.code, node.plan
-            if node.kind == "heldout":
-                job.split = "heldout"
-                job.data.update({f"data/heldout/{p.name}": p for p in self.idea.heldout_data})
-            return job
-        job.llm = self.llm
-        if self.cfg.search.pipeline:
-            job.step = next_step(node)
-            job.proposed = node.steps.get("think")  # type: ignore[assignment]
-            job.ran = node.steps.get("run")  # type: ignore[assignment]
-            if job.step == "run":
-                return job  # the code is in `proposed`: no prompt to build
-            if job.step == "judge":
-                job.tuning_history = self._asked_judge(node).tuning_history if _tunes(node) else ""
-                job.blocking = self._could_win(node)
-                return job
+
+    def _ask_for(self, node: Node, a: Attempt) -> Ask:
+        """The think step's input: the parent's code, the settings or ablations claimed so far,
+        and the prompt as first built (search/agentic/operators/frozen.py)."""
         parent = reported(self.journal.nodes[node.parent_id]) if node.parent_id else None
         claims = None
         if node.kind in ("hyperparameter", "ablation"):
@@ -186,25 +217,21 @@ class AgenticSearch:
                 if n.status == NodeStatus.DISCARDED
             )
             claims = ClaimBook(self.run_dir, self.idea.name, node.stage, node.kind, void)
-        request = asked(self.run_dir, node.id, "think", lambda: self._ask(node, parent, claims, job))
-        job.claims = dataclasses.replace(claims, listed=frozenset(request.tried)) if claims else None
-        job.parent_code = parent.code if parent else ""
-        job.parent_plot_code = operator_outcome(parent).plot_code if parent else ""
-        job.prompt = request.prompt
-        if _tunes(node) and not self.cfg.search.pipeline:  # one job: think, run and judge
-            job.tuning_history = self._asked_judge(node).tuning_history
-        return job
+        request = asked(self.run_dir, node.id, "think", lambda: self._ask(node, parent, claims, a))
+        return Ask(
+            prompt=request.prompt,
+            parent_code=parent.code or "" if parent else "",
+            parent_plot_code=operator_outcome(parent).plot_code if parent else "",
+            claims=dataclasses.replace(claims, listed=frozenset(request.tried)) if claims else None,
+        )
 
-    def label(self, node: Node) -> str:
-        out = operator_outcome(reported(node))
-        if out.ablation:
-            return f"ablation: {out.ablation}"
-        if out.hyperparameters:
-            return f"tuned: {variant(node)}"
-        return node.origin.label or f"{node.kind} {node.id}"
+    def _review(self, node: Node, *, blocking: bool) -> Review:
+        """The judge step's input, built when the node is judged: a tuning stage's judge sees the
+        settings tried so far, as first built (kept like the prompt)."""
+        tuning = self._asked_judge(node).tuning_history if _tunes(node) else ""
+        return Review(tuning_history=tuning, blocking=blocking)
 
-    # -- helpers --------------------------------------------------------------------------------
-    def _ask(self, node: Node, parent: Node | None, claims: ClaimBook | None, job: OperatorJob) -> Asked:
+    def _ask(self, node: Node, parent: Node | None, claims: ClaimBook | None, job: Attempt) -> Asked:
         """The code proposal's prompt, from the journal as it is now (kept by `asked`)."""
         second = self.journal.nodes[node.refs[0]] if node.refs else None
         claimed = claims.tried() if claims else []

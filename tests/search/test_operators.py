@@ -17,7 +17,7 @@ from engine.node import AttemptResult, MetricSpec
 from sandbox.base import Limits
 from search.agentic.operators.claims import ClaimBook
 from search.agentic.operators.diff import DiffError, apply_unified_diff
-from search.agentic.operators.job import OperatorJob
+from search.agentic.operators.job import Ask, Attempt, CycleJob
 from search.agentic.operators.outcome import OperatorOutcome
 from search.agentic.operators.schemas import Proposal, accept
 from tests.search.agentic_helpers import LLM
@@ -81,12 +81,12 @@ def run_job(
         sandbox="none",
         python=sys.executable,
         seed=0,
-        llm=gateway.client(),
-        prompt="[silva] operator=improve",
-        parent_code=PARENT,
     )
+    ask = Ask(prompt="Improve the experiment.", parent_code=PARENT, claims=kw.pop("claims", None))
+    ask.parent_code = kw.pop("parent_code", ask.parent_code)
+    client = kw.pop("llm", gateway.client())
     try:
-        return OperatorJob(**{**fields, **kw}).run([]), provider
+        return CycleJob(Attempt(**{**fields, **kw}), client, ask).run([]), provider
     finally:
         gateway.close()
 

@@ -20,7 +20,7 @@ from engine.llm.ledger import LEDGER_FILE, read_records
 from engine.node import AttemptResult, ExecSummary, MetricValue, Node, StepResult
 from search.agentic.operators.claims import ClaimBook
 from search.agentic.operators.frozen import PROMPTS_DIR, Asked
-from search.agentic.operators.job import Proposed, Ran
+from search.agentic.operators.job import Ask, JudgeJob, Proposed, Ran, ThinkJob
 from search.agentic.strategy import AgenticSearch
 from search.idea import load_idea
 from silva import lifecycle
@@ -63,6 +63,16 @@ class Recording:
 
     def shutdown(self) -> None:
         self.inner.shutdown()
+
+
+def ask_of(job: Job) -> Ask:
+    assert isinstance(job, ThinkJob), job
+    return job.ask
+
+
+def judging(job: Job) -> JudgeJob:
+    assert isinstance(job, JudgeJob), job
+    return job
 
 
 def config(tmp: Path, **overrides: Any) -> Any:
@@ -182,12 +192,14 @@ def test_a_rebuilt_think_asks_exactly_what_its_first_build_asked(tmp_path: Path)
         )
         for _ in range(2)
     )
-    first = AgenticSearch(cfg, journal, idea, None, vision=False).job_for(a, 1)  # type: ignore[arg-type]
+    first = ask_of(AgenticSearch(cfg, journal, idea, None, vision=False).job_for(a, 1))  # type: ignore[arg-type]
     assert "Already tried settings (do not repeat): none yet" in first.prompt
     assert "this is number 1 of 2" in first.prompt  # b is being written beside it
     ClaimBook(run_dir, idea.name, "hyperparameter", "hyperparameter").claim('{"lr": 0.1}', b.id)
 
-    again = AgenticSearch(cfg, Journal.open(run_dir, read_only=True), idea, None, vision=False).job_for(a, 2)  # type: ignore[arg-type]
+    again = ask_of(
+        AgenticSearch(cfg, Journal.open(run_dir, read_only=True), idea, None, vision=False).job_for(a, 2)  # type: ignore[arg-type]
+    )
     assert again.prompt == first.prompt
     assert again.claims is not None and again.claims.listed == frozenset()
     kept = Asked.model_validate_json((run_dir / PROMPTS_DIR / f"{a.id}.think.json").read_text())
@@ -196,7 +208,7 @@ def test_a_rebuilt_think_asks_exactly_what_its_first_build_asked(tmp_path: Path)
     c = journal.add_node(
         Node(parent_id=root.id, stage="hyperparameter", kind="hyperparameter", idea=idea.name)
     )
-    fresh = AgenticSearch(cfg, journal, idea, None, vision=False).job_for(c, 1)  # type: ignore[arg-type]
+    fresh = ask_of(AgenticSearch(cfg, journal, idea, None, vision=False).job_for(c, 1))  # type: ignore[arg-type]
     assert 'Already tried settings (do not repeat): {"lr": 0.1}' in fresh.prompt
     assert "this is number 2 of 2" in fresh.prompt  # a has no claim yet: it is still being written
 
@@ -295,7 +307,7 @@ def test_a_judgement_the_decision_waits_for_is_a_blocking_call(tmp_path: Path) -
         return n
 
     first = ran(0.5)
-    assert search.job_for(first, 1).blocking  # nothing finished yet: it could be the best
+    assert judging(search.job_for(first, 1)).review.blocking  # nothing finished yet: it could be the best
     journal.attempt_finished(
         first.id,
         1,
@@ -307,4 +319,9 @@ def test_a_judgement_the_decision_waits_for_is_a_blocking_call(tmp_path: Path) -
         ),
     )
     better, tie, worse, failed = ran(0.6), ran(0.5), ran(0.4), ran(None, problem="exit code 1")
-    assert [search.job_for(n, 1).blocking for n in (better, tie, worse, failed)] == [True, True, False, False]
+    assert [judging(search.job_for(n, 1)).review.blocking for n in (better, tie, worse, failed)] == [
+        True,
+        True,
+        False,
+        False,
+    ]
