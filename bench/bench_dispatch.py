@@ -173,7 +173,7 @@ def warm_up(slots: int) -> None:
 
 
 def main() -> None:
-    ray.init(num_cpus=CLUSTER_CPUS, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=CLUSTER_CPUS, include_dashboard=False, log_to_driver=False)
     warm_up(CLUSTER_CPUS)
     rng = np.random.default_rng(0)
     mu = np.log(MEAN_S) - SIGMA**2 / 2  # lognormal with the given mean

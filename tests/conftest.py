@@ -16,8 +16,11 @@ os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 def ray_cluster() -> Iterator[None]:
     import ray
 
+    # A private cluster (as the driver starts): plain ray.init() would join a cluster that `ray start`
+    # left on this machine, even a stale one, and fail on num_cpus (LESSONS.md, Ray).
     # Logical CPUs above the 2 physical cores so dispatch tests can keep several slots busy.
     ray.init(
+        address="local",
         num_cpus=6,
         include_dashboard=False,
         log_to_driver=False,

@@ -18,6 +18,7 @@ from tests.review.papers import scripted_reviewer
 from tests.search.agentic_helpers import LLM, agentic_config, idea_file, responder, start
 
 
+@pytest.mark.e2e
 def test_a_template_run_ends_with_its_paper(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cfg = make_config(tmp_path, make_template(tmp_path / "tpl"), writeup={"offline": True})
     assert main(["run", str(cfg)]) == 0
@@ -32,6 +33,7 @@ def test_a_template_run_ends_with_its_paper(tmp_path: Path, capsys: pytest.Captu
     assert all(ts < started[paper.id] for nid, ts in started.items() if nid != paper.id)
 
 
+@pytest.mark.e2e
 def test_a_forest_writes_and_reviews_each_paper(tmp_path: Path) -> None:
     llm: dict[str, Any] = json.loads(json.dumps(LLM))
     llm["roles"]["review"] = {"model": "sci", "max_tokens": 4096}

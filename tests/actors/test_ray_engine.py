@@ -34,6 +34,7 @@ def wait_for(predicate, timeout: float = 60.0, what: str = "condition") -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(300)
 def test_example_runs_end_to_end_offline(tmp_path: Path) -> None:
     cfg = load_config(ROOT / "examples" / "digits_rff" / "run.yaml")
@@ -55,6 +56,7 @@ def test_example_runs_end_to_end_offline(tmp_path: Path) -> None:
         assert (run_dir / agg.artifacts[1]).read_bytes().startswith(b"\x89PNG")
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(180)
 def test_killed_worker_is_retried_and_node_gets_one_result(tmp_path: Path) -> None:
     tpl = make_template(tmp_path / "tpl", fixed={"first_sleep": 60})
@@ -84,6 +86,7 @@ def test_killed_worker_is_retried_and_node_gets_one_result(tmp_path: Path) -> No
     assert json.loads((run_dir / "nodes" / "n0000" / "attempt-2.worker.json").read_text())["pid"] != killed[0]
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(300)
 def test_driver_sigkill_then_resume_loses_nothing(tmp_path: Path) -> None:
     tpl = make_template(tmp_path / "tpl", fixed={"sleep": 0.4})

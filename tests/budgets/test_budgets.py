@@ -126,6 +126,7 @@ def test_live_driver_picks_up_a_change_from_a_request(
     journal.log.close()
 
 
+@pytest.mark.e2e
 def test_accounting_is_exact_over_sigkill_and_resume(tmp_path: Path) -> None:
     tpl = make_template(tmp_path / "tpl", fixed={"sleep": 0.4})
     cfg_path = make_config(

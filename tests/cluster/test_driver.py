@@ -37,6 +37,7 @@ def connect_in_subprocess(env: dict[str, str], address: str) -> dict[str, object
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(600)
 def test_address_null_starts_a_private_cluster_even_with_a_ray_start_cluster_present() -> None:
     with ray_start_cluster() as (env, started):
@@ -86,6 +87,7 @@ def running(runs: Path) -> bool:
     return path is not None and '"attempt_finished"' in path.read_text()
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(600)
 def test_sigterm_and_kill_sigint_stop_the_run_cleanly(tmp_path: Path) -> None:
     # Two drivers at once (each with its own private Ray) keep the test's wall time to one start-up.

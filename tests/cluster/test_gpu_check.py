@@ -20,6 +20,7 @@ def bench_gpu() -> ModuleType:
     return load_file(BENCH, "bench_gpu")
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(240)
 def test_the_gpu_check_runs_and_reads_the_llm_search_without_a_gpu(tmp_path: Path) -> None:
     bench = bench_gpu()

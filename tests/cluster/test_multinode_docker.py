@@ -20,7 +20,7 @@ from tests.cluster.dockercluster import DockerRayCluster, docker_available
 from tests.cluster.support import wait_for
 from tests.helpers import make_config, make_template
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.e2e]
 UNAVAILABLE = docker_available()
 
 

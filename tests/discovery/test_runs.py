@@ -78,6 +78,7 @@ def assert_heldout_read_once(journal: Journal) -> None:
     assert set(parents) == passed
 
 
+@pytest.mark.e2e
 def test_discoper_run_resumed_mid_loop(tmp_path: Path, data: Path) -> None:
     """One DiscoPER run stopped by its node budget mid-loop, then resumed: gates, the claim store,
     Reflect's guidance in later prompts, the held-out split read once, the same loop state."""
@@ -134,6 +135,7 @@ def test_discoper_run_resumed_mid_loop(tmp_path: Path, data: Path) -> None:
         assert "held-out passed" not in text and "heldout" not in text
 
 
+@pytest.mark.e2e
 def test_experigen_chains_bonferroni_and_bank(tmp_path: Path, data: Path) -> None:
     path = write_config(tmp_path, data, mode="experigen", max_chains=2, chain_steps=2, bank_capacity=1)
     run_dir, journal, provider = run(path)
@@ -152,6 +154,7 @@ def test_experigen_chains_bonferroni_and_bank(tmp_path: Path, data: Path) -> Non
     assert len(ClaimStore(run_dir).load()) == 4
 
 
+@pytest.mark.e2e
 def test_cli_discover_and_status(tmp_path: Path, data: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cfg = tmp_path / "base.yaml"
     cfg.write_text(

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 
 from search.idea import load_idea
@@ -101,6 +102,7 @@ def test_ideate_template_mode_extends_the_template(tmp_path: Path) -> None:
     assert ledger and all(r["role"] == "ideation" for r in ledger)
 
 
+@pytest.mark.slow
 def test_crash_mid_ideation_keeps_every_idea(tmp_path: Path) -> None:
     with fake_literature() as (url, _):
         topic = write_topic(tmp_path, url)

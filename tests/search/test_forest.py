@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from engine.executor import Job
 from engine.journal import Journal
 from engine.llm.ledger import summarize
@@ -19,6 +21,7 @@ from tests.search.agentic_helpers import agentic_config, idea_file, llm_nodes, r
 STAGES = PLAN.names
 
 
+@pytest.mark.e2e
 def test_two_ideas_grow_concurrently_within_their_budgets(tmp_path: Path) -> None:
     a = idea_file(tmp_path, "sym")
     b = idea_file(
@@ -47,6 +50,7 @@ def test_two_ideas_grow_concurrently_within_their_budgets(tmp_path: Path) -> Non
     assert (j.log.path.parent / "notes" / "asym" / "journal.md").read_text().count("Stopped early") == 1
 
 
+@pytest.mark.e2e
 def test_heldout_selection_uses_data_the_search_never_saw(tmp_path: Path) -> None:
     (tmp_path / "train.csv").write_text("x,y\n1,0\n")
     (tmp_path / "test.csv").write_text("x,y\n2,1\n")
@@ -74,6 +78,7 @@ def test_heldout_selection_uses_data_the_search_never_saw(tmp_path: Path) -> Non
     assert "held-out selection" in (run_dir / "notes" / "noise" / "journal.md").read_text()
 
 
+@pytest.mark.e2e
 def test_agentic_forest_holds_ideas_at_rungs_and_extends_the_promoted_one(tmp_path: Path) -> None:
     """Successive halving with rungs inside stages on an agentic forest: each idea's agenda stage
     holds one search node until the first rung, the two ideas not in the top third stop there,

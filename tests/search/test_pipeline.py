@@ -87,6 +87,7 @@ def config(tmp: Path, **overrides: Any) -> Any:
     )
 
 
+@pytest.mark.e2e
 def test_only_the_run_step_holds_the_gpu_and_no_llm_call_happens_during_it(tmp_path: Path) -> None:
     cfg = config(tmp_path)
     run_dir, journal = lifecycle.create_run(cfg)
@@ -128,6 +129,7 @@ def test_only_the_run_step_holds_the_gpu_and_no_llm_call_happens_during_it(tmp_p
         assert r.ts <= start or r.ts - r.latency_s >= end, (r.node_id, r.role)
 
 
+@pytest.mark.e2e
 def test_pipelined_and_single_job_runs_grow_the_same_tree(tmp_path: Path) -> None:
     """Without look-ahead the pipeline proposes exactly when the single-job loop does."""
     trees = []
@@ -150,6 +152,7 @@ def test_pipelined_and_single_job_runs_grow_the_same_tree(tmp_path: Path) -> Non
     assert trees[0] == trees[1]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("step", ["think", "run", "judge"])
 def test_a_driver_killed_in_any_step_resumes_and_pays_nothing_twice(tmp_path: Path, step: str) -> None:
     cfg = config(tmp_path)
@@ -213,6 +216,7 @@ def test_a_rebuilt_think_asks_exactly_what_its_first_build_asked(tmp_path: Path)
     assert "this is number 2 of 2" in fresh.prompt  # a has no claim yet: it is still being written
 
 
+@pytest.mark.e2e
 def test_parallel_proposals_take_distinct_settings_without_paying_re_asks(tmp_path: Path) -> None:
     stages = {**SMALL, "hyperparameter": {"max_nodes": 4}}
     cfg = config(

@@ -17,6 +17,7 @@ from tests.search.agentic_helpers import SCIENTIST, agentic_config, llm_nodes
 pytestmark = pytest.mark.usefixtures("ray_cluster")
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(240)
 def test_agentic_run_on_ray_with_the_gateway_actor(tmp_path: Path) -> None:
     cfg = agentic_config(

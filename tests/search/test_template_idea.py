@@ -162,6 +162,7 @@ def run_config(tmp: Path, **cfg: Any) -> Path:
     return write_config(tmp, base, cfg)
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(120)
 def test_ideate_with_a_template_then_run_its_idea(tmp_path: Path) -> None:
     template = make_template(tmp_path / "tpl")

@@ -181,6 +181,7 @@ def test_null_table_gives_no_supported_claim(tmp_path: Path) -> None:
     assert strategy.verdict_counts()["supported"] == 0
 
 
+@pytest.mark.e2e
 def test_silva_discover_mode_stateful_runs_offline(tmp_path: Path) -> None:
     import json
 

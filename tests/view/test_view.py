@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from silva.cli.main import main
 from silva.view.build import build_view
 from silva.view.serve import ViewServer
@@ -17,6 +19,7 @@ def _count(page: object, selector: str) -> int:
     return page.locator(selector).count()  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 def test_finished_forest_page(tmp_path: Path) -> None:
     run_dir = make_run(tmp_path, ideas=("alpha", "beta"), search_nodes=5)
     assert main(["view", str(run_dir)]) == 0
@@ -76,6 +79,7 @@ def test_finished_forest_page(tmp_path: Path) -> None:
     assert colours["good"] > 20 and colours["buggy"] > 5, colours
 
 
+@pytest.mark.slow
 def test_running_run_served_live(tmp_path: Path) -> None:
     run_dir = make_run(tmp_path, ideas=("alpha",), search_nodes=4, running=2)
     with ViewServer(run_dir, interval_s=0.2) as server, browser_page() as w:

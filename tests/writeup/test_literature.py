@@ -55,6 +55,7 @@ def test_offline_bib_keeps_user_keys(tmp_path: Path) -> None:
     assert bibtex(papers[0]).startswith("@article{mykey,")
 
 
+@pytest.mark.slow
 def test_preflight_refuses_unreachable_literature_before_any_spend() -> None:
     cfg = WriteupConfig(
         literature=LiteratureConfig(base_url="http://127.0.0.1:9", max_retries=0, timeout_s=2)

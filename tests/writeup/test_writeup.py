@@ -20,7 +20,10 @@ from writeup.config import LiteratureConfig, WriteupConfig
 from writeup.literature import open_literature
 from writeup.paper import write_paper
 
-pytestmark = pytest.mark.skipif(shutil.which("latexmk") is None, reason="TeX Live missing: make system-deps")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("latexmk") is None, reason="TeX Live missing: make system-deps"),
+    pytest.mark.e2e,  # every test compiles a paper
+]
 
 
 def _sandbox() -> str:
