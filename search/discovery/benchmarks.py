@@ -3,7 +3,9 @@ an installed package; nothing is downloaded.
 
 - `planted_table`: known effects, a confounded pair, independent nulls; `reverse=True` gives the
   counterfactual variant where every planted effect has the opposite sign of common belief.
-- `null_table`: a column-permuted copy: every association is destroyed, marginals are kept.
+- `null_table`: a column-permuted copy: every association is destroyed, marginals are kept;
+  `repeated_rows` copies each row (repeated measures exported flat).
+- `interaction_table`: two main effects and their interaction on one outcome.
 - `bn_samples`: SACHS or ASIA sampled from pgmpy's bundled networks (`get_example_model`;
   `load_model` downloads and is never used), with the true skeleton, and PC and GES from
   causal-learn on the same samples.
@@ -54,6 +56,31 @@ def planted_table(seed: int, n: int = 800, *, reverse: bool = False) -> pd.DataF
             "commute_minutes": rng.gamma(2.0, 15.0, n).round(0),
         }
     )
+
+
+# y rises with each of dose and activity and, beyond both, with their product.
+INTERACTION = ("dose", "activity", "response")
+
+
+def interaction_table(seed: int, n: int = 800) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    dose, activity = rng.normal(size=n), rng.normal(size=n)
+    response = 0.35 * dose + 0.35 * activity + 0.35 * dose * activity + rng.normal(size=n)
+    return pd.DataFrame(
+        {
+            "dose": dose.round(3),
+            "activity": activity.round(3),
+            "response": response.round(3),
+            "weight": rng.normal(70, 10, n).round(1),
+            "site_temperature": rng.normal(21, 2, n).round(2),
+        }
+    )
+
+
+def repeated_rows(df: pd.DataFrame, copies: int, seed: int) -> pd.DataFrame:
+    """Each row `copies` times, shuffled: repeated measures exported flat (every copy identical)."""
+    out = df.loc[np.repeat(df.index, copies)].sample(frac=1, random_state=seed)
+    return out.reset_index(drop=True)
 
 
 def prior_facts() -> str:

@@ -18,6 +18,7 @@ from engine.journal import Journal
 SPLIT_DIR = "discovery"
 TRAIN, HELDOUT = "train", "heldout"
 MAX_PROMPT_COLUMNS = 60
+CODE_LEVELS = 6  # integer columns with at most this many levels are described as discrete codes
 DISCRETE_LEVELS = 20  # a column with at most this many distinct values is discrete for the split
 DUPLICATE_WARN_FRACTION = 0.05  # warn when this share of rows repeats another row exactly
 
@@ -181,6 +182,9 @@ def describe(df: pd.DataFrame, image_column: str | None = None) -> str:
         elif pd.api.types.is_bool_dtype(s) or (pd.api.types.is_numeric_dtype(s) and s.nunique() <= 2):
             counts = s.value_counts().to_dict()
             lines.append(f"- {col}: binary {counts}{missing}")
+        elif _integer_codes(s):
+            levels = sorted(int(v) for v in s.dropna().unique())
+            lines.append(f"- {col}: discrete, {len(levels)} integer-coded levels {levels}{missing}")
         elif pd.api.types.is_numeric_dtype(s):
             lines.append(
                 f"- {col}: numeric, mean {s.mean():.3g}, sd {s.std():.3g}, "
@@ -192,6 +196,14 @@ def describe(df: pd.DataFrame, image_column: str | None = None) -> str:
     if df.shape[1] > MAX_PROMPT_COLUMNS:
         lines.append(f"... and {df.shape[1] - MAX_PROMPT_COLUMNS} more columns")
     return "\n".join(lines)
+
+
+def _integer_codes(s: pd.Series) -> bool:
+    """Whole numbers with few levels: states or categories coded as integers, not a quantity."""
+    if not pd.api.types.is_numeric_dtype(s) or s.nunique() > CODE_LEVELS:
+        return False
+    values = s.dropna().to_numpy(dtype=float)
+    return bool(np.all(values == np.round(values)))
 
 
 def load_prior(path: Path | None) -> str:

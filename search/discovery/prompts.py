@@ -34,6 +34,13 @@ effect: Cohen's d of a minus b
 effect: pooled within-stratum standardized slope (confound check)
 - st.contingency(df, a, b)  effect: phi (2x2, signed) or Cramér's V
 - st.enrichment(df, feature, selected)  effect: d from the log odds ratio (one-sided over-representation)
+- st.conditional_independence(df, a, b, given=[...])  discrete columns: stratified G-test \
+within strata of `given`; effect: Cramér's V
+- st.cmh(df, a, b, given=[...])  two binary columns: Cochran-Mantel-Haenszel across strata of `given`; \
+effect: d from the pooled odds ratio
+Gates compare every effect as Cohen's d (r, beta, phi and V converted). Test discrete (integer-coded) \
+columns with the contingency tools, not as linear predictors; a stratified or adjusted check of an \
+earlier claim names it in `refines`.
 The code must end with exactly one st.record(result, expected_sign=..., figures=[...]) for the test of H1.
 expected_sign: +1 or -1 when H1 predicts the sign of the effect, 0 when two-sided. \
 Printed output is ignored."""

@@ -3,7 +3,8 @@
 It reads only what a real model would: the prompt (the train part's column list, the prior,
 Reflect's guidance, earlier hypotheses with their train evidence). It writes realistic analysis
 code with `silva_stats`: group comparisons, correlations, contingency tables, adjusted
-regressions, stratified re-analyses and interactions, with one proposal in eight carrying a
+regressions, stratified re-analyses, interactions and, on discrete columns, conditional
+independence tests, with one proposal in eight carrying a
 real bug (a misspelt column). Known facts in the prior are proposed first with the direction
 the prior states, so on a counterfactual table they fail. It knows nothing of the truth.
 """
@@ -20,7 +21,8 @@ from engine.llm.providers.base import ProviderCall
 from engine.llm.providers.scripted import last_user_text
 
 BUG_EVERY = 8
-COLUMN = re.compile(r"^- (\S+): (numeric|binary|categorical)", re.M)
+COLUMN = re.compile(r"^- (\S+): (numeric|binary|discrete|categorical)", re.M)
+DISCRETE = ("binary", "discrete")
 FACT = re.compile(r"Known fact: (?:more |higher )?`?(\w+)`? (increases|decreases) `?(\w+)`?")
 TESTED = re.compile(r"^- \[(\w+)\] (.*?) \| (.*?) \| (.*)$", re.M)
 TICKED = re.compile(r"`(\w+)`")
@@ -66,6 +68,12 @@ def _pair(x: str, kx: str, y: str, ky: str) -> Candidate:
             + f'res = st.correlation(df, "{x}", "{y}", method="pearson")\nst.record(res, expected_sign=0)\n'
         )
         return Candidate(f"`{x}` is associated with `{y}`", (x, y), code)
+    if "numeric" in (kx, ky):  # integer codes against a quantity: a rank association
+        code = (
+            HEAD
+            + f'res = st.correlation(df, "{x}", "{y}", method="spearman")\nst.record(res, expected_sign=0)\n'
+        )
+        return Candidate(f"`{x}` is associated with `{y}`", (x, y), code)
     code = HEAD + f'res = st.contingency(df, "{x}", "{y}")\nst.record(res, expected_sign=0)\n'
     return Candidate(f"`{x}` is associated with `{y}`", (x, y), code)
 
@@ -95,18 +103,41 @@ def _direct(x: str, y: str, others: list[str]) -> Candidate:
     )
 
 
+# Discrete columns: keep the pair only if no small conditioning set among the variables most
+# associated with it makes it independent (the question PC asks); the largest p is recorded.
+DIRECT_DISCRETE = """import itertools
+import silva_stats as st
+df = st.load()
+a, b, others = {x!r}, {y!r}, {others!r}
+def strength(c):
+    return max(st.conditional_independence(df, v, c)["effect"] for v in (a, b))
+near = sorted(others, key=strength, reverse=True)[:4]
+sets = [list(s) for k in range(3) for s in itertools.combinations(near, k)]
+tests = [st.conditional_independence(df, a, b, given=s) for s in sets]
+st.record(max(tests, key=lambda r: r["log_p"]), expected_sign=0)
+"""
+
+
+def _direct_discrete(x: str, y: str, others: list[str]) -> Candidate:
+    return Candidate(
+        f"`{x}` is directly associated with `{y}` given the other variables",
+        (x, y, *others),
+        DIRECT_DISCRETE.format(x=x, y=y, others=others),
+    )
+
+
 def _score(text: str) -> float:
     return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
 
 
 def base_candidates(prompt: str) -> list[Candidate]:
     kinds = dict(COLUMN.findall(prompt.split("## Tools")[0]))
-    usable = [c for c, k in kinds.items() if k in ("numeric", "binary")]
+    usable = [c for c, k in kinds.items() if k in ("numeric", *DISCRETE)]
     out = [_fact(x, verb, y, kinds) for x, verb, y in FACT.findall(prompt) if x in kinds and y in kinds]
     if "directly associated" in prompt.split("## Tools")[0]:
+        direct = _direct_discrete if all(kinds[c] in DISCRETE for c in usable) else _direct
         out += [
-            _direct(x, y, [c for c in usable if c not in (x, y)])
-            for x, y in itertools.combinations(usable, 2)
+            direct(x, y, [c for c in usable if c not in (x, y)]) for x, y in itertools.combinations(usable, 2)
         ]
         return out
     pairs = sorted(itertools.combinations(usable, 2), key=lambda p: _score("|".join(p)))
@@ -122,6 +153,7 @@ def base_candidates(prompt: str) -> list[Candidate]:
 def guidance_candidates(prompt: str) -> list[Candidate]:
     out: list[Candidate] = []
     base = base_candidates(prompt)
+    kinds = dict(COLUMN.findall(prompt.split("## Tools")[0]))
     for line in prompt.splitlines():
         names = TICKED.findall(line)
         if line.startswith("- Gap:") and len(names) == 1:  # the unexplored column's pairs, in the usual order
@@ -142,12 +174,17 @@ def guidance_candidates(prompt: str) -> list[Candidate]:
             )
         elif line.startswith("- Compound:") and len(names) == 3:
             a, b, y = names
-            code = (
-                HEAD
-                + f'res = st.regression(df, "{y}", "{a}", covariates=["{b}"])\n'
-                + "st.record(res, expected_sign=0)\n"
-            )
-            out.append(Candidate(f"`{a}` is associated with `{y}` beyond `{b}`", (a, y, b), code))
+            if all(kinds.get(c) in DISCRETE for c in (a, b, y)):
+                code = HEAD + (
+                    f'res = st.conditional_independence(df, "{a}", "{y}", given=["{b}"])\n'
+                    "st.record(res, expected_sign=0)\n"
+                )
+                out.append(Candidate(f"`{a}` is associated with `{y}` given `{b}`", (a, y, b), code))
+            else:
+                code = (
+                    HEAD + f'res = st.interaction(df, "{y}", "{a}", "{b}")\nst.record(res, expected_sign=0)\n'
+                )
+                out.append(Candidate(f"The effect of `{a}` on `{y}` depends on `{b}`", (a, b, y), code))
     return out
 
 

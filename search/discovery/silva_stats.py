@@ -399,6 +399,111 @@ def contingency(df, a, b):
     )
 
 
+def _strata(d, given):
+    """Row groups by every combination of the `given` columns' values (continuous ones in quartiles)."""
+    keys = []
+    for c in given:
+        k = d[c]
+        if pd.api.types.is_numeric_dtype(k) and k.nunique() > 8:
+            k = pd.qcut(k, 4, labels=False, duplicates="drop")
+        keys.append(k.astype(str))
+    if not keys:
+        return [("all", d)]
+    label = keys[0].str.cat(keys[1:], sep="|") if len(keys) > 1 else keys[0]
+    return list(d.groupby(label))
+
+
+def conditional_independence(df, a, b, given=()):
+    """Are two categorical (or integer-coded) columns associated within every stratum of `given`?
+    A stratified G-test: the likelihood-ratio statistic G summed over strata, with the summed
+    degrees of freedom. With `given` empty it is the G-test of the a x b table.
+
+    Effect: Cramér's V of the pooled statistic, sqrt(G / (n (min(levels) - 1))), unsigned."""
+    given = list(given)
+    d = df[[a, b, *given]].dropna()
+    levels = min(d[a].nunique(), d[b].nunique())
+    if levels < 2:
+        raise ValueError(f"{a!r} and {b!r} need 2+ levels each")
+    g_total, dof, used, skipped = 0.0, 0, 0, 0
+    for _, part in _strata(d, given):
+        table = pd.crosstab(part[a], part[b]).to_numpy().astype(float)
+        if table.shape[0] < 2 or table.shape[1] < 2:
+            skipped += len(part)  # a stratum where a or b does not vary says nothing
+            continue
+        expected = np.outer(table.sum(1), table.sum(0)) / table.sum()
+        nz = table > 0
+        g_total += 2.0 * float((table[nz] * np.log(table[nz] / expected[nz])).sum())
+        dof += (table.shape[0] - 1) * (table.shape[1] - 1)
+        used += len(part)
+    # No stratum where both vary (a or b is a function of `given`): the data show no dependence
+    # given this set, G = 0 on 0 df, p = 1.
+    log_p = float(stats.chi2.logsf(g_total, dof)) if dof else 0.0
+    v = math.sqrt(max(g_total, 0.0) / (used * (levels - 1))) if used else 0.0
+    checks = {
+        "rows_per_df": _check(dof > 0 and used >= 5 * dof, f"{used} rows in informative strata for {dof} df"),
+        "strata_informative": _check(
+            skipped <= 0.5 * len(d), f"{skipped} of {len(d)} rows in strata without variation"
+        ),
+    }
+    return _result(
+        "stratified_g_test" if given else "g_test",
+        v,
+        "cramers_v",
+        math.exp(log_p),
+        min(log_p, 0.0),
+        used,
+        checks,
+        g=g_total,
+        dof=dof,
+        pair=[a, b],
+        adjusted_for=given,
+    )
+
+
+def cmh(df, a, b, given):
+    """Cochran-Mantel-Haenszel test of two binary columns across strata of `given` (statsmodels):
+    is the common odds ratio 1? Effect: the pooled (Mantel-Haenszel) log odds ratio as d
+    (ln OR * sqrt(3) / pi), signed."""
+    from statsmodels.stats.contingency_tables import StratifiedTable
+
+    given = list(given)
+    d = df[[a, b, *given]].dropna()
+    for c in (a, b):
+        if d[c].nunique() != 2:
+            raise ValueError(
+                f"{c!r} has {d[c].nunique()} levels; cmh needs two (use conditional_independence)"
+            )
+    la, lb = sorted(pd.unique(d[a]), key=str), sorted(pd.unique(d[b]), key=str)
+    tables = []
+    for _, part in _strata(d, given):
+        t = pd.crosstab(part[a], part[b]).reindex(index=la, columns=lb, fill_value=0).to_numpy()
+        if (t.sum(0) > 0).all() and (t.sum(1) > 0).all():
+            tables.append(t.astype(float))
+    if not tables:
+        raise ValueError(f"no stratum of {given} has both levels of {a!r} and of {b!r}")
+    st_table = StratifiedTable(np.dstack(tables))
+    test = st_table.test_null_odds()
+    log_or = float(st_table.logodds_pooled)
+    log_p = float(stats.chi2.logsf(float(test.statistic), 1))
+    homog = float(st_table.test_equal_odds().pvalue) if len(tables) > 1 else 1.0
+    checks = {
+        "homogeneity": _check(homog > 0.05, f"Breslow-Day p={homog:.3g} over {len(tables)} strata"),
+        "strata_used": _check(len(tables) >= 2, f"{len(tables)} strata with both levels of each"),
+    }
+    return _result(
+        "cmh",
+        log_or * math.sqrt(3) / math.pi if math.isfinite(log_or) else 0.0,
+        "d_from_log_odds",
+        math.exp(log_p),
+        min(log_p, 0.0),
+        int(sum(t.sum() for t in tables)),
+        checks,
+        log_odds_ratio=log_or if math.isfinite(log_or) else None,
+        pair=[a, b],
+        adjusted_for=given,
+    )
+
+
 def enrichment(df, feature, selected):
     """Is a binary `feature` over-represented among rows where `selected` is true (hypergeometric)?
 

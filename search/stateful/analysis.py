@@ -37,6 +37,8 @@ def problems(spec: AnalysisSpec, columns: list[str]) -> str:
         return f"unknown column(s) {unknown}; the columns are {columns}"
     if spec.tool == "stratified" and not spec.strata:
         return "the stratified tool needs `strata`"
+    if spec.tool == "interaction" and not spec.moderator:
+        return "the interaction tool needs `moderator`"
     if spec.outcome == spec.predictor:
         return "outcome and predictor are the same column"
     return ""
@@ -67,6 +69,10 @@ def run_analysis(spec: AnalysisSpec, data_file: Path, expected_sign: int) -> tup
             res = st.regression(rows, spec.outcome, spec.predictor, spec.covariates)
         elif spec.tool == "compare_groups":
             res = st.compare_groups(rows, spec.outcome, spec.predictor)
+        elif spec.tool == "interaction":
+            res = st.interaction(rows, spec.outcome, spec.predictor, spec.moderator, spec.covariates)
+        elif spec.tool == "conditional_independence":
+            res = st.conditional_independence(rows, spec.predictor, spec.outcome, spec.covariates)
         else:
             res = st.stratified(rows, spec.outcome, spec.predictor, spec.strata)
     except (

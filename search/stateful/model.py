@@ -13,7 +13,9 @@ from pydantic import BaseModel, Field
 from search.discovery.evidence import TestOutcome
 
 Op = Literal["==", "!=", ">", ">=", "<", "<="]
-Tool = Literal["correlation", "regression", "compare_groups", "stratified"]
+Tool = Literal[
+    "correlation", "regression", "compare_groups", "stratified", "interaction", "conditional_independence"
+]
 ActionName = Literal["create", "attach", "deepen", "switch", "retire", "stop"]
 Verdict = Literal["supported", "weakened", "refuted", "inconclusive"]
 EVENT = "stateful"
@@ -48,15 +50,18 @@ class AnalysisSpec(BaseModel):
     predictor: str
     covariates: list[str] = Field(default_factory=list, max_length=10, description="regression: adjusted for")
     strata: str | None = Field(None, description="stratified: the stratifying column")
+    moderator: str | None = Field(None, description="interaction: the column whose level changes the effect")
     population: list[Condition] = Field(default_factory=list, description="rows analysed; empty: all rows")
 
     @property
     def variables(self) -> set[str]:
-        return {self.outcome, self.predictor, *self.covariates, *([self.strata] if self.strata else [])}
+        extra = [c for c in (self.strata, self.moderator) if c]
+        return {self.outcome, self.predictor, *self.covariates, *extra}
 
     def brief(self) -> str:
         extra = f" adjusting for {', '.join(self.covariates)}" if self.covariates else ""
         extra += f" within strata of {self.strata}" if self.strata else ""
+        extra += f" times {self.moderator}" if self.moderator else ""
         return f"{self.tool}({self.outcome} ~ {self.predictor}{extra}) on {population_text(self.population)}"
 
 

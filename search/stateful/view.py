@@ -20,9 +20,12 @@ SYSTEM = (
     "variables and the rows (population) your analysis used."
 )
 TOOLS = (
-    "Analyses (field `analysis`): tool = correlation | regression | compare_groups | stratified; outcome, "
-    "predictor (compare_groups: predictor is a two-level group column), covariates (regression), strata "
-    "(stratified), population = list of {column, op, value} row filters (empty: all rows)."
+    "Analyses (field `analysis`): tool = correlation | regression | compare_groups | stratified | "
+    "interaction | conditional_independence; outcome, predictor (compare_groups: predictor is a two-level "
+    "group column), covariates (regression, interaction; conditional_independence: the columns given), "
+    "strata (stratified), moderator (interaction: predictor x moderator), population = list of "
+    "{column, op, value} row filters (empty: all rows). Test discrete (integer-coded) columns with "
+    "conditional_independence, not as linear predictors."
 )
 ACTIONS = (
     "Actions: create (a new investigation: `claim` {statement, variables, population, expected_sign} and its "

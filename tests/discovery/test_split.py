@@ -12,15 +12,14 @@ import pytest
 
 from engine.errors import ConfigError
 from engine.journal import Journal
-from search.discovery.benchmarks import null_table, planted_table
+from search.discovery.benchmarks import null_table, planted_table, repeated_rows
 from search.discovery.claims import render_findings
 from search.discovery.data import HELDOUT, TRAIN, make_split
 
 
 def repeated(copies: int, unique: int = 80, seed: int = 0) -> pd.DataFrame:
     """A null table whose rows are each repeated `copies` times (repeated measures exported flat)."""
-    base = null_table(planted_table(seed, n=unique), seed=seed)
-    return base.loc[np.repeat(base.index, copies)].sample(frac=1, random_state=seed).reset_index(drop=True)
+    return repeated_rows(null_table(planted_table(seed, n=unique), seed=seed), copies, seed)
 
 
 def split(tmp_path: Path, df: pd.DataFrame, **kw: object) -> tuple[pd.DataFrame, pd.DataFrame, dict]:

@@ -108,3 +108,33 @@ def test_benjamini_hochberg_matches_statsmodels() -> None:
     assert found == {str(i) for i, keep in enumerate(expected) if keep}
     tiny, _ = benjamini_hochberg({"a": -2000.0, "b": -1500.0, "c": -0.1}, alpha=0.05)
     assert tiny == {"a", "b"}  # p-values that underflow to 0.0 still rank
+
+
+def test_discrete_tools_find_a_chain_conditionally_independent() -> None:
+    """a -> c -> b on integer codes: a and b are associated, but not given c (the question PC asks)."""
+    rng = np.random.default_rng(3)
+    n = 3000
+    a = rng.integers(0, 3, n)
+    c = np.where(rng.random(n) < 0.7, a % 2, rng.integers(0, 2, n))
+    b = np.where(rng.random(n) < 0.7, c, rng.integers(0, 2, n))
+    d = pd.DataFrame({"a": a, "b": b, "c": c, "a2": (a > 0).astype(int)})
+    marginal = Evidence.model_validate(st.conditional_independence(d, "a", "b"))
+    given = Evidence.model_validate(st.conditional_independence(d, "a", "b", given=["c"]))
+    assert marginal.test == "g_test" and marginal.p < 1e-10 and marginal.effect_d > 0.2
+    assert given.test == "stratified_g_test" and given.p > 0.001 and given.effect_d < 0.2
+    assert given.adjusted_for == ["c"] and given.pair == {"a", "b"}
+    mh = Evidence.model_validate(st.cmh(d, "a2", "b", given=["c"]))
+    assert mh.test == "cmh" and mh.p > 0.001 and abs(mh.effect) < 0.2 and mh.adjusted_for == ["c"]
+    assert Evidence.model_validate(st.cmh(d, "c", "b", given=["a2"])).effect > 0.5
+    with pytest.raises(ValueError, match="cmh needs two"):
+        st.cmh(d, "a", "b", given=["c"])
+
+
+def test_interaction_reports_the_product_term() -> None:
+    rng = np.random.default_rng(4)
+    n = 2000
+    x1, x2 = rng.normal(size=n), rng.normal(size=n)
+    d = pd.DataFrame({"x1": x1, "x2": x2, "y": 0.3 * x1 * x2 + rng.normal(size=n)})
+    res = Evidence.model_validate(st.interaction(d, "y", "x1", "x2"))
+    assert res.test == "ols_interaction" and res.p < 1e-10 and 0.2 < res.effect < 0.4
+    assert abs(res.estimates["main_a"]) < 0.1

@@ -207,3 +207,29 @@ def test_refuting_takes_an_opposite_effect_at_least_the_effect_floor() -> None:
     assert tiny_check.verdict == "weakened" and "below the effect floor" in tiny_check.reason
     assert adjudicate(inv(evidence("e1", -0.066, 0.015)), T).verdict == "inconclusive"
     assert adjudicate(inv(train, evidence("h1", -0.3, 1e-3, split="heldout")), T).verdict == "refuted"
+
+
+def test_interaction_and_discrete_tools_are_analyses_of_the_stateful_mode(tmp_path: Path) -> None:
+    import numpy as np
+    import pandas as pd
+
+    from search.stateful.analysis import run_analysis
+
+    rng = np.random.default_rng(5)
+    n = 1500
+    x1, x2 = rng.normal(size=n), rng.normal(size=n)
+    a = rng.integers(0, 3, n)
+    c = np.where(rng.random(n) < 0.8, a % 2, 0)
+    data = tmp_path / "d.parquet"
+    pd.DataFrame(
+        {"x1": x1, "x2": x2, "y": 0.4 * x1 * x2 + rng.normal(size=n), "a": a, "c": c, "b": c}
+    ).to_parquet(data)
+    spec = AnalysisSpec(tool="interaction", outcome="y", predictor="x1", moderator="x2")
+    res, err = run_analysis(spec, data, 1)
+    assert not err and res is not None and res.test == "ols_interaction" and res.effect > 0.3
+    assert spec.variables == {"y", "x1", "x2"}
+    ci = AnalysisSpec(tool="conditional_independence", outcome="b", predictor="a", covariates=["c"])
+    res, err = run_analysis(ci, data, 0)
+    assert not err and res is not None and res.test == "stratified_g_test" and res.p > 0.05
+    missing = AnalysisSpec(tool="interaction", outcome="y", predictor="x1")
+    assert run_analysis(missing, data, 0) == (None, "the interaction tool needs `moderator`")
