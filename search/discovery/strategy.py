@@ -438,6 +438,7 @@ class DiscoveryStrategy:
                 "gate": self.dcfg.chosen_gate,
                 "alpha": self.dcfg.alpha,
                 "min_effect": self.dcfg.min_effect,
+                "replication_ratio": self.dcfg.replication_ratio,
                 "split": {
                     k: v for k, v in (self.state.split or {}).items() if k not in ("type", "seq", "ts")
                 },

@@ -33,6 +33,15 @@ def writeup(
         from silva.config import load_config
 
         cfg = load_config(snapshot)
+    from writeup.findings import is_discovery_run, write_findings_paper
+
+    if is_discovery_run(run_dir):  # its paper is the findings paper (docs/discovery.md)
+        sandbox_options = dict(cfg.sandbox.options) if cfg else {}
+        pdf = write_findings_paper(
+            run_dir, sandbox=cfg.sandbox.provider if cfg else "local", sandbox_options=sandbox_options
+        )
+        console.print(f"findings paper: {pdf}", highlight=False)
+        return 0
     wcfg: WriteupConfig = getattr(cfg, "writeup", None) or WriteupConfig()
     updates: dict[str, object] = {}
     if template is not None:

@@ -1,6 +1,6 @@
 """Discovery integrity on a real run: an identical hypothesis is tested once and answered from the
 first; a stratified re-analysis is linked to the claim it checks and, finding nothing within
-strata, demotes it to `explained` in the claim store and findings.md."""
+strata, demotes it to `explained` in the claim store, findings.md and the findings paper."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from engine.llm.providers.base import ProviderCall
 from engine.llm.providers.scripted import ScriptedProvider, last_user_text
 from search.discovery.claims import ClaimStore
 from silva import lifecycle
+from silva.cli.main import main
 from silva.config import load_config
 
 HEAD = "import silva_stats as st\ndf = st.load()\n"
@@ -98,3 +99,13 @@ def test_duplicate_tested_once_and_confounded_claim_explained(tmp_path: Path) ->
     assert first.id in demoted and "explained by z" in demoted
     assert first.id not in findings.split("## Accepted claims")[1].split("##")[0]
     journal.log.close()
+
+    # The findings paper (`silva writeup` on a discovery run) says the same.
+    assert main(["writeup", str(run_dir)]) == 0
+    paper = run_dir / "paper" / "findings"
+    tex = (paper / "paper.tex").read_text()
+    assert (paper / "paper.pdf").stat().st_size > 1000
+    demoted_tex = tex.split("Demoted claims")[1].split("section")[0]
+    assert first.id in demoted_tex and "explained by z" in demoted_tex
+    assert "0 claim(s) stand accepted" in tex and "1 further claim(s) were accepted, then explained" in tex
+    assert "Two-split gate" in tex and "No null-table negative control" in tex

@@ -1,0 +1,193 @@
+"""The findings paper of a discovery run: RUN_DIR/paper/findings/paper.tex and paper.pdf.
+
+Written from the claim store alone (`discovery/claims.json`, `findings.json`), without an LLM:
+each accepted claim with its train and held-out figures, the demoted claims and why, the claims
+that did not replicate, the multiplicity control the gate used, and that no negative control ran
+with it. Every number it prints is a field of the claim store (docs/discovery.md, "The findings
+paper").
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+from typing import Any
+
+from engine.errors import ConfigError
+from sandbox.base import get_provider
+from search.discovery.claims import Claim, ClaimStore, counts
+from writeup.compile import TexBox
+from writeup.results import latex_escape
+
+FINDINGS_DIR = "findings"
+GOOD = ("accepted", "supported")
+NOT_REPLICATED = ("weakened", "refuted")
+
+
+def is_discovery_run(run_dir: Path) -> bool:
+    return ClaimStore(run_dir).exists
+
+
+def _p(log_p: float | None) -> str:
+    """p from the stored log p, printed at three significant digits (as an exponent when tiny)."""
+    if log_p is None:
+        return "--"
+    if log_p > math.log(1e-4):
+        return f"{math.exp(log_p):.3g}"
+    exponent = log_p / math.log(10)
+    mantissa = 10 ** (exponent - math.floor(exponent))
+    return f"${mantissa:.2f}\\times10^{{{math.floor(exponent)}}}$"
+
+
+def _num(v: float | None, spec: str = "+.3f") -> str:
+    return "--" if v is None else format(v, spec)
+
+
+def control_text(findings: dict[str, Any]) -> str:
+    """What bounded false discoveries in this run, in the gate's own terms."""
+    alpha, floor = findings.get("alpha"), findings.get("min_effect")
+    gate = findings.get("gate")
+    size = f"and an effect of at least {floor} as Cohen's d (r, $\\beta$, $\\phi$ and V converted)"
+    if gate == "two_split":
+        return (
+            f"Two-split gate: a claim needed $p \\le {alpha}$ on the training rows {size}, then one "
+            "replication on held-out rows it never saw: $p \\le "
+            f"{alpha}$, the same sign and at least {findings.get('replication_ratio', 0.6)} of the training "
+            "effect. The held-out replication, read once per claim, is the control of false discoveries; "
+            "no correction for the number of hypotheses is applied on the training rows."
+        )
+    if gate == "bonferroni":
+        return (
+            f"Bonferroni gate: each test needed $p < {alpha}/T$ with T the tests of its family {size}; "
+            "accepted claims were confirmed once on held-out rows when the run asked for it."
+        )
+    return (
+        f"Benjamini--Hochberg gate: false-discovery rate {alpha} over the {findings.get('tests')} "
+        f"hypotheses tested, {size}; accepted claims were confirmed once on held-out rows when the run "
+        "asked for it."
+    )
+
+
+def _row(c: Claim) -> str:
+    cells = [
+        c.id,
+        latex_escape(c.statement),
+        latex_escape(c.test),
+        _num(c.effect_train),
+        _p(c.log_p_train),
+        str(c.n_train or "--"),
+        _num(c.effect_heldout),
+        _p(c.log_p_heldout),
+        str(c.n_heldout or "--"),
+    ]
+    return " & ".join(cells) + r" \\"
+
+
+TABLE_HEAD = (
+    r"\begin{tabular}{@{}l p{5.2cm} l r r r r r r@{}}" + "\n\\hline\n"
+    r"id & claim & test & effect & $p$ & $n$ & effect & $p$ & $n$ \\" + "\n"
+    r" & & & \multicolumn{3}{c}{train} & \multicolumn{3}{c}{held-out} \\" + "\n\\hline"
+)
+
+
+def _table(claims: list[Claim]) -> list[str]:
+    return ["{\\small", TABLE_HEAD, *[_row(c) for c in claims], "\\hline", "\\end{tabular}}"]
+
+
+def render(claims: list[Claim], findings: dict[str, Any]) -> str:
+    split = findings.get("split", {})
+    rows = split.get("rows", {})
+    c = counts(claims)
+    good = sorted((x for x in claims if x.status in GOOD), key=lambda x: x.log_p_train or 0.0)
+    explained = [x for x in claims if x.status == "explained"]
+    duplicates = [x for x in claims if x.status == "duplicate"]
+    failed = [x for x in claims if x.status in NOT_REPLICATED]
+    data = latex_escape(Path(str(split.get("data", "the table"))).name)
+    tested = sum(x.log_p_train is not None for x in claims)
+    lines = [
+        r"\documentclass[11pt]{article}",
+        r"\usepackage[margin=2cm]{geometry}",
+        r"\usepackage[T1]{fontenc}",
+        r"\begin{document}",
+        f"\\title{{Findings of a data-driven discovery run on \\texttt{{{data}}}}}",
+        r"\author{Silva}",
+        r"\date{}",
+        r"\maketitle",
+        r"\begin{abstract}",
+        f"Silva proposed {len(claims)} hypotheses about \\texttt{{{data}}} and tested {tested} of them "
+        f"on {rows.get('train')} training rows. {len(good)} claim(s) stand accepted by the "
+        f"{latex_escape(findings.get('gate'))} gate; {len(explained)} further claim(s) were accepted, then "
+        f"explained by a confounder; {len(failed)} did not replicate on the {rows.get('heldout')} held-out "
+        f"rows; {len(duplicates)} proposal(s) repeated an earlier hypothesis and were not tested again.",
+        r"\end{abstract}",
+        r"\section{Method}",
+        f"Mode {latex_escape(findings.get('mode'))}. The table (sha256 "
+        f"\\texttt{{{str(split.get('sha256', ''))[:12]}}}) was split once with seed {split.get('seed')} into "
+        f"{rows.get('train')} training and {rows.get('heldout')} held-out rows; exact duplicate rows"
+        + (
+            f" and rows sharing \\texttt{{{latex_escape(split['group_column'])}}}"
+            if split.get("group_column")
+            else ""
+        )
+        + " were kept on one side. Hypotheses were written and tested on the training rows only.",
+        *([f"Warning: {latex_escape(split['warning'])}."] if split.get("warning") else []),
+        "",
+        control_text(findings),
+        r"\section{Accepted claims}",
+        *(_table(good) if good else ["No claim was accepted."]),
+        r"\section{Demoted claims and repeated proposals}",
+    ]
+    if explained or duplicates:
+        lines.append(r"\begin{itemize}")
+        lines += [
+            f"\\item {x.id}: {latex_escape(x.statement)} --- {latex_escape(x.reason)}" for x in explained
+        ]
+        lines += [
+            f"\\item {x.id}: {latex_escape(x.statement)} --- {latex_escape(x.reason)}" for x in duplicates
+        ]
+        lines.append(r"\end{itemize}")
+    else:
+        lines.append("No accepted claim was demoted.")
+    lines += [r"\section{Claims that did not replicate}"]
+    if failed:
+        lines += _table(failed)
+        lines.append(r"\begin{itemize}")
+        lines += [f"\\item {x.id} ({x.status}): {latex_escape(x.reason)}" for x in failed]
+        lines.append(r"\end{itemize}")
+    else:
+        lines.append("No claim failed its held-out replication.")
+    lines += [
+        r"\section{Negative controls}",
+        "No null-table negative control was run with this run, so nothing here measures its "
+        "false-discovery rate directly.",
+    ]
+    lines += [
+        r"\section{All hypotheses}",
+        "Claims by status: " + ", ".join(f"{k} {v}" for k, v in c.items() if v) + ".",
+        r"\end{document}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_findings_paper(
+    run_dir: Path, *, sandbox: str = "local", sandbox_options: dict[str, Any] | None = None
+) -> Path:
+    """Write and compile the findings paper; returns the PDF's path."""
+    store = ClaimStore(run_dir)
+    if not store.exists:
+        raise ConfigError(f"{run_dir}: not a discovery run (no {store.dir.name}/claims.json)")
+    findings = json.loads((store.dir / "findings.json").read_text())
+    out = run_dir / "paper" / FINDINGS_DIR
+    build = out / "build"
+    build.mkdir(parents=True, exist_ok=True)
+    tex = render(store.load(), findings)
+    (build / "paper.tex").write_text(tex)
+    (out / "paper.tex").write_text(tex)
+    result = TexBox(get_provider(sandbox, **(sandbox_options or {})), build).compile()
+    if not result.ok or result.pdf is None:
+        problems = "; ".join(str(e) for e in result.errors[:3])
+        raise ConfigError(f"{out / 'paper.tex'}: the findings paper did not compile: {problems}")
+    shutil.copyfile(result.pdf, out / "paper.pdf")
+    return out / "paper.pdf"
