@@ -63,6 +63,13 @@ def run_result(journal: Journal) -> RunResult:
         more = f" and {len(empty) - 3} more" if len(empty) > 3 else ""
         return RunResult(text=f"result: none: no good node in {where}{more}", has_result=False)
     finals = {r.idea: r for r in rows if r.best_value is not None}  # each idea's last stage with a best
+    if (not finals or spec is None) and any(r.good for r in rows):  # discovery: claims, not a best node
+        good, total = sum(r.good for r in rows), sum(r.done for r in rows)
+        return RunResult(
+            text=f"result: {good} of {total} nodes ran cleanly; this mode keeps claims, not a best node "
+            "(its findings are above)",
+            has_result=True,
+        )
     if not finals or spec is None:
         return RunResult(text="result: none: no node has a value of the primary metric", has_result=False)
     best = max(finals.values(), key=lambda r: spec.oriented(r.best_value) or float("-inf"))

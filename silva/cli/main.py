@@ -25,6 +25,7 @@ from silva.failures import environment_failure
 
 # Subcommand groups, in the order `silva --help` lists them; each module has `register(app)`.
 COMMAND_MODULES = (
+    "init",
     "run",
     "inspect",
     "repair",
