@@ -39,6 +39,7 @@ COMMAND_MODULES = (
     "ideate",
     "budget",
     "report",
+    "plan",
 )
 
 app = typer.Typer(

@@ -1,0 +1,99 @@
+"""`silva plan`: the real driver on a simulated executor in virtual time (docs/plan.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from silva import lifecycle
+from silva.cli.main import main
+from silva.config import load_config
+from tests.helpers import make_config, make_template
+
+# What a plan may differ from the real run by (docs/plan.md, "How close"): durations are drawn
+# from the run's own, in another order, and the real run adds the driver's and processes' time.
+WALL_ERROR = 0.5
+NODES_ERROR = 0.2
+
+
+def small_config(tmp: Path, **overrides: Any) -> Path:
+    return make_config(
+        tmp,
+        make_template(tmp / "tpl", fixed={"sleep": 0.5}),
+        replicates=1,
+        stages={
+            "preliminary": {"max_nodes": 1},
+            "hyperparameter": {"max_nodes": 4},
+            "agenda": {"max_nodes": 2},
+            "ablation": {"max_nodes": 1},
+        },
+        **overrides,
+    )
+
+
+def plan_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    capsys.readouterr()
+    assert main(["plan", *args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_a_plan_is_the_same_for_the_same_seed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = str(small_config(tmp_path, budgets={"wall_clock_s": None}))
+    one, two = (plan_json(capsys, cfg, "--seed", "3", "--slots", "2") for _ in range(2))
+    other = plan_json(capsys, cfg, "--seed", "4", "--slots", "2")
+    for r in (one, two, other):
+        for key in [k for k in r if k.startswith("driver_")]:
+            del r[key]
+    assert one == two and one["outcome"] == "finished" and one["nodes"] > 8
+    assert other["wall_s"] != one["wall_s"]  # the seed draws the durations
+    assert one["slots"] == 2 and 0 < one["utilization"] <= 1
+    assert one["share_by_idea"] == {"default": 1.0}
+
+
+def test_a_plan_agrees_with_the_real_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Run the small config for real, plan it from that run's journal, compare."""
+    path = small_config(tmp_path, writeup={"offline": True})
+    cfg = load_config(path)
+    run_dir, journal = lifecycle.create_run(cfg)
+    outcome = lifecycle.execute(cfg, journal)
+    assert outcome.status == "finished"
+    real_nodes = len(journal.nodes)
+    real_wall = journal.elapsed_s()
+    real_papers = sum(1 for n in journal if n.kind == "paper" and n.status.value == "good")
+    report = plan_json(capsys, str(path), "--from", str(run_dir))
+    assert report["outcome"] == "finished" and report["source"] == str(run_dir)
+    assert report["papers_written"] == real_papers == 1
+    assert abs(report["nodes"] - real_nodes) <= NODES_ERROR * real_nodes, (report["nodes"], real_nodes)
+    assert abs(report["wall_s"] - real_wall) <= WALL_ERROR * real_wall, (report["wall_s"], real_wall)
+
+
+def test_the_wall_clock_budget_stops_a_plan_in_virtual_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Default experiments take 20 minutes: a 1-hour budget stops the plan, which says so."""
+    report = plan_json(capsys, str(small_config(tmp_path, budgets={"wall_clock_s": 3600})))
+    assert report["outcome"] == "budget" and report["stopped_by"] == "wall_clock_s"
+    assert report["wall_s"] == 3600
+
+
+def test_bad_plan_inputs_exit_2_with_what_to_fix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = str(small_config(tmp_path))
+    assert main(["plan", cfg, "--slots", "-4"]) == 2
+    assert "--slots -4: a run needs at least one slot" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["plan", cfg, "--from", str(tmp_path / "empty")]) == 2
+    assert "not a Silva run directory (no events.jsonl)" in capsys.readouterr().err
+    # A run that used an LLM must bring its ledger: the LLM latencies and tokens come from it.
+    llm = {
+        "providers": {"offline": {"kind": "scripted"}},
+        "models": {"m": {"provider": "offline", "model": "scripted"}},
+        "roles": {"writeup": {"model": "m"}},
+    }
+    with_llm = str(small_config(tmp_path / "llm", llm=llm))
+    run_dir, journal = lifecycle.create_run(load_config(Path(cfg)))
+    journal.log.close()
+    assert main(["plan", with_llm, "--from", str(run_dir)]) == 2
+    assert f"--from {run_dir}: no llm_ledger.jsonl" in capsys.readouterr().err
