@@ -28,14 +28,14 @@ from ray.exceptions import (
 from engine.config import ExecutorConfig, Resources
 from engine.errors import EnvironmentFailure
 from engine.executor import Handle, Job, JobDone, run_job, slots_for
-from engine.node import AttemptResult
+from engine.node import AttemptResult, StepResult
 
 T = TypeVar("T")
 LOST = (WorkerCrashedError, NodeDiedError, ObjectLostError, OwnerDiedError)
 
 
 @ray.remote(max_retries=0)
-def _attempt(job: Job) -> AttemptResult:
+def _attempt(job: Job) -> AttemptResult | StepResult:
     gpu_ids = ray.get_runtime_context().get_accelerator_ids().get("GPU", [])
     return run_job(job, [int(g) for g in gpu_ids])
 
@@ -74,15 +74,14 @@ def connect(cfg: ExecutorConfig) -> ClusterInfo:
         # Ray's startup warnings (token auth, /dev/shm size...) go to its log files, not the terminal.
         logging.getLogger("ray").setLevel(logging.ERROR)
     private = cfg.address is None
-    extra: dict[str, object] = (
-        {"num_cpus": cfg.num_cpus, "include_dashboard": cfg.dashboard} if private else {}
-    )
     context = start(
         lambda: ray.init(
             address="local" if private else cfg.address,
             log_to_driver=cfg.ray_output,
             configure_logging=False,
-            **extra,
+            # Joining a cluster takes its resources as they are (None: Ray's defaults).
+            num_cpus=cfg.num_cpus if private else None,
+            include_dashboard=cfg.dashboard if private else None,
         ),
         attempts=cfg.start_attempts if private else 1,
     )

@@ -27,7 +27,7 @@ def _node_row(n: Any) -> dict[str, Any]:
 
 
 def _row(n: Any) -> dict[str, Any]:
-    row = n.model_dump(
+    row: dict[str, Any] = n.model_dump(
         mode="json", exclude={"metrics", "execution", "origin", "outcome", "steps", "open_attempt"}
     )
     row["metrics"] = {m.name: m.value for m in n.metrics}

@@ -59,7 +59,8 @@ def case(fn: Case) -> Case:
 def _json_of(box: Sandbox, code: str, limits: Limits | None = None) -> dict[str, object]:
     result = box.exec([PY, "-c", textwrap.dedent(code)], limits=limits or Limits(wall_s=60))
     assert result.exit_code == 0, f"probe failed: {result}"
-    return json.loads(result.stdout)
+    parsed: dict[str, object] = json.loads(result.stdout)
+    return parsed
 
 
 def _host_processes_with(token: str) -> list[int]:

@@ -251,10 +251,12 @@ class DockerProvider:
             if self.options.base_url not in _ENGINES:
                 import docker
 
+                # types-docker declares `timeout: int`; the SDK hands it to requests, where a float
+                # is fine and None means no read timeout.
                 def client(timeout: float | None) -> Any:
                     if self.options.base_url:
-                        return docker.DockerClient(base_url=self.options.base_url, timeout=timeout)
-                    return docker.from_env(timeout=timeout)
+                        return docker.DockerClient(base_url=self.options.base_url, timeout=timeout)  # type: ignore[arg-type]
+                    return docker.from_env(timeout=timeout)  # type: ignore[arg-type]
 
                 # A second connection without a read timeout for output streams: a job may be silent
                 # longer than any API timeout, and its stream ends when we stop the container.
@@ -355,7 +357,8 @@ class DockerProvider:
             container.stop(timeout=max(1, round(grace_s)))
         except docker.errors.APIError:
             container.kill(signal=signal.SIGKILL)
-        return container.wait(timeout=self.options.api_timeout_s)
+        status: dict[str, Any] = container.wait(timeout=self.options.api_timeout_s)
+        return status
 
     # -- no leaks ----------------------------------------------------------------------------
     def sweep(self, *, mine: bool) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from engine.budgets import ComputeMeter
 from engine.dispatch import Finish
@@ -291,7 +291,9 @@ class Forest:
         done = [e for e in ends if e is not None]
         if len(self.trees) == 1:
             return done[0]
-        kind = "complete" if all(e.kind == "complete" for e in done) else "stopped"
+        kind: Literal["complete", "stopped"] = (
+            "complete" if all(e.kind == "complete" for e in done) else "stopped"
+        )
         return Finish(kind, "; ".join(f"{t.name}: {e.message}" for t, e in zip(self.trees, done)))
 
 

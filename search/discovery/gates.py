@@ -23,6 +23,7 @@ opposite sign: the claim as stated is wrong even if the association is real.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -160,7 +161,7 @@ def confirm_heldout(
 
 
 def bonferroni_chain(
-    steps: list[tuple[str, TestOutcome | None, int]],
+    steps: Sequence[tuple[str, TestOutcome | None, int]],
     *,
     alpha: float,
     min_effect: float,
@@ -234,7 +235,7 @@ def benjamini_hochberg(log_ps: dict[str, float], *, alpha: float) -> tuple[set[s
 
 
 def bh_decisions(
-    evidence: dict[str, tuple[TestOutcome | None, int]], *, alpha: float, min_effect: float
+    evidence: Mapping[str, tuple[TestOutcome | None, int]], *, alpha: float, min_effect: float
 ) -> dict[str, GateDecision]:
     """The BH gate over the whole bank: discovery by BH, then effect size and predicted sign."""
     tested = {i: ev.log_p for i, (ev, _) in evidence.items() if ev is not None}

@@ -88,7 +88,7 @@ class ExperiGen:
         self.s, self.d = s, s.dcfg
 
     def propose(self, slots: int) -> list[Node]:
-        st, out = self.s.state, []
+        st, out = self.s.state, list[Node]()
         for chain, steps in st.chains.items():
             if len(out) >= slots:
                 break

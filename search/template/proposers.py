@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
@@ -107,9 +108,9 @@ class Proposer:
         self,
         seen: set[str],
         n: int,
-        extra: set[str] = frozenset(),
+        extra: AbstractSet[str] = frozenset(),
         *,
-        scan_all: bool = False,  # type: ignore[assignment]
+        scan_all: bool = False,
     ) -> list[dict[str, Any]]:
         """Up to `n` pool settings in neither `seen` (a set that only grows, as `Tried` keeps it)
         nor `extra`, in pool order (all of them if `scan_all`); the

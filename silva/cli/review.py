@@ -14,7 +14,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import click
 import typer
 from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
@@ -50,7 +49,8 @@ class ReviewSettings(BaseModel):
 class _DefaultPaper(TyperGroup):
     """`silva review X` means `silva review paper X` unless X names a subcommand."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    # typer 0.29 vendors click: the context it passes is typer._click's, not click's (pyproject pins typer).
+    def parse_args(self, ctx: typer._click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
             args = ["paper", *args]
         return super().parse_args(ctx, args)

@@ -98,7 +98,7 @@ class Session:
         except OSError:  # a read-only or full run directory: the command itself will say so
             return
         self._saved = (sys.stdout, sys.stderr)
-        sys.stdout, sys.stderr = _Tee(sys.stdout, self.log), _Tee(sys.stderr, self.log)  # type: ignore[assignment]
+        sys.stdout, sys.stderr = _Tee(sys.stdout, self.log), _Tee(sys.stderr, self.log)
         self._handler = _LogHandler(self.log)
         logging.getLogger().addHandler(self._handler)
 
