@@ -99,3 +99,39 @@ def test_one_true_effect_gets_one_verdict_whatever_the_tool() -> None:
     assert verdicts == {True}
     strict = {gates.two_split_train(o, 1, alpha=0.05, min_effect=0.45).passed for o in outcomes}
     assert strict == {False}
+
+
+def test_hypothesis_key_ignores_layout_and_comments_not_code_variables_or_sign() -> None:
+    from search.discovery.evidence import Hypothesis, hypothesis_key
+
+    def h(code: str, variables: list[str], sign: int = 1) -> Hypothesis:
+        return Hypothesis(
+            statement="s x", h0="h0 x", h1="h1 x", variables=variables, expected_sign=sign, code=code
+        )
+
+    code = 'import silva_stats as st\nst.record(st.correlation(st.load(), "x", "y"), expected_sign=1)\n'
+    same = (
+        "# again\nimport silva_stats as st\n\n"
+        'st.record( st.correlation(st.load(), "x",  "y"), expected_sign=1 )  # same test\n'
+    )
+    assert hypothesis_key(h(code, ["x", "y"])) == hypothesis_key(h(same, ["y", "x"]))
+    assert hypothesis_key(h(code, ["x", "y"])) != hypothesis_key(h(code.replace('"y"', '"z"'), ["x", "y"]))
+    assert hypothesis_key(h(code, ["x", "y"])) != hypothesis_key(h(code, ["x", "y", "z"]))
+    assert hypothesis_key(h(code, ["x", "y"])) != hypothesis_key(h(code, ["x", "y"], -1))
+
+
+def test_a_check_that_loses_the_effect_explains_the_claim() -> None:
+    check = Evidence(
+        test="stratified_fixed_effect",
+        effect=0.04,
+        effect_name="standardized_beta",
+        p=0.3,
+        log_p=math.log(0.3),
+        n=500,
+        estimates={"pair": ["x", "y"], "adjusted_for": ["age"]},
+    )
+    decision = gates.confound_check("h9", check, **KW)
+    assert decision is not None and decision.status == "explained"
+    assert decision.reason.startswith("explained by age: h9 (stratified_fixed_effect)")
+    kept = check.model_copy(update={"effect": 0.3, "p": 1e-6, "log_p": math.log(1e-6)})
+    assert gates.confound_check("h9", kept, **KW) is None
