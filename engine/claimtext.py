@@ -144,8 +144,7 @@ def claim_values(claim: Claim) -> list[float]:
 def check_sentence(sentence: str, claim: Claim, ledger: Ledger) -> list[str]:
     """Why `sentence` contradicts `claim` (empty: it states the claim faithfully)."""
     problems = []
-    s_at, r_at = _order(sentence, claim)
-    reversed_ = r_at >= 0 and (s_at < 0 or r_at < s_at)
+    reversed_ = _reversed(sentence, claim)
     said = asserted(sentence, claim)
     said = _flip(said) if reversed_ else said
     truth = claim.verdict
@@ -175,21 +174,34 @@ def check_sentence(sentence: str, claim: Claim, ledger: Ledger) -> list[str]:
 
 
 def _numbers(sentence: str, claim: Claim, reversed_: bool) -> list[str]:
-    literals = [m.group(1).replace("−", "-") + m.group(2) for m in _DECIMAL.finditer(sentence)]
+    out = swapped_means(sentence, claim, reversed_)
+    values = claim_values(claim)
+    for lit in _literals(sentence):
+        if not any(_rounds_to(v, lit) for v in values):
+            out.append(f"prints {lit}, which is none of the claim's figures")
+    return out
+
+
+def _literals(sentence: str) -> list[str]:
+    return [m.group(1).replace("−", "-") + m.group(2) for m in _DECIMAL.finditer(sentence)]
+
+
+def swapped_means(sentence: str, claim: Claim, reversed_: bool) -> list[str]:
+    """The first-named group is given the other group's mean (an inverted conclusion)."""
     means = []
-    for lit in literals:
+    for lit in _literals(sentence):
         is_s, is_r = _rounds_to(claim.subject.mean, lit), _rounds_to(claim.reference.mean, lit)
         if is_s != is_r:
             means.append("subject" if is_s else "reference")
     first = "reference" if reversed_ else "subject"
-    out = []
     if len(means) >= 2 and means[0] != first and first in means:
-        out.append("gives each group the other group's mean")
-    values = claim_values(claim)
-    for lit in literals:
-        if not any(_rounds_to(v, lit) for v in values):
-            out.append(f"prints {lit}, which is none of the claim's figures")
-    return out
+        return ["gives each group the other group's mean"]
+    return []
+
+
+def _reversed(sentence: str, claim: Claim) -> bool:
+    s_at, r_at = _order(sentence, claim)
+    return r_at >= 0 and (s_at < 0 or r_at < s_at)
 
 
 def _p(claim: Claim) -> str:
@@ -226,10 +238,15 @@ def check_text(text: str, ledger: Ledger) -> list[SentenceCheck]:
         if _HYPOTHESIS.search(sentence):  # what is tested, not a result
             continue
         mark = CLAIM_MARK_RE.search(sentence)
-        if not (mark or _STRONG.search(sentence) or _NULL.search(sentence)):
-            continue
         shown = CLAIM_MARK_RE.sub("", sentence)
         claim = match_claim(sentence, ledger)
+        if not (mark or _STRONG.search(sentence) or _NULL.search(sentence)):
+            # No comparison words, but both groups' figures ("reaches X against Y"): their order.
+            if claim is not None and len(_literals(shown)) >= 2:
+                unlabelled = shown.replace(claim.subject.label, " ").replace(claim.reference.label, " ")
+                swapped = swapped_means(unlabelled, claim, _reversed(shown, claim))
+                out.append(SentenceCheck(shown, claim, tuple(swapped)))
+            continue
         if claim is None:
             if mark or _STRONG.search(sentence):
                 why = (

@@ -40,27 +40,35 @@ def _body(tex: str) -> tuple[int, int]:
     return start, min(ends) if ends else len(tex)
 
 
-def contradictions(tex: str, macros: ResultsMacros) -> list[Contradiction]:
+def sentence_spans(tex: str) -> list[tuple[int, int]]:
+    """(start, end) of each prose sentence of the abstract and body, a \\claim{id} included."""
     lo, hi = _body(tex)
     blanked = _FLOATS.sub(lambda m: " " * len(m.group(0)), tex[lo:hi])
-    bodies = {name: m.latex for name, m in macros.macros.items()}
     out, start = [], 0
     for m in [*_BOUNDARY.finditer(blanked), None]:
         end = m.end() if m else len(blanked)
         span = blanked[start:end]
         if span.strip():
-            checks = [c for c in check_text(plain(span, bodies), macros.ledger) if c.problems]
-            if checks:
-                out.append(
-                    Contradiction(
-                        start=lo + start + (len(span) - len(span.lstrip())),
-                        end=lo + end,
-                        sentence=" ".join(tex[lo + start : lo + end].split()),
-                        claim_id=checks[0].claim.id if checks[0].claim else None,
-                        problems=[p for c in checks for p in c.problems],
-                    )
-                )
+            out.append((lo + start + len(span) - len(span.lstrip()), lo + end))
         start = end
+    return out
+
+
+def contradictions(tex: str, macros: ResultsMacros) -> list[Contradiction]:
+    bodies = {name: m.latex for name, m in macros.macros.items()}
+    out = []
+    for start, end in sentence_spans(tex):
+        checks = [c for c in check_text(plain(tex[start:end], bodies), macros.ledger) if c.problems]
+        if checks:
+            out.append(
+                Contradiction(
+                    start=start,
+                    end=end,
+                    sentence=" ".join(tex[start:end].split()),
+                    claim_id=checks[0].claim.id if checks[0].claim else None,
+                    problems=[p for c in checks for p in c.problems],
+                )
+            )
     return out
 
 

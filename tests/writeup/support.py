@@ -148,7 +148,7 @@ ax.bar(range(len(labels)), [stage["groups"][g][data["primary"]]["mean"] for g in
 ax.set_xticks(range(len(labels)), labels, fontsize=6)
 ax.set_ylabel(data["primary"])
 fig.tight_layout()
-fig.savefig("figures/comparison.png", dpi=100)
+fig.savefig("figures/comparison.png", dpi=150)
 ```"""
 
 
@@ -237,8 +237,8 @@ class ScriptedWriter:
             text = (
                 "Figure~\\ref{fig:comparison} compares the groups. The method reaches "
                 "\\MainMethodMean{}\\,$\\pm$\\,\\MainMethodSd{} over \\MainN{} seeds against "
-                "\\MainBaselineMean{}\\,$\\pm$\\,\\MainBaselineSd{}."
-            )
+                "\\MainBaselineMean{}\\,$\\pm$\\,\\MainBaselineSd{}. "
+            ) + headline_sentence(prompt)
             if self.typed_number:
                 text += " Prior work reported 0.987 on this task."
             if self.false_claim:
@@ -256,6 +256,28 @@ class ScriptedWriter:
             f"This section ({name.replace('_', ' ').lower()}) describes the work in "
             f"words.{cite if name == 'Introduction' else ''}"
         )
+
+
+_HEADLINE = re.compile(
+    r"^- (\S+) \[HEADLINE: the hypothesis\]: .*? on (\S+) \(\w+ metric\): ([a-z ]+) at alpha", re.MULTILINE
+)
+
+
+def headline_sentence(prompt: str) -> str:
+    """The ledger's headline verdict in words, as the prompt lists it, marked with its claim id."""
+    m = _HEADLINE.search(prompt)
+    if m is None or m.group(3) == "untested":
+        return ""
+    claim_id, metric, verdict = m.group(1), m.group(2).replace("_", "\\_"), m.group(3)
+    core = (
+        "the method and the baseline showed no detectable difference"
+        if verdict == "no detectable difference"
+        else f"the method was significantly {verdict} than the baseline"
+    )
+    return (
+        f"On {metric}, {core} (difference \\MainDiff{{}}, \\CiLevel\\% CI [\\MainDiffLo{{}}, "
+        f"\\MainDiffHi{{}}]).\\claim{{{claim_id}}}"
+    )
 
 
 def scripted_llm(run_dir: Path, writer: ScriptedWriter, price: float = 0.0) -> tuple[LLM, object]:
