@@ -28,6 +28,21 @@ _ADVICE = {
 }
 
 
+# The machine's or the user's paths, not Silva's code: the user can fix each of these.
+MACHINE_ERRNOS = frozenset(
+    {
+        *_ADVICE,
+        errno.ENOTDIR,
+        errno.EISDIR,
+        errno.ENAMETOOLONG,
+        errno.EIO,
+        errno.EMFILE,
+        errno.ENFILE,
+        errno.ENOMEM,
+    }
+)
+
+
 def os_failure(e: OSError, where: Path | None = None) -> EnvironmentFailure:
     """One line: what failed (the path when the OS named one, else `where`) and what to do."""
     path = e.filename or where
@@ -40,9 +55,9 @@ def environment_failure(exc: BaseException, where: Path | None = None) -> Enviro
     """The failure `exc` stands for, or None for anything else (bad input, a bug)."""
     if isinstance(exc, EnvironmentFailure):
         return exc
-    if isinstance(exc, OSError):
+    if isinstance(exc, OSError) and exc.errno in MACHINE_ERRNOS:
         return os_failure(exc, where)
-    return None
+    return None  # another OSError (a file Silva itself should have made, say) is a bug
 
 
 class SpaceReserve:

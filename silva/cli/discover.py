@@ -104,6 +104,7 @@ def discover(
     from search.discovery.claims import status_line
     from silva import lifecycle
     from silva.cli.run import report
+    from silva.cli.session import SESSION
     from silva.progress import Progress
 
     console = Console()
@@ -115,6 +116,7 @@ def discover(
             highlight=False,
         )
     run_dir, journal = lifecycle.create_run(cfg)
+    SESSION.attach(run_dir)  # RUN_DIR/silva.log: the terminal's lines and any trace
     console.print(f"run directory: {run_dir}", highlight=False)
     with Progress() as progress:
         outcome = lifecycle.execute(cfg, journal, progress.update)

@@ -78,7 +78,7 @@ def test_misspelled_provider_option_names_the_nearest(
     )
     assert main(["run", str(config)]) == 2
     err = capsys.readouterr().err
-    assert "options.bwarp: the local sandbox has no such option; did you mean `bwrap`?" in err
+    assert "bwarp: the local sandbox has no such option; did you mean `bwrap`?" in err
     assert "Traceback" not in err
     ideas = REPO / "examples/ideas/run.yaml"
     cfg = yaml.safe_load(ideas.read_text())
