@@ -82,6 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script and of tests: returns the exit code."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
     logging.captureWarnings(True)  # Python warnings reach the run log too
+    SESSION.start()
     try:
         result = app(args=list(argv) if argv is not None else None, standalone_mode=False)
     except BaseException as e:  # noqa: BLE001  # every ending becomes an exit code here

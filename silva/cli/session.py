@@ -82,6 +82,19 @@ class _LogHandler(logging.Handler):
         self.log.write(self.format(record) + "\n")
 
 
+class _Held(logging.Handler):
+    """Log records of the command before its run directory exists (config checks, the sandbox
+    warning), written to the run log when it opens."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.NOTSET)
+        self.lines: list[str] = []
+        self.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record) + "\n")
+
+
 class Session:
     def __init__(self) -> None:
         self.verbose = False
@@ -89,20 +102,37 @@ class Session:
         self.log: RunLog | None = None
         self._saved: tuple[TextIO, TextIO] | None = None
         self._handler: logging.Handler | None = None
+        self._held: _Held | None = None
+
+    def start(self) -> None:
+        """Hold log records until a run directory is attached."""
+        self._held = _Held()
+        logging.getLogger().addHandler(self._held)
 
     def attach(self, run_dir: Path) -> None:
         """From now on the terminal's output and the logs also go to RUN_DIR/silva.log."""
         self.run_dir = run_dir
+        held = self._drop_held()
         try:
             self.log = RunLog(run_dir)
         except OSError:  # a read-only or full run directory: the command itself will say so
             return
+        for line in held:
+            self.log.write(line)
         self._saved = (sys.stdout, sys.stderr)
         sys.stdout, sys.stderr = _Tee(sys.stdout, self.log), _Tee(sys.stderr, self.log)
         self._handler = _LogHandler(self.log)
         logging.getLogger().addHandler(self._handler)
 
+    def _drop_held(self) -> list[str]:
+        if self._held is None:
+            return []
+        logging.getLogger().removeHandler(self._held)
+        lines, self._held = self._held.lines, None
+        return lines
+
     def detach(self) -> None:
+        self._drop_held()
         if self._saved is not None:
             sys.stdout, sys.stderr = self._saved
             self._saved = None

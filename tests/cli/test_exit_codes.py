@@ -38,6 +38,9 @@ def test_budget_stop_exits_3_resumable(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["run", str(make_config(tmp_path, tpl, budgets={"max_nodes": 2}))]) == 3
     out = capsys.readouterr().out
     assert "budget: node budget of 2 node(s) used up" in out and "continue with: silva resume" in out
+    # The run log holds what the terminal showed, the warnings before the run directory existed too.
+    log = (next((tmp_path / "runs").iterdir()) / "silva.log").read_text()
+    assert log.startswith("WARNING sandbox.none: sandbox: none") and "budget: node budget of 2" in log
 
 
 def test_exit_codes_are_in_run_help(capsys: pytest.CaptureFixture[str]) -> None:
