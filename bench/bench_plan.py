@@ -1,14 +1,14 @@
 """A day of a big forest, planned (docs/plan.md, "The north-star benchmark"). Writes
 bench/results/plan.json.
 
-`silva plan` on a template forest of `--ideas` variants (stages of 1, 60, 20 and 1 search nodes,
-3 seed replicates each, an offline writeup per idea), experiments lognormal with a 20-minute
-median (sigma 0.75), a 24-hour wall-clock budget, at each of `--slots`. Each plan runs in its
-own process (clean peak memory). The forest is of template ideas, not agentic ones: `silva
-plan` does not simulate the LLM steps of the agentic search yet, so there are no LLM dollars
-and no reviews in these figures (docs/plan.md says what is missing).
+`silva plan` on a forest of `--ideas` agentic ideas (the offline example's idea and stages,
+Sonnet writing code, papers and reviews, Haiku judging, at the built-in prices, LLM latencies
+of hosted models: `silva.plan.DEFAULT_ROLES`), with the LLM writeup and a five-review panel
+after each idea's search; experiments lognormal with a 20-minute median (sigma 0.75), one GPU
+each; a 24-hour wall-clock budget; at each of `--slots`. `--forest template`: template ideas
+(stages of 1, 60, 20 and 1 nodes), no LLM. Each plan runs in its own process (its peak memory).
 
-    .venv/bin/python bench/bench_plan.py [--ideas 100] [--slots 100,1000,10000]
+    .venv/bin/python bench/bench_plan.py [--ideas 100] [--slots 100,1000,10000] [--forest agentic]
 """
 
 from __future__ import annotations
@@ -31,6 +31,62 @@ sys.path.insert(0, str(REPO))
 from tests.helpers import make_template  # noqa: E402  (the tests' small quadratic template)
 
 SETTINGS = {"durations": {"default": {"median_s": 1200.0, "sigma": 0.75}}}
+
+
+# Hosted models as the north star assumes them: Sonnet writes code and papers and reviews,
+# Haiku judges; priced from the built-in table (engine/llm/prices.py). `silva plan` calls none.
+LLM = {
+    "providers": {"anthropic": {"kind": "anthropic", "api_key_env": "ANTHROPIC_API_KEY"}},
+    "models": {
+        "sonnet": {"provider": "anthropic", "model": "claude-sonnet-4-5"},
+        "haiku": {"provider": "anthropic", "model": "claude-haiku-4-5"},
+    },
+    "roles": {
+        "code": {"model": "sonnet", "max_tokens": 8192},
+        "writeup": {"model": "sonnet", "max_tokens": 8192},
+        "review": {"model": "sonnet", "max_tokens": 4096},
+        "feedback": {"model": "haiku", "max_tokens": 1024},
+        "vision": {"model": "haiku", "max_tokens": 1024},
+        "selection": {"model": "haiku", "max_tokens": 512},
+    },
+}
+
+
+def write_agentic_config(work: Path, ideas: int) -> Path:
+    """A forest of `ideas` agentic ideas (the offline example's idea, renamed), with the LLM
+    writeup and review after each idea's search, one GPU per experiment."""
+    idea = yaml.safe_load((REPO / "examples" / "ideas" / "label_noise.yaml").read_text())
+    sources = []
+    for i in range(ideas):
+        path = work / "ideas" / f"idea{i:03d}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump({**idea, "name": f"idea{i:03d}"}))
+        sources.append({"path": str(path)})
+    cfg = {
+        "name": "northstar",
+        "ideas": sources,
+        "output_dir": str(work / "runs"),
+        "seed": 0,
+        "replicates": 3,
+        "stages": {
+            "preliminary": {"max_nodes": 4},
+            "hyperparameter": {"max_nodes": 6},
+            "agenda": {"max_nodes": 4},
+            "ablation": {"max_nodes": 3},
+        },
+        "search": {"num_drafts": 2},
+        "budgets": {"wall_clock_s": 24 * 3600, "node_timeout_s": 7200},
+        "executor": {"kind": "inprocess", "max_in_flight": 1},
+        "resources": {"default": {"num_cpus": 4, "num_gpus": 1}},
+        "sandbox": "none",
+        "llm": LLM,
+        "writeup": {},
+        "review": {},
+    }
+    path = work / "run.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    (work / "plan.yaml").write_text(yaml.safe_dump(SETTINGS))
+    return path
 
 
 def write_config(work: Path, ideas: int) -> Path:
@@ -96,6 +152,8 @@ def plan_once(config: Path, slots: int) -> dict[str, Any]:
         "gpu_hours": r["gpu_hours"],
         "gpu_utilization": r["utilization"],
         "llm_dollars": r["llm_dollars"],
+        "dollars_per_paper": r["dollars_per_paper"],
+        "llm_calls": r["llm_calls"],
         "driver_cpu_ms_per_completion": r["driver_cpu_ms_per_completion"],
         "driver_peak_rss_mb": r["driver_peak_rss_mb"],
         "completions": r["completions"],
@@ -107,16 +165,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ideas", type=int, default=100)
     ap.add_argument("--slots", default="100,1000,10000")
+    ap.add_argument("--forest", choices=("agentic", "template"), default="agentic")
     args = ap.parse_args()
     rows = []
+    write = write_agentic_config if args.forest == "agentic" else write_config
     with tempfile.TemporaryDirectory(prefix="silva-bench-plan-") as tmp:
-        config = write_config(Path(tmp), args.ideas)
+        config = write(Path(tmp), args.ideas)
         for slots in (int(s) for s in args.slots.split(",")):
-            row = plan_once(config, slots)
+            row = {"forest": args.forest, **plan_once(config, slots)}
             rows.append(row)
             print(json.dumps(row), flush=True)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"cpus": os.cpu_count(), "rows": rows}, indent=2) + "\n")
+    results = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
+    results[args.forest] = {"cpus": os.cpu_count(), "rows": rows}
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {RESULTS}")
 
 

@@ -26,13 +26,21 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from engine.attempt import ExperimentJob
-from engine.config import Resources
+from engine.config import Budgets, Resources
 from engine.dispatch import BudgetStop
 from engine.errors import ConfigError
 from engine.executor import Handle, Job, JobDone, holds_resources
 from engine.journal import EVENTS_FILE, Journal
-from engine.node import AttemptResult, MetricSpec, MetricValue, NodeStatus
+from engine.llm.config import LLMConfig, Price, ProviderConfig, resolve_model
+from engine.llm.ledger import read_records
+from engine.node import AttemptResult, ExecSummary, MetricSpec, MetricValue, Node, NodeStatus, StepResult
+from search.agentic.operators.job import CycleJob, JudgeJob, Proposed, Ran, RunJob, ThinkJob
+from search.agentic.operators.outcome import OperatorOutcome
+from search.selection import SelectionJob
+from search.stages import Selection
 from silva.config import RunConfig, load_config
+from silva.paper_phases import ReviewJob
+from writeup.job import WriteupJob
 
 LEDGER_FILE = "llm_ledger.jsonl"
 PAPER, REVIEW = "paper", "review"  # the phases' node kinds (silva/paper_phases.py)
@@ -46,6 +54,33 @@ class Lognormal(BaseModel):
 
     def draw(self, rng: random.Random) -> float:
         return self.median_s * math.exp(self.sigma * rng.gauss(0.0, 1.0))
+
+
+class LLMRole(BaseModel):
+    """One LLM role's calls: latency, tokens, and how many calls one job makes."""
+
+    model_config = {"extra": "forbid"}
+
+    latency: Lognormal
+    input_tokens: int = Field(ge=0)
+    output_tokens: int = Field(ge=0)
+    calls: int = Field(1, ge=1, description="calls one job makes (a writeup: its sections and fixes)")
+
+
+# Hosted models in late 2026 (docs/plan.md, "Defaults"): code-writing calls of 30-120 s and
+# judgements of 5-20 s (5th to 95th percentile: a lognormal of sigma 0.42 about the median).
+DEFAULT_ROLES = {
+    "code": LLMRole(latency=Lognormal(median_s=60.0, sigma=0.42), input_tokens=8000, output_tokens=4000),
+    "feedback": LLMRole(latency=Lognormal(median_s=10.0, sigma=0.42), input_tokens=6000, output_tokens=600),
+    "vision": LLMRole(latency=Lognormal(median_s=10.0, sigma=0.42), input_tokens=3000, output_tokens=400),
+    "selection": LLMRole(latency=Lognormal(median_s=10.0, sigma=0.42), input_tokens=4000, output_tokens=300),
+    "writeup": LLMRole(
+        latency=Lognormal(median_s=60.0, sigma=0.42), input_tokens=20000, output_tokens=3000, calls=25
+    ),
+    "review": LLMRole(
+        latency=Lognormal(median_s=40.0, sigma=0.42), input_tokens=15000, output_tokens=2000, calls=6
+    ),
+}
 
 
 class PlanSettings(BaseModel):
@@ -66,17 +101,21 @@ class PlanSettings(BaseModel):
     buggy: dict[str, float] = Field(
         default_factory=dict, description="per node kind: the share of attempts that fail"
     )
+    llm: dict[str, LLMRole] = Field(
+        default_factory=lambda: dict(DEFAULT_ROLES), description="per LLM role: latency and tokens a call"
+    )
 
 
 class Source:
-    """Durations, outcomes and metric values to draw from: a previous run's journal, or the
-    settings' distributions."""
+    """Durations, outcomes, metric values and LLM calls to draw from: a previous run's journal
+    and ledger, or the settings' distributions."""
 
-    def __init__(self, settings: PlanSettings, journal: Journal | None) -> None:
+    def __init__(self, settings: PlanSettings, journal: Journal | None, ledger: Path | None = None) -> None:
         self.settings = settings
         self.took: dict[str, list[float]] = defaultdict(list)
         self.failed: dict[str, list[bool]] = defaultdict(list)
         self.metrics: dict[str, list[list[MetricValue]]] = defaultdict(list)
+        self.calls: dict[str, list[tuple[float, int, int]]] = defaultdict(list)
         for n in journal or []:
             if not n.is_finished or n.status == NodeStatus.DISCARDED or not n.finished_at:
                 continue
@@ -87,6 +126,9 @@ class Source:
             self.failed[n.kind].append(n.status == NodeStatus.BUGGY)
             if n.status == NodeStatus.GOOD and n.metrics:
                 self.metrics[n.kind].append(n.metrics)
+        for r in read_records(ledger) if ledger is not None and ledger.is_file() else []:
+            if r.attempts and not r.error and not r.cache_hit:
+                self.calls[r.role].append((r.latency_s, r.input_tokens, r.output_tokens))
 
     def duration(self, kind: str, rng: random.Random) -> float:
         if self.took.get(kind):
@@ -105,57 +147,72 @@ class Source:
             return [m.model_copy() for m in rng.choice(seen)]
         return [MetricValue(name=s.name, value=rng.gauss(0.0, 1.0), direction=s.direction) for s in specs]
 
+    def call(self, role: str, rng: random.Random) -> tuple[float, int, int]:
+        """One call of `role`: (latency s, input tokens, output tokens)."""
+        if self.calls.get(role):
+            return rng.choice(self.calls[role])
+        r = self.settings.llm.get(role) or self.settings.llm["feedback"]
+        return r.latency.draw(rng), r.input_tokens, r.output_tokens
+
+    def calls_per_job(self, role: str) -> int:
+        r = self.settings.llm.get(role)
+        return r.calls if r is not None else 1
+
 
 class PlanExecutor:
-    """An executor in virtual time: a job's result comes back when its drawn duration is over;
-    `wait` returns the next to end at once. It stops the run at the wall-clock budget of
-    virtual time (the dispatcher's own check reads the real clock)."""
+    """An executor in virtual time: each job's result is drawn when it is submitted and comes
+    back when its duration is over; `wait` returns the next to end at once. No code runs and no
+    LLM is called: an LLM step takes its role's latency and is charged its tokens at the role
+    model's price. It stops the run at the wall-clock and dollar budgets in virtual time (the
+    dispatcher's own checks read the real clock and the real ledger)."""
 
     def __init__(
-        self, journal: Journal, source: Source, seed: int, wall_clock_s: float | None, slots: int
+        self,
+        journal: Journal,
+        source: Source,
+        seed: int,
+        budgets: Budgets,
+        prices: dict[str, Price],
     ) -> None:
         self.journal, self.source, self.rng = journal, source, random.Random(seed)
-        self.wall_clock_s, self.slots = wall_clock_s, slots
+        self.budgets, self.prices = budgets, prices
         self.start = self.now = time.time()
-        self.pending: dict[Handle, tuple[float, float, Job, Resources]] = {}
+        self.pending: dict[Handle, tuple[float, float, Job, Resources, Any, float]] = {}
         self.ids = itertools.count()
         self.held_s: Counter[str] = Counter()  # slot-seconds of experiments per idea
-        self.gpu_s = self.cpu_s = 0.0
+        self.gpu_s = self.cpu_s = self.dollars = 0.0
+        self.llm_calls: Counter[str] = Counter()
         self.completions = 0
 
     def submit(self, job: Job, resources: Resources) -> Handle:
         handle = next(self.ids)
-        kind = self.journal.nodes[job.node_id].kind
-        self.pending[handle] = (self.now, self.now + self.source.duration(kind, self.rng), job, resources)
+        node = self.journal.nodes[job.node_id]
+        took, result, dollars = self._draw(job, node)
+        result.started_at, result.finished_at = self.now, self.now + took
+        result.cost_usd = dollars
+        self.pending[handle] = (self.now, self.now + took, job, resources, result, dollars)
         return handle
 
     def wait(self, handles: Sequence[Handle], timeout: float) -> JobDone | None:
         if not handles:
             return None
         handle = min(handles, key=lambda h: (self.pending[h][1], h))
-        start, end, job, res = self.pending[handle]
-        if self.wall_clock_s is not None and end - self.start > self.wall_clock_s:
-            self.now = self.start + self.wall_clock_s
-            raise BudgetStop("wall_clock_s", f"wall-clock budget of {self.wall_clock_s:g} s used up")
+        start, end, job, res, result, dollars = self.pending[handle]
+        wall = self.budgets.wall_clock_s
+        if wall is not None and end - self.start > wall:
+            self.now = self.start + wall
+            raise BudgetStop("wall_clock_s", f"wall-clock budget of {wall:g} s used up")
         del self.pending[handle]
         self.now = max(self.now, end)
         self.completions += 1
-        node = self.journal.nodes[job.node_id]
+        self.dollars += dollars
         if holds_resources(job):
             took = end - start
-            self.held_s[node.idea] += took
+            self.held_s[self.journal.nodes[job.node_id].idea] += took
             self.gpu_s += took * res.num_gpus
             self.cpu_s += took * res.num_cpus
-        buggy = self.source.buggy(node.kind, self.rng)
-        result = AttemptResult(
-            status="buggy" if buggy else "good",
-            reason="simulated failure" if buggy else "simulated",
-            started_at=start,
-            finished_at=end,
-            worker="plan:0",
-        )
-        if isinstance(job, ExperimentJob) and not buggy:
-            result.metrics = self.source.values(node.kind, job.metrics, self.rng)
+        if self.budgets.dollars is not None and self.dollars >= self.budgets.dollars:
+            raise BudgetStop("dollars", f"LLM budget of ${self.budgets.dollars:.2f} used up")
         return JobDone(handle, result)
 
     def cancel(self, handle: Handle) -> None:
@@ -163,6 +220,107 @@ class PlanExecutor:
 
     def shutdown(self) -> None:
         pass
+
+    # -- drawing a job's outcome ----------------------------------------------------------------
+    def _llm(self, role: str, calls: int = 1) -> tuple[float, float]:
+        """`calls` sequential calls of `role`: (seconds, dollars)."""
+        took = dollars = 0.0
+        price = self.prices.get(role) or self.prices.get("code")  # a role not configured: the code model
+        for _ in range(calls):
+            latency, tokens_in, tokens_out = self.source.call(role, self.rng)
+            took += latency
+            dollars += price.dollars(tokens_in, tokens_out, 0) if price is not None else 0.0
+            self.llm_calls[role] += 1
+        return took, dollars
+
+    def _experiment(self, kind: str, specs: Sequence[MetricSpec]) -> tuple[float, bool, list[MetricValue]]:
+        took = self.source.duration(kind, self.rng)
+        buggy = self.source.buggy(kind, self.rng)
+        return took, buggy, [] if buggy else self.source.values(kind, specs, self.rng)
+
+    def _draw(self, job: Job, node: Node) -> tuple[float, AttemptResult | StepResult, float]:
+        """How long `job` takes, its result and its LLM dollars."""
+        if isinstance(job, ThinkJob):
+            took, dollars = self._llm("code")
+            proposed = Proposed(
+                code="# simulated by silva plan\n",
+                plan=f"simulated {node.kind}",
+                hyperparameters={"setting": node.id} if node.kind == "hyperparameter" else {},
+                ablation=f"component of {node.id}" if node.kind == "ablation" else "",
+                llm_calls=1,
+            )
+            return took, StepResult(step="think", outcome=proposed), dollars
+        if isinstance(job, RunJob):
+            took, buggy, metrics = self._experiment(node.kind, job.a.metrics)
+            ran = Ran(
+                workspace="",
+                execution=ExecSummary(exit_code=1 if buggy else 0, wall_s=took),
+                metrics=metrics,
+                run_problem="simulated failure" if buggy else "",
+            )
+            return took, StepResult(step="run", outcome=ran), 0.0
+        if isinstance(job, JudgeJob):
+            took, dollars = self._llm("feedback")
+            if job.a.vision:
+                seen, paid = self._llm("vision")
+                took, dollars = took + seen, dollars + paid
+            ok = job.ran is not None and not job.ran.run_problem
+            return (
+                took,
+                self._operator(node, ok, job.ran.metrics if ok and job.ran else [], job.proposed),
+                dollars,
+            )
+        if isinstance(job, CycleJob):
+            took, buggy, metrics = self._experiment(node.kind, job.a.metrics)
+            dollars = 0.0
+            if job.llm is not None:  # the pipeline off: think and judge in the same job
+                for role in ("code", "feedback"):
+                    t, d = self._llm(role)
+                    took, dollars = took + t, dollars + d
+            return took, self._operator(node, not buggy, metrics, None, split=job.a.split), dollars
+        if isinstance(job, SelectionJob):
+            took, dollars = self._llm(job.role)
+            top = job.ranked[0].id
+            choice = Selection(
+                node_id=top, by="metric (simulated)", metric_best=top, candidates=[n.id for n in job.ranked]
+            )
+            return took, AttemptResult(status="good", reason="simulated", outcome=choice), dollars
+        if isinstance(job, WriteupJob) and job.llm is not None:
+            took, dollars = self._llm("writeup", self.source.calls_per_job("writeup"))
+            return took, AttemptResult(status="good", reason="simulated"), dollars
+        if isinstance(job, ReviewJob):
+            took, dollars = self._llm("review", self.source.calls_per_job("review"))
+            return took, AttemptResult(status="good", reason="simulated"), dollars
+        if isinstance(job, ExperimentJob):
+            took, buggy, metrics = self._experiment(node.kind, job.metrics)
+            status = "buggy" if buggy else "good"
+            return took, AttemptResult(status=status, reason="simulated", metrics=metrics), 0.0
+        # Aggregation, an offline writeup: no LLM, a duration of their kind.
+        return (
+            self.source.duration(node.kind, self.rng),
+            AttemptResult(status="good", reason="simulated"),
+            0.0,
+        )
+
+    @staticmethod
+    def _operator(
+        node: Node, ok: bool, metrics: list[MetricValue], proposed: Proposed | None, split: str = "search"
+    ) -> AttemptResult:
+        outcome = OperatorOutcome(
+            operator=node.kind,
+            hyperparameters=proposed.hyperparameters if proposed else {},
+            ablation=proposed.ablation if proposed else "",
+            status_rule="ok" if ok else "execution",
+            split="heldout" if split == "heldout" else "search",
+        )
+        return AttemptResult(
+            status="good" if ok else "buggy",
+            reason="simulated" if ok else "simulated failure",
+            metrics=metrics,
+            outcome=outcome,
+            code=proposed.code if proposed else None,
+            plan=proposed.plan if proposed else None,
+        )
 
 
 class PlanReport(BaseModel):
@@ -176,7 +334,9 @@ class PlanReport(BaseModel):
     wall_s: float = Field(description="virtual wall time from start to stop")
     gpu_hours: float
     cpu_hours: float
-    llm_dollars: float
+    llm_dollars: float = Field(description="simulated LLM calls at their role model's price")
+    llm_calls: dict[str, int] = Field(description="simulated LLM calls by role")
+    dollars_per_paper: float | None = Field(description="LLM dollars / papers written")
     nodes: int
     nodes_by_kind: dict[str, int]
     papers_written: int
@@ -207,6 +367,21 @@ def check_source(from_dir: Path, cfg: RunConfig) -> Journal:
     return Journal.open(from_dir, read_only=True)
 
 
+def offline(llm: LLMConfig) -> LLMConfig:
+    """The config's models on scripted providers, without the start-of-run probe: a plan needs
+    no key and calls no model (no job calls the LLM; the gateway is only opened)."""
+    scripted = {name: ProviderConfig(kind="scripted") for name in llm.providers}
+    return llm.model_copy(update={"providers": scripted, "probe": False})
+
+
+def prices(cfg: RunConfig) -> dict[str, Price]:
+    """Each role's model's price (the config's, else the built-in table's)."""
+    if cfg.llm is None:
+        return {}
+    out = {role: resolve_model(cfg.llm, rc.model).price for role, rc in cfg.llm.roles.items()}
+    return {role: p for role, p in out.items() if p is not None}
+
+
 def plan(
     config: Path,
     *,
@@ -224,12 +399,13 @@ def plan(
     if gpus is not None and gpus <= 0:
         raise ConfigError(f"--gpus {gpus:g}: give a positive number of GPUs")
     cfg = load_config(config)
-    if cfg.mode != "template":
+    if cfg.mode not in ("template", "agentic"):
         raise ConfigError(
-            f"{config}: `silva plan` simulates template searches and template forests; the "
-            f"{cfg.mode} search's LLM steps are not simulated yet (docs/plan.md)"
+            f"{config}: `silva plan` simulates template and agentic (idea) searches; the {cfg.mode} "
+            "search's steps are not simulated yet (docs/plan.md)"
         )
-    source = Source(settings or PlanSettings(), check_source(from_dir, cfg) if from_dir else None)
+    journal = check_source(from_dir, cfg) if from_dir else None
+    source = Source(settings or PlanSettings(), journal, from_dir / LEDGER_FILE if from_dir else None)
     per = cfg.resources_for("default")
     if gpus is not None:
         if per.num_gpus <= 0:
@@ -247,10 +423,12 @@ def plan(
                 "output_dir": work,
                 "sandbox": cfg.sandbox.model_copy(update={"provider": "none", "options": {}}),
                 "executor": cfg.executor.model_copy(update={"max_in_flight": slots, "kind": "inprocess"}),
+                "llm": offline(cfg.llm) if cfg.llm is not None else None,
+                "scripted_fn": None,
             }
         )
         _, journal = create_run(base.model_copy(update={"writeup": None}))
-        executor = PlanExecutor(journal, source, seed, cfg.budgets.wall_clock_s, slots)
+        executor = PlanExecutor(journal, source, seed, cfg.budgets, prices(cfg))
         cpu = time.process_time()
         outcome = execute(base, journal, executor=executor)
         cpu = time.process_time() - cpu
@@ -282,7 +460,9 @@ def _report(
         wall_s=round(wall, 3),
         gpu_hours=round(ex.gpu_s / 3600, 4),
         cpu_hours=round(ex.cpu_s / 3600, 4),
-        llm_dollars=0.0,  # template runs call no LLM (an offline writeup included)
+        llm_dollars=round(ex.dollars, 4),
+        llm_calls=dict(sorted(ex.llm_calls.items())),
+        dollars_per_paper=round(ex.dollars / good[PAPER], 4) if good[PAPER] else None,
         nodes=sum(kinds.values()),
         nodes_by_kind=dict(sorted(kinds.items())),
         papers_written=good[PAPER],

@@ -97,3 +97,45 @@ def test_bad_plan_inputs_exit_2_with_what_to_fix(tmp_path: Path, capsys: pytest.
     journal.log.close()
     assert main(["plan", with_llm, "--from", str(run_dir)]) == 2
     assert f"--from {run_dir}: no llm_ledger.jsonl" in capsys.readouterr().err
+
+
+def test_an_agentic_forest_is_planned_to_reviewed_papers_at_its_models_prices(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two agentic ideas with the LLM writeup and review: no key is needed and no model is
+    called; each think, judge, writeup and review is charged its role's tokens at the model's
+    built-in price, and the plan is the same for the same seed."""
+    import yaml
+
+    from tests.search.agentic_helpers import idea_file
+
+    llm = {
+        "providers": {"anthropic": {"kind": "anthropic", "api_key_env": "SILVA_TEST_NO_SUCH_KEY"}},
+        "models": {"haiku": {"provider": "anthropic", "model": "claude-haiku-4-5"}},
+        "roles": {r: {"model": "haiku"} for r in ("code", "feedback", "selection", "writeup", "review")},
+    }
+    cfg = {
+        "name": "p",
+        "ideas": [{"path": str(idea_file(tmp_path, f"i{k}"))} for k in range(2)],
+        "output_dir": str(tmp_path / "runs"),
+        "replicates": 1,
+        "stages": {s: {"max_nodes": 2} for s in ("preliminary", "hyperparameter", "agenda", "ablation")},
+        "budgets": {"wall_clock_s": None},
+        "executor": {"kind": "inprocess", "max_in_flight": 4},
+        "sandbox": "none",
+        "llm": llm,
+        "writeup": {},
+        "review": {},
+    }
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    one, two = (plan_json(capsys, str(path), "--seed", "1") for _ in range(2))
+    assert one["outcome"] == "finished", one["message"]
+    assert one["papers_written"] == one["papers_reviewed"] == 2
+    assert one["llm_calls"]["code"] >= one["nodes_by_kind"]["draft"] and one["llm_calls"]["review"] == 12
+    assert one["llm_dollars"] > 0 and one["dollars_per_paper"] == pytest.approx(
+        one["llm_dollars"] / 2, abs=1e-3
+    )
+    assert {k: v for k, v in one.items() if not k.startswith("driver_")} == {
+        k: v for k, v in two.items() if not k.startswith("driver_")
+    }
