@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 import os
+import sys
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from engine.errors import ConfigError
 from engine.llm import (
@@ -93,6 +96,31 @@ def load_function(ref: str) -> ScriptFn:
     if not callable(fn):
         raise ConfigError(f"scripted_fn = {ref!r}: {attr} is not a function in {where}")
     return fn
+
+
+def show_progress() -> None:
+    """Print one line per step of the LLM calls and compiles of this process (the `silva.progress`
+    logger) on stderr, with the time: a command that waits minutes on a slow model shows it is
+    working, on a terminal and in a pipe alike."""
+    logger = logging.getLogger("silva.progress")
+    if not any(isinstance(h, _Stderr) for h in logger.handlers):
+        handler = _Stderr()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False  # not twice through the root logger's handler
+
+
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever `sys.stderr` is when a line is logged, flushing each line."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
 
 
 def check_llm(cfg: RunConfig) -> None:

@@ -9,6 +9,7 @@ latexmk runs with `-norc`: a latexmkrc is Perl, and nothing in a paper directory
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -18,6 +19,7 @@ from pathlib import Path
 from sandbox.base import ExecResult, Limits, SandboxProvider
 
 TEX_ENV = {"openin_any": "p", "openout_any": "p", "shell_escape": "f"}
+progress = logging.getLogger("silva.progress")  # one line per compile (docs/llm.md, Progress)
 LATEXMK = [
     "latexmk",
     "-pdf",
@@ -104,6 +106,12 @@ class TexBox:
         if ok:
             result.pages = self.page_count(pdf.name)
             result.body_pages = body_pages(self.build_dir / f"{stem}.aux") or result.pages
+        progress.info(
+            "compiled %s in %.1f s: %s",
+            main,
+            wall,
+            f"{result.pages} pages" if ok else f"failed, {len(errors)} errors (first: {errors[0]})",
+        )
         return result
 
     def page_count(self, pdf_name: str) -> int:

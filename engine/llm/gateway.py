@@ -37,6 +37,9 @@ from engine.llm.ratelimit import Limiter
 from engine.llm.types import CachedVector, Completion, Embeddings, EmbedRequest, LLMRequest, Message, Usage
 
 log = logging.getLogger(__name__)
+# One line per step of a call (sent, retried, answered, failed) for commands that show progress
+# (`silva review`, `writeup`, `ideate`, `discover` attach a handler; docs/llm.md, Progress).
+progress = logging.getLogger("silva.progress")
 
 IMAGE_TOKENS = 1600  # a 1092x1092 image is about this many tokens on current vision models
 # One embeddings request holds at most this many texts and estimated tokens: below OpenAI's
@@ -268,6 +271,15 @@ class Gateway:
                 tally,
             )
 
+        progress.info(
+            "%s call sent to %s/%s%s: ~%d tokens in, at most %d out",
+            request.role,
+            call.model.provider,
+            call.model.name,
+            f" for node {request.node_id}" if request.node_id else "",
+            est_in,
+            call.max_tokens,
+        )
         try:
             won = await race(
                 send,
@@ -282,6 +294,7 @@ class Gateway:
             row = Row.unanswered(tallies, price, est_in, time.monotonic() - started)
             dollars = row.dollars
             self._record(request, call, row, key=key, error=str(exc) or type(exc).__name__)
+            progress.info("%s call failed after %.1f s: %s", request.role, row.wall_s, exc)
             raise
         except asyncio.CancelledError:
             # The job that asked was cancelled (engine/cancel.py). The provider has read the
@@ -307,6 +320,13 @@ class Gateway:
         self.cache.put(key, completion)
         row = Row.of(completion, tallies[won.winner], price, est_in, time.monotonic() - started)
         self._record(request, call, row, key=key, hedge="won" if won.hedged else None)
+        progress.info(
+            "%s answered in %.1f s: %d tokens out%s",
+            request.role,
+            row.wall_s,
+            row.output_tokens,
+            f", after {row.attempts} attempts" if row.attempts > 1 else "",
+        )
         if won.hedged:
             await self._record_loser(request, call, won, key, hedge or 0.0, tallies[1 - won.winner], worst)
         return completion
@@ -543,6 +563,7 @@ class Gateway:
             timeout_s=pcfg.timeout_s,
             reasoning_effort=role.reasoning_effort,
             output_schema=request.output_schema,
+            context=request.context,
         )
         return call, pcfg
 
@@ -647,7 +668,9 @@ class Gateway:
             delay = self._backoff(pcfg, attempt, error.retry_after)
             if error.retry_after is not None:
                 limiter.pause(delay)
-            log.info("LLM %s/%s: %s; retry %d in %.2fs", name, model_id, error, attempt + 1, delay)
+            progress.info(
+                "%s call to %s/%s: %s; retry %d in %.1f s", role, name, model_id, error, attempt + 1, delay
+            )
             if loop.time() + delay >= deadline:
                 break
             await asyncio.sleep(delay)

@@ -105,8 +105,10 @@ def discover(
     from silva import lifecycle
     from silva.cli.run import report
     from silva.cli.session import SESSION
+    from silva.llm_session import show_progress
     from silva.progress import Progress
 
+    show_progress()  # one line per LLM call on stderr
     console = Console()
     cfg = build_config(data, prior, mode, gate, config, max_hypotheses, output_dir)
     if config is None:

@@ -29,9 +29,10 @@ def ideate(
     from silva.ideation.archive import Archive, summary_line
     from silva.ideation.config import load_topic
     from silva.ideation.ideate import Ideator
-    from silva.llm_session import load_function
+    from silva.llm_session import load_function, show_progress
     from writeup.literature import LiteratureError, open_literature
 
+    show_progress()  # one line per LLM call on stderr
     console = Console()
     cfg = load_topic(topic_file, template)
     if num is not None:

@@ -144,7 +144,9 @@ def paper(
     """Review papers: N reviews and an area-chair meta-review each, plus integrity checks.
     Writes review.json and review.md beside each paper."""
     from review.paper import resolve
+    from silva.llm_session import show_progress
 
+    show_progress()  # one line per LLM call on stderr: a slow model is seen working
     console = Console()
     papers = resolve(target)
     results = _review(papers, load_settings(config, papers, reviews))

@@ -20,11 +20,13 @@ def writeup(
 ) -> int:
     """Write the paper of a finished run: RUN_DIR/paper/<idea>/paper.pdf."""
     from engine.errors import ConfigError
+    from silva.llm_session import show_progress
     from writeup.config import WriteupConfig
     from writeup.paper import write_paper
     from writeup.preflight import preflight
     from writeup.run_reader import read_run
 
+    show_progress()  # one line per LLM call and compile on stderr
     console = Console()
     run = read_run(run_dir)
     snapshot = run_dir / "config.yaml"
