@@ -118,12 +118,13 @@ def render(claims: list[Claim], findings: dict[str, Any]) -> str:
         r"\begin{abstract}",
         f"Silva proposed {len(claims)} hypotheses about \\texttt{{{data}}} and tested {tested} of them "
         f"on {rows.get('train')} training rows. {len(good)} claim(s) stand accepted by the "
-        f"{latex_escape(findings.get('gate'))} gate; {len(explained)} further claim(s) were accepted, then "
-        f"explained by a confounder; {len(failed)} did not replicate on the {rows.get('heldout')} held-out "
-        f"rows; {len(duplicates)} proposal(s) repeated an earlier hypothesis and were not tested again.",
+        f"{latex_escape(str(findings.get('gate')))} gate; {len(explained)} further claim(s) were accepted, "
+        f"then explained by a confounder; {len(failed)} did not replicate on the "
+        f"{rows.get('heldout')} held-out rows; {len(duplicates)} proposal(s) repeated an earlier "
+        "hypothesis and were not tested again.",
         r"\end{abstract}",
         r"\section{Method}",
-        f"Mode {latex_escape(findings.get('mode'))}. The table (sha256 "
+        f"Mode {latex_escape(str(findings.get('mode')))}. The table (sha256 "
         f"\\texttt{{{str(split.get('sha256', ''))[:12]}}}) was split once with seed {split.get('seed')} into "
         f"{rows.get('train')} training and {rows.get('heldout')} held-out rows; exact duplicate rows"
         + (
