@@ -8,7 +8,7 @@ DEMO_CONFIG ?= examples/digits_rff/run.yaml
 # Local Ray clusters started by the demo, tests and benchmarks listen on 127.0.0.1 only.
 export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER := 0
 
-.PHONY: install system-deps demo test bench clean
+.PHONY: install system-deps demo lint test test-fast bench clean
 
 # Debian packages Silva's sandboxes need: bubblewrap (local provider), debootstrap (offline
 # Docker base image); the reviewer's poppler-utils (page images, embedded figures) and LaTeX;
@@ -41,8 +41,18 @@ demo: install
 	@# The run's `writeup:` phase ends it with a results report (RUN_DIR/paper/default/paper.pdf).
 	$(VENV)/bin/silva run $(DEMO_CONFIG)
 
-test: install
+# Lint rules, formatting and types (configured in pyproject.toml); mypy's cache makes reruns quick.
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+test: lint
 	$(PY) -m pytest -q -p no:cacheprovider
+
+# Everything but the whole-run (e2e) and slow tests: the quick check while editing.
+test-fast: lint
+	$(PY) -m pytest -q -p no:cacheprovider -m "not slow and not e2e"
 
 bench: install
 	@mkdir -p bench/results
@@ -50,4 +60,4 @@ bench: install
 	@echo "results in bench/results/"
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache
