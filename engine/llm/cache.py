@@ -45,6 +45,8 @@ def cache_key(call: ProviderCall, node_id: str | None) -> str:
         "reasoning_effort": call.reasoning_effort,
         "schema": call.output_schema.model_dump(mode="json", by_alias=True) if call.output_schema else None,
     }
+    if call.context:  # what the prompt's first line used to say: two steps may send the same text
+        material["context"] = dict(call.context)
     return _digest(material)
 
 

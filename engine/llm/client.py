@@ -3,7 +3,7 @@ so it can be handed to Ray tasks; it carries no keys, only a way to reach the ga
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol, TypeVar, overload
 
 from pydantic import BaseModel
@@ -38,6 +38,7 @@ class LLM:
         idea: str | None = None,
         attempt: int = 0,
         blocking: bool = False,
+        context: Mapping[str, object] | None = None,
     ) -> Completion: ...
 
     @overload
@@ -52,6 +53,7 @@ class LLM:
         idea: str | None = None,
         attempt: int = 0,
         blocking: bool = False,
+        context: Mapping[str, object] | None = None,
     ) -> T: ...
 
     def complete(
@@ -65,12 +67,14 @@ class LLM:
         idea: str | None = None,
         attempt: int = 0,
         blocking: bool = False,
+        context: Mapping[str, object] | None = None,
     ) -> Completion | T:
         """One answer for `role`. With `output_type`, a validated instance of it: an answer that
         fails validation is re-asked (with the error) at most `max_reasks` times, then
         `StructuredOutputError` (at once when a validator raised `FinalAnswer`). Raises
         `BudgetExceeded` when the run's dollars are spent. `blocking`: a decision waits for the answer
-        (the gateway sends it twice at once, docs/llm.md)."""
+        (the gateway sends it twice at once, docs/llm.md). `context`: what the call is, as data
+        for scripted providers (operator, node...); never sent to a real model."""
         turns = _as_messages(messages)
         schema = output_schema(output_type) if output_type is not None else None
 
@@ -84,6 +88,7 @@ class LLM:
                 idea=idea,
                 attempt=attempt,
                 blocking=blocking,
+                context={k: str(v) for k, v in (context or {}).items()},
             )
             return self.transport.call(request)
 

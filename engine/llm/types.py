@@ -130,6 +130,10 @@ class LLMRequest(_Frozen):
     # its best): the gateway sends it twice at once (HedgeConfig.at_once_when_blocking). Not part
     # of the cache identity.
     blocking: bool = False
+    # What the call is, as data (operator, step, node...): read by scripted providers, which answer
+    # by it; no real provider sends it, so no test seam reaches a paid model (docs/llm.md). Part of
+    # the cache identity, as the messages are: two steps may send the same text.
+    context: dict[str, str] = Field(default_factory=dict)
 
 
 class EmbedRequest(_Frozen):

@@ -6,7 +6,7 @@ import email.utils
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from engine.llm.config import ResolvedModel
@@ -25,6 +25,7 @@ class ProviderCall:
     timeout_s: float
     reasoning_effort: str | None = None
     output_schema: OutputSchema | None = None
+    context: Mapping[str, str] = field(default_factory=dict)  # LLMRequest.context: never on the wire
 
 
 @dataclass(frozen=True)
