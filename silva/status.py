@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from engine.journal import Journal
+from engine.llm.gateway import QUEUE_FILE
 from engine.llm.ledger import LEDGER_FILE, read_records, render_summary, summarize
 from engine.node import Node, NodeStatus
 from engine.summary import fmt, stage_rows
@@ -111,9 +114,30 @@ def render(run_dir: Path, cfg: RunConfig, journal: Journal) -> Group:
     )
 
 
+def queue_line(run_dir: Path, now: float | None = None) -> str | None:
+    """The calls waiting in the LLM gateway's queue for their provider's limits, and for how long
+    (engine/llm/gateway.py `QueueFile`, rewritten at most once a second while the run lives)."""
+    try:
+        waiting = json.loads((run_dir / QUEUE_FILE).read_text())["waiting"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not waiting:
+        return "LLM queue: no call waiting"
+    now = now or time.time()
+    oldest = min(waiting, key=lambda w: w["since"])
+    node = f", node {oldest['node_id']}" if oldest.get("node_id") else ""
+    return (
+        f"LLM queue: {len(waiting)} call{'s' if len(waiting) != 1 else ''} waiting for the provider's "
+        f"concurrency and rate limits, the longest {max(0.0, now - oldest['since']):.0f} s "
+        f"({oldest['role']}{node})"
+    )
+
+
 def llm_lines(run_dir: Path, journal: Journal, llm: dict[str, Any] | None, discovery: bool = False) -> Text:
     """LLM mode: the ledger's totals, ideas stopped by their own budget, held-out choices."""
     lines = [render_summary(llm)] if llm else []
+    if journal.finished is None and (queued := queue_line(run_dir)):
+        lines.append(queued)
     for idea, e in sorted(journal.idea_stopped.items()):
         lines.append(f"idea {idea} stopped: {e['reason']}")
     for idea, h in sorted(journal.heldout.items()):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 import random
 import threading
@@ -64,6 +65,8 @@ class Tally:
     attempts: int = 0  # requests sent to the provider
     timeouts: int = 0  # of which unanswered within timeout_s after the provider had the prompt
     queued_s: float = 0.0  # waiting for the provider's concurrency slot and rate limits
+    role: str = ""  # what `silva status` shows of a call waiting in the queue
+    node_id: str | None = None
 
     def lost(self, price: Price, est_in: int) -> tuple[int, float]:
         """The estimated prompt tokens of the attempts that timed out, and their charge: the
@@ -132,6 +135,48 @@ class Row:
         )
 
 
+QUEUE_FILE = "llm_queue.json"
+
+
+class QueueFile:
+    """The calls waiting in the gateway for their provider's concurrency and rate limits, written
+    to `<run_dir>/llm_queue.json` for `silva status` at most once a second (and when it empties)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._waiting: dict[int, tuple[Tally, float]] = {}  # id(tally) -> (tally, since: epoch seconds)
+        self._written = 0.0
+        self._pending = False
+
+    def enter(self, tally: Tally) -> None:
+        self._waiting[id(tally)] = (tally, time.time())
+        self._changed()
+
+    def leave(self, tally: Tally) -> None:
+        if self._waiting.pop(id(tally), None) is not None:
+            self._changed()
+
+    def _changed(self) -> None:
+        if self._pending:
+            return
+        self._pending = True
+        delay = 0.0 if not self._waiting else max(0.0, self._written + 1.0 - time.monotonic())
+        asyncio.get_running_loop().call_later(delay, self._write)
+
+    def _write(self) -> None:
+        self._pending = False
+        self._written = time.monotonic()
+        waiting = [
+            {"role": t.role, "node_id": t.node_id, "since": since} for t, since in self._waiting.values()
+        ]
+        tmp = self.path.with_suffix(".tmp")
+        try:
+            tmp.write_text(json.dumps({"ts": time.time(), "waiting": waiting}))
+            tmp.replace(self.path)
+        except OSError as exc:  # a status aid only: never a reason to fail a call
+            log.warning("could not write %s: %s", self.path, exc)
+
+
 def build_provider(name: str, pcfg: ProviderConfig, key: str | None) -> Provider:
     """Construct a provider; its SDK is imported here, only when that kind is configured."""
     if pcfg.kind == "anthropic":
@@ -169,6 +214,7 @@ class Gateway:
         # Second copies of hedged calls: paid so far, and reserved at their worst case while in flight.
         self._copies_spent = sum(r.dollars for r in paid if r.hedge == "lost")
         self._copies_reserved = 0.0
+        self._queue = QueueFile(self.run_dir / QUEUE_FILE)
         self.cache = ResponseCache(cfg.cache.dir or self.run_dir / "llm_cache", cfg.cache.mode)
         self._keys = dict(keys or {})
         self._providers: dict[str, Provider] = dict(providers or {})
@@ -258,7 +304,7 @@ class Gateway:
             return hedge is not None
 
         def send() -> Awaitable[Completion]:
-            tally = Tally()
+            tally = Tally(role=request.role, node_id=request.node_id)
             tallies.append(tally)
             provider = self._provider(call.model.provider)
             return self._with_retries(
@@ -463,7 +509,7 @@ class Gateway:
         provider = self._provider(call.model.provider)
         assert isinstance(provider, EmbeddingProvider)  # checked by _resolve_embed
         dollars = 0.0
-        tally = Tally()
+        tally = Tally(role=request.role, node_id=request.node_id)
         started = time.monotonic()
         try:
             result = await self._with_retries(
@@ -638,8 +684,10 @@ class Gateway:
         for attempt in range(pcfg.max_retries + 1):
             queued = loop.time()
             sent = False
+            self._queue.enter(tally)
             try:
                 async with asyncio.timeout_at(deadline), limiter.slot(est_tokens):
+                    self._queue.leave(tally)
                     tally.queued_s += loop.time() - queued
                     tally.attempts += 1
                     sent = True
@@ -663,6 +711,8 @@ class Gateway:
                         "or timeout_s)",
                         retryable=False,
                     )
+            finally:
+                self._queue.leave(tally)  # however the wait ended: cancelled, timed out, admitted
             if not error.retryable or attempt == pcfg.max_retries:
                 break
             delay = self._backoff(pcfg, attempt, error.retry_after)

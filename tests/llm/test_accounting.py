@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -217,3 +218,37 @@ def test_a_call_queued_past_its_deadline_fails_unsent(fake: FakeLLMServer, tmp_p
     assert len(fake.requests) == 2 and list(errors) == ["c"] and "gateway's queue" in errors["c"]
     assert rows["c"].attempts == 0 and rows["c"].dollars == 0 and rows["c"].queued_s > 1.0
     assert rows["b"].attempts == 1 and rows["b"].queued_s > 0.5
+
+
+def test_status_shows_the_calls_waiting_in_the_gateways_queue(fake: FakeLLMServer, tmp_path: Path) -> None:
+    """One slot, a slow call in it and two behind: the queue file `silva status` reads names them
+    and how long the longest has waited; once they are through it says none waits."""
+    from silva.status import queue_line
+
+    fake.handler = lambda rec: Reply.ok("slow", delay_s=2.0)
+    gw = gateway_for(make_cfg("openai", fake.url, max_concurrency=1, timeout_s=30), tmp_path)
+    llm = gw.client()
+    threads = [
+        threading.Thread(target=llm.complete, args=(f"q{i}",), kwargs={"role": "code", "node_id": f"n{i}"})
+        for i in range(3)
+    ]
+    try:
+        for t in threads:
+            t.start()
+        line = None
+        for _ in range(100):  # polled: the file is rewritten at most once a second
+            time.sleep(0.1)
+            line = queue_line(tmp_path)
+            if line and "2 calls waiting" in line:
+                break
+        assert line is not None and "LLM queue: 2 calls waiting for the provider's concurrency" in line
+        assert re.search(r"the longest \d+ s \(code, node n\d\)", line)
+        for t in threads:
+            t.join()
+        for _ in range(50):
+            time.sleep(0.1)
+            if queue_line(tmp_path) == "LLM queue: no call waiting":
+                break
+        assert queue_line(tmp_path) == "LLM queue: no call waiting"
+    finally:
+        gw.close()
