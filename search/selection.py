@@ -97,6 +97,12 @@ class SelectionJob:
                 idea=self.idea.name,
                 attempt=self.attempt,
                 blocking=True,  # the stage's decision, and every slot, may wait for it
+                context={
+                    "select": "best",
+                    "stage": self.stage,
+                    "idea": self.idea.name,
+                    "candidates": ",".join(n.id for n in candidates),
+                },
             )
         except BudgetExceeded:
             raise

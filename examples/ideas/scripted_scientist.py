@@ -2,7 +2,8 @@
 experiments (noisy-label classification in numpy or scikit-learn), so the LLM mode runs with
 no network and no key. Wire it with `scripted_fn: scripted_scientist.py:respond` in a run config.
 
-It reads the `[silva] ...` header line of each prompt and answers like a diligent engineer:
+It reads what each call is from the request's `context` (operator, node, stage; judge, critique
+or select), which no real model is ever sent, and answers like a diligent engineer:
 drafts a baseline, fixes bugs from the error output, tunes untried settings (as diffs of the
 CONFIG line), improves with small-loss filtering, ablates one component at a time, judges runs
 from their metrics, and rejects blank figures (a PNG too small to hold a plot).
@@ -215,16 +216,10 @@ fig.tight_layout()
 fig.savefig("metrics.png", dpi=80)
 """
 
-HEADER = re.compile(r"^\[silva\] (.*)$", re.MULTILINE)
 LOAD = re.compile(r"^(\w+) = json\.load\(open\([\"']silva_params\.json[\"']\)\)[ \t]*$", re.MULTILINE)
 EDIT = re.compile(r"^\w+\[\"params\"\]\.update\((\{.*\})\)  # scripted edit.*\n", re.MULTILINE)
 SHOWN_PARAMS = re.compile(r'"params": (\{.*\})\}\. Seed')
 FENCE = re.compile(r"```python\n(.*?)\n```", re.DOTALL)
-
-
-def _header(text):
-    m = HEADER.search(text)
-    return dict(kv.split("=", 1) for kv in m.group(1).split()) if m else {}
 
 
 def _pick(untried, prompt, node, rejected, spread=3):
@@ -270,7 +265,7 @@ class Responder:
     def __call__(self, call):
         users = [m for m in call.messages if m.role == "user"]
         prompt = users[0].text
-        h = _header(prompt)
+        h = dict(call.context)
         if call.role == "code":
             rejected = {
                 k

@@ -242,7 +242,6 @@ class AgenticSearch:
                 idea=self.idea,
                 stage=node.stage,
                 operator=node.kind,
-                node_id=node.id,
                 contract=contract(
                     self.idea.metrics,
                     job.limits.wall_s,

@@ -2,8 +2,8 @@
 improved, checked for duplicates against the archive, then checked for novelty against the
 literature over several query rounds, and saved before the next idea is started.
 
-Every prompt starts with a `[silva-ideation] step=...` line so an offline scripted model can
-tell the steps apart.
+Each call names its step in the request's `context` (`{"step": "generate"}`...), which an
+offline scripted model answers by and no real model is sent (engine/llm/types.py).
 """
 
 from __future__ import annotations
@@ -108,9 +108,10 @@ class Ideator:
 
     def ask(self, step: str, body: str, output: type[T]) -> T:
         return self.llm.complete(
-            [Message.system(SYSTEM), Message.user(f"[silva-ideation] step={step}\n{body}")],
+            [Message.system(SYSTEM), Message.user(body)],
             role=self.cfg.role,
             output_type=output,
+            context={"step": step},
         )
 
     def run(self, on_idea: Callable[[IdeaRecord], None] = lambda r: None) -> list[IdeaRecord]:

@@ -50,7 +50,7 @@ def _idea(k: int) -> dict:
 
 def respond(call) -> str:
     text = call.messages[-1].text
-    step = re.search(r"\[silva-ideation\] step=(\w+)", text).group(1)
+    step = call.context["step"]
     if step == "generate":
         archived = text.split("Archived ideas:\n", 1)[1].split("\n\n", 1)[0]
         k = 0 if archived.strip() == "(empty)" else archived.count("\n- ") + 1

@@ -121,8 +121,6 @@ def judge(
         )
     )
     prompt = judge_prompt(
-        node_id=node_id,
-        stage=stage,
         plan=plan,
         code=code,
         exit_line=exit_line,
@@ -144,6 +142,7 @@ def judge(
             idea=idea,
             attempt=attempt,
             blocking=blocking,
+            context={"judge": "run", "node": node_id, "stage": stage},
         )
     except BudgetExceeded:
         raise
@@ -165,7 +164,7 @@ def critique(
     plan: str,
     blocking: bool = False,
 ) -> None:
-    prompt = critique_prompt(node_id=node_id, plan=plan, metrics=fmt_metrics(ev.metrics), names=ev.plots)
+    prompt = critique_prompt(plan=plan, metrics=fmt_metrics(ev.metrics), names=ev.plots)
     try:
         verdict = llm.complete(
             [Message.user(prompt, images=images)],
@@ -176,6 +175,7 @@ def critique(
             idea=idea,
             attempt=attempt,
             blocking=blocking,
+            context={"critique": "plots", "node": node_id},
         )
     except BudgetExceeded:
         raise

@@ -136,6 +136,7 @@ def think(a: Attempt, ask: Ask, llm: LLM | None) -> Proposed:
             stage=a.stage,
             idea=a.idea,
             attempt=a.attempt,
+            context={"operator": a.operator, "node": a.node_id, "stage": a.stage, "idea": a.idea},
         )
     except BudgetExceeded:
         raise

@@ -1,8 +1,8 @@
 """Prompts of the operators. Built from the journal on the driver (code proposals) or from the
 attempt's own outputs on the worker (judgement, plot critique).
 
-Every user turn starts with a `[silva] key=value ...` line naming the call; models ignore it,
-and scripted providers use it to answer offline.
+What each call is (operator, node, step) travels beside the prompt as the request's `context`,
+which scripted providers answer by and no real provider sends (engine/llm/types.py).
 """
 
 from __future__ import annotations
@@ -140,7 +140,6 @@ class CodeRequest:
     idea: Idea
     stage: str
     operator: str
-    node_id: str
     contract: str
     parent: Node | None = None
     second: Node | None = None
@@ -149,13 +148,8 @@ class CodeRequest:
     parallel: tuple[int, int] = (1, 1)  # (this proposal's place, how many) among those written at once
 
 
-def header(**fields: object) -> str:
-    return "[silva] " + " ".join(f"{k}={v}" for k, v in fields.items())
-
-
 def code_prompt(r: CodeRequest) -> str:
     parts = [
-        header(operator=r.operator, node=r.node_id, stage=r.stage, idea=r.idea.name),
         "Research idea:\n" + r.idea.describe(),
         STAGE_GOALS[r.stage],
         r.contract,
@@ -186,8 +180,6 @@ def code_prompt(r: CodeRequest) -> str:
 
 def judge_prompt(
     *,
-    node_id: str,
-    stage: str,
     plan: str,
     code: str,
     exit_line: str,
@@ -200,7 +192,6 @@ def judge_prompt(
     tuning_history: str,
 ) -> str:
     parts = [
-        header(judge="run", node=node_id, stage=stage),
         f"Plan: {plan}",
         "experiment.py:\n" + fence(code),
         f"Process: {exit_line}",
@@ -225,10 +216,9 @@ def judge_prompt(
     return "\n\n".join(parts)
 
 
-def critique_prompt(*, node_id: str, plan: str, metrics: str, names: Sequence[str]) -> str:
+def critique_prompt(*, plan: str, metrics: str, names: Sequence[str]) -> str:
     return "\n\n".join(
         [
-            header(critique="plots", node=node_id),
             f"Plan of the experiment: {plan}",
             f"Its metrics: {metrics}",
             f"Figures attached, in order: {', '.join(names)}.",
@@ -241,7 +231,6 @@ def selection_prompt(*, idea: Idea, stage: str, metric: MetricSpec, candidates: 
     lines = [node_line(n) + f" | plan: {n.plan[:200]}" for n in candidates]
     return "\n\n".join(
         [
-            header(select="best", stage=stage, idea=idea.name, candidates=",".join(n.id for n in candidates)),
             "Research idea:\n" + idea.describe(),
             f"Candidates for the best node of stage {stage}, ranked by the primary metric {metric.name} "
             f"({metric.direction}):",
