@@ -24,6 +24,7 @@ from engine.dispatch import Dispatcher, RunOutcome
 from engine.errors import ConfigError
 from engine.journal import EVENTS_FILE, Journal
 from search.autobench.config import AutoBenchConfig
+from silva.signals import EXIT_CODES as SIGNAL_EXIT_CODES
 
 if TYPE_CHECKING:
     from engine.executor import Executor
@@ -31,7 +32,8 @@ if TYPE_CHECKING:
 
 CONFIG_SNAPSHOT = "config.yaml"
 SUMMARY_FILE = "summary.json"
-EXIT_CODES = {"finished": 0, "budget": 0, "stuck": 1, "interrupted": 130}
+# As `silva run`'s (docs/cli.md, "Exit codes"): 3 stopped by a budget, 4 the search could not go on.
+EXIT_CODES = {"finished": 0, "budget": 3, "stuck": 4, "interrupted": 130}
 SCRIPTED_LLM: dict[str, Any] = {
     "providers": {"offline": {"kind": "scripted"}},
     "models": {"autobench-scripted": {"provider": "offline", "model": "autobench-scripted"}},
@@ -240,7 +242,7 @@ def autobench(
     console.print(f"[bold]{outcome.status}[/bold]: {outcome.message}")
     if outcome.status != "finished":
         console.print(f"continue with: silva bench autobench --resume {run_dir}", highlight=False)
-    return EXIT_CODES[outcome.status]
+    return SIGNAL_EXIT_CODES.get(outcome.signal or "", EXIT_CODES[outcome.status])
 
 
 bench_app.command("autobench")(autobench)
