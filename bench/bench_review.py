@@ -37,7 +37,7 @@ MAX_PARALLEL = 32
 def answer(rec: Recorded) -> Reply:
     last = rec.body["messages"][-1]["content"]
     text = last if isinstance(last, str) else " ".join(p.get("text", "") for p in last)
-    data = META if text.startswith("[silva review] meta-review") else review_answer()
+    data = META if "Write the meta-review form." in text else review_answer()  # the area chair's request
     return Reply("json", data=data, delay_s=LATENCY_S, usage=(3000, 400, 0))
 
 

@@ -68,7 +68,7 @@ class ReviewJob:
             Message.user(self.request, self.images),
         ]
 
-        def ask() -> ReviewForm:
+        def ask(round_: int = 0) -> ReviewForm:
             # `attempt` = reviewer index: identical prompts are distinct samples, and a re-run is a cache hit.
             return self.llm.complete(
                 turns,
@@ -77,6 +77,7 @@ class ReviewJob:
                 node_id=self.node_id,
                 idea=self.idea,
                 attempt=self.index,
+                context={"review": "reflect", "round": round_} if round_ else {"review": "write"},
             )
 
         try:
@@ -87,7 +88,7 @@ class ReviewJob:
                     Message.assistant(record.form.model_dump_json()),
                     Message.user(guidelines.reflection_request(round_, self.reflection_rounds)),
                 ]
-                record.form = ask()
+                record.form = ask(round_)
                 record.reflections = round_
         except LLMError as exc:
             where = (
@@ -124,6 +125,7 @@ class MetaReviewJob:
                 output_type=MetaReviewForm,
                 node_id=self.node_id,
                 idea=self.idea,
+                context={"review": "meta"},
             )
         except LLMError as exc:
             meta.error = f"meta-review failed: {exc}"

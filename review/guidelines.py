@@ -1,7 +1,7 @@
 """What reviewers and the area chair are told, in Silva's words, and the prompts built from it.
 
-Every user turn starts with a `[silva review] ...` line naming the step (review, reflection,
-meta-review), so logs and scripted test models can tell the steps apart.
+Each call names its step (review, reflection, meta-review) in the request's `context`, which
+scripted test models answer by and no real model is sent (review/ensemble.py, docs/llm.md).
 """
 
 from __future__ import annotations
@@ -74,7 +74,6 @@ def reviewer_system(persona: str) -> str:
 def review_request(title: str, text: str, page_images: int) -> str:
     seen = f" The first {page_images} page(s) are attached as images." if page_images else ""
     return (
-        "[silva review] write a review\n"
         f"Review the paper below and fill in the review form.{seen}\n\n"
         f"Title: {title}\n\n<paper>\n{text}\n</paper>"
     )
@@ -82,10 +81,9 @@ def review_request(title: str, text: str, page_images: int) -> str:
 
 def reflection_request(round_: int, rounds: int) -> str:
     return (
-        f"[silva review] reflect (round {round_} of {rounds})\n"
-        "Read your review again against the paper. Correct anything inaccurate, add what you missed, "
-        "drop points the paper already answers, and make the scores and the decision agree with the "
-        "text. Return the whole revised review form."
+        f"Reflection round {round_} of {rounds}: read your review again against the paper. Correct "
+        "anything inaccurate, add what you missed, drop points the paper already answers, and make the "
+        "scores and the decision agree with the text. Return the whole revised review form."
     )
 
 
@@ -96,7 +94,6 @@ def meta_request(
     aggregate: dict[str, dict[str, float]],
     integrity: Sequence[str],
 ) -> str:
-    header = f"[silva review] meta-review of {len(reviews)} review(s)"
     missing = f" ({failed} more review(s) failed and are not included)" if failed else ""
     scores = "\n".join(f"- {name}: mean {s['mean']:.2f}, sd {s['std']:.2f}" for name, s in aggregate.items())
     checks = "\n".join(f"- {line}" for line in integrity) or "- none"
@@ -104,7 +101,6 @@ def meta_request(
         f"<review {i + 1}>\n{json.dumps(r, indent=1)}\n</review {i + 1}>" for i, r in enumerate(reviews)
     )
     return (
-        f"{header}\n"
         f"Paper: {title}\nYou have {len(reviews)} review(s){missing}.\n\n"
         f"Scores across the reviews:\n{scores}\n\n"
         f"Integrity check findings:\n{checks}\n\n{body}\n\n"

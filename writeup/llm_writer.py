@@ -3,9 +3,10 @@ section, a bounded compile-fix loop, then reflection rounds fed by chktex, the L
 page count, the number checker, citation checks and the vision model's review of figures and
 rendered pages.
 
-Every prompt starts with a `[silva-writeup] step=...` line (scripted providers key on it) and is
-a pure function of the run and the previous answers: a resumed writeup sends the same requests,
-so the gateway's cache answers every call already paid for.
+Every call names its step in the request's `context` (`{"step": "section", "name": "Results"}`:
+scripted providers answer by it, no real model is sent it), and every prompt is a pure function
+of the run and the previous answers: a resumed writeup sends the same requests, so the gateway's
+cache answers every call already paid for.
 """
 
 from __future__ import annotations
@@ -109,10 +110,6 @@ def ledger_lines(macros: ResultsMacros) -> str:
     return "\n".join(lines) + ("\n" + note if note else "")
 
 
-def _header(step: str, **kv: object) -> str:
-    return "[silva-writeup] step=" + step + "".join(f" {k}={v}" for k, v in kv.items()) + "\n"
-
-
 def _numbered(tex: str) -> str:
     return "\n".join(f"{i:4d}| {line}" for i, line in enumerate(tex.splitlines(), start=1))
 
@@ -135,9 +132,14 @@ class LLMWriter:
         role: str = ROLE,
         **kv: object,
     ) -> object:
-        messages = [Message.system(SYSTEM), Message.user(_header(step, **kv) + prompt, images=images or [])]
+        messages = [Message.system(SYSTEM), Message.user(prompt, images=images or [])]
         out = self.llm.complete(
-            messages, role=role, output_type=output_type, idea=self.p.idea.name, stage="writeup"
+            messages,
+            role=role,
+            output_type=output_type,
+            idea=self.p.idea.name,
+            stage="writeup",
+            context={"step": step, **kv},
         )
         calls = self.ledger.new_calls(self.p.idea.name)
         self.p.log(

@@ -11,7 +11,6 @@ from pathlib import Path
 from engine.aggregate import AggregationJob
 from engine.journal import Journal
 from engine.llm.providers.base import ProviderCall
-from engine.llm.providers.scripted import last_user_text
 from engine.node import AttemptResult, MetricSpec, MetricValue, Node
 from review.paper import PAPERS_DIR
 
@@ -200,12 +199,12 @@ META = {
 
 def scripted_reviewer(call: ProviderCall) -> str:
     """Answers reviews (overall 4 from skeptics, 6 otherwise), reflections and the meta-review."""
-    last = last_user_text(call.messages)
-    if last.startswith("[silva review] meta-review"):
+    step = call.context.get("review")
+    if step == "meta":
         return json.dumps(META)
     answer = review_answer()
     if "skeptical reviewer" in call.messages[0].text:
         answer.update(overall=4, decision="reject")
-    if last.startswith("[silva review] reflect"):
+    if step == "reflect":
         answer["summary"] = "Revised after reflection: " + str(answer["summary"])
     return json.dumps(answer)

@@ -110,7 +110,5 @@ def test_forest_papers_are_reviewed_concurrently(run_dir: Path, make_llm: LLMFac
     bad = next(r for r in results if r.idea == "bad")
     assert bad.integrity.check("duplicate_figures").status == "findings"
     # The area chair of the defective paper is shown the integrity findings.
-    meta_prompts = [
-        last_user_text(c.messages) for c in provider.calls if "meta-review" in last_user_text(c.messages)
-    ]
+    meta_prompts = [last_user_text(c.messages) for c in provider.calls if c.context.get("review") == "meta"]
     assert sum("duplicate_figures: 'figures/curve.png'" in p for p in meta_prompts) == 1

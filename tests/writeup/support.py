@@ -153,7 +153,7 @@ fig.savefig("figures/comparison.png", dpi=150)
 
 
 class ScriptedWriter:
-    """Answers every `[silva-writeup] step=...` request like a diligent writer. Faults are opt-in:
+    """Answers every writeup request by its context's step, like a diligent writer. Faults are opt-in:
     `bad_latex` (the Results draft uses an undefined command until the fix step), `fake_cite`
     (cites a key no search returned), `typed_number` (types a number no artifact produced;
     `fixes_numbers` says whether a reflection round removes it), `false_claim` (says the method is
@@ -174,7 +174,7 @@ class ScriptedWriter:
 
     def __call__(self, call) -> str:  # noqa: ANN001 - a ProviderCall
         prompt = last_user_text(call.messages)
-        header = dict(kv.split("=", 1) for kv in prompt.splitlines()[0].split()[1:])
+        header = dict(call.context)
         step = header["step"]
         self.calls.append(step)
         if step == "figures":
