@@ -71,6 +71,7 @@ _STRONG = re.compile(
     r"significantly (?:better|worse|higher|lower)",
     re.IGNORECASE,
 )
+_GENERIC = re.compile(r"\b(?:method|baseline)\b", re.IGNORECASE)
 _HYPOTHESIS = re.compile(r"\bhypothes[ie]s\b", re.IGNORECASE)
 _HELD_OUT = re.compile(r"held.out|test set|unseen data", re.IGNORECASE)
 _DECIMAL = re.compile(r"(?<![\w.])([-−]?)(\d+\.\d+)(?![\w.]|\.\d)")
@@ -242,6 +243,8 @@ def check_text(text: str, ledger: Ledger) -> list[SentenceCheck]:
         claim = match_claim(sentence, ledger)
         if not (mark or _STRONG.search(sentence) or _NULL.search(sentence)):
             # No comparison words, but both groups' figures ("reaches X against Y"): their order.
+            if claim is None and ledger.headline is not None and _GENERIC.search(shown):
+                claim = ledger.headline  # "the method reaches X ... against Y" names one side only
             if claim is not None and len(_literals(shown)) >= 2:
                 unlabelled = shown.replace(claim.subject.label, " ").replace(claim.reference.label, " ")
                 swapped = swapped_means(unlabelled, claim, _reversed(shown, claim))
