@@ -33,8 +33,11 @@ class Job(Protocol):
     `step` (its name, journaled) and `holds_resources = False` (it only waits on an LLM: it runs
     with no CPUs or GPUs reserved and takes no worker slot)."""
 
-    node_id: str
-    attempt: int
+    @property
+    def node_id(self) -> str: ...
+
+    @property
+    def attempt(self) -> int: ...
 
     def run(self, gpu_ids: Sequence[int]) -> AttemptResult | StepResult: ...
 

@@ -400,7 +400,11 @@ class _Metered:
     def __init__(self, run_dir: Path, llm: LLM | None) -> None:
         register(run_dir)  # on a worker too: a proposal from the journal may name blobs of the run
         self.counter = _Counting(llm.transport) if llm is not None else None
-        self.llm = LLM(self.counter, max_reasks=llm.max_reasks) if llm is not None else None
+        self.llm = (
+            LLM(self.counter, max_reasks=llm.max_reasks)
+            if llm is not None and self.counter is not None
+            else None
+        )
 
     @property
     def calls(self) -> int:
