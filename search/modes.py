@@ -84,8 +84,21 @@ _MODES: dict[str, Mode] = {}
 _loaded = False
 
 
+def _load() -> None:
+    """The built-in modes, then those other packages name by entry point: once, before any other."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for module in BUILTIN:
+        register_mode(importlib.import_module(module).MODE)
+    for ep in entry_points(group=ENTRY_POINTS):
+        register_mode(ep.load())
+
+
 def register_mode(mode: Mode) -> Mode:
     """Add `mode` (a second mode of the same name or section replaces nothing: it is an error)."""
+    _load()
     if mode.name in _MODES and _MODES[mode.name] is not mode:
         raise ValueError(f"search mode {mode.name!r} is already registered")
     if mode.section is not None and mode.section_model is None:
@@ -104,13 +117,7 @@ def unregister_mode(name: str) -> None:
 
 def modes() -> list[Mode]:
     """Every registered mode, built-ins first, in registration order."""
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        for module in BUILTIN:
-            register_mode(importlib.import_module(module).MODE)
-        for ep in entry_points(group=ENTRY_POINTS):
-            register_mode(ep.load())
+    _load()
     return list(_MODES.values())
 
 

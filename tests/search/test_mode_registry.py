@@ -17,6 +17,7 @@ from engine.errors import ConfigError
 from engine.executor import Job
 from engine.journal import Journal
 from engine.node import AttemptResult, MetricSpec, MetricValue, Node, NodeStatus
+from search import modes as search_modes
 from search.modes import Mode, ModeConfig, register_mode, unregister_mode
 from search.plan import StagePlan, StageSpec
 from silva import lifecycle
@@ -129,3 +130,18 @@ def test_the_modes_section_is_validated_with_the_config(tmp_path: Path, tally: M
 def test_without_the_registration_its_section_is_an_unknown_field(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="tally"):
         load_config(write(tmp_path, tally={"count": 5}))
+
+
+def test_another_package_adds_a_mode_by_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An installed distribution, as pip leaves it: its metadata names the module's Mode.
+    dist = tmp_path / "silva_tally-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: silva-tally\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(
+        "[silva.search_modes]\ntally = tests.search.test_mode_registry:TALLY\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(search_modes, "_MODES", {})
+    monkeypatch.setattr(search_modes, "_loaded", False)  # built-ins and entry points are read again
+    assert [m.name for m in search_modes.modes()] == ["template", "agentic", "discovery", "tally"]
+    assert load_config(write(tmp_path, tally={"count": 2})).mode == "tally"
