@@ -56,13 +56,14 @@ def render(run_dir: Path, cfg: RunConfig, journal: Journal) -> Group:
         f"primary metric: {spec.name} ({spec.direction})\n" if spec else "",
     )
     stages = Table(title="stages", title_justify="left")
+    run_ended = journal.finished is not None or journal.stop is not None  # nothing runs: see node_state
     for col in (
         "idea",
         "stage",
         "done",
         "good",
         "buggy",
-        "running",
+        "unfinished" if run_ended else "running",
         "best node",
         f"best {spec.name if spec else ''}",
     ):

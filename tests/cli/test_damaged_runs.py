@@ -228,3 +228,4 @@ def test_status_after_repair_shows_no_running_node(
     out = capsys.readouterr().out
     nodes_line = next(line for line in out.splitlines() if line.startswith("nodes:"))
     assert "running" not in nodes_line and "1 unfinished" in nodes_line and "state: finished" in out
+    assert "running" not in out.lower() and "unfinished" in out.split("stages")[1]  # the table's column too
