@@ -15,6 +15,7 @@ from engine.journal import Journal
 from engine.node import MetricSpec, Node, NodeStatus
 from search.agentic.plan import PLAN
 from search.config import SearchConfig
+from search.plan import StageSpec
 
 SUPPORT_KINDS = ("replication", "aggregation", "selection", "heldout")
 
@@ -47,6 +48,16 @@ class StageView:
             ]
         self._ids = {n.id for n in self.nodes}
 
+    @property
+    def plan(self) -> StageSpec:
+        """What the stage is, as its mode's plan declares it (policies never compare its name)."""
+        return PLAN[self.stage]
+
+    @property
+    def first(self) -> bool:
+        """The plan's first stage: it grows from drafts, with no root."""
+        return self.stage == PLAN.first
+
     # -- values ---------------------------------------------------------------------------------
     def score(self, n: Node | None) -> float | None:
         """The primary metric oriented so that larger is better; None unless good with a value."""
@@ -58,7 +69,7 @@ class StageView:
     def parents(self) -> list[Node]:
         """Nodes the stage's grow operator may extend, best first. Ablations always start from
         the root (they take apart the final method); other stages may also extend their own."""
-        if PLAN[self.stage].from_root_only:
+        if self.plan.from_root_only:
             return [self.root] if self.root is not None else []
         pool = self.ranked() + (
             [self.root] if self.root is not None and self.score(self.root) is not None else []
@@ -99,17 +110,17 @@ class StageView:
         return sum(n.kind == "draft" for n in self.nodes) + sum(e.operator == "draft" for e in pending)
 
     def needs_draft(self, pending: list[Expansion]) -> bool:
-        return self.stage == PLAN.first and self.drafts(pending) < self.cfg.num_drafts
+        return self.first and self.drafts(pending) < self.cfg.num_drafts
 
     # -- choices --------------------------------------------------------------------------------
     def grow(self, parent: Node | None, island: int | None = None) -> Expansion:
         if parent is None:
             return Expansion("draft", None, island=island)
-        return Expansion(PLAN[self.stage].grows, parent, island=island)
+        return Expansion(self.plan.grows, parent, island=island)
 
     def fallback(self, island: int | None = None) -> Expansion | None:
         """When nothing good exists to extend: a new draft in stage 1, else grow the root."""
-        if self.stage == PLAN.first:
+        if self.first:
             return self.grow(None, island)
         return self.grow(self.root, island) if self.root is not None else None
 

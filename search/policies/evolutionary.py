@@ -38,13 +38,14 @@ class Evolutionary(SlotPolicy):
             return Expansion(
                 "debug", debug.parent, island=island_of(debug.parent) if debug.parent else island
             )
-        if view.stage == "ablation":
+        if view.plan.from_root_only:  # ablations: each varies the root, never another node
             return view.fallback(island)
         population = [n for n in view.ranked() if island_of(n) % cfg.islands == island]
         if not population:
             return view.fallback(island)
         first = self._tournament(view, population, rng)
-        if view.stage in ("preliminary", "agenda") and rng.random() < cfg.crossover_rate:
+        # Crossover where the stage grows by improving (not tuning one setting, not ablating).
+        if view.plan.grows == "improve" and rng.random() < cfg.crossover_rate:
             pool = [n for n in population if n.id != first.id]
             others = [n for n in view.ranked() if island_of(n) % cfg.islands != island]
             if others and (not pool or rng.random() < cfg.migration_prob):

@@ -82,9 +82,9 @@ class MCTS(SlotPolicy):
     def _expansion(view: StageView, stats: _Stats, node_id: str, debuggable: set[str]) -> Expansion | None:
         """The expansion that adds a child right here, if this node can have one."""
         if node_id == TOP:
-            return view.grow(None) if view.stage == "preliminary" else view.fallback()
+            return view.grow(None) if view.first else view.fallback()
         node = stats.nodes[node_id]
-        if node.status == NodeStatus.GOOD and view.stage != "ablation" and view.score(node) is not None:
+        if node.status == NodeStatus.GOOD and not view.plan.from_root_only and view.score(node) is not None:
             return view.grow(node)
         if node_id in debuggable:
             return Expansion("debug", node)
