@@ -175,7 +175,7 @@ def write_run(
     (tpl / "experiment.py").write_text("raise SystemExit('the benchmark simulates experiments')\n")
     (tpl / "template.yaml").write_text(yaml.safe_dump(TEMPLATE))
     done = round(n_nodes / NODES_PER_VARIANT)
-    variants = [{"name": f"v{i:05d}", "fixed": {"q": i}} for i in range(done + live)]
+    variants: list[dict[str, Any]] = [{"name": f"v{i:05d}", "fixed": {"q": i}} for i in range(done + live)]
     cfg = RunConfig.model_validate(
         {
             "name": "driver",
@@ -430,7 +430,7 @@ def matrix(args: argparse.Namespace) -> dict[str, Any]:
         run = args.work / f"run-{n}"
         if not (run / "events.jsonl").is_file():
             print(f"generating {n} nodes ...", flush=True)
-            print(" ", in_child(REPO, "generate", str(args.work), str(n)), flush=True)
+            print(" ", in_child(args.code, "generate", str(args.work), str(n)), flush=True)
         journals.append((n, run))
     for n, run in journals:
         for ideas in (int(i) for i in args.ideas.split(",")):
@@ -449,7 +449,7 @@ def matrix(args: argparse.Namespace) -> dict[str, Any]:
     stage_run = args.work / f"stage-{args.stage_nodes}"
     stages = tuple((s, k, args.stage_nodes if s == "hyperparameter" else n) for s, k, n in STAGES)
     for slots in (int(s) for s in args.stage_slots.split(",")):
-        in_child(REPO, "generate-stage", str(args.work), str(args.stage_nodes))
+        in_child(args.code, "generate-stage", str(args.work), str(args.stage_nodes))
         row = in_child(args.code, "forest", str(stage_run), "1", str(slots), "0")
         row |= {"stage_nodes": args.stage_nodes, "load_avg": os.getloadavg()[0], "stages": stages}
         rows["rows"].append(row)

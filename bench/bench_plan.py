@@ -177,7 +177,7 @@ def main() -> None:
             print(json.dumps(row), flush=True)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     results = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
-    results[args.forest] = {"cpus": os.cpu_count(), "rows": rows}
+    results[f"{args.forest}_{args.ideas}_ideas"] = {"cpus": os.cpu_count(), "rows": rows}
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {RESULTS}")
 

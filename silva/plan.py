@@ -10,6 +10,7 @@ budget that would stop it.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import logging
 import math
@@ -178,6 +179,7 @@ class PlanExecutor:
         self.budgets, self.prices = budgets, prices
         self.start = self.now = time.time()
         self.pending: dict[Handle, tuple[float, float, Job, Resources, Any, float]] = {}
+        self.ends: list[tuple[float, Handle]] = []  # (end, handle), a heap; cancelled ones left in
         self.ids = itertools.count()
         self.held_s: Counter[str] = Counter()  # slot-seconds of experiments per idea
         self.gpu_s = self.cpu_s = self.dollars = 0.0
@@ -191,18 +193,24 @@ class PlanExecutor:
         result.started_at, result.finished_at = self.now, self.now + took
         result.cost_usd = dollars
         self.pending[handle] = (self.now, self.now + took, job, resources, result, dollars)
+        heapq.heappush(self.ends, (self.now + took, handle))
         return handle
 
     def wait(self, handles: Sequence[Handle], timeout: float) -> JobDone | None:
         if not handles:
             return None
-        handle = min(handles, key=lambda h: (self.pending[h][1], h))
+        # The dispatcher waits on every job in flight: the first to end is the heap's first
+        # still pending (a min over them cost O(jobs in flight) a completion).
+        while self.ends[0][1] not in self.pending:
+            heapq.heappop(self.ends)
+        handle = self.ends[0][1]
         start, end, job, res, result, dollars = self.pending[handle]
         wall = self.budgets.wall_clock_s
         if wall is not None and end - self.start > wall:
             self.now = self.start + wall
             raise BudgetStop("wall_clock_s", f"wall-clock budget of {wall:g} s used up")
         del self.pending[handle]
+        heapq.heappop(self.ends)
         self.now = max(self.now, end)
         self.completions += 1
         self.dollars += dollars
