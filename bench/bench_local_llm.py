@@ -22,9 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the server launcher lives with the tests
 
-from pydantic import BaseModel  # noqa: E402
+from pydantic import BaseModel, Field  # noqa: E402
 
-from engine.llm import LLMConfig, build_gateway  # noqa: E402
+from engine.llm import LLMConfig, StructuredOutputError, build_gateway  # noqa: E402
 from engine.llm.ledger import LEDGER_FILE, read_records  # noqa: E402
 from tests.realmodel.conftest import llm_section  # noqa: E402
 from tests.realmodel.llama_server import missing, start  # noqa: E402
@@ -34,7 +34,7 @@ PROMPT = "Write a Python function that returns the mean of a list of numbers, wi
 
 class Verdict(BaseModel):
     buggy: bool
-    summary: str
+    summary: str = Field(max_length=160)  # the grammar keeps the JSON within max_tokens
 
 
 def quantile(xs: list[float], q: float) -> float:
@@ -71,10 +71,16 @@ def main() -> int:
             llm.complete("Say hello.", role="code")  # warm: the first call loads the model's pages
             for i in range(args.calls):
                 llm.complete(f"{PROMPT} (variant {i})", role="code")
+            invalid = 0  # answers that never validated, after the re-asks (each re-ask is a ledger row)
             for i in range(args.calls):
-                llm.complete(
-                    f"Run {i} printed accuracy 0.9{i}. Was it buggy?", role="feedback", output_type=Verdict
-                )
+                try:
+                    llm.complete(
+                        f"Run {i} printed accuracy 0.9{i}. Was it buggy?",
+                        role="feedback",
+                        output_type=Verdict,
+                    )
+                except StructuredOutputError:
+                    invalid += 1
         finally:
             gw.close()
     finally:
@@ -88,6 +94,7 @@ def main() -> int:
         "load_average_before": round(load_before, 1),
         "load_average_after": round(os.getloadavg()[0], 1),
         "cpus": os.cpu_count(),
+        "json_schema_answers_invalid_after_reasks": invalid,
     }
     for role, label in (("code", "plain"), ("feedback", "json_schema")):
         calls = [r for r in rows if r.role == role and r.error is None]

@@ -1,7 +1,7 @@
-"""One agentic run of a few nodes against the real model, through the results report and its
-review (examples/ideas/local_llm.yaml, what `make demo-llm` runs). A 135M model seldom writes a
-working experiment: whatever its nodes do, the run must end, say how, and write and review a
-report of what happened."""
+"""One agentic run of a few nodes against the real model (examples/ideas/local_llm.yaml, what
+`make demo-llm` runs), with its results report and review. A 135M model seldom writes a working
+experiment: whatever its nodes do, the run must end and say how; with a good node, the report is
+written and reviewed. (A run whose first stage finds no good node ends there, with no report.)"""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ EXAMPLE = ROOT / "examples" / "ideas" / "local_llm.yaml"
 
 
 @pytest.mark.e2e
-def test_an_agentic_run_ends_honestly_with_a_reviewed_report(
+@pytest.mark.timeout(1800)  # minutes on an idle host; a loaded one wrote 2-5 tokens/s (8 minutes here)
+def test_an_agentic_run_ends_honestly(
     local_model: LocalServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cfg = yaml.safe_load(EXAMPLE.read_text())
@@ -40,11 +41,14 @@ def test_an_agentic_run_ends_honestly_with_a_reviewed_report(
     (run_dir,) = (tmp_path / "runs").iterdir()
     journal = Journal.open(run_dir, read_only=True)
     assert journal.finished is not None or journal.stop is not None, out
+    ending = (journal.finished or journal.stop or {}).get("reason", "")
+    assert ending and ending in out  # how it ended, in its own words, on the terminal
     assert "probe local/smol" in out  # the start-of-run probe's line
     ledger = read_records(run_dir / LEDGER_FILE)
     assert ledger and {"code"} <= {r.role for r in ledger}
     assert all(r.attempts >= 1 or r.cache_hit or r.error for r in ledger)
-    if journal.finished is not None:  # the phases after the search ran: a report, and its review
+    good = [n for n in journal if n.status.value == "good"]
+    if good and journal.finished is not None:  # the phases after the search ran: a report, its review
         papers = list((run_dir / "paper").glob("*/paper.pdf"))
         assert papers, out
         review = json.loads((papers[0].parent / "review.json").read_text())
