@@ -162,9 +162,9 @@ def agentic_run(
                     "lookahead": None if pipeline else 0,
                 },
                 "sandbox": "none",
-                # Off is the engine before the pipeline: one job per node, no look-ahead, no speculation, and
-                # no hedged LLM calls (engine/llm/hedge.py: a call slower than its role's p90 is sent twice).
-                "llm": llm_config(url, max_concurrency=256, **({} if pipeline else {"hedge": None})),
+                # Off is the engine before the pipeline: one job per node, no look-ahead, no speculation.
+                # Neither sends a call twice: hedging (engine/llm/hedge.py) is off by default.
+                "llm": llm_config(url, max_concurrency=256),
             }
         )
     )
@@ -181,6 +181,9 @@ def agentic_run(
     kept = sum(n.execution.wall_s for n in j if n.execution is not None and n.status.value != "discarded")
     work = sum(own_work_s(n) for n in j if n.execution is not None and n.execution.wall_s > 0)
     chain = critical_path_s(j)
+    records = read_records(run_dir / LEDGER_FILE)
+    dollars = sum(r.dollars for r in records if not r.cache_hit)
+    kept_nodes = sum(n.is_finished and n.status.value != "discarded" for n in j)
     return {
         "slots": slots,
         "pipeline": pipeline,
@@ -201,7 +204,10 @@ def agentic_run(
         "critical_path_s": round(chain, 1),
         "utilization_bound": round(busy / (slots * max(chain, busy / slots)), 3),
         "speculative": sum(n.origin.speculative for n in j),
-        "hedged_llm_copies": sum(r.hedge == "lost" for r in read_records(run_dir / LEDGER_FILE)),
+        "hedged_llm_copies": sum(r.hedge == "lost" for r in records),
+        # What the utilization cost: LLM dollars at the fake model's $1/$2 per Mtok, per node kept.
+        "llm_dollars": round(dollars, 4),
+        "llm_dollars_per_kept_node": round(dollars / kept_nodes, 5) if kept_nodes else None,
         "discarded": sum(n.status.value == "discarded" for n in j),
     }
 
@@ -309,7 +315,7 @@ def bench_utilization(args: argparse.Namespace) -> list[dict[str, Any]]:
                     f"({row['utilization_kept']:.2f} kept, {row['utilization_work']:.2f} uncontended) of at "
                     f"most {row['utilization_bound']:.2f} ({row['nodes']} nodes, {row['makespan_s']} s, "
                     f"longest chain {row['critical_path_s']} s, {row['hedged_llm_copies']} hedged LLM "
-                    "copies)",
+                    f"copies, ${row['llm_dollars_per_kept_node']} of LLM per kept node)",
                     flush=True,
                 )
     return rows
