@@ -181,7 +181,7 @@ class PlanExecutor:
         self.pending: dict[Handle, tuple[float, float, Job, Resources, Any, float]] = {}
         self.ends: list[tuple[float, Handle]] = []  # (end, handle), a heap; cancelled ones left in
         self.ids = itertools.count()
-        self.held_s: Counter[str] = Counter()  # slot-seconds of experiments per idea
+        self.held_s: defaultdict[str, float] = defaultdict(float)  # experiments' slot-seconds per idea
         self.gpu_s = self.cpu_s = self.dollars = 0.0
         self.llm_calls: Counter[str] = Counter()
         self.completions = 0
