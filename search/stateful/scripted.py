@@ -4,7 +4,7 @@ It reads the JSON block of each step prompt and works through the patterns like 
 analyst: one investigation per pattern (a correlation in the pattern's direction), a robustness
 analysis adjusting for the variables that co-occur in patterns with both (possible confounders)
 when the claim looks promising, then retire; stop when every pattern was investigated. With
-probability `overreach` (seeded by the prompt) its claim says more than its analysis: it claims
+probability `overreach` (seeded by the pattern's variables) its claim says more than its analysis: it claims
 the effect holds "independently of" the confounders its first analysis never used.
 With frontier control off (a plain history) it simply tests the next untested pattern.
 
@@ -31,9 +31,8 @@ class StatefulScientist:
         text = last_user_text(call.messages)
         if not text.startswith(MARK):
             return json.dumps({"action": "stop", "justification": "not a stateful-discovery prompt"})
-        rng = random.Random(hashlib.sha256(text.encode()).hexdigest())
         if STATE_HEADER in text:
-            return json.dumps(self._frontier_step(_block(text, STATE_HEADER), rng))
+            return json.dumps(self._frontier_step(_block(text, STATE_HEADER)))
         history = _block(text, HISTORY_HEADER)
         done = {
             frozenset((t["analysis"] or {}).get(k) for k in ("outcome", "predictor"))
@@ -41,12 +40,12 @@ class StatefulScientist:
         }
         todo = [p for p in history["patterns"] if frozenset(p["variables"]) not in done]
         return json.dumps(
-            self._create(todo[0], history["patterns"], rng)
+            self._create(todo[0], history["patterns"])
             if todo
             else {"action": "stop", "justification": "every pattern tested"}
         )
 
-    def _frontier_step(self, view: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    def _frontier_step(self, view: dict[str, Any]) -> dict[str, Any]:
         allowed = {(f["action"], f["investigation"]) for f in view["frontier"]}
         focus = next((i for i in view["investigations"] if i["focus"] and i["status"] == "open"), None)
         if focus is not None:
@@ -78,16 +77,17 @@ class StatefulScientist:
             p for p in view["patterns"] if not any(set(p["variables"]) <= set(words) for words in statements)
         ]
         if todo and ("create", "") in allowed:
-            return self._create(todo[0], view["patterns"], rng)
+            return self._create(todo[0], view["patterns"])
         return {"action": "stop", "justification": "every pattern has been investigated"}
 
-    def _create(
-        self, pattern: dict[str, Any], patterns: list[dict[str, Any]], rng: random.Random
-    ) -> dict[str, Any]:
+    def _create(self, pattern: dict[str, Any], patterns: list[dict[str, Any]]) -> dict[str, Any]:
         x, y = pattern["variables"]
         sign = 1 if (pattern.get("strength") or 0) >= 0 else -1
         covs = _confounders(x, y, patterns)
         variables, tail = [x, y], ""
+        # Whether a claim over-reaches is a property of its pattern (seeded by its two variables),
+        # so rewording the prompt's instructions does not change which claims do.
+        rng = random.Random(hashlib.sha256(f"{x}|{y}".encode()).hexdigest())
         if covs and rng.random() < self.overreach:
             variables, tail = [x, y, *covs], f", independently of {', '.join(covs)}"
         return {
