@@ -15,12 +15,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from search.discovery.benchmarks import null_table, planted_table  # noqa: E402
-from silva.cli import bench as autobench_cli  # noqa: E402
-from tests.stateful.helpers import run as run_stateful  # noqa: E402
+from search.discovery.benchmarks import null_table, planted_table
+from silva.cli import bench as autobench_cli
+from tests.stateful.helpers import run as run_stateful
 
 RESULTS = Path(__file__).parent / "results" / "autobench.json"
 NS = [3, 5, 7, 10, 15]
@@ -41,7 +42,7 @@ ABLATIONS = {
 }
 
 
-def autobench(tmp: Path) -> dict[str, object]:
+def autobench(tmp: Path) -> dict[str, Any]:
     cfg = autobench_cli.load_autobench_config(
         None,
         {
@@ -65,7 +66,7 @@ def autobench(tmp: Path) -> dict[str, object]:
     }
 
 
-def stateful(tmp: Path) -> dict[str, object]:
+def stateful(tmp: Path) -> dict[str, Any]:
     out: dict[str, object] = {}
     for name, switches in ABLATIONS.items():
         true_sup = false_sup = planted_sup = null_sup = null_runs_with_any = 0
@@ -116,7 +117,7 @@ def main() -> None:
                 r["n"]: r
                 for r in ab["rows"]
                 if r["task"] == "episode" and r["env"] == env and r["agent"] == agent
-            }  # type: ignore[index]
+            }
             cells = "  ".join(
                 f"n={n}: {rows[n]['success']:.2f}/{rows[n].get('cycles_to_success') or float('nan'):.1f}"
                 for n in NS
@@ -125,9 +126,9 @@ def main() -> None:
     print("StatefulDiscovery (precision of supported claims, FDR, supported on 10 null tables):")
     for name, r in sd.items():
         print(
-            f"  {name:26s} precision={r['precision']} fdr={r['fdr']} null={r['supported_on_null_tables']} "  # type: ignore[index]
+            f"  {name:26s} precision={r['precision']} fdr={r['fdr']} null={r['supported_on_null_tables']} "
             f"supported={r['supported']}"
-        )  # type: ignore[index]
+        )
     print(f"wrote {RESULTS}")
 
 

@@ -28,14 +28,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
-import yaml  # noqa: E402
+import numpy as np
+import yaml
 
-from engine.attempt import ExperimentJob  # noqa: E402
-from engine.node import MetricValue  # noqa: E402
-from silva import lifecycle  # noqa: E402
-from silva.config import load_config  # noqa: E402
-from tests.budgets.support import VirtualClockExecutor  # noqa: E402
+from engine.attempt import ExperimentJob
+from engine.node import MetricValue
+from silva import lifecycle
+from silva.config import load_config
+from tests.budgets.support import VirtualClockExecutor
 
 RESULTS = Path(__file__).parent / "results" / "budgets.json"
 IDEAS = 32
@@ -157,7 +157,9 @@ def config(root: Path, seed: int, policy: str, variants: list[dict[str, Any]], b
     return path
 
 
-def trajectory(events: list[dict[str, Any]], params: dict[str, dict[str, Any]]) -> list[tuple[float, float]]:
+def trajectory(
+    events: Sequence[dict[str, Any]], params: dict[str, dict[str, Any]]
+) -> list[tuple[float, float]]:
     """(cumulative GPU-hours, true quality of the incumbent) after every change of either."""
     gpu, best_seen, incumbent = 0.0, -math.inf, -math.inf
     out: list[tuple[float, float]] = []

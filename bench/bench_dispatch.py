@@ -19,18 +19,18 @@ from pathlib import Path
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # local cluster on 127.0.0.1
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
-import ray  # noqa: E402
+import numpy as np
+import ray
 
-from actors.ray_executor import RayExecutor  # noqa: E402
-from engine.attempt import ExperimentJob  # noqa: E402
-from engine.config import ExecutorConfig, Resources  # noqa: E402
-from engine.dispatch import Dispatcher, Finish  # noqa: E402
-from engine.executor import Job  # noqa: E402
-from engine.journal import Journal  # noqa: E402
-from engine.node import AttemptResult, MetricSpec, Node  # noqa: E402
-from sandbox.base import Limits  # noqa: E402
-from silva.config import RunConfig  # noqa: E402
+from actors.ray_executor import RayExecutor
+from engine.attempt import ExperimentJob
+from engine.config import ExecutorConfig, Resources
+from engine.dispatch import Dispatcher, Finish
+from engine.executor import Job
+from engine.journal import Journal
+from engine.node import AttemptResult, MetricSpec, Node
+from sandbox.base import Limits
+from silva.config import RunConfig
 
 NODES = 600
 CLUSTER_CPUS = 8  # each slot count gets the whole cluster: a task takes CLUSTER_CPUS/slots CPUs

@@ -273,7 +273,7 @@ def check_run(run_dir: Path, makespan: float, sampler: GpuSampler) -> dict[str, 
         inside = [
             r
             for r in calls
-            for s, e in by_node[r.node_id]  # a call overlapping its own node's GPU span
+            for s, e in by_node[r.node_id or ""]  # a call overlapping its own node's GPU span
             if r.ts - r.latency_s < e and r.ts > s
         ]
         row.update(
@@ -367,7 +367,7 @@ def main() -> None:
                 fake_llm(server, args.llm_median, seed=7)
                 try:
                     row = one_run(Path(tmp), sandbox, args.cpu, server.url if llm else None)
-                except Exception as e:  # noqa: BLE001 - one broken path must not hide the others' figures
+                except Exception as e:  # one broken path must not hide the others' figures
                     row = {"sandbox": sandbox, "llm": llm, "error": f"{type(e).__name__}: {e}"}
             rows.append(row)
             print(json.dumps(row), flush=True)

@@ -168,7 +168,7 @@ def one_run(tmp: Path, server: FakeLLMServer, kill_after: float | None) -> dict[
         if any(n == r["node_id"] and role == r["role"] and k != r["key"] for n, role, k in steps_before)
     )
     return {
-        "killed_after_s": round(kill_after, 2) if killed_at else None,
+        "killed_after_s": round(kill_after, 2) if killed_at and kill_after is not None else None,
         "duration_s": round(duration, 1),
         "server_requests": len(requests),
         "paid_answers": len(records),

@@ -17,7 +17,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sandbox import Limits, SandboxProvider, SandboxUnavailable, get_provider  # noqa: E402
+from sandbox import Limits, SandboxProvider, SandboxUnavailable, get_provider
 
 TARGETS_S = {"none": None, "local": 0.030, "docker": 1.5}
 REPS = {"none": 50, "local": 50, "docker": 15}
@@ -39,7 +39,7 @@ def available() -> dict[str, SandboxProvider]:
             provider = get_provider(name)
             provider.check()
             providers[name] = provider
-        except Exception as e:  # noqa: BLE001 - a provider this machine lacks is reported, not fatal
+        except Exception as e:  # a provider this machine lacks is reported, not fatal
             print(f"skipping {name}: {e}")
     return providers
 

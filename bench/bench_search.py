@@ -19,13 +19,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import yaml  # noqa: E402
+import yaml
 
-from engine.journal import Journal  # noqa: E402
-from engine.llm.ledger import summarize  # noqa: E402
-from engine.llm.providers.scripted import ScriptedProvider  # noqa: E402
-from silva import lifecycle as run  # noqa: E402
-from silva.config import load_config  # noqa: E402
+from engine.journal import Journal
+from engine.llm.ledger import summarize
+from engine.llm.providers.scripted import ScriptedProvider
+from silva import lifecycle as run
+from silva.config import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results" / "search.json"

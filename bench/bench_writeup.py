@@ -15,12 +15,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sandbox.base import SandboxUnavailable, get_provider  # noqa: E402
-from tests.writeup.fake_s2 import fake_s2  # noqa: E402
-from tests.writeup.support import ScriptedWriter, make_run, scripted_llm  # noqa: E402
-from writeup.config import LiteratureConfig, WriteupConfig  # noqa: E402
-from writeup.literature import open_literature  # noqa: E402
-from writeup.paper import write_paper  # noqa: E402
+from sandbox.base import SandboxUnavailable, get_provider
+from tests.writeup.fake_s2 import fake_s2
+from tests.writeup.support import ScriptedWriter, make_run, scripted_llm
+from writeup.config import LiteratureConfig, WriteupConfig
+from writeup.literature import open_literature
+from writeup.paper import write_paper
 
 RESULTS = Path(__file__).resolve().parent / "results" / "writeup.json"
 PAPERS = 2

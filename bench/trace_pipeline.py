@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import Counter
+from collections import defaultdict
 from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).resolve().parents[1])]
@@ -50,7 +50,7 @@ def trace(run_dir: Path, slots: int) -> dict[str, object]:
             if step == "think" and e["type"] == "step_finished":
                 thought[key[0]] = t
     end = max(b for _, b in holds)
-    idle, waited, bins = 0.0, 0.0, Counter[int]()
+    idle, waited, bins = 0.0, 0.0, defaultdict[int, float](float)
     for k in range(int(end / STEP_S)):
         t = k * STEP_S
         free = max(0, slots - sum(a <= t < b for a, b in holds))

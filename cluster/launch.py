@@ -71,7 +71,7 @@ def validate_launcher(path: Path) -> dict[str, Any]:
         validate_config(prepared)
     except jsonschema.ValidationError as e:
         raise ConfigError(f"{path}: {_where(e)}: {e.message} (Ray's cluster-launcher schema)") from None
-    except (Exception, SystemExit) as e:  # noqa: BLE001 - Ray reports config faults with many types, even exit
+    except (Exception, SystemExit) as e:  # Ray reports config faults with many types, even exit
         raise ConfigError(f"{path}: Ray rejects this cluster config: {type(e).__name__}: {e}") from None
     return prepared
 

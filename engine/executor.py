@@ -100,7 +100,7 @@ def run_job(job: Job, gpu_ids: Sequence[int] = ()) -> AttemptResult | StepResult
         result = job.run(gpu_ids)
     except JobCancelled:  # nobody waits for this result any more
         result = AttemptResult(status="buggy", reason="cancelled: its node no longer needs it")
-    except Exception:  # noqa: BLE001 - anything a job raises is that node's failure
+    except Exception:  # anything a job raises is that node's failure
         result = AttemptResult(
             status="buggy", reason="internal error in the attempt:\n" + traceback.format_exc(limit=8)
         )

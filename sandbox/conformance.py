@@ -385,7 +385,7 @@ def _raises(kind: type[BaseException], fn: Callable[[], object]) -> None:
         fn()
     except kind:
         return
-    except Exception as e:  # noqa: BLE001 - the assertion names what came instead
+    except Exception as e:  # the assertion names what came instead
         raise AssertionError(f"expected {kind.__name__}, got {type(e).__name__}: {e}") from None
     raise AssertionError(f"expected {kind.__name__}, nothing was raised")
 

@@ -399,7 +399,7 @@ def _pump(stream: Any, out: OutputCap, err: OutputCap) -> None:
                 out.feed(chunk_out)
             if chunk_err:
                 err.feed(chunk_err)
-    except Exception:  # noqa: BLE001 - a stream cut at stop/remove ends the output, nothing more
+    except Exception:  # a stream cut at stop/remove ends the output, nothing more
         pass
 
 

@@ -379,7 +379,7 @@ def contingency(df, a, b):
         (n11, n12), (n21, n22) = table.to_numpy()
         v = math.copysign(v, n11 * n22 - n12 * n21)
         if expected.min() < 5:
-            p = float(stats.fisher_exact(table).pvalue)
+            p = float(stats.fisher_exact(table.to_numpy()).pvalue)
             log_p = math.log(p) if p > 0 else float(stats.chi2.logsf(chi2, dof))
             return _result(
                 "fisher_exact", v, "phi", p, min(log_p, 0.0), n, checks, table=table.to_numpy().tolist()

@@ -85,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     SESSION.start()
     try:
         result = app(args=list(argv) if argv is not None else None, standalone_mode=False)
-    except BaseException as e:  # noqa: BLE001  # every ending becomes an exit code here
+    except BaseException as e:  # every ending becomes an exit code here
         return _failed(e)
     finally:
         SESSION.detach()

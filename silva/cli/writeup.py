@@ -12,10 +12,8 @@ def writeup(
     run_dir: Path = typer.Argument(..., help="run directory that `silva run` printed"),
     idea: str | None = typer.Option(
         None, "--idea", help="write only this idea's paper (default: every idea)"
-    ),  # noqa: UP007
-    template: str | None = typer.Option(
-        None, "--template", help="workshop (4 pages) | conference (8 pages)"
-    ),  # noqa: UP007
+    ),
+    template: str | None = typer.Option(None, "--template", help="workshop (4 pages) | conference (8 pages)"),
     offline: bool = typer.Option(False, "--offline", help="template results report, no LLM"),
 ) -> int:
     """Write the paper of a finished run: RUN_DIR/paper/<idea>/paper.pdf."""

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.usefixtures("ray_cluster")
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def wait_for(predicate, timeout: float = 60.0, what: str = "condition") -> None:  # type: ignore[no-untyped-def]
+def wait_for(predicate, timeout: float = 60.0, what: str = "condition") -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:

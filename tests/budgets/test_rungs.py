@@ -26,7 +26,7 @@ SIZES = {PRELIMINARY: 1, HYPERPARAMETER: 1, AGENDA: 14, ABLATION: 1}
 
 def test_rungs_of_a_plan_in_each_mode() -> None:
     def rungs(mode: str, **kw: int) -> list[Rung]:
-        return list(plan_rungs(PLAN, AllocationConfig(policy="successive_halving", rungs=mode, **kw), SIZES))  # type: ignore[arg-type]
+        return list(plan_rungs(PLAN, AllocationConfig(policy="successive_halving", rungs=mode, **kw), SIZES))
 
     assert rungs("stage_ends") == [Rung(PRELIMINARY), Rung(HYPERPARAMETER), Rung(AGENDA)]
     # After 1, 3, 9 of the agenda's 14 search nodes; none inside the first stage (the progress
@@ -44,7 +44,7 @@ def test_rungs_of_a_plan_in_each_mode() -> None:
     ]
 
 
-def seeded(tmp: Path, gains: dict[str, list[float]]) -> Journal:
+def seeded(tmp: Path, gains: dict[str, list[float | None]]) -> Journal:
     """A journal where each idea has its baseline (1.0, one GPU-hour) and tuning stage decided,
     and has run agenda search nodes scoring 1 + gain, in order."""
     j = Journal.open(tmp / "run")
@@ -92,7 +92,7 @@ class Tree:
         return self._inflight
 
 
-def decisions(j: Journal, kind: str) -> dict[str, dict]:  # type: ignore[type-arg]
+def decisions(j: Journal, kind: str) -> dict[str, dict]:
     return {e["idea"]: e for e in j.log.events if e["type"] == "allocation" and e.get("decision") == kind}
 
 
@@ -269,5 +269,5 @@ def test_a_run_stopped_mid_stage_resumes_with_its_rung_decisions_standing(
             and e["node"]["stage"] == AGENDA
             and e["node"]["kind"] == "method"
         ]
-        assert len(searched) <= rungs[r - 1].nodes  # type: ignore[operator]
+        assert len(searched) <= rungs[r - 1].nodes
     j.log.close()

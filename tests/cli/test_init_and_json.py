@@ -70,7 +70,11 @@ def test_status_and_cost_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     report = json.loads(capsys.readouterr().out)
     j = Journal.open(run_dir, read_only=True)
     assert report["schema_version"] == 1 and report["state"] == "finished"
-    assert report["reason"] == j.finished["reason"] and report["run_dir"] == str(run_dir)
+    assert (
+        j.finished is not None
+        and report["reason"] == j.finished["reason"]
+        and report["run_dir"] == str(run_dir)
+    )
     assert (
         report["nodes"]["total"] == len(j.nodes) == report["nodes"]["good"] + report["nodes"].get("buggy", 0)
     )

@@ -97,8 +97,12 @@ def test_sigterm_and_kill_sigint_stop_the_run_cleanly(tmp_path: Path) -> None:
     }
     try:
         for name, (proc, runs) in drivers.items():
+
+            def started(runs: Path = runs, proc: subprocess.Popen[str] = proc) -> bool:
+                return running(runs) or proc.poll() is not None
+
             wait_for(
-                lambda runs=runs, proc=proc: running(runs) or proc.poll() is not None,
+                started,
                 timeout=300,
                 what=f"{name} driver's first result",
             )

@@ -61,9 +61,9 @@ def test_run_directory_round_trips_through_s3_incrementally(tmp_path: Path, s3: 
     assert grown.copied == 1 and grown.bytes == (run / "events.jsonl").stat().st_size
     back = tmp_path / "restored"
     assert sync(url, str(back)).copied == 5
-    for f in run.rglob("*"):
-        if f.is_file():
-            assert (back / f.relative_to(run)).read_bytes() == f.read_bytes()
+    for path in run.rglob("*"):
+        if path.is_file():
+            assert (back / path.relative_to(run)).read_bytes() == path.read_bytes()
 
 
 def test_only_the_journal_and_papers(tmp_path: Path, s3: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import yaml
@@ -62,7 +63,7 @@ def test_bank_pruning_on_the_driver_uses_the_gateway(tmp_path: Path) -> None:
         "b": "smoking raises blood pressure in men",
         "c": "rainfall lowers crop yield",
     }
-    recorded: list[dict[str, object]] = []
+    recorded: list[dict[str, Any]] = []
     strategy = SimpleNamespace(
         dcfg=SimpleNamespace(bank_capacity=2),
         state=SimpleNamespace(

@@ -27,7 +27,7 @@ st.record(st.correlation(df, "x", "y"), expected_sign=1, figures=["fig.png"])
 """
 
 
-def answer(code: str):  # noqa: ANN201 - a scripted provider's function
+def answer(code: str):  # a scripted provider's function
     def respond(call: ProviderCall) -> str:
         if call.role == "vision":
             assert call.messages[-1].images, "the figure reached the vision model"

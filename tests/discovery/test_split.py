@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -22,7 +23,7 @@ def repeated(copies: int, unique: int = 80, seed: int = 0) -> pd.DataFrame:
     return repeated_rows(null_table(planted_table(seed, n=unique), seed=seed), copies, seed)
 
 
-def split(tmp_path: Path, df: pd.DataFrame, **kw: object) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+def split(tmp_path: Path, df: pd.DataFrame, **kw: Any) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     tmp_path.mkdir(exist_ok=True)
     data = tmp_path / "t.csv"
     df.to_csv(data, index=False)

@@ -38,7 +38,10 @@ def test_valid_config_resolves_paths(tmp_path: Path, template: Path) -> None:
             {"stages": {"hyperparameter": {"max_nodes": -1}}},
             "stages.hyperparameter.max_nodes = -1: Input should be greater than or equal to 1",
         ),
-        ({"sandbox": "chroot"}, "sandbox.provider = 'chroot': unknown sandbox provider 'chroot'; available: docker, local, none"),
+        (
+            {"sandbox": "chroot"},
+            "sandbox.provider = 'chroot': unknown sandbox provider 'chroot'; available: docker, local, none",
+        ),
         (
             {"budgets": {"wall_clock_s": "soon"}},
             "budgets.wall_clock_s = 'soon': Input should be a valid number",

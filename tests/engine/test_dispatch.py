@@ -106,7 +106,7 @@ class FlakyExecutor(InProcessExecutor):
         self.attempts: dict[Handle, Job] = {}
         self._lock = threading.Lock()
 
-    def submit(self, job: Job, resources: object) -> Handle:  # type: ignore[override]
+    def submit(self, job: Job, resources: object) -> Handle:
         handle = super().submit(job, resources)  # type: ignore[arg-type]
         self.attempts[handle] = job
         return handle

@@ -35,7 +35,8 @@ def snapshot(root: Path) -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("run")
-    assert main(["run", str(make_config(tmp, make_template(tmp / "tpl"), budgets={"max_nodes": 4}))]) == 3  # budget stop
+    # exit 3: a budget stopped the run
+    assert main(["run", str(make_config(tmp, make_template(tmp / "tpl"), budgets={"max_nodes": 4}))]) == 3
     return next((tmp / "runs").iterdir())
 
 
@@ -167,7 +168,8 @@ def test_no_write_permission() -> None:
     top = Path(tempfile.mkdtemp(prefix="silva-ro-"))
     try:
         os.chmod(top, 0o755)
-        assert main(["run", str(make_config(top, make_template(top / "tpl"), budgets={"max_nodes": 2}))]) == 3  # budget stop
+        # exit 3: a budget stopped the run
+        assert main(["run", str(make_config(top, make_template(top / "tpl"), budgets={"max_nodes": 2}))]) == 3
         run = next((top / "runs").iterdir())
         for p in top.rglob("*"):
             os.chmod(p, 0o755 if p.is_dir() else 0o644)

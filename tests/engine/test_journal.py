@@ -9,7 +9,7 @@ from engine.node import AttemptResult, MetricSpec, MetricValue, Node, NodeStatus
 
 
 def result(value: float, status: str = "good") -> AttemptResult:
-    return AttemptResult(status=status, metrics=[MetricValue(name="acc", value=value, direction="maximize")])  # type: ignore[arg-type]
+    return AttemptResult(status=status, metrics=[MetricValue(name="acc", value=value, direction="maximize")])
 
 
 def seeded(tmp_path: Path) -> Journal:

@@ -77,7 +77,7 @@ def test_large_payloads_live_in_blobs_and_read_back_everywhere(tmp_path: Path) -
     export_parquet(Journal.open(run, read_only=True), tmp_path / "out")
     nodes = pd.read_parquet(tmp_path / "out" / "nodes.parquet").set_index("id")
     assert (nodes.loc[node_id, "code"], nodes.loc[node_id, "plan"]) == (CODE, PLAN)
-    assert json.loads(nodes.loc[node_id, "execution"])["stdout_tail"] == STDOUT
+    assert json.loads(str(nodes.loc[node_id, "execution"]))["stdout_tail"] == STDOUT
     data = [json.loads(d) for d in pd.read_parquet(tmp_path / "out" / "events.parquet")["data"]]
     assert MARK not in json.dumps(data) and data[-1]["result"]["code"] == CODE
 

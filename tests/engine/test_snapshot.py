@@ -64,7 +64,7 @@ def state(j: Journal) -> dict[str, Any]:
         "by_stage": j._by_stage,
         "good": list(j._status[next(iter(j._status))]),
         "count": j.log.count,
-        "best": j.best_node().id if j.best_node() else None,
+        "best": best.id if (best := j.best_node()) else None,
     }
 
 

@@ -54,7 +54,8 @@ damages = st.lists(
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("fuzzrun")
-    assert main(["run", str(make_config(tmp, make_template(tmp / "tpl"), budgets={"max_nodes": 5}))]) == 3  # budget stop
+    # exit 3: a budget stopped the run
+    assert main(["run", str(make_config(tmp, make_template(tmp / "tpl"), budgets={"max_nodes": 5}))]) == 3
     return next((tmp / "runs").iterdir())
 
 

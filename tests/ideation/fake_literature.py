@@ -7,9 +7,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-RECORDS = [
+RECORDS: list[dict[str, Any]] = [
     {
         "paperId": "rff07",
         "title": "Random Features for Large-Scale Kernel Machines",
@@ -51,7 +52,7 @@ def fake_literature() -> Iterator[tuple[str, list[str]]]:
         def log_message(self, *args: object) -> None:
             return
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:  # http.server's name
             url = urlparse(self.path)
             query = parse_qs(url.query).get("query", [""])[0]
             queries.append(query)

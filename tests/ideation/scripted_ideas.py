@@ -48,6 +48,12 @@ def _idea(k: int) -> dict:
     }
 
 
+def _title(text: str) -> str:
+    found = re.search(r"Title: (.*)", text)
+    assert found is not None, "the prompt names no title"
+    return found.group(1)
+
+
 def respond(call) -> str:
     text = call.messages[-1].text
     step = call.context["step"]
@@ -63,9 +69,8 @@ def respond(call) -> str:
         return json.dumps({"critique": "clear and feasible", "idea": idea, "done": "round 2" in text})
     found = text.split("Papers found:\n", 1)[1]
     if found.startswith("(none yet)"):
-        title = re.search(r"Title: (.*)", text).group(1)
-        return json.dumps({"decision": "search", "query": title})
-    title = re.search(r"Title: (.*)", text).group(1).lower()
+        return json.dumps({"decision": "search", "query": _title(text)})
+    title = _title(text).lower()
     same = re.search(r"\[(\S+)\][^\n]*?\. " + re.escape(title) + r"\.", found, re.IGNORECASE)
     if same:
         return json.dumps(

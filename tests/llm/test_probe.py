@@ -56,7 +56,9 @@ def test_vllm_max_model_len_and_a_config_that_fits(
     fake.default = Reply.ok("1 2 3", usage=(20, PROBE_TOKENS, 0))
     cfg = make_cfg("openai_compatible", fake.url, caps=Capabilities(vision=True, context_tokens=32768))
     (result,) = validate_llm_config(cfg, ENV)
-    assert result.context_tokens == 32768 and result.context_source.endswith("/v1/models max_model_len")
+    assert result.context_tokens == 32768 and (result.context_source or "").endswith(
+        "/v1/models max_model_len"
+    )
     assert result.output_tokens == PROBE_TOKENS and result.tokens_per_s is not None and result.dollars > 0
     assert "context 32768 tokens" in result.line() and "tokens/s" in result.line()
 

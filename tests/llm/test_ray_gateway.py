@@ -14,6 +14,15 @@ from tests.llm.support import TEST_KEY, TEST_KEY_ENV, make_cfg
 pytestmark = pytest.mark.ray
 
 
+def kill_gateway(llm: LLM) -> None:
+    import ray
+
+    from actors.gateway import ActorTransport
+
+    assert isinstance(llm.transport, ActorTransport)
+    ray.kill(llm.transport.handle)
+
+
 def test_workers_call_the_actor_without_seeing_keys(
     fake: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
@@ -38,7 +47,7 @@ def test_workers_call_the_actor_without_seeing_keys(
     try:
         results = ray.get([task.remote(llm, f"q{i}") for i in range(6)], timeout=60)
     finally:
-        ray.kill(llm.transport.handle)
+        kill_gateway(llm)
     assert sorted(text for text, _ in results) == [f"answer to q{i}" for i in range(6)]
     for _, env_values in results:
         assert TEST_KEY not in env_values  # no variable of the worker holds the key
@@ -64,7 +73,7 @@ def test_budget_stop_reaches_workers_as_budget_exceeded(
     try:
         message = ray.get(ray.remote(num_cpus=0.1)(worker_budget).remote(llm), timeout=60)
     finally:
-        ray.kill(llm.transport.handle)
+        kill_gateway(llm)
     assert "budget of $0.00 is spent" in message
     assert fake.requests == []
 
@@ -90,7 +99,7 @@ def test_embeddings_go_through_the_actor(fake: FakeLLMServer, tmp_path: Path, ra
     try:
         vectors = ray.get(ray.remote(num_cpus=0.1)(worker_embed).remote(llm, ["a", "b"]), timeout=60)
     finally:
-        ray.kill(llm.transport.handle)
+        kill_gateway(llm)
     assert vectors == [fake_vector("a"), fake_vector("b")]
     assert [r.body["input"] for r in fake.requests] == [["a", "b"]]
     assert summarize(tmp_path)["by_role"]["embedding"]["calls"] == 1

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -44,7 +44,7 @@ LLMFactory = Callable[..., tuple[LLM, ScriptedProvider]]
 
 
 @pytest.fixture
-def make_llm(tmp_path: Path) -> LLMFactory:
+def make_llm(tmp_path: Path) -> Iterator[LLMFactory]:
     gateways = []
 
     def make(

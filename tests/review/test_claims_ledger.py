@@ -50,7 +50,8 @@ def test_planted_false_sentence_is_caught(paper_dir: Path) -> None:
     _plant(
         paper_dir,
         "\\section{Limitations}",
-        "\\section{Limitations}\nOn fit\\_time\\_s, \\TuningGroupA{} significantly outperforms \\TuningGroupB{}.",
+        "\\section{Limitations}\nOn fit\\_time\\_s, \\TuningGroupA{} significantly outperforms "
+        "\\TuningGroupB{}.",
     )
     found = _findings(paper_dir)["unsupported_claims"]
     assert len(found) == 1

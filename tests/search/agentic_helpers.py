@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -59,7 +60,7 @@ def idea_file(tmp: Path, name: str = "noise", **overrides: Any) -> Path:
 
 
 def agentic_config(
-    tmp: Path, ideas: list[Path | dict[str, Any]] | None = None, **overrides: Any
+    tmp: Path, ideas: Sequence[Path | dict[str, Any]] | None = None, **overrides: Any
 ) -> RunConfig:
     """A small, fast LLM-mode config: in-process executor, no sandbox isolation, numpy experiments."""
     tmp.mkdir(parents=True, exist_ok=True)

@@ -69,7 +69,11 @@ def test_the_pool_grows_for_a_stage_larger_than_it() -> None:
     }
 
     def grow(n: int) -> list[dict[str, float]]:
-        p, tried, nodes = Proposer(space, seed=3, kind="sobol"), Tried(sorted(space)), []
+        p, tried, nodes = (
+            Proposer(space, seed=3, kind="sobol"),
+            Tried(sorted(space)),
+            list[SimpleNamespace](),
+        )
         while len(nodes) < n:
             for s in p.propose(64, [], [], tried.update(nodes)):
                 nodes.append(SimpleNamespace(id=f"n{len(nodes)}", params=s))

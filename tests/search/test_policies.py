@@ -41,14 +41,14 @@ class Tree:
         self.j.attempt_started(node.id, 1)
         if not running:
             metrics = [MetricValue(name="acc", value=acc, direction="maximize")] if acc is not None else []
-            self.j.attempt_finished(node.id, 1, AttemptResult(status=status, metrics=metrics))  # type: ignore[arg-type, call-arg]
+            self.j.attempt_finished(node.id, 1, AttemptResult(status=status, metrics=metrics))
         return self.j.nodes[node.id]
 
     def view(self, stage: str, root: Node | None, **cfg: object) -> StageView:
-        return StageView(self.j, "default", stage, root, SPEC, SearchConfig(**{"debug_prob": 0.0, **cfg}), 0)  # type: ignore[arg-type]
+        return StageView(self.j, "default", stage, root, SPEC, SearchConfig(**{"debug_prob": 0.0, **cfg}), 0)
 
 
-def parents(expansions: list) -> list[str | None]:  # type: ignore[type-arg]
+def parents(expansions: list) -> list[str | None]:
     return [e.parent.id if e.parent else None for e in expansions]
 
 

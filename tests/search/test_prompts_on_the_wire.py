@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,9 +25,12 @@ from tests.search.agentic_helpers import LLM as SCRIPTED_LLM
 from tests.search.agentic_helpers import agentic_config
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADElEQVR4nGNgYGAAAAAEAAH2FzhVAAAAAElFTkSuQmCC"
-EXPERIMENT = "import json\njson.dump({'metrics': {'val_accuracy': 0.8, 'clean_fraction_kept': 1.0}}, open('results.json', 'w'))\n"
+EXPERIMENT = (
+    "import json\njson.dump({'metrics': {'val_accuracy': 0.8, 'clean_fraction_kept': 1.0}}, "
+    "open('results.json', 'w'))\n"
+)
 PLOT = f"import base64\nopen('fig.png', 'wb').write(base64.b64decode({PNG!r}))\n"
-ANSWERS = [
+ANSWERS: list[dict[str, Any]] = [
     {"plan": "a logistic regression baseline", "code": EXPERIMENT, "plot_code": PLOT},
     {"is_buggy": False, "reason": "ran cleanly", "summary": "val_accuracy 0.8"},
     {"acceptable": True, "reason": "readable"},
@@ -37,6 +41,7 @@ def one_node(tmp: Path, llm: LLM) -> tuple[str, AttemptResult]:
     """A draft's three steps, each job as the search builds it from the journal."""
     cfg = agentic_config(tmp)
     _, journal = lifecycle.create_run(cfg)
+    assert cfg.idea is not None
     idea = load_idea(cfg.idea)
     node = journal.add_node(Node(stage="preliminary", kind="draft", idea=idea.name))
     search = AgenticSearch(cfg, journal, idea, llm, vision=True)

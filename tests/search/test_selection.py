@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,7 +37,7 @@ RANKED = [node("n1", 0.90), node("n2", 0.899), node("n3", 0.80)]
 
 def choose(
     tmp: Path, answer: Callable[[ProviderCall], str], tolerance: float, dollars: float | None = None
-) -> tuple[Node, dict[str, object]]:
+) -> tuple[Node, dict[str, Any]]:
     llm = json.loads(json.dumps(LLM))
     llm["models"]["sci"]["price"] = {"input": 1.0, "output": 1.0}
     gw = build_gateway(
@@ -69,7 +70,7 @@ def test_the_llm_breaks_a_tie(tmp_path: Path) -> None:
 
 def test_without_a_tie_the_metric_stands_unless_the_best_is_flagged(tmp_path: Path) -> None:
     chosen, record = choose(tmp_path, says("n2"), tolerance=0.0)
-    assert chosen.id == "n1" and record["by"].startswith("metric (the LLM's other choice")  # type: ignore[union-attr]
+    assert chosen.id == "n1" and record["by"].startswith("metric (the LLM's other choice")
     assert record["llm_choice"] == "n2" and record["llm_reason"] == "because"
     chosen, record = choose(tmp_path / "b", says("n3", sane=False), tolerance=0.0)
     assert chosen.id == "n3" and record["by"].startswith("LLM sanity check")

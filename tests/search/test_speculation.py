@@ -53,7 +53,7 @@ def manager(tmp: Path, speculate: bool = True) -> tuple[Journal, StageManager]:
         seed=0,
         search=SimpleNamespace(speculate=speculate),
     )
-    return j, StageManager(cfg, j, Search(), PLAN, idea="default")  # type: ignore[arg-type]
+    return j, StageManager(cfg, j, Search(), PLAN, idea="default")
 
 
 def add(j: Journal, nodes: list[Node]) -> list[Node]:

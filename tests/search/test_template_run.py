@@ -37,13 +37,14 @@ def test_four_stages_with_replicates_and_aggregates(tmp_path: Path) -> None:
         # A speculative replicate of a provisional best that was overtaken stays, unused.
         assert all(r.origin.speculative for r in j.in_stage(stage, "replication") if r.parent_id != best.id)
         assert len(reps) == 2 and all(r.params == best.params for r in reps)
-        assert sorted(r.seed for r in reps) == [1, 2]  # seeds other than the searched one
+        assert sorted(r.seed or 0 for r in reps) == [1, 2]  # seeds other than the searched one
         agg = j.nodes[ended["aggregate_node_id"]]
         assert agg.refs == [best.id, *[r.id for r in reps]]
         table = json.loads((j.log.path.parent / agg.artifacts[0]).read_text())
         subject = next(iter(table["groups"].values()))["score"]
         values = [r.metric("score") for r in reps]
-        assert subject["n"] == 2 and abs(subject["mean"] - sum(values) / 2) < 1e-12  # type: ignore[operator]
+        assert None not in values and subject["n"] == 2
+        assert abs(subject["mean"] - sum(v for v in values if v is not None) / 2) < 1e-12
         assert (j.log.path.parent / agg.artifacts[1]).read_bytes().startswith(b"\x89PNG")
     # Promotion: each stage's search nodes grow from the previous stage's best.
     hp_best = j.stage_ended[("default", "hyperparameter")]["best_node_id"]
@@ -66,7 +67,7 @@ def test_four_stages_with_replicates_and_aggregates(tmp_path: Path) -> None:
     assert ablation.params["ab"] is True and ablation.params["method"] is True
 
 
-def test_broken_baseline_stops_run_with_reason(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_broken_baseline_stops_run_with_reason(tmp_path: Path, capsys) -> None:
     j = run(tmp_path, fixed={"fail": True})
     assert j.finished is not None
     assert (

@@ -47,7 +47,7 @@ def evidence(
         node_id="n0",
         split=split,
         role=role,
-        analysis=spec,  # type: ignore[arg-type]
+        analysis=spec,
         result=result(effect, p),
     )
 

@@ -63,7 +63,8 @@ def not_blank(png: Path) -> dict[str, int]:
     assert len(colours) > 50, f"{png}: only {len(colours)} colours: a blank page"
     counts = {"good": 0, "buggy": 0}
     targets = {"good": (0x2E, 0x9D, 0x4F), "buggy": (0xD6, 0x45, 0x45)}
-    for n, rgb in colours:
+    for n, rgb in colours:  # RGB: a tuple per colour
+        assert isinstance(rgb, tuple)
         for name, t in targets.items():
             if sum(abs(a - b) for a, b in zip(rgb, t)) < 30:
                 counts[name] += n

@@ -53,7 +53,7 @@ def fake_s2(fail_first: int = 0) -> Iterator[tuple[str, FakeS2]]:
         def log_message(self, *args: object) -> None:
             return
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:  # http.server's name
             url = urlparse(self.path)
             query = parse_qs(url.query)
             state.requests.append(query)

@@ -11,6 +11,7 @@ import yaml
 
 from engine.journal import Journal
 from engine.llm import LLM, LLMConfig, build_gateway
+from engine.llm.gateway import Gateway
 from engine.llm.providers.scripted import ScriptedProvider, last_user_text
 from engine.node import AttemptResult, MetricSpec, MetricValue, Node
 
@@ -172,7 +173,7 @@ class ScriptedWriter:
         self.false_claim = false_claim
         self.calls: list[str] = []
 
-    def __call__(self, call) -> str:  # noqa: ANN001 - a ProviderCall
+    def __call__(self, call) -> str:  # a ProviderCall
         prompt = last_user_text(call.messages)
         header = dict(call.context)
         step = header["step"]
@@ -280,7 +281,7 @@ def headline_sentence(prompt: str) -> str:
     )
 
 
-def scripted_llm(run_dir: Path, writer: ScriptedWriter, price: float = 0.0) -> tuple[LLM, object]:
+def scripted_llm(run_dir: Path, writer: ScriptedWriter, price: float = 0.0) -> tuple[LLM, Gateway]:
     cfg = LLMConfig.model_validate(
         {
             "providers": {"offline": {"kind": "scripted"}},

@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -141,7 +142,7 @@ def test_resume_after_kill_pays_no_call_twice(tmp_path: Path, monkeypatch: pytes
     ask = LLMWriter.ask
     asked: list[str] = []
 
-    def dying_ask(self: LLMWriter, step: str, *args: object, **kwargs: object) -> object:
+    def dying_ask(self: LLMWriter, step: str, *args: Any, **kwargs: Any) -> object:
         if len(asked) == 5:
             raise Killed
         asked.append(step)

@@ -7,7 +7,7 @@ import os
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 COLORS = ["#225e3c", "#4c72b0", "#dd8452", "#8172b3", "#937860", "#da8bc3", "#8c8c8c"]
 
