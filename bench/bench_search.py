@@ -4,8 +4,9 @@ Writes bench/results/search.json and prints a table.
 
 Each experiment sleeps a lognormal time (drawn per node) inside real numpy code run through the
 sandbox; the scripted provider answers every LLM call after a fixed latency. Utilization =
-busy time of attempts / (worker slots x makespan); what is lost is mostly the stage barriers
-(a stage's best is decided only when all its nodes are in) and the driver's own work.
+time jobs held a slot / (worker slots x makespan), as `silva status` counts it (engine/totals.py
+`Busy`: run steps, not the think and judge steps that wait on the LLM); what is lost is mostly
+the stage barriers (a stage's best is decided only when all its nodes are in) and the driver's own work.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def bench(policy: str, tmp: Path) -> dict[str, object]:
     outcome = run.execute(cfg, journal, providers={"offline": provider})
     makespan = time.monotonic() - start
     j = Journal.open(run_dir)
-    busy = sum((n.finished_at or 0.0) - (n.started_at or 0.0) for n in j if n.is_finished)
+    busy = j.totals.busy.ended_s  # slot-holding steps only, as `silva status` counts (the run has ended)
     calls = summarize(run_dir)["run"]["calls"]
     return {
         "policy": policy,
