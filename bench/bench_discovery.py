@@ -20,16 +20,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import pandas as pd  # noqa: E402
-import yaml  # noqa: E402
+import pandas as pd
+import yaml
 
-from engine.llm.providers.scripted import ScriptedProvider  # noqa: E402
-from sandbox.base import SandboxUnavailable, get_provider  # noqa: E402
-from search.discovery import benchmarks as B  # noqa: E402
-from search.discovery.claims import Claim, ClaimStore  # noqa: E402
-from search.discovery.scripted import respond  # noqa: E402
-from silva import lifecycle  # noqa: E402
-from silva.config import load_config  # noqa: E402
+from engine.llm.providers.scripted import ScriptedProvider
+from sandbox.base import SandboxUnavailable, get_provider
+from search.discovery import benchmarks as B
+from search.discovery.claims import Claim, ClaimStore
+from search.discovery.scripted import respond
+from silva import lifecycle
+from silva.config import load_config
 
 RESULTS = Path(__file__).parent / "results" / "discovery.json"
 SLOTS = 4
