@@ -60,6 +60,7 @@ class DiscoveryStrategy:
         self.prior = load_prior(dcfg.prior)
         self.state = DiscoveryState(journal)
         self.store = ClaimStore(self.run_dir)
+        self._keys: dict[str, str] = {}  # record id -> hypothesis_key
         self.policy = make_policy(self)
         self._dirty = True
 
@@ -105,7 +106,7 @@ class DiscoveryStrategy:
             )
         else:
             job.known = {
-                hypothesis_key(r.hypothesis): r.id
+                self._key(r): r.id
                 for r in self.state.proposals()
                 if r.hypothesis is not None and r.evaluated and r.status != "duplicate"
             }
@@ -231,14 +232,21 @@ class DiscoveryStrategy:
         ).items():
             self.decide(self.state.records[rid], "bh", decision)
 
+    def _key(self, rec: Record) -> str:
+        """`hypothesis_key` of an evaluated record, parsed once (its hypothesis never changes)."""
+        assert rec.hypothesis is not None
+        if rec.id not in self._keys:
+            self._keys[rec.id] = hypothesis_key(rec.hypothesis)
+        return self._keys[rec.id]
+
     def duplicate_of(self, rec: Record) -> str | None:
         """The first evaluated hypothesis with the same `hypothesis_key` as `rec`, if another."""
         if rec.hypothesis is None or rec.eval_seq is None:
             return None
-        key = hypothesis_key(rec.hypothesis)
+        key = self._key(rec)
         for r in sorted(self.state.proposals(), key=lambda r: r.eval_seq or 0):
             if r.eval_seq is not None and r.eval_seq < rec.eval_seq and r.hypothesis is not None:
-                if hypothesis_key(r.hypothesis) == key:
+                if self._key(r) == key:
                     return r.id
         return None
 
