@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -163,7 +164,7 @@ def main() -> None:
     if not args.command:
         serve(args.port, args.ctx, args.parallel, args.threads)
         return
-    log = Path("llama-server.log").resolve()
+    log = Path(tempfile.gettempdir()) / f"silva-llama-server-{args.port}.log"
     server = start(log, args.ctx, args.parallel, args.threads, port=args.port)
     print(f"serving {MODEL_ID} at {server.url} (log: {log}); running: {' '.join(args.command)}", flush=True)
     try:
