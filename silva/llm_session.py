@@ -111,10 +111,10 @@ def show_progress() -> None:
     logger.propagate = False  # not twice through the root logger's handler
 
 
-class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+class _Stderr(logging.StreamHandler):
     """Writes to whatever `sys.stderr` is when a line is logged, flushing each line."""
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> Any:
         return sys.stderr
 
