@@ -158,6 +158,13 @@ PROGRESS_SCORES: dict[str, ProgressScore] = {
 }
 
 
+def register_progress_score(name: str, score: ProgressScore) -> None:
+    """A search mode's own score (search/modes.py `Mode.progress_scores`)."""
+    if PROGRESS_SCORES.get(name, score) is not score:
+        raise ValueError(f"progress score {name!r} is already registered")
+    PROGRESS_SCORES[name] = score
+
+
 @dataclass(frozen=True)
 class IdeaInfo:
     name: str

@@ -1,8 +1,9 @@
 """The search modes Silva knows: each registers, in one place, everything the run needs of it.
 
 A `Mode` names its config section (if any), its `StagePlan` (whose `progress` names the score
-the forest's allocation compares ideas by), how a config asks for it, the metrics a run of it
-records, and how its strategy is built. `silva/config.py` and `silva/lifecycle.py` ask the
+the forest's allocation compares ideas by: a built-in one or one of the mode's own
+`progress_scores`), how a config asks for it, the metrics a run of it records, and how its
+strategy is built. `silva/config.py` and `silva/lifecycle.py` ask the
 registry and never branch on a mode's name (docs/architecture.md, "Search modes").
 
 Built-in modes live in their own subpackage (`search/<mode>/mode.py`); another package adds one
@@ -13,14 +14,15 @@ with an entry point in the `silva.search_modes` group naming its `Mode`, or by c
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
+from search.allocation import ProgressScore, register_progress_score
 from search.config import AllocationConfig, IdeaSource, SearchSettings, TemplateVariant
 from search.plan import StagePlan
 
@@ -78,6 +80,8 @@ class Mode:
     check: Callable[[ModeConfig], None] | None = None
     # The section with its paths made relative to the config file's directory `base`.
     resolve: Callable[[Any, Path], Any] | None = None
+    # Progress scores of its own, by the name its plan's `progress` may give (search/allocation.py).
+    progress_scores: Mapping[str, ProgressScore] = field(default_factory=dict)
 
 
 _MODES: dict[str, Mode] = {}
@@ -106,6 +110,8 @@ def register_mode(mode: Mode) -> Mode:
     clash = next((m for m in _MODES.values() if mode.section and m.section == mode.section), None)
     if clash is not None and clash is not mode:
         raise ValueError(f"search modes {clash.name!r} and {mode.name!r} both claim section {mode.section!r}")
+    for name, score in mode.progress_scores.items():
+        register_progress_score(name, score)
     _MODES[mode.name] = mode
     return mode
 

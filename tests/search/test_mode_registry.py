@@ -18,12 +18,16 @@ from engine.executor import Job
 from engine.journal import Journal
 from engine.node import AttemptResult, MetricSpec, MetricValue, Node, NodeStatus
 from search import modes as search_modes
+from search.allocation import Allocation, IdeaInfo, Rung
+from search.config import AllocationConfig, IdeaSource
 from search.modes import Mode, ModeConfig, register_mode, unregister_mode
 from search.plan import StagePlan, StageSpec
 from silva import lifecycle
 from silva.config import load_config
 
-PLAN = StagePlan("tally", (StageSpec("count", grows="square", ends="`tally.count` nodes"),))
+PLAN = StagePlan(
+    "tally", (StageSpec("count", grows="square", ends="`tally.count` nodes"),), progress="squares_done"
+)
 SCORE = MetricSpec(name="square", direction="maximize", primary=True)
 
 
@@ -70,6 +74,11 @@ def _section(cfg: ModeConfig) -> TallyConfig:
     return section
 
 
+def squares_done(journal: Journal, plan: StagePlan, idea: str, rung: Rung, spec: MetricSpec) -> float:
+    """How far an idea has come: its finished nodes (the allocation compares ideas by it)."""
+    return float(sum(n.is_finished for n in journal.of_idea(idea)))
+
+
 TALLY = Mode(
     name="tally",
     plan=PLAN,
@@ -80,6 +89,7 @@ TALLY = Mode(
     section="tally",
     section_model=TallyConfig,
     needs_llm=False,
+    progress_scores={"squares_done": squares_done},
 )
 
 
@@ -145,3 +155,10 @@ def test_another_package_adds_a_mode_by_entry_point(tmp_path: Path, monkeypatch:
     monkeypatch.setattr(search_modes, "_loaded", False)  # built-ins and entry points are read again
     assert [m.name for m in search_modes.modes()] == ["template", "agentic", "discovery", "tally"]
     assert load_config(write(tmp_path, tally={"count": 2})).mode == "tally"
+
+
+def test_a_modes_own_progress_score_drives_the_allocation(tmp_path: Path, tally: Mode) -> None:
+    journal = Journal.open(tmp_path)
+    ideas = [IdeaInfo(name, SCORE, IdeaSource(path=tmp_path / name)) for name in ("a", "b")]
+    allocation = Allocation(AllocationConfig(policy="successive_halving"), journal, PLAN, ideas)
+    assert allocation.progress is squares_done
