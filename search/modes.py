@@ -67,7 +67,7 @@ class BuildContext:
 class Mode:
     name: str
     plan: StagePlan
-    source: str  # how a config asks for the mode, for error messages ("`discovery:` (a data table)")
+    source: str  # how a config asks for the mode, for error messages ("`discovery` (data)")
     selected: Callable[[ModeConfig], bool]  # whether a config asks for this mode
     build: Callable[[BuildContext], Strategy]
     # The metrics every node reports, checked before the run directory exists (files read, ideas
@@ -125,13 +125,6 @@ def modes() -> list[Mode]:
     """Every registered mode, built-ins first, in registration order."""
     _load()
     return list(_MODES.values())
-
-
-def mode_named(name: str) -> Mode:
-    for m in modes():
-        if m.name == name:
-            return m
-    raise KeyError(f"unknown search mode {name!r} (known: {', '.join(m.name for m in modes())})")
 
 
 def sections() -> dict[str, type[BaseModel]]:
