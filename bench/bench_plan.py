@@ -177,7 +177,9 @@ def main() -> None:
             print(json.dumps(row), flush=True)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     results = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
-    results[f"{args.forest}_{args.ideas}_ideas"] = {"cpus": os.cpu_count(), "rows": rows}
+    key = f"{args.forest}_{args.ideas}_ideas"  # rows of other slot counts stay
+    kept = [r for r in results.get(key, {}).get("rows", []) if r["slots"] not in {r["slots"] for r in rows}]
+    results[key] = {"cpus": os.cpu_count(), "rows": sorted(kept + rows, key=lambda r: r["slots"])}
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {RESULTS}")
 

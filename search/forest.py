@@ -181,6 +181,7 @@ class Forest:
         self.trees, self.max_in_flight, self.allocation = list(trees), max_in_flight, allocation
         self.by_name = {t.name: t for t in trees}
         self.open_trees = {t.name: t for t in trees}  # may still grow (insertion order: the trees')
+        self.awake = dict(self.open_trees)  # open trees that may propose
         self.idle: dict[str, int] = {}  # idle tree -> its in-flight count when it went idle
         self.idle_inflight = 0  # their sum
         self.asked = 0  # tree proposals asked for (tests and bench/bench_driver.py count them)
@@ -195,7 +196,7 @@ class Forest:
         if self._budget_limits() is not self._budgets:  # `silva budget` changed a limit
             self._budgets = self._budget_limits()
             self._wake_all()
-        if len(self.idle) == len(self.open_trees):
+        if not self.awake:
             if self.allocation.journal.unfinished_count():
                 return []  # every tree waits on a result still in flight
             self._wake_all()  # nothing in flight to wake them: ask each once more before "stuck"
@@ -213,10 +214,10 @@ class Forest:
         # judge step, which hold none: with look-ahead the dispatcher keeps more nodes in flight
         # than slots. Each share scales to that pipeline; unscaled, only the last tree asked
         # could look ahead (seen: 4 ideas on 4 slots at utilization 0.67, at most 1.00).
-        awake = [t for t, _ in order if t.name not in self.idle]
-        inflight = sum(t.inflight() for t in awake) + self.idle_inflight
+        asking = [t for t, _ in order if t.name not in self.idle]
+        inflight = sum(t.inflight() for t in asking) + self.idle_inflight
         scale = max(1.0, (slots + inflight) / self.max_in_flight)
-        last = awake[-1].name if awake else None
+        last = asking[-1].name if asking else None
         for tree, share in order:
             remaining = slots - len(out)
             if remaining <= 0:
@@ -238,18 +239,23 @@ class Forest:
         got = tree.propose(cap)
         # Fewer than offered: the tree could not use more (its budget, or a stage waiting on
         # results); its new nodes are in flight and will wake it.
-        if len(got) < cap and tree.name in self.open_trees:
+        if len(got) < cap and tree.name in self.awake:
             n = tree.inflight()
+            del self.awake[tree.name]
             self.idle[tree.name] = n
             self.idle_inflight += n
         return got
 
     def _wake(self, name: str) -> None:
-        self.idle_inflight -= self.idle.pop(name, 0)
+        if name in self.idle:
+            self.idle_inflight -= self.idle.pop(name)
+            if name in self.open_trees:
+                self.awake[name] = self.open_trees[name]
 
     def _wake_all(self) -> None:
         self.idle.clear()
         self.idle_inflight = 0
+        self.awake = dict(self.open_trees)
 
     def _budget_limits(self) -> object:
         meter = self.allocation.meter
@@ -260,17 +266,16 @@ class Forest:
         tree takes no slot); the other policies compare every open idea at each round."""
         self._close()
         if self.allocation.cfg.policy == "fair":
-            return [t for t in self.open_trees.values() if t.name not in self.idle]
+            return list(self.awake.values())
         return list(self.open_trees.values())
 
     def _close(self) -> None:
         """Drop the trees that stopped or finished: they never grow again (budgets and the
         journal only move forward), so a forest of thousands of ideas is not scanned whole at
         every completion. Only awake trees can have changed since the last look."""
-        for name in [n for n in self.open_trees if n not in self.idle]:
-            t = self.open_trees[name]
+        for name, t in list(self.awake.items()):
             if t.stopped() or t.finished() is not None or self.allocation.ended(name) is not None:
-                del self.open_trees[name]
+                del self.open_trees[name], self.awake[name]
 
     def job_for(self, node: Node, attempt: int) -> Job:
         return self.by_name[node.idea].job_for(node, attempt)

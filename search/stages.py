@@ -80,6 +80,7 @@ class StageNodes:
 
     def _reset(self) -> None:
         self.read = 0
+        self.seen_events = -1
         self.discards = self.journal.discards
         self.search: list[Node] = []  # search nodes (not support kinds), oldest first
         self.kinds: dict[str, list[Node]] = {}  # every kind's nodes, oldest first
@@ -90,8 +91,11 @@ class StageNodes:
 
     def refresh(self) -> StageNodes:
         j = self.journal
+        if j.log.count == self.seen_events:  # nothing journaled since the last look
+            return self
         if j.discards != self.discards:
             self._reset()
+        self.seen_events = j.log.count
         ids = j.stage_ids(self.stage, self.idea)
         for node_id in ids[self.read :]:
             node = j.nodes[node_id]
@@ -132,6 +136,7 @@ class StageManager:
         self.spec, self.chooser = spec, chooser
         self._views: dict[str, StageNodes] = {}
         self._followed: dict[str, str] = {}  # stage -> the leader its next stage last grew from
+        self._names = plan.names  # a tuple the plan builds on each read: asked at every proposal
         # stage -> (view generation, finished nodes folded, best of them by (score, -place))
         self._best: dict[str, tuple[int, int, tuple[float, float] | None, Node | None]] = {}
 
@@ -175,7 +180,7 @@ class StageManager:
         first = self.journal.stage_ended.get(self._key(self.plan.first))
         if first is not None and first.get("best_node_id") is None:
             return Finish("stopped", f"stopped: {first['reason']}")
-        if all(self._key(s) in self.journal.stage_ended for s in self.plan.names):
+        if all(self._key(s) in self.journal.stage_ended for s in self._names):
             n = len(self.plan.stages)
             return Finish("complete", f"all {NUMBER_WORDS.get(n, str(n))} stages complete")
         return None
@@ -185,7 +190,7 @@ class StageManager:
         """Stages overlap: once a stage's best node is decided, the next stage's search grows
         from it while the decided stage's replicates and aggregation still run."""
         proposed: list[Node] = []
-        for stage in self.plan.names:
+        for stage in self._names:
             if slots <= len(proposed) or self.finished() is not None:
                 break
             if self._key(stage) in self.journal.stage_ended:
@@ -463,7 +468,7 @@ class StageManager:
         of its stage while the next stage is speculative, what grew from the old leader is
         discarded now: waiting for the next proposal let its queued or running jobs hold slots
         (a traced run: a speculative experiment from an overtaken leader ran for 5.5 s)."""
-        stage, nxt = node.stage, self.plan.after(node.stage) if node.stage in self.plan.names else None
+        stage, nxt = node.stage, self.plan.after(node.stage) if node.stage in self._names else None
         spec = self.spec or self.journal.primary_metric
         if (
             nxt is None
