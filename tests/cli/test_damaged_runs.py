@@ -53,6 +53,7 @@ if spec["node_id"] == "n0002" and not os.path.exists(fill + ".done"):
 )
 
 
+@pytest.mark.e2e
 def test_disk_full_during_a_run_stops_it_journaled_and_resumable(tmp_path: Path) -> None:
     disk = tmp_path / "disk"
     disk.mkdir()
@@ -180,6 +181,7 @@ def strict(text: str) -> Any:
     return json.loads(text, parse_constant=refuse)
 
 
+@pytest.mark.e2e
 def test_non_finite_metrics_are_null_with_a_reason_and_every_file_is_strict_json(tmp_path: Path) -> None:
     tpl = make_template(tmp_path / "tpl")
     (tpl / "experiment.py").write_text(

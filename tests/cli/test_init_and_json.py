@@ -49,6 +49,7 @@ def test_every_example_file_ships_in_the_wheel() -> None:
                 assert any(fnmatch.fnmatch(rel, p) for p in patterns), rel
 
 
+@pytest.mark.e2e
 def test_the_discovery_example_runs_from_an_empty_directory(tmp_path: Path) -> None:
     assert main(["init", "--example", "discovery", str(tmp_path / "ex")]) == 0
     done = subprocess.run(

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from engine.llm import LLMConfig
@@ -49,6 +50,7 @@ def test_every_command_is_run_or_has_a_reason() -> None:
         assert command in NOT_RUN or command.startswith(OFFLINE), f"classify this README command: {command}"
 
 
+@pytest.mark.e2e
 def test_the_offline_path_runs_as_written(tmp_path: Path) -> None:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     outputs = {}

@@ -12,7 +12,6 @@ import pytest
 from tests.helpers import load_file
 from tests.llm.fake_servers import FakeLLMServer
 
-pytestmark = pytest.mark.usefixtures("ray_cluster")
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_gpu.py"
 
 
@@ -21,6 +20,7 @@ def bench_gpu() -> ModuleType:
 
 
 @pytest.mark.e2e
+@pytest.mark.usefixtures("ray_cluster")
 @pytest.mark.timeout(240)
 def test_the_gpu_check_runs_and_reads_the_llm_search_without_a_gpu(tmp_path: Path) -> None:
     bench = bench_gpu()

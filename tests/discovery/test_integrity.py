@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 import yaml
 
 from engine.llm.providers.base import ProviderCall
@@ -49,6 +50,7 @@ def respond(call: ProviderCall) -> str:
     )
 
 
+@pytest.mark.e2e
 def test_duplicate_tested_once_and_confounded_claim_explained(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     n = 600
