@@ -141,11 +141,14 @@ def _field_names(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str
     return sorted({f.alias or name for cls in models for name, f in cls.model_fields.items()})
 
 
-def unknown_key_hint(key: str, valid: list[str]) -> str:
-    """The nearest valid key ("did you mean `max_nodes`?"), else the valid keys."""
+def unknown_key_hint(key: str, valid: list[str], *, list_valid: bool = True) -> str:
+    """The nearest valid key ("did you mean `max_nodes`?"), else the valid keys (once per place:
+    `list_valid` is False when an earlier line already listed them)."""
     near = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
     if near:
         return f"unknown field; did you mean `{near[0]}`?"
+    if not list_valid:
+        return "unknown field (valid keys as above)"
     shown = ", ".join(valid) if len(valid) <= 12 else ", ".join(valid[:12]) + ", ..."
     return f"unknown field (check its spelling and indentation; valid here: {shown})"
 
@@ -154,13 +157,19 @@ def format_validation_error(source: str, err: ValidationError, model: type[BaseM
     """`model`: the class validated, for "did you mean" on a misspelled key."""
     errors = err.errors()
     lines = [f"{source}: invalid configuration"]
+    listed: set[tuple[str, ...]] = set()  # places whose valid keys a line already listed
     for e in errors[:MAX_ERRORS]:
         where = _trimmed(".".join(str(p) for p in e["loc"]) or "(top level)")
         msg = _trimmed(e["msg"].removeprefix("Value error, "), 2 * MAX_ECHO)
         if e["type"] == "extra_forbidden":
             msg = "unknown field (check its spelling and indentation)"
             if model is not None and e["loc"]:
-                msg = unknown_key_hint(str(e["loc"][-1]), _field_names(model, e["loc"][:-1]))
+                place = tuple(str(p) for p in e["loc"][:-1])
+                msg = unknown_key_hint(
+                    str(e["loc"][-1]), _field_names(model, e["loc"][:-1]), list_valid=place not in listed
+                )
+                if "valid here" in msg:
+                    listed.add(place)
         value = e.get("input")
         shown = "" if e["type"] in ("missing",) or isinstance(value, dict) else f" = {_shown(value)}"
         lines.append(f"  {where}{shown}: {msg}")
