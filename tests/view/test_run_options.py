@@ -52,7 +52,7 @@ def test_run_from_an_ideas_archive(tmp_path: Path, capsys: pytest.CaptureFixture
         {},
     )
     capsys.readouterr()
-    assert main(["run", str(config), "--ideas", str(archive), "--top", "1"]) == 0
+    assert main(["run", str(config), "--ideas", str(archive), "--top", "1"]) == 3  # max_nodes: 1 stops it
     run_dir = _run_dir(capsys.readouterr().out)
     journal = Journal(EventLog(run_dir / EVENTS_FILE, read_only=True))
     chosen = [Path(i["path"]).name for i in journal.config["ideas"]]
