@@ -55,18 +55,28 @@ def ideate(
     archive = Archive(directory)
     before = len(archive.records)
     gateway = build_gateway(cfg.llm, directory, None, resolve_keys(cfg.llm, os.environ), providers=providers)
+    failed: list[str] = []
+
+    def on_failure(why: str) -> None:
+        failed.append(why)
+        console.print(f"idea {len(failed)} not made: {why}", highlight=False)
+
     try:
         made = Ideator(cfg, gateway.client(), literature, archive, why).run(
-            on_idea=lambda r: console.print(summary_line(r), highlight=False)
+            on_idea=lambda r: console.print(summary_line(r), highlight=False), on_failure=on_failure
         )
     finally:
         gateway.close()
     kept = sum(r.kept for r in made)
+    not_made = f"; {len(failed)} not made (the model's answers did not validate)" if failed else ""
     console.print(
-        f"{kept} of {len(made)} new ideas kept ({len(archive.records)} in the archive, {before} before): "
-        f"{archive.path}\nrun the best: silva run RUN_CONFIG --ideas {archive.path} --top 3",
+        f"{kept} of {len(made)} new ideas kept{not_made} ({len(archive.records)} in the archive, "
+        f"{before} before): {archive.path}",
         highlight=False,
     )
+    if not made:
+        return 4  # finished without a result, as `silva run` with no good node
+    console.print(f"run the best: silva run RUN_CONFIG --ideas {archive.path} --top 3", highlight=False)
     return 0
 
 

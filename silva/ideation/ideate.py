@@ -17,7 +17,7 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from engine.errors import ConfigError
-from engine.llm import EMBEDDING_ROLE, LLM, Message
+from engine.llm import EMBEDDING_ROLE, LLM, Message, StructuredOutputError
 from engine.node import MetricSpec
 from search.idea import Idea
 from silva.ideation.archive import Archive, IdeaRecord, Novelty, NoveltyRound, Scores
@@ -114,10 +114,20 @@ class Ideator:
             context={"step": step},
         )
 
-    def run(self, on_idea: Callable[[IdeaRecord], None] = lambda r: None) -> list[IdeaRecord]:
+    def run(
+        self,
+        on_idea: Callable[[IdeaRecord], None] = lambda r: None,
+        on_failure: Callable[[str], None] = lambda why: None,
+    ) -> list[IdeaRecord]:
+        """Up to `num_ideas` new ideas. An idea whose answers never validated (after the bounded
+        re-asks) is reported to `on_failure` and skipped: the archive keeps the others."""
         made = []
         for _ in range(self.cfg.num_ideas):
-            record = self.one()
+            try:
+                record = self.one()
+            except StructuredOutputError as e:
+                on_failure(str(e))
+                continue
             on_idea(record)
             made.append(record)
         return made

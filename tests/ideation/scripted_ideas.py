@@ -81,3 +81,8 @@ def respond(call) -> str:
             }
         )
     return json.dumps({"decision": "novel", "reason": "no found paper tests this", "closest": []})
+
+
+def respond_unusable(call) -> str:
+    """A model that never writes a valid idea: every draft lacks its fields."""
+    return json.dumps({"title": "half an idea"})

@@ -137,3 +137,17 @@ def test_topic_errors(tmp_path: Path, capsys: object) -> None:
     bad.write_text("topic: ''\nllm: {providers: {}, models: {}, roles: {}}\n")
     assert main(["ideate", str(bad)]) == 2
     assert "topic is empty" in capsys.readouterr().err  # type: ignore[attr-defined]
+
+
+def test_an_idea_the_model_never_validates_is_reported_not_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with fake_literature() as (url, _):
+        topic = write_topic(
+            tmp_path, url, num_ideas=2, scripted_fn=f"{HERE / 'scripted_ideas.py'}:respond_unusable"
+        )
+        code = main(["ideate", str(topic), "--out", str(tmp_path / "ideas")])
+    out = capsys.readouterr().out
+    assert code == 4, out  # finished without a result, as `silva run` with no good node
+    assert out.count("not made:") == 2 and "0 of 0 new ideas kept; 2 not made" in out
+    assert "Traceback" not in out

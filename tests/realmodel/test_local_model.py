@@ -100,11 +100,6 @@ def test_the_probe_measures_the_model_and_refuses_what_cannot_finish(local_model
 
 
 @pytest.mark.timeout(1800)  # a few minutes idle; a loaded host wrote 2-4 tokens/s
-@pytest.mark.xfail(
-    reason="seen: SmolLM2-135M's idea ran past max_tokens twice, and `silva ideate` exited 1 on the "
-    "StructuredOutputError instead of reporting the idea as failed (silva/ideation/ideate.py)",
-    strict=False,
-)
 def test_silva_ideate(local_model: LocalServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with fake_literature() as (url, _):
         topic = {
@@ -125,9 +120,14 @@ def test_silva_ideate(local_model: LocalServer, tmp_path: Path, capsys: pytest.C
         path.write_text(yaml.safe_dump(topic))
         code = main(["ideate", str(path), "--out", str(tmp_path / "ideas")])
     out = capsys.readouterr().out
-    assert code == 0, out
-    records = read_archive(tmp_path / "ideas" / "ideas.jsonl")
+    records = (
+        read_archive(tmp_path / "ideas" / "ideas.jsonl")
+        if (tmp_path / "ideas" / "ideas.jsonl").exists()
+        else []
+    )
     assert "new ideas kept" in out
+    # A small model may fail to write a valid idea: then it says so and exits 4, as a run without a result.
+    assert (code, "not made" in out) == ((0, False) if records else (4, True)), out
     ledger = read_records(tmp_path / "ideas" / LEDGER_FILE)
     assert ledger and all(r.role in ("ideation", "embedding") for r in ledger)
     assert len(records) <= 1  # one idea asked; a small model may fail to produce one, said in the output
