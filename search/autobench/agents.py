@@ -22,7 +22,6 @@ from search.autobench.episode import CycleAnswer, EpisodeView
 from search.autobench.graphs import Kind, Matrix
 
 T = TypeVar("T", bound=BaseModel)
-TASK_MARK = "[autobench]"  # first line of every prompt: how a scripted responder recognises them
 
 
 def integrate(observations: Sequence[Observation], n: int, kind: Kind) -> Matrix:
@@ -101,7 +100,6 @@ SYSTEM = (
 def render_cycle(view: EpisodeView) -> str:
     """The episode as a prompt: a line per past cycle for people, and the same data as JSON."""
     lines = [
-        f"{TASK_MARK} cycle",
         view.rules,
         "",
         f"Cycle {view.cycle} of at most {view.max_cycles}. Initial state: {view.initial_state}.",
@@ -131,7 +129,6 @@ def render_cycle(view: EpisodeView) -> str:
 
 def render_tracking(env: str, n: int, kind: Kind, rules: str, trajectory: Sequence[Observation]) -> str:
     lines = [
-        f"{TASK_MARK} tracking",
         rules,
         "",
         f"Here is a full trajectory of {len(trajectory)} interventions. Integrate all of it into one "
@@ -186,6 +183,7 @@ class LLMAgent:
                 node_id=self.node_id,
                 stage=stage,
                 attempt=self.attempt,
+                context={"autobench": stage},  # what the call is, for scripted responders only
             )
         except StructuredOutputError:
             return None

@@ -18,7 +18,7 @@ from typing import Any
 
 from engine.llm.providers.base import ProviderCall
 from engine.llm.providers.scripted import last_user_text
-from search.autobench.agents import TASK_MARK, integrate
+from search.autobench.agents import integrate
 from search.autobench.envs import Observation
 
 DATA_HEADER = "Data (JSON):"
@@ -30,7 +30,8 @@ class ScriptedScientist:
 
     def __call__(self, call: ProviderCall) -> str:
         text = last_user_text(call.messages)
-        if not text.startswith(TASK_MARK):
+        task = call.context.get("autobench")
+        if task is None:
             return json.dumps(
                 {"adjacency": [], "intervention": -1, "justification": "not an Auto-Bench prompt"}
             )
@@ -45,7 +46,7 @@ class ScriptedScientist:
         if rng.random() < self.slip and n > 1:
             i, j = rng.sample(range(n), 2)
             adj[i][j] = 1 - adj[i][j]
-        if text.startswith(f"{TASK_MARK} tracking"):
+        if task == "tracking":
             return json.dumps({"adjacency": adj, "justification": f"integrated the last {len(seen)} steps"})
         probed = {o.node for o in seen}
         target = next((i for i in range(n) if i not in probed), rng.randrange(n))

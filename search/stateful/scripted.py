@@ -20,7 +20,7 @@ from typing import Any
 
 from engine.llm.providers.base import ProviderCall
 from engine.llm.providers.scripted import last_user_text
-from search.stateful.view import HISTORY_HEADER, MARK, STATE_HEADER
+from search.stateful.view import HISTORY_HEADER, STATE_HEADER
 
 
 class StatefulScientist:
@@ -29,7 +29,7 @@ class StatefulScientist:
 
     def __call__(self, call: ProviderCall) -> str:
         text = last_user_text(call.messages)
-        if not text.startswith(MARK):
+        if "stateful" not in call.context:
             return json.dumps({"action": "stop", "justification": "not a stateful-discovery prompt"})
         if STATE_HEADER in text:
             return json.dumps(self._frontier_step(_block(text, STATE_HEADER)))

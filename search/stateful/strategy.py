@@ -71,6 +71,7 @@ class StepJob:
                 node_id=self.node_id,
                 stage=STAGE,
                 attempt=self.attempt,
+                context={"stateful": "step"},  # what the call is, for scripted responders only
             )
         except BudgetExceeded as e:
             return AttemptResult(status="buggy", refusal=BudgetRefusal(budget="dollars", message=str(e)))

@@ -11,7 +11,6 @@ from search.stateful.adjudicate import Thresholds, train_status
 from search.stateful.config import StatefulConfig
 from search.stateful.model import State
 
-MARK = "[stateful]"
 STATE_HEADER, HISTORY_HEADER = "State (JSON):", "History (JSON):"
 SYSTEM = (
     "You are a careful data scientist running an investigation on a table. You keep no memory "
@@ -99,7 +98,7 @@ def step_prompt(
     state: State, cfg: StatefulConfig, t: Thresholds, columns: list[str], dataset: str, prior: str
 ) -> str:
     step = len(state.steps) + 1
-    head = [f"{MARK} step {step} of at most {cfg.max_steps}", f"## Dataset\n{dataset}"]
+    head = [f"Step {step} of at most {cfg.max_steps}.", f"## Dataset\n{dataset}"]
     if prior:
         head.append(f"## Prior information\n{prior}")
     if not cfg.frontier_control:
