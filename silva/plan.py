@@ -253,8 +253,10 @@ class PlanExecutor:
             proposed = Proposed(
                 code="# simulated by silva plan\n",
                 plan=f"simulated {node.kind}",
-                hyperparameters={"setting": node.id} if node.kind == "hyperparameter" else {},
-                ablation=f"component of {node.id}" if node.kind == "ablation" else "",
+                # A tuning or an ablation (the kinds whose proposals claim a variant: the ask
+                # carries their claims) names a new one; kind names stay the mode's own.
+                hyperparameters={"setting": node.id} if job.ask.claims is not None else {},
+                ablation=f"variant {node.id}" if job.ask.claims is not None else "",
                 llm_calls=1,
             )
             return took, StepResult(step="think", outcome=proposed), dollars
