@@ -28,6 +28,7 @@ EMBEDDER = {
 }
 
 
+@pytest.mark.e2e
 def test_experigen_embeds_through_the_gateway(tmp_path: Path, data: Path) -> None:  # noqa: F811
     path = write_config(tmp_path, data, mode="experigen", max_chains=2, chain_steps=2, bank_capacity=1)
     cfg = yaml.safe_load(path.read_text())
@@ -88,6 +89,7 @@ def test_bank_pruning_on_the_driver_uses_the_gateway(tmp_path: Path) -> None:
     assert [r.node_id for r in read_records(tmp_path / LEDGER_FILE)] == ["c"]
 
 
+@pytest.mark.e2e
 def test_without_an_embedding_role_tfidf_is_used(tmp_path: Path, data: Path) -> None:  # noqa: F811
     path = write_config(tmp_path, data, mode="experigen", max_chains=1, chain_steps=1, bank_capacity=1)
     run_dir, journal, provider = run(path)

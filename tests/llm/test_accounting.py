@@ -220,6 +220,7 @@ def test_a_call_queued_past_its_deadline_fails_unsent(fake: FakeLLMServer, tmp_p
     assert rows["b"].attempts == 1 and rows["b"].queued_s > 0.5
 
 
+@pytest.mark.slow
 def test_status_shows_the_calls_waiting_in_the_gateways_queue(fake: FakeLLMServer, tmp_path: Path) -> None:
     """One slot, a slow call in it and two behind: the queue file `silva status` reads names them
     and how long the longest has waited; once they are through it says none waits."""

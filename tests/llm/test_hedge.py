@@ -107,6 +107,7 @@ def test_by_default_no_call_is_sent_twice(fake: FakeLLMServer, tmp_path: Path) -
     assert not any(r.hedge for r in read_records(tmp_path / LEDGER_FILE))
 
 
+@pytest.mark.slow
 def test_copies_spend_stays_under_its_cap(fake: FakeLLMServer, tmp_path: Path) -> None:
     """Every blocking call asks for a copy at once; copies go out only while their worst case
     fits in `max_extra_fraction` of the spend so far, and the ledger says what they cost."""

@@ -11,7 +11,7 @@ from engine.llm import LLM, BudgetExceeded, summarize, take_api_keys
 from tests.llm.fake_servers import FakeLLMServer, Reply
 from tests.llm.support import TEST_KEY, TEST_KEY_ENV, make_cfg
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.e2e]  # each test goes through a Ray cluster
 
 
 def kill_gateway(llm: LLM) -> None:

@@ -53,6 +53,7 @@ def test_a_plan_is_the_same_for_the_same_seed(tmp_path: Path, capsys: pytest.Cap
     assert one["share_by_idea"] == {"default": 1.0}
 
 
+@pytest.mark.e2e
 def test_a_plan_agrees_with_the_real_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Run the small config for real, plan it from that run's journal, compare."""
     path = small_config(tmp_path, writeup={"offline": True})

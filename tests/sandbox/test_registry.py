@@ -86,6 +86,7 @@ def test_an_unregistered_provider_is_a_config_error(tmp_path: Path) -> None:
         load_config(config(tmp_path, provider="journaling", options={"label": "x"}))
 
 
+@pytest.mark.slow
 def test_the_conformance_suite_runs_on_a_registered_provider(tmp_path: Path, journaling: object) -> None:
     results = run_all("journaling", tmp_path, label="conformance")
     assert results and all(status == "ok" for status in results.values()), results
