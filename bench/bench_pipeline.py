@@ -27,7 +27,6 @@ search quality? Writes bench/results/pipeline.json and prints two tables.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import os
@@ -49,11 +48,11 @@ import yaml  # noqa: E402
 from engine.journal import Journal  # noqa: E402
 from engine.llm.ledger import LEDGER_FILE, read_records  # noqa: E402
 from engine.node import Node  # noqa: E402
-from search.agentic.operators.prompts import OPERATOR_TASKS, STAGE_GOALS  # noqa: E402
 from silva import lifecycle  # noqa: E402
 from silva.config import load_config  # noqa: E402
 from tests.helpers import load_file, make_config, make_template  # noqa: E402
 from tests.llm.fake_servers import FakeLLMServer, Recorded, Reply  # noqa: E402
+from tests.search.agentic_helpers import context_of  # noqa: E402
 
 DEFAULT_RESULTS = RESULTS = Path(__file__).parent / "results" / "pipeline.json"
 MEDIAN_S, SIGMA, CAP_S = (
@@ -84,23 +83,6 @@ class Call:
     role: str
     messages: list[Msg]
     context: dict[str, str] = field(default_factory=dict)
-
-
-def context_of(role: str, prompt: str) -> dict[str, str]:
-    """What a call is, read back from its prompt: the request's `context` never reaches the wire
-    (engine/llm/types.py), so a fake server standing in for the model infers it, as a model would.
-    A code proposal's node is a hash of its prompt: what varies its simulated duration."""
-    if role == "code":
-        stage = next(s for s, goal in STAGE_GOALS.items() if goal in prompt)
-        operator = next(o for o, task in OPERATOR_TASKS.items() if "Your task: " + task in prompt)
-        node = "p" + hashlib.sha1(prompt.encode()).hexdigest()[:10]
-        return {"operator": operator, "stage": stage, "node": node}
-    if role == "feedback":
-        return {"judge": "run"}
-    if role == "selection":
-        ids = re.findall(r"^- (\S+) \(", prompt, re.MULTILINE)
-        return {"select": "best", "candidates": ",".join(ids)}
-    return {}
 
 
 def scientist() -> Any:

@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the fake server and the scripted scientist live with the tests
 
 from tests.llm.fake_servers import FakeLLMServer, Recorded, Reply  # noqa: E402
-from tests.search.agentic_helpers import IDEA, responder  # noqa: E402
+from tests.search.agentic_helpers import IDEA, context_of, responder  # noqa: E402
 
 RUNS = 10
 LLM_DELAY_S = 0.3  # the fake model's answer time: calls are in flight most of the run
@@ -59,7 +59,9 @@ def shim(body: dict[str, Any]) -> SimpleNamespace:
             if p.get("type") == "image"
         ]
         messages.append(SimpleNamespace(role=m["role"], text=text, images=images))
-    return SimpleNamespace(role=body["model"].removeprefix("fake-"), messages=messages)
+    role = body["model"].removeprefix("fake-")
+    first = next(m.text for m in messages if m.role == "user")
+    return SimpleNamespace(role=role, messages=messages, context=context_of(role, first))
 
 
 def request_id(body: dict[str, Any]) -> str:
@@ -90,6 +92,7 @@ def config(tmp: Path, url: str) -> Path:
             for r in ROLES
         },
         "roles": {r: {"model": f"m-{r}", "max_tokens": 4096} for r in ROLES},
+        "probe": False,  # the start-of-run probe's calls would count as calls lost in flight
     }
     cfg = {
         "name": "resume",

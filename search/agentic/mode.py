@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from engine.dispatch import Strategy
 from engine.node import MetricSpec
+
+# The outcome families of a node's steps (Proposed, Ran, OperatorOutcome) register on import: the
+# journal of a resumed run is replayed after the config loads this module, so it reads them typed.
+from search.agentic.operators import job as _step_outcomes  # noqa: F401
 from search.agentic.plan import PLAN
 from search.idea import Idea, load_ideas, run_metrics
 from search.modes import BuildContext, Mode, ModeConfig

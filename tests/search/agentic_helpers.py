@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -14,6 +16,7 @@ from engine.dispatch import RunOutcome
 from engine.journal import Journal
 from engine.llm.providers.scripted import ScriptedProvider
 from engine.node import NodeStatus
+from search.agentic.operators.prompts import OPERATOR_TASKS, STAGE_GOALS
 from silva import lifecycle as run
 from silva.config import RunConfig, load_config
 from tests.helpers import load_file, write_config
@@ -50,6 +53,23 @@ def scientist() -> ModuleType:
 
 def responder(**kw: Any) -> Any:
     return scientist().Responder(**kw)
+
+
+def context_of(role: str, prompt: str) -> dict[str, str]:
+    """What a call is, read back from its prompt: the request's `context` never reaches the wire
+    (engine/llm/types.py), so a fake server standing in for the model infers it, as a model would.
+    A code proposal's node is a hash of its prompt: what varies its simulated duration."""
+    if role == "code":
+        stage = next(s for s, goal in STAGE_GOALS.items() if goal in prompt)
+        operator = next(o for o, task in OPERATOR_TASKS.items() if "Your task: " + task in prompt)
+        node = "p" + hashlib.sha1(prompt.encode()).hexdigest()[:10]
+        return {"operator": operator, "stage": stage, "node": node}
+    if role == "feedback":
+        return {"judge": "run"}
+    if role == "selection":
+        ids = re.findall(r"^- (\S+) \(", prompt, re.MULTILINE)
+        return {"select": "best", "candidates": ",".join(ids)}
+    return {}
 
 
 def idea_file(tmp: Path, name: str = "noise", **overrides: Any) -> Path:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import json
 import re
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from engine.llm.ledger import summarize
 from engine.node import NodeStatus
 from search.agentic.operators.outcome import operator_outcome as op
 from search.template.plan import PLAN
-from tests.search.agentic_helpers import LLM, agentic_config, llm_nodes, providers, responder, start
+from tests.search.agentic_helpers import LLM, ROOT, agentic_config, llm_nodes, providers, responder, start
 
 STAGES = PLAN.names
 
@@ -264,3 +266,22 @@ def test_ablation_stage_ends_when_the_model_has_no_new_ablation(tmp_path: Path) 
     assert j.stage_ended[("noise", "ablation")]["reason"].startswith(
         f"no new ablation left: at {spent[0].id}"
     )
+
+
+def test_a_fresh_process_reads_every_outcome_typed(tmp_path: Path) -> None:
+    """`silva resume` and `silva status` replay the journal in a new process: the node outcomes and
+    steps of an agentic run must come back as their own types, not as UnknownOutcome (a resumed
+    node's judge step asserted on that)."""
+    cfg = agentic_config(tmp_path, budgets={"wall_clock_s": 300, "node_timeout_s": 30, "max_nodes": 3})
+    _, journal = start(cfg, responder())
+    check = (
+        "import sys; from pathlib import Path; from silva.lifecycle import open_run; "
+        "from engine.outcome import UnknownOutcome; _, j = open_run(Path(sys.argv[1]), read_only=True); "
+        "values = [v for n in j for v in (n.outcome, *n.steps.values()) if v is not None]; "
+        "bad = [type(v).__name__ for v in values if isinstance(v, UnknownOutcome)]; "
+        "print(len(values), bad); sys.exit(1 if bad or not values else 0)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", check, str(journal.log.path.parent)], capture_output=True, text=True, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
