@@ -142,9 +142,13 @@ def plants(tex: str, macros: ResultsMacros) -> Iterator[Plant]:
         yield "false_comparison", put(s + f" {a} {false_word} {b}.")
         if claim.verdict == "no detectable difference":
             word = "better" if (claim.diff > 0) == (claim.direction == "maximize") else "worse"
+
+            def stated(m: re.Match[str], word: str = word) -> str:
+                return f"{m.group(1)} was significantly {word} than {m.group(2)}"
+
             significant = re.sub(
                 r"(\S.*?) and (.*?) showed no detectable difference(?: at \$\\alpha=\\Alpha\{\}\$)?",
-                lambda m, word=word: f"{m.group(1)} was significantly {word} than {m.group(2)}",
+                stated,
                 s,
                 count=1,
             )
