@@ -25,6 +25,7 @@ BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.M | re.S)
 NOT_RUN = {
     "make demo": "installs packages; the same run is tested in tests/search (template search)",
     "make test": "the whole suite",
+    "make test-fast": "most of the suite",
 }
 OFFLINE = ("silva init", "silva run my-study/", "silva status", "silva view", "silva cost", "silva export")
 
