@@ -121,6 +121,26 @@ def _heldout_verdict(
     return ("weak" if fails else "pass"), fails, numbers
 
 
+def _heldout_decision(
+    gate: str,
+    passed: tuple[ClaimStatus, str],
+    train: TestOutcome,
+    held: TestOutcome,
+    expected_sign: int,
+    *,
+    alpha: float,
+    min_effect: float,
+    ratio: float,
+) -> GateDecision:
+    """The decision of a held-out gate: `passed` is its status and reason when held-out replicates."""
+    verdict, fails, numbers = _heldout_verdict(
+        train, held, expected_sign, alpha=alpha, min_effect=min_effect, ratio=ratio
+    )
+    failed: dict[str, ClaimStatus] = {"weak": "weakened", "opposite": "refuted"}
+    status, reason = passed if verdict == "pass" else (failed[verdict], "held-out: " + "; ".join(fails))
+    return GateDecision(gate=gate, passed=verdict == "pass", status=status, reason=reason, numbers=numbers)
+
+
 def two_split_heldout(
     train: TestOutcome,
     held: TestOutcome,
@@ -130,13 +150,15 @@ def two_split_heldout(
     min_effect: float,
     ratio: float,
 ) -> GateDecision:
-    verdict, fails, numbers = _heldout_verdict(
-        train, held, expected_sign, alpha=alpha, min_effect=min_effect, ratio=ratio
-    )
-    status: ClaimStatus = {"pass": "accepted", "weak": "weakened", "opposite": "refuted"}[verdict]  # type: ignore[assignment]
-    reason = "train and held-out passed" if verdict == "pass" else "held-out: " + "; ".join(fails)
-    return GateDecision(
-        gate="two_split", passed=verdict == "pass", status=status, reason=reason, numbers=numbers
+    return _heldout_decision(
+        "two_split",
+        ("accepted", "train and held-out passed"),
+        train,
+        held,
+        expected_sign,
+        alpha=alpha,
+        min_effect=min_effect,
+        ratio=ratio,
     )
 
 
@@ -150,13 +172,15 @@ def confirm_heldout(
     ratio: float,
 ) -> GateDecision:
     """The held-out confirmation of a claim a one-split gate accepted."""
-    verdict, fails, numbers = _heldout_verdict(
-        train, held, expected_sign, alpha=alpha, min_effect=min_effect, ratio=ratio
-    )
-    status: ClaimStatus = {"pass": "supported", "weak": "weakened", "opposite": "refuted"}[verdict]  # type: ignore[assignment]
-    reason = "held-out replicated the effect" if verdict == "pass" else "held-out: " + "; ".join(fails)
-    return GateDecision(
-        gate="heldout_confirmation", passed=verdict == "pass", status=status, reason=reason, numbers=numbers
+    return _heldout_decision(
+        "heldout_confirmation",
+        ("supported", "held-out replicated the effect"),
+        train,
+        held,
+        expected_sign,
+        alpha=alpha,
+        min_effect=min_effect,
+        ratio=ratio,
     )
 
 
