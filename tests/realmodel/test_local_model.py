@@ -19,16 +19,20 @@ from tests.ideation.fake_literature import fake_literature
 from tests.realmodel.conftest import llm_section
 from tests.realmodel.llama_server import LocalServer
 
-
 # Short fields: llama.cpp's grammar keeps the JSON within them, and a 135M model otherwise
-# rambles in a string until max_tokens cuts the JSON.
+# rambles in a string until max_tokens cuts the JSON. max_tokens leaves room for a field filled
+# to its limit one character a token (96 tokens cut a 160-character summary in all 3 tries).
+SUMMARY_CHARS = 80
+
+
 class Verdict(BaseModel):
     buggy: bool
-    summary: str = Field(max_length=160)
+    summary: str = Field(max_length=SUMMARY_CHARS)
 
 
 def gateway(server: LocalServer, run_dir: Path, **max_tokens: int):
-    cfg = LLMConfig.model_validate(llm_section(server.url, **(max_tokens or {"feedback": 96})))
+    tokens = max_tokens or {"feedback": SUMMARY_CHARS + 48}
+    cfg = LLMConfig.model_validate(llm_section(server.url, **tokens))
     return build_gateway(cfg, run_dir, None, {})
 
 
@@ -54,7 +58,7 @@ def test_an_answer_that_fails_validation_is_re_asked(local_model: LocalServer, t
     seen: list[str] = []
 
     class Picky(BaseModel):
-        summary: str = Field(max_length=160)
+        summary: str = Field(max_length=SUMMARY_CHARS)
 
         @field_validator("summary")
         @classmethod
