@@ -439,14 +439,14 @@ class Gateway:
         missing = [i for i in range(len(keys)) if i not in found]
         batch_key = _combined(keys)
         if found:
-            self._record_embed(
+            self._record(
                 request,
                 call,
                 Row(input_tokens=sum(e.tokens for e in found.values()), cache_hit=True),
                 key=batch_key if not missing else _combined([keys[i] for i in found]),
             )
         if missing and self.cache.mode == "replay":
-            self._record_embed(request, call, Row(), key=batch_key, error="cache miss in replay mode")
+            self._record(request, call, Row(), key=batch_key, error="cache miss in replay mode")
             raise CacheMiss(
                 f"replay: {len(missing)} text(s) of a {request.role!r} embeddings call (node "
                 f"{request.node_id}) are not in the cache; the replayed run embedded something new"
@@ -504,7 +504,7 @@ class Gateway:
         try:
             reservation = await self.budget.reserve(price.dollars(est, 0, 0), request.role)
         except BudgetExceeded as exc:
-            self._record_embed(request, call, Row(), key=key, error=f"budget: {exc}")
+            self._record(request, call, Row(), key=key, error=f"budget: {exc}")
             raise
         provider = self._provider(call.model.provider)
         assert isinstance(provider, EmbeddingProvider)  # checked by _resolve_embed
@@ -525,7 +525,7 @@ class Gateway:
         except Exception as exc:  # recorded whatever it is, then re-raised unchanged
             row = Row.unanswered([tally], price, est, time.monotonic() - started)
             dollars = row.dollars
-            self._record_embed(request, call, row, key=key, error=str(exc) or type(exc).__name__)
+            self._record(request, call, row, key=key, error=str(exc) or type(exc).__name__)
             raise
         finally:
             await self.budget.settle(reservation, dollars)
@@ -540,7 +540,7 @@ class Gateway:
             queued_s=tally.queued_s,
             lost_dollars=tally.lost(price, est)[1],
         )
-        self._record_embed(request, call, row, key=key)
+        self._record(request, call, row, key=key)
         return result
 
     def client(self) -> LLM:
@@ -738,8 +738,8 @@ class Gateway:
 
     def _record(
         self,
-        request: LLMRequest,
-        call: ProviderCall,
+        request: LLMRequest | EmbedRequest,
+        call: ProviderCall | EmbedCall,
         row: Row,
         *,
         key: str,
@@ -754,27 +754,10 @@ class Gateway:
                 idea=request.idea,
                 provider=call.model.provider,
                 model=call.model.model,
-                attempt=request.attempt,
+                attempt=request.attempt if isinstance(request, LLMRequest) else 0,
                 error=error,
                 key=key,
                 hedge=hedge,
-                **asdict(row),
-            )
-        )
-
-    def _record_embed(
-        self, request: EmbedRequest, call: EmbedCall, row: Row, *, key: str, error: str | None = None
-    ) -> None:
-        self.ledger.append(
-            CallRecord(
-                role=request.role,
-                node_id=request.node_id,
-                stage=request.stage,
-                idea=request.idea,
-                provider=call.model.provider,
-                model=call.model.model,
-                error=error,
-                key=key,
                 **asdict(row),
             )
         )
