@@ -91,13 +91,16 @@ class RunResults(BaseModel):
     finished_reason: str = ""
 
 
-def read_run(run_dir: Path) -> RunResults:
-    """Read a run directory. Raises ConfigError when it is not one or holds no finished stage."""
+def read_run(run_dir: Path, journal: Journal | None = None) -> RunResults:
+    """Read a run directory. Raises ConfigError when it is not one or holds no finished stage.
+    A caller that already replayed the run's journal (the view) passes it: replaying is most of
+    the cost of reading a large run."""
     if not (run_dir / EVENTS_FILE).is_file():
         raise ConfigError(
             f"{run_dir}: not a Silva run directory (no {EVENTS_FILE}); pass the directory `silva run` printed"
         )
-    journal = Journal.open(run_dir, read_only=True)  # a reader: no lock, never a write
+    if journal is None:
+        journal = Journal.open(run_dir, read_only=True)  # a reader: no lock, never a write
     cfg = journal.config
     ideas: dict[str, IdeaResults] = {}
     names = sorted(

@@ -24,6 +24,7 @@ from silva.config import RunConfig
 from silva.cost import Span, Spend, attempt_spans, remaining_nodes, spend, throughput, throughput_lines
 from silva.status import state_line
 from silva.view.adapter import facts, summary
+from silva.view.claims import IdeaClaims, idea_claims
 
 STATUSES = [s.value for s in NodeStatus]
 # Flags of a node in the forest table (bits).
@@ -74,6 +75,7 @@ class ForestData(BaseModel):
     spend: dict[str, Any]
     throughput: dict[str, Any]
     throughput_text: list[str]
+    claims: list[IdeaClaims]  # per idea: the claim ledger the writers state (silva/view/claims.py)
 
 
 def _idea_metrics(journal: Journal) -> dict[str, str]:
@@ -202,6 +204,7 @@ def forest_data(
         spend=spent.model_dump(mode="json"),
         throughput=rate.model_dump(mode="json"),
         throughput_text=throughput_lines(rate),
+        claims=idea_claims(run_dir, cfg, journal, ideas),
     )
 
 

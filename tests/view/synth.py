@@ -1,6 +1,7 @@
 """A synthetic run directory of any size, written straight to its event log: forests of several
 ideas, every stage of the plan, buggy and running nodes, decisions, replicates, aggregates,
-plots and a priced LLM ledger. For the view's tests and `bench/bench_view.py`."""
+plots, optionally each stage's aggregate.json (seed values per group, as the aggregation writes it),
+and a priced LLM ledger. For the view's tests and `bench/bench_view.py`."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from engine.aggregate import AGGREGATE_FILE, mean_std
 from engine.eventlog import EVENTS_FILE
 from engine.llm.ledger import LEDGER_FILE, CallRecord
 from engine.node import AttemptResult, ExecSummary, MetricValue, Node, Origin
@@ -71,10 +73,12 @@ def make_run(
     running: int = 0,
     plots: bool = True,
     seed: int = 0,
+    aggregates: dict[str, dict[str, dict[str, list[float]]]] | None = None,
 ) -> Path:
     """A run directory under tmp/run: `search_nodes` per stage per idea (plus replicates and
     an aggregate per stage); the last `running` search nodes of the last idea still run, and
-    then the run is live (not finished)."""
+    then the run is live (not finished). `aggregates` (stage -> group label -> metric -> seed
+    values, the first group the subject) becomes each idea's aggregate.json of that stage."""
     rng = random.Random(seed)
     template = make_template(tmp / "template")
     cfg = load_config(
@@ -104,7 +108,7 @@ def make_run(
     ledger: list[CallRecord] = []
     count = 0
 
-    def add(node: Node, status: str | None, value: float, plot: bool) -> Node:
+    def add(node: Node, status: str | None, value: float, plot: bool, groups: Any = None) -> Node:
         nonlocal count
         node.id, node.created_at = f"n{count:05d}", emit.ts
         count += 1
@@ -118,6 +122,14 @@ def make_run(
             (run_dir / ws).mkdir(parents=True, exist_ok=True)
             (run_dir / ws / "curve.png").write_bytes(png())
             artifacts.append(f"{ws}/curve.png")
+        if groups:
+            (run_dir / ws).mkdir(parents=True, exist_ok=True)
+            table = {
+                label: {m: dict(zip(("mean", "std"), mean_std(v)), n=len(v)) for m, v in per.items()}
+                for label, per in groups.items()
+            }
+            (run_dir / ws / AGGREGATE_FILE).write_text(json.dumps({"groups": table, "values": groups}))
+            artifacts.append(f"{ws}/{AGGREGATE_FILE}")
         code = CODE.format(lr=round(value, 3), steps=10 + count % 7)
         outcome = OperatorOutcome(
             operator=node.kind,
@@ -248,6 +260,7 @@ def make_run(
                 "good",
                 best.metrics[0].value,
                 False,
+                (aggregates or {}).get(stage),
             )
             emit(
                 "stage_ended",

@@ -44,6 +44,8 @@ def test_finished_forest_page(tmp_path: Path) -> None:
         decisions = page.inner_text("#decisions")
         assert "best of" in decisions and "n00" in decisions
         assert "by role" in page.inner_text("#spend") and "code" in page.inner_text("#spend")
+        # No aggregate.json in this run: the claims panel says there is nothing to compare yet.
+        assert page.inner_text("#claims").count("no ledger-able comparison yet") == 2
 
         # A good search node with a plot: every section of its details opens on click.
         n = next(

@@ -1,5 +1,5 @@
 /* Silva run view. Draws one tree per idea from the inline forest table (stages as bands, nodes
-   coloured by status, shaped by operator), shows decisions, budgets and spend, and loads a node's
+   coloured by status, shaped by operator), shows each idea's claims, decisions, budgets and spend, and loads a node's
    details from nodes/<id>.js only when it is clicked. Served over http (`silva view --serve`),
    it polls version.json and redraws when the run changes. No network beyond its own files. */
 (function () {
@@ -250,7 +250,39 @@
     $("spend").innerHTML = html2 + "</div>";
   }
 
-  function renderAll() { renderHead(); renderForest(); renderSummary(); }
+  // -- claims: each idea's claim ledger. Every string (figures, verdict, sentence) is computed in
+  // Python by the writers' own code (silva/view/claims.py); the page decides no verdict. --------
+  function groupCell(g) {
+    return esc(g.label) + '<div class="muted">n = ' + g.n + " · " + esc(g.value) + (g.budget ? " · " + esc(g.budget) : "") + "</div>";
+  }
+  function verdictPill(v) { return '<span class="verdict ' + esc(v.replace(/ /g, "-")) + '">' + esc(v) + "</span>"; }
+  function renderClaims() {
+    var ideas = data.claims || [];
+    $("claims").innerHTML = ideas.length ? ideas.map(function (c) {
+      var h = '<div class="idea-claims" data-idea="' + esc(c.idea) + '"><h3>' + esc(c.idea) + "</h3>";
+      if (!c.claims.length) return h + '<p class="muted no-claims">' + esc(c.note) + "</p></div>";
+      var main = c.claims[0].headline ? c.claims[0] : null;
+      if (main) h += '<p class="headline">' + verdictPill(main.verdict) + " " + esc(main.sentence) + "</p>" +
+        (c.caveats ? '<p class="caveats">' + esc(c.caveats) + "</p>" : "");
+      h += '<p class="muted">' + esc(c.note) + "</p>";
+      var head = ["claim", "metric", "subject", "reference", "difference [95% CI]", "test", "p", "Hedges' g [95% CI]",
+        "budgets", "verdict"];
+      // Each claim's row, then the writer's sentence about it across the table.
+      return h + '<table class="claims-table"><tr>' + head.map(function (x) { return "<th>" + esc(x) + "</th>"; }).join("") + "</tr>" +
+        c.claims.map(function (k) {
+          var cells = [esc(k.id) + '<div class="muted">' + esc(k.stage) + (k.headline ? " · headline" : "") +
+              (k.repeats ? " · repeats " + esc(k.repeats) : "") + "</div>",
+            esc(k.metric) + '<div class="muted">' + esc(k.role_text) + "</div>",
+            groupCell(k.subject), groupCell(k.reference), '<span class="num">' + esc(k.diff) + "</span>",
+            esc(k.test) + '<div class="muted">' + esc(k.statistic) + "</div>", '<span class="num">' + esc(k.p) + "</span>",
+            '<span class="num">' + esc(k.effect) + "</span>", esc(k.budgets), verdictPill(k.verdict)];
+          return '<tr class="claim">' + cells.map(function (x) { return "<td>" + x + "</td>"; }).join("") + "</tr>" +
+            '<tr class="sentence"><td></td><td colspan="' + (head.length - 1) + '">' + esc(k.sentence) + "</td></tr>";
+        }).join("") + "</table></div>";
+    }).join("") : '<p class="muted no-claims">no idea has nodes yet: nothing to compare</p>';
+  }
+
+  function renderAll() { renderHead(); renderForest(); renderClaims(); renderSummary(); }
 
   // -- details -----------------------------------------------------------------------------------
   function indexOf(id) { return data.nodes.id.indexOf(id); }
