@@ -27,6 +27,7 @@ from silva.failures import SpaceReserve, environment_failure, journal_stop
 from silva.signals import stop_on_signals
 
 if TYPE_CHECKING:
+    from engine.llm.probe import ProbeResult
     from engine.llm.providers.base import Provider
     from silva.llm_session import LLMSession
 
@@ -103,10 +104,11 @@ def create_run(cfg: RunConfig) -> tuple[Path, Journal]:
     """Validate everything that can be checked up front, then make the run directory."""
     mode = cfg.search_mode
     metrics = [m.model_dump() for m in mode.metrics(cfg)]
+    probes: list[ProbeResult] = []
     if mode.needs_llm:
         from silva.llm_session import check_llm
 
-        check_llm(cfg)
+        probes = check_llm(cfg)
     check_sandbox(cfg)
     check_writeup(cfg)
     run_dir = cfg.output_dir / f"{cfg.name}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -124,6 +126,10 @@ def create_run(cfg: RunConfig) -> tuple[Path, Journal]:
         stages=list(cfg.plan.names),
         format=EVENT_FORMAT,
     )
+    if probes:  # made before the run directory existed: into its ledger now
+        from silva.llm_session import record_probes
+
+        record_probes(run_dir, probes)
     return run_dir, journal
 
 
@@ -216,8 +222,8 @@ def resume(run_dir: Path, on_change: Callable[[Journal], None] = lambda j: None)
         return RunOutcome("finished", f"already finished: {journal.finished['reason']}")
     check_sandbox(cfg)
     if cfg.search_mode.needs_llm:
-        from silva.llm_session import check_llm
+        from silva.llm_session import check_llm, record_probes
 
-        check_llm(cfg)
+        record_probes(run_dir, check_llm(cfg))
     check_writeup(cfg)
     return execute(cfg, journal, on_change)

@@ -27,6 +27,8 @@ from engine.llm import (
     take_api_keys,
     validate_llm_config,
 )
+from engine.llm.ledger import Ledger
+from engine.llm.probe import ProbeResult
 from engine.llm.providers.base import Provider
 from engine.llm.providers.scripted import ScriptedProvider, ScriptFn
 from silva.config import RunConfig
@@ -123,14 +125,25 @@ class _Stderr(logging.StreamHandler):
         pass
 
 
-def check_llm(cfg: RunConfig) -> None:
+def check_llm(cfg: RunConfig) -> list[ProbeResult]:
     """Every problem of the LLM config, before any work (LLMConfigError is a ConfigError), and
-    one line per model on what the start-of-run probe measured (engine/llm/probe.py)."""
+    one line per model on what the start-of-run probe measured (engine/llm/probe.py). Returns the
+    probes, for `record_probes` once the run directory exists."""
     assert cfg.llm is not None
-    for result in validate_llm_config(cfg.llm, os.environ):
+    results = validate_llm_config(cfg.llm, os.environ)
+    for result in results:
         print(result.line(), flush=True)
     if cfg.scripted_fn is not None:
         load_function(cfg.scripted_fn)
+    return results
+
+
+def record_probes(run_dir: Path, results: list[ProbeResult]) -> None:
+    """The probe's calls into the run's LLM ledger (role `probe`): paid like any call, so `silva
+    cost` and the dollar budget count them (docs/llm.md, "Start-of-run probe")."""
+    ledger = Ledger(run_dir / LEDGER_FILE)
+    for result in results:
+        ledger.append(result.record())
 
 
 def scripted_providers(cfg: RunConfig) -> dict[str, Provider]:

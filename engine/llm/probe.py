@@ -10,6 +10,9 @@ role whose `max_tokens` leaves less than `PROMPT_ROOM` tokens of the server's co
 prompt, and a model whose `capabilities.context_tokens` claims more than the server holds (the
 gateway refuses an over-long prompt by that number before paying for it). A probe that fails is
 reported, not refused: the run's own calls will retry, fail and be accounted as usual.
+
+Each probe is a real call, paid like any other: `ProbeResult.record` is its row (role `probe`)
+for the run's LLM ledger, so `silva cost` and the dollar budget count it (docs/llm.md).
 """
 
 from __future__ import annotations
@@ -21,15 +24,17 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from engine.llm.config import LLMConfig, ProviderConfig, ResolvedModel, resolve_model
+from engine.llm.ledger import CallRecord
 from engine.llm.providers.base import ProviderCall
 from engine.llm.types import EMBEDDING_ROLE, Message
 
 PROBE_TOKENS = 32
 PROBE_PROMPT = "Count from 1 to 100, numbers separated by spaces, nothing else."
 MIN_MEASURED = 8  # output tokens a probe must produce for its speed to be judged
+PROBE_ROLE = "probe"  # the probe's calls in the ledger
 PROMPT_ROOM = 1024  # context tokens a role must leave for its prompt (Silva's shortest prompts)
 MARGIN = 0.8  # suggested settings keep a fifth of the deadline spare
 
@@ -38,13 +43,36 @@ class ProbeResult(BaseModel):
     provider: str
     model: str  # the entry under llm.models
     model_id: str
+    ts: float = Field(default_factory=time.time)
     latency_s: float | None = None
+    wall_s: float = 0.0  # the whole probe: the context query and the call
+    input_tokens: int = 0  # the provider's count, or the prompt's estimate when no answer came
     output_tokens: int = 0
+    cached_tokens: int = 0
     tokens_per_s: float | None = None  # None: too few tokens to measure, or the probe failed
     context_tokens: int | None = None  # as the server reports it
     context_source: str | None = None
     dollars: float = 0.0
+    lost_dollars: float = 0.0  # of `dollars`: a prompt the provider read before the probe timed out
     error: str | None = None
+
+    def record(self) -> CallRecord:
+        """The probe's row in the run's LLM ledger (engine/llm/ledger.py), like a gateway call's."""
+        return CallRecord(
+            ts=self.ts,
+            role=PROBE_ROLE,
+            provider=self.provider,
+            model=self.model_id,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cached_tokens=self.cached_tokens,
+            dollars=self.dollars,
+            lost_dollars=self.lost_dollars,
+            latency_s=self.latency_s if self.latency_s is not None else self.wall_s,
+            attempts=1,
+            wall_s=self.wall_s,
+            error=self.error,
+        )
 
     def line(self) -> str:
         """One line for the terminal: what was measured, in the probe's own numbers."""
@@ -94,13 +122,16 @@ async def _probe_all(
 
 
 async def _probe(provider: Any, model: ResolvedModel, pcfg: ProviderConfig, key: str | None) -> ProbeResult:
+    from engine.llm.gateway import estimate_tokens
+
     result = ProbeResult(provider=model.provider, model=model.name, model_id=model.model)
+    begun = time.monotonic()
     if pcfg.kind == "openai_compatible" and pcfg.base_url:
         result.context_tokens, result.context_source = await served_context(pcfg.base_url, model.model, key)
     call = ProviderCall(
         model=model,
         messages=(Message.user(PROBE_PROMPT),),
-        role="probe",
+        role=PROBE_ROLE,
         temperature=0.0,
         max_tokens=min(PROBE_TOKENS, model.capabilities.max_output_tokens),
         timeout_s=pcfg.timeout_s,
@@ -110,13 +141,24 @@ async def _probe(provider: Any, model: ResolvedModel, pcfg: ProviderConfig, key:
         completion = await asyncio.wait_for(provider.complete(call), timeout=pcfg.timeout_s)
     except Exception as exc:  # reported, never raised: the run's own calls are retried and accounted
         result.error = str(exc) or type(exc).__name__
+        result.wall_s = time.monotonic() - begun
+        # As the gateway accounts a call with no answer: the prompt was sent, and one that timed
+        # out was read by the provider, which may bill it (engine/llm/gateway.py `Tally.lost`).
+        result.input_tokens = estimate_tokens(call.messages, chars_per_token=3.0)
+        if isinstance(exc, TimeoutError) and model.price is not None:
+            result.dollars = result.lost_dollars = model.price.dollars(result.input_tokens, 0, 0)
         return result
     result.latency_s = time.monotonic() - start
-    result.output_tokens = completion.usage.output_tokens
+    result.wall_s = time.monotonic() - begun
+    u = completion.usage
+    result.input_tokens, result.output_tokens, result.cached_tokens = (
+        u.input_tokens,
+        u.output_tokens,
+        u.cached_tokens,
+    )
     if result.output_tokens >= MIN_MEASURED and result.latency_s > 0:
         result.tokens_per_s = result.output_tokens / result.latency_s
     if model.price is not None:
-        u = completion.usage
         result.dollars = model.price.dollars(u.input_tokens, u.output_tokens, u.cached_tokens)
     return result
 

@@ -3,12 +3,19 @@ served context cannot hold, is refused before any work with the numbers and the 
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from engine.llm import Capabilities, LLMConfigError, validate_llm_config
-from engine.llm.probe import PROBE_TOKENS
+from engine.llm.ledger import LEDGER_FILE, read_records
+from engine.llm.probe import PROBE_ROLE, PROBE_TOKENS
+from silva.cli.main import main
 from tests.llm.fake_servers import FakeLLMServer, Reply
-from tests.llm.support import TEST_KEY, TEST_KEY_ENV, make_cfg
+from tests.llm.support import PRICE, TEST_KEY, TEST_KEY_ENV, make_cfg
+from tests.search.agentic_helpers import LLM as SCRIPTED_LLM
+from tests.search.agentic_helpers import agentic_config, responder, start
 
 ENV = {TEST_KEY_ENV: TEST_KEY}
 
@@ -72,3 +79,33 @@ def test_a_failed_probe_is_reported_not_refused(fake: FakeLLMServer) -> None:
 def test_probe_off(fake: FakeLLMServer) -> None:
     cfg = make_cfg("openai_compatible", fake.url).model_copy(update={"probe": False})
     assert validate_llm_config(cfg, ENV) == [] and not fake.requests
+
+
+def test_the_probe_is_paid_into_the_run_ledger(
+    fake: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run whose `writeup` role maps to a model on the fake server (no writeup phase: the probe
+    is its only call there): the probe's call is a `probe` row of the run's ledger, priced, and
+    `silva cost` lists the role."""
+    monkeypatch.setenv(TEST_KEY_ENV, TEST_KEY)
+    fake.default = Reply.ok("1 2 3", usage=(20, PROBE_TOKENS, 0))
+    served = make_cfg("openai_compatible", fake.url)
+    llm = {
+        **SCRIPTED_LLM,
+        "providers": {**SCRIPTED_LLM["providers"], **served.model_dump(mode="json")["providers"]},
+        "models": {**SCRIPTED_LLM["models"], **served.model_dump(mode="json")["models"]},
+        "roles": {**SCRIPTED_LLM["roles"], "writeup": {"model": "m", "max_tokens": 256}},
+    }
+    stages = {s: {"max_nodes": 1} for s in ("preliminary", "hyperparameter", "agenda", "ablation")}
+    cfg = agentic_config(tmp_path, llm=llm, stages=stages, replicates=1)
+    outcome, journal = start(cfg, responder())
+    assert outcome.status == "finished", outcome
+    run_dir = journal.log.path.parent
+    (probe,) = [r for r in read_records(run_dir / LEDGER_FILE) if r.role == PROBE_ROLE]
+    assert (probe.provider, probe.model, probe.attempts, probe.error) == ("p", "fake-model", 1, None)
+    assert (probe.input_tokens, probe.output_tokens) == (20, PROBE_TOKENS) and probe.wall_s > 0
+    assert probe.dollars == pytest.approx(PRICE.dollars(20, PROBE_TOKENS, 0))
+    assert len(fake.requests) == 1  # the probe; the run's own calls went to the scripted model
+    capsys.readouterr()
+    assert main(["cost", str(run_dir)]) == 0
+    assert re.search(r"│ probe\s*│\s*1 │", capsys.readouterr().out)  # the `by role` table
