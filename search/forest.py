@@ -26,7 +26,7 @@ from search.config import AllocationConfig, IdeaSource, SearchConfig, SearchSett
 from search.heldout import HeldoutPhase
 from search.idea import Idea, load_ideas
 from search.notes import ExperimentNotes
-from search.phases import Phase
+from search.phases import Phase, due, phase_nodes, phased_finish
 from search.selection import LLMChooser
 from search.stages import StageManager
 from search.template.seed import TemplateSeed
@@ -122,11 +122,7 @@ class IdeaTree:
             return []
         if self.source.max_nodes is not None:
             slots = min(slots, self.source.max_nodes - self.journal.count(self.name))
-        out = self.stages.propose(slots)
-        search = self.stages.finished()
-        if not out and search is not None and search.kind == "complete":
-            phase = next((p for p in self.phases if not p.done()), None)
-            out = phase.propose(slots) if phase is not None else []
+        out = self.stages.propose(slots) or phase_nodes(due(self.phases, self.stages.finished()), slots)
         self.notes.refresh()
         return out
 
@@ -141,12 +137,7 @@ class IdeaTree:
         stop = self._over_budget()
         if stop is not None:
             return Finish("stopped", stop)
-        search = self.stages.finished()
-        if search is None or search.kind != "complete":
-            return search
-        if not all(p.done() for p in self.phases):
-            return None
-        return Finish("complete", "; ".join([search.message, *(p.summary() for p in self.phases)]))
+        return phased_finish(self.phases, self.stages.finished())
 
 
 class GrowingTree(Protocol):

@@ -28,6 +28,7 @@ class HeldoutPhase:
     """A `Phase`: its nodes re-run candidates' code on the held-out split (through `search`)."""
 
     stage = HELDOUT
+    after_no_result = False  # no candidate to re-run
 
     def __init__(self, cfg: SearchSettings, journal: Journal, idea: Idea, search: StageSearch) -> None:
         self.cfg, self.journal, self.idea, self.search = cfg, journal, idea, search

@@ -1,9 +1,14 @@
 """Phases after the search: work an idea tree does once every stage of its plan is complete
 (held-out choice now; writing and reviewing the paper are phases too). Phases run in order;
-each proposes its own nodes (in its own stage name) and says when it is done."""
+each proposes its own nodes (in its own stage name) and says when it is done.
+
+A search that stopped with no result (its first stage found no good node: the stage manager's
+only `stopped` end) runs the phases marked `after_no_result` only: the writeup, which then
+writes the failure report (docs/writeup.md, "Failure report")."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from engine.dispatch import Finish, Strategy
@@ -13,6 +18,7 @@ from engine.node import Node
 
 class Phase(Protocol):
     stage: str  # the stage name its nodes carry (e.g. "heldout")
+    after_no_result: bool  # whether it also runs after a search that stopped with no result
 
     def propose(self, slots: int) -> list[Node]:
         """Nodes still to run; once all are in, the phase records its result and proposes none."""
@@ -25,6 +31,28 @@ class Phase(Protocol):
         """One line for the run's finish message."""
 
 
+def due(phases: Sequence[Phase], search: Finish | None) -> list[Phase] | None:
+    """The phases a search that ended as `search` runs: all after a complete one, those marked
+    `after_no_result` after a stopped one; None while the search goes on."""
+    if search is None:
+        return None
+    return list(phases) if search.kind == "complete" else [p for p in phases if p.after_no_result]
+
+
+def phase_nodes(phases: Sequence[Phase] | None, slots: int) -> list[Node]:
+    """The first unfinished phase's nodes (phases run in order)."""
+    phase = next((p for p in phases or () if not p.done()), None)
+    return phase.propose(slots) if phase is not None else []
+
+
+def phased_finish(phases: Sequence[Phase], search: Finish | None) -> Finish | None:
+    """The search's end once its due phases are done, their summaries after its message."""
+    ran = due(phases, search)
+    if search is None or ran is None or not all(p.done() for p in ran):
+        return None
+    return Finish(search.kind, "; ".join([search.message, *(p.summary() for p in ran)]))
+
+
 class PhasedTree:
     """A single tree's strategy (the template search) followed by its phases after the search."""
 
@@ -33,20 +61,11 @@ class PhasedTree:
 
     def propose(self, slots: int) -> list[Node]:
         out = self.tree.propose(slots)
-        search = self.tree.finished()
-        if not out and search is not None and search.kind == "complete":
-            phase = next((p for p in self.phases if not p.done()), None)
-            out = phase.propose(slots) if phase is not None else []
-        return out
+        return out or phase_nodes(due(self.phases, self.tree.finished()), slots)
 
     def job_for(self, node: Node, attempt: int) -> Job:
         phase = next((p for p in self.phases if p.stage == node.stage), None)
         return phase.job_for(node, attempt) if phase is not None else self.tree.job_for(node, attempt)
 
     def finished(self) -> Finish | None:
-        search = self.tree.finished()
-        if search is None or search.kind != "complete":
-            return search
-        if not all(p.done() for p in self.phases):
-            return None
-        return Finish("complete", "; ".join([search.message, *(p.summary() for p in self.phases)]))
+        return phased_finish(self.phases, self.tree.finished())

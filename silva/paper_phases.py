@@ -20,7 +20,7 @@ from review.config import ReviewConfig
 from search.phases import Phase
 from silva.config import RunConfig
 from writeup.config import WriteupConfig
-from writeup.job import WriteupJob
+from writeup.job import FAILURE_FILE, WriteupJob
 
 PAPER, REVIEW = "paper", "review"  # the phases' stage names (and node kinds)
 
@@ -55,6 +55,7 @@ class _OneNodePhase:
 
 class WriteupPhase(_OneNodePhase):
     stage = PAPER
+    after_no_result = True  # then the paper is the failure report (docs/writeup.md)
 
     def __init__(
         self,
@@ -114,24 +115,43 @@ class ReviewJob:
 
 
 class ReviewPhase(_OneNodePhase):
+    """Reviews the paper; a failure report is not reviewed: it states no result for reviewers to
+    judge, and says so in the run's finish message (`silva review` can still review it)."""
+
     stage = REVIEW
+    after_no_result = True  # to say why there is no review
 
     def __init__(self, journal: Journal, idea: str, cfg: ReviewConfig, llm: LLM) -> None:
         super().__init__(journal, idea)
         self.cfg, self.llm = cfg, llm
 
+    def paper(self) -> Node | None:
+        return next(iter(self.journal.in_stage(PAPER, idea=self.idea)), None)
+
+    def failure_report(self) -> bool:
+        paper = self.paper()
+        return paper is not None and any(Path(a).name == FAILURE_FILE for a in paper.artifacts)
+
     def propose(self, slots: int) -> list[Node]:
-        paper = next(iter(self.journal.in_stage(PAPER, idea=self.idea)), None)
-        if paper is None or paper.status != NodeStatus.GOOD:
+        paper = self.paper()
+        if paper is None or paper.status != NodeStatus.GOOD or self.failure_report():
             return []  # nothing to review: `done` says so
         return super().propose(slots)
 
     def done(self) -> bool:
-        paper = next(iter(self.journal.in_stage(PAPER, idea=self.idea)), None)
-        return super().done() or (paper is not None and paper.status == NodeStatus.BUGGY)
+        paper = self.paper()
+        return (
+            super().done()
+            or (paper is not None and paper.status == NodeStatus.BUGGY)
+            or self.failure_report()
+        )
 
     def summary(self) -> str:
-        return super().summary() if self.node() is not None else "review: skipped (no paper)"
+        if self.node() is not None:
+            return super().summary()
+        if self.failure_report():
+            return "review: skipped (the paper is a failure report: it states no result to review)"
+        return "review: skipped (no paper)"
 
     def job_for(self, node: Node, attempt: int) -> Job:
         run_dir = self.journal.log.path.parent

@@ -16,6 +16,10 @@ from writeup.config import WriteupConfig
 if TYPE_CHECKING:
     from engine.llm import LLM
 
+# Beside paper.pdf when the paper is a failure report (writeup/failure_report.py): the report's
+# data, and the mark the review phase and the CLI know it by. Here, not there: this module stays light.
+FAILURE_FILE = "failure.json"
+
 
 @dataclass
 class WriteupJob:
@@ -53,19 +57,15 @@ class WriteupJob:
             sandbox_options=self.sandbox_options,
         )
         paper_dir = pdf.parent
+        # A failure report (no stage had a best node) says so in its reason and keeps its summary.
+        failure = (paper_dir / FAILURE_FILE).is_file()
+        names = ["paper.pdf", "paper.tex", "references.bib", "results.tex", "numbers.json", "writeup.jsonl"]
         return AttemptResult(
             status="good",
-            reason=f"paper written: {pdf.relative_to(self.run_dir)}",
+            reason=f"{'failure report' if failure else 'paper'} written: {pdf.relative_to(self.run_dir)}",
             artifacts=[
                 str((paper_dir / n).relative_to(self.run_dir))
-                for n in (
-                    "paper.pdf",
-                    "paper.tex",
-                    "references.bib",
-                    "results.tex",
-                    "numbers.json",
-                    "writeup.jsonl",
-                )
+                for n in names + ([FAILURE_FILE] if failure else [])
             ],
             workspace=str(paper_dir.relative_to(self.run_dir)),
             started_at=started,

@@ -161,28 +161,34 @@ class Paper:
         return self.try_version(tex, version.bib, "final")
 
 
-def open_paper(
-    run_dir: Path,
-    idea: str | None,
-    cfg: WriteupConfig,
-    sandbox: str = "local",
-    sandbox_options: dict[str, Any] | None = None,
-) -> Paper:
-    run = read_run(run_dir)
+def chosen_idea(run: RunResults, idea: str | None) -> IdeaResults:
+    """The idea to write about: `idea`, or the run's only one."""
     if not run.ideas:
-        raise ConfigError(f"{run_dir}: no stage of the run has finished yet; nothing to write about")
+        raise ConfigError(f"{run.run_dir}: no stage of the run has finished yet; nothing to write about")
     if idea is None:
         if len(run.ideas) > 1:
             raise ConfigError(
-                f"{run_dir} holds several ideas ({', '.join(run.ideas)}); choose one with --idea NAME"
+                f"{run.run_dir} holds several ideas ({', '.join(run.ideas)}); choose one with --idea NAME"
             )
         idea = next(iter(run.ideas))
     if idea not in run.ideas:
         raise ConfigError(
             f"--idea {idea!r}: the run has no finished stage for it; ideas: {', '.join(run.ideas)}"
         )
-    results = run.ideas[idea]
-    paper_dir = run_dir / PAPER_DIR / idea
+    return run.ideas[idea]
+
+
+def open_paper(
+    run_dir: Path,
+    idea: str | None,
+    cfg: WriteupConfig,
+    sandbox: str = "local",
+    sandbox_options: dict[str, Any] | None = None,
+    run: RunResults | None = None,
+) -> Paper:
+    run = run or read_run(run_dir)
+    results = chosen_idea(run, idea)
+    paper_dir = run_dir / PAPER_DIR / results.name
     paper_dir.mkdir(parents=True, exist_ok=True)
     provider = get_provider(sandbox, **(sandbox_options or {}))
     ledger = build_ledger(results, cfg.test, cfg.alpha)
@@ -202,9 +208,16 @@ def write_paper(
     sandbox_options: dict[str, Any] | None = None,
 ) -> Path:
     """Write one idea's paper; returns the path of paper.pdf. Offline (templates) unless `llm`
-    is given and `cfg.offline` is not true."""
+    is given and `cfg.offline` is not true. An idea with no best node in any stage gets the
+    failure report instead (writeup/failure_report.py), offline."""
     cfg = cfg or WriteupConfig()
-    paper = open_paper(run_dir, idea, cfg, sandbox, sandbox_options)
+    run = read_run(run_dir)
+    from writeup.failure_report import has_result, write_failure_report  # it builds on this module
+
+    chosen = chosen_idea(run, idea)
+    if not has_result(chosen):
+        return write_failure_report(run_dir, run, chosen, cfg, sandbox, sandbox_options)
+    paper = open_paper(run_dir, chosen.name, cfg, sandbox, sandbox_options, run)
     offline = cfg.offline is True or llm is None
     paper.log("start", idea=paper.idea.name, template=cfg.template, offline=offline, sandbox=sandbox)
     started = time.monotonic()
@@ -236,6 +249,11 @@ def write_paper(
                 )
             else:
                 version = paper.best
+    return finish(paper, version, started)
+
+
+def finish(paper: Paper, version: Version, started: float) -> Path:
+    """The end of a writeup: the published PDF's path, or an error when no version compiled."""
     if paper.best is None:
         errors = "; ".join(str(e) for e in version.compiled.errors[:5])
         paper.log("failed", errors=errors)

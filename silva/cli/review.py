@@ -27,6 +27,7 @@ from engine.llm.providers.base import Provider
 from engine.llm.providers.scripted import ScriptedProvider
 from review.config import ReviewConfig, llm_for_review
 from review.paper import Paper
+from writeup.job import FAILURE_FILE
 
 CONFIG_SNAPSHOT = "config.yaml"  # what `silva run` writes into a run directory
 
@@ -158,6 +159,12 @@ def paper(
             f"{p.out_dir / 'review.json'}",
             highlight=False,
         )
+        if (p.out_dir / FAILURE_FILE).is_file():
+            console.print(
+                "  note: this is a failure report (the run found no result): the review judges how it "
+                "reports the failures; a decision on it says nothing about the idea",
+                highlight=False,
+            )
         for line in r.integrity.lines(limit=10):
             console.print(f"  - {line}", highlight=False, markup=False)
         if r.meta_review is None or r.meta_review.form is None:

@@ -15,6 +15,7 @@ from engine.journal import Journal
 from silva.cli.session import SESSION
 from silva.signals import EXIT_CODES as SIGNAL_EXIT_CODES
 from silva.status_json import run_result
+from writeup.job import FAILURE_FILE
 
 # Exit codes a script can rely on (docs/cli.md; README "Exit codes"); 130/143 after SIGINT/SIGTERM.
 EXIT_RESULT = 0  # finished with a result
@@ -37,7 +38,7 @@ def report(console: Console, run_dir: Path, outcome: RunOutcome) -> int:
         journal.log.close()
     console.print(result.text, highlight=False, soft_wrap=True)
     for paper in sorted(run_dir.glob("paper/*/paper.pdf")):
-        console.print(f"paper: {paper}", highlight=False, soft_wrap=True)
+        console.print(f"{paper_kind(paper)}: {paper}", highlight=False, soft_wrap=True)
     if outcome.status in ("interrupted", "budget"):
         console.print(
             f"results: {run_dir}\ncontinue with: silva resume {run_dir}", highlight=False, soft_wrap=True
@@ -51,6 +52,12 @@ def report(console: Console, run_dir: Path, outcome: RunOutcome) -> int:
     if outcome.status == "budget":
         return EXIT_STOPPED
     return EXIT_RESULT if outcome.status == "finished" and result.has_result else EXIT_NO_RESULT
+
+
+def paper_kind(pdf: Path) -> str:
+    """What the end-of-run line calls a paper: a failure report (an idea with no result,
+    docs/writeup.md) or a paper."""
+    return "failure report" if (pdf.parent / FAILURE_FILE).is_file() else "paper"
 
 
 def run(

@@ -18,6 +18,7 @@ def writeup(
 ) -> int:
     """Write the paper of a finished run: RUN_DIR/paper/<idea>/paper.pdf."""
     from engine.errors import ConfigError
+    from silva.cli.run import paper_kind
     from silva.llm_session import show_progress
     from writeup.config import WriteupConfig
     from writeup.paper import write_paper
@@ -90,7 +91,7 @@ def writeup(
                 sandbox=sandbox,
                 sandbox_options=options,
             )
-            console.print(f"paper: {pdf}", highlight=False)
+            console.print(f"{paper_kind(pdf)}: {pdf}", highlight=False, soft_wrap=True)
     finally:
         if session is not None:
             session.close()
