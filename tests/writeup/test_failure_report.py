@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from engine.journal import Journal
 from engine.llm.providers.base import ProviderCall
@@ -20,6 +21,12 @@ from tests.helpers import make_config, make_template
 from tests.search.agentic_helpers import LLM, agentic_config, responder, start
 from writeup.failure_report import cause_of, failure_groups
 
+REVIEW_LLM = {
+    "providers": {"offline": {"kind": "scripted"}},
+    "models": {"toy": {"provider": "offline", "model": "toy-1"}},
+    "roles": {"review": {"model": "toy"}},
+}
+SCRIPTED_REVIEWER = str(Path(__file__).parents[1] / "review" / "papers.py") + ":scripted_reviewer"
 needs_tex = pytest.mark.skipif(shutil.which("latexmk") is None, reason="TeX Live missing: make system-deps")
 # What a result claim looks like; a failure report has none to make.
 CLAIMS = re.compile(r"outperform|better than|worse than|significant|improve[sd]?\b|beats?\b", re.IGNORECASE)
@@ -104,6 +111,13 @@ def test_a_run_with_no_good_node_exits_4_with_a_failure_report(
     pdf.unlink()
     assert main(["writeup", str(run_dir), "--offline"]) == 0
     assert f"failure report: {pdf}" in capsys.readouterr().out and pdf.is_file()
+    # `silva review` reviews it like any paper, and says what a decision on it means.
+    review_cfg = tmp_path / "review.yaml"
+    review_cfg.write_text(yaml.safe_dump({"llm": REVIEW_LLM, "scripted_fn": SCRIPTED_REVIEWER}))
+    assert main(["review", str(pdf), "--reviews", "1", "--config", str(review_cfg)]) == 0
+    out = capsys.readouterr().out
+    assert "note: this is a failure report (the run found no result)" in out
+    assert (pdf.parent / "review.json").is_file()
 
 
 @needs_tex
