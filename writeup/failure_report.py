@@ -125,19 +125,19 @@ def summarize_failure(run_dir: Path, idea: IdeaResults) -> FailureSummary:
         nodes = [
             n for n in journal.of_idea(idea.name) if n.stage in plan and n.status != NodeStatus.DISCARDED
         ]
+        ended = {st.stage: st.ended_because for st in idea.stages}  # the stages that ended (read_run)
         stages = []
         for stage in plan:
             in_stage = [n for n in nodes if n.stage == stage]
             if not in_stage and (idea.name, stage) not in journal.stage_started:
                 continue
-            ended = journal.stage_ended.get((idea.name, stage))
             stages.append(
                 StageCount(
                     stage=stage,
                     nodes=len(in_stage),
                     good=sum(n.status == NodeStatus.GOOD for n in in_stage),
                     buggy=sum(n.status == NodeStatus.BUGGY for n in in_stage),
-                    ended=str(ended.get("reason", "")) if ended is not None else None,
+                    ended=ended.get(stage),
                 )
             )
         spend = journal.totals.spend
