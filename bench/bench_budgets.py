@@ -32,6 +32,7 @@ import numpy as np
 import yaml
 
 from engine.attempt import ExperimentJob
+from engine.events import AllocationDecided, AttemptFinished, ComputeUsed, Event, NodeCreated
 from engine.node import MetricValue
 from silva import lifecycle
 from silva.config import load_config
@@ -157,21 +158,19 @@ def config(root: Path, seed: int, policy: str, variants: list[dict[str, Any]], b
     return path
 
 
-def trajectory(
-    events: Sequence[dict[str, Any]], params: dict[str, dict[str, Any]]
-) -> list[tuple[float, float]]:
+def trajectory(events: Sequence[Event], params: dict[str, dict[str, Any]]) -> list[tuple[float, float]]:
     """(cumulative GPU-hours, true quality of the incumbent) after every change of either."""
     gpu, best_seen, incumbent = 0.0, -math.inf, -math.inf
     out: list[tuple[float, float]] = []
-    kinds = {e["node"]["id"]: e["node"]["kind"] for e in events if e["type"] == "node_created"}
+    kinds = {e.node.id: e.node.kind for e in events if isinstance(e, NodeCreated)}
     for e in events:
-        if e["type"] == "compute_used":
-            gpu += e["gpu_s"] / 3600
+        if isinstance(e, ComputeUsed):
+            gpu += e.gpu_s / 3600
             out.append((gpu, incumbent))
-        elif e["type"] == "attempt_finished" and kinds[e["node_id"]] != "aggregation":
-            m = e["result"]["metrics"]
-            if m and m[0]["value"] > best_seen:
-                best_seen, incumbent = m[0]["value"], true_quality(params[e["node_id"]])
+        elif isinstance(e, AttemptFinished) and kinds[e.node_id] != "aggregation":
+            m = e.result.metrics
+            if m and m[0].value > best_seen:
+                best_seen, incumbent = m[0].value, true_quality(params[e.node_id])
                 out.append((gpu, incumbent))
     return out
 
@@ -193,12 +192,13 @@ def run_one(
     t0 = time.process_time()
     outcome = lifecycle.execute(cfg, journal, executor=SimExecutor(seed))
     cpu = time.process_time() - t0
-    events = journal.log.events
-    params = {e["node"]["id"]: e["node"]["params"] for e in events if e["type"] == "node_created"}
+    events = list(journal.log.events)
+    params = {e.node.id: e.node.params for e in events if isinstance(e, NodeCreated)}
     traj = trajectory(events, params)
     journal.log.close()
-    stopped = [e["idea"] for e in events if e["type"] == "allocation" and e.get("decision") == "stopped"]
-    extended = [e for e in events if e["type"] == "allocation" and e.get("decision") == "extended"]
+    decisions = [e for e in events if isinstance(e, AllocationDecided)]
+    stopped = [e.idea for e in decisions if e.decision == "stopped"]
+    extended = [e for e in decisions if e.decision == "extended"]
     return {
         "outcome": outcome.status,
         "gpu_hours": traj[-1][0] if traj else 0.0,

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.events import RunStarted, SessionStarted
+
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # local cluster on 127.0.0.1
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -82,8 +84,8 @@ def config(slots: int, in_flight: int) -> RunConfig:
 
 def fresh_journal(root: Path, name: str) -> Journal:
     j = Journal.open(root / name)
-    j.record("run_started", config={}, metrics=[])
-    j.record("session_started", resumed=False)
+    j.record(RunStarted(config={}, metrics=[]))
+    j.record(SessionStarted(resumed=False))
     return j
 
 

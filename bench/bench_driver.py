@@ -38,6 +38,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from engine.events import (
+    ComputeUsed,
+    RunStarted,
+    RunStopped,
+    SessionStarted,
+    StageBest,
+    StageEnded,
+    StageStarted,
+)
+
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results" / "driver.json"
 STAGES = (
@@ -207,19 +217,20 @@ def write_run(
         if good and result.status != "good":
             result = simulated_result(node.params, node.seed, random.Random(0), clock[0], took)
         j.record(
-            "compute_used",
-            node_id=node.id,
-            attempt=1,
-            idea=node.idea,
-            kind=node.kind,
-            how="finished",
-            num_gpus=0.0,
-            num_cpus=1.0,
-            seconds=took,
-            gpu_s=0.0,
-            cpu_s=took,
-            started_at=result.started_at,
-            finished_at=result.finished_at,
+            ComputeUsed(
+                node_id=node.id,
+                attempt=1,
+                idea=node.idea,
+                kind=node.kind,
+                how="finished",
+                num_gpus=0.0,
+                num_cpus=1.0,
+                seconds=took,
+                gpu_s=0.0,
+                cpu_s=took,
+                started_at=result.started_at,
+                finished_at=result.finished_at,
+            )
         )
         j.attempt_finished(node.id, 1, result)
         clock[0] += took / 64
@@ -228,18 +239,19 @@ def write_run(
     # Fsynced per batch of one variant: 400k separate fsyncs would take most of an hour here.
     with j.log.group():
         j.record(
-            "run_started",
-            config=cfg.model_dump(mode="json"),
-            metrics=TEMPLATE["metrics"],
-            stages=[s for s, _, _ in STAGES],
+            RunStarted(
+                config=cfg.model_dump(mode="json"),
+                metrics=TEMPLATE["metrics"],
+                stages=[s for s, _, _ in STAGES],
+            )
         )
-        j.record("session_started", resumed=False)
+        j.record(SessionStarted(resumed=False))
     for v in variants[:done]:
         idea, fixed = v["name"], v["fixed"]
         root: Node | None = None
         with j.log.group():
             for stage, kind, count in STAGES:
-                j.record("stage_started", idea=idea, stage=stage, root=root.id if root else None)
+                j.record(StageStarted(idea=idea, stage=stage, root=root.id if root else None))
                 searched = []
                 for _ in range(count):
                     params = {
@@ -269,13 +281,14 @@ def write_run(
                     key=lambda n: n.metric("score") or 0,
                 )
                 j.record(
-                    "stage_best",
-                    idea=idea,
-                    stage=stage,
-                    node_id=best.id,
-                    metric="score",
-                    value=best.metric("score"),
-                    reason=f"node budget of {count} used; best on score",
+                    StageBest(
+                        idea=idea,
+                        stage=stage,
+                        node_id=best.id,
+                        metric="score",
+                        value=best.metric("score"),
+                        reason=f"node budget of {count} used; best on score",
+                    )
                 )
                 reps = [
                     finish(
@@ -303,15 +316,16 @@ def write_run(
                     )
                 )
                 j.record(
-                    "stage_ended",
-                    idea=idea,
-                    stage=stage,
-                    best_node_id=best.id,
-                    aggregate_node_id=agg.id,
-                    reason=f"node budget of {count} used; best on score",
+                    StageEnded(
+                        idea=idea,
+                        stage=stage,
+                        best_node_id=best.id,
+                        aggregate_node_id=agg.id,
+                        reason=f"node budget of {count} used; best on score",
+                    )
                 )
                 root = best
-    j.record("run_stopped", reason="interrupted by the user", budget=None, signal="SIGINT")
+    j.record(RunStopped(reason="interrupted by the user", budget=None, signal="SIGINT"))
     j.log.close()
     return run
 

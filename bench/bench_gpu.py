@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import yaml  # noqa: E402
 from bench_pipeline import fake_llm, llm_config  # noqa: E402
 
+from engine.events import AttemptFinished, AttemptStarted, ClusterJoined, SlotsChanged, StepFinished  # noqa: E402
 from engine.journal import Journal  # noqa: E402
 from engine.llm.ledger import LEDGER_FILE, read_records  # noqa: E402
 from silva import lifecycle  # noqa: E402
@@ -212,13 +213,15 @@ def run_spans(j: Journal) -> dict[tuple[str, int], tuple[float, float]]:
     whole single-job attempt (template nodes, replicates)."""
     start: dict[tuple[str, int], float] = {}
     spans: dict[tuple[str, int], tuple[float, float]] = {}
-    for e in j.log.read("attempt_started", "step_finished", "attempt_finished"):
-        key = (e["node_id"], int(e["attempt"]))
-        if e["type"] == "attempt_started":
-            if e.get("step") in (None, "", "run", "all") and j.nodes[e["node_id"]].kind != "selection":
-                start[key] = float(e["ts"])
-        elif key in start and (e["type"] == "attempt_finished" or e.get("step") == "run"):
-            spans[key] = (start.pop(key), float(e["ts"]))
+    for e in j.log.read(AttemptStarted, StepFinished, AttemptFinished):
+        if not isinstance(e, (AttemptStarted, StepFinished, AttemptFinished)):
+            continue
+        key = (e.node_id, e.attempt)
+        if isinstance(e, AttemptStarted):
+            if e.step in ("", "run", "all") and j.nodes[e.node_id].kind != "selection":
+                start[key] = e.ts
+        elif key in start and (isinstance(e, AttemptFinished) or e.step == "run"):
+            spans[key] = (start.pop(key), e.ts)
     return spans
 
 
@@ -247,14 +250,14 @@ def check_run(run_dir: Path, makespan: float, sampler: GpuSampler) -> dict[str, 
             seen.append(json.loads(line[len("SILVA_GPU ") :]))
     spans = run_spans(j)
     statuses = Counter(n.status.value for n in j)
-    slots = [e["slots"] for e in j.log.read("slots_changed")]
-    cluster = next(iter(j.log.read("cluster_joined")), {})
+    slots = [e.slots for e in j.log.read(SlotsChanged)]
+    cluster = next(iter(j.log.read(ClusterJoined)), None)
     row: dict[str, Any] = {
         "makespan_s": round(makespan, 1),
         "nodes": len(j.nodes),
         "statuses": dict(statuses),
-        "cluster_gpus": cluster.get("gpus"),
-        "cluster_cpus": cluster.get("cpus"),
+        "cluster_gpus": cluster.gpus if cluster else None,
+        "cluster_cpus": cluster.cpus if cluster else None,
         "slots_from_cluster": slots,
         "experiments_reporting": len(seen),
         "devices_seen": sorted({s["device"] for s in seen}),
@@ -279,7 +282,7 @@ def check_run(run_dir: Path, makespan: float, sampler: GpuSampler) -> dict[str, 
         row.update(
             llm_calls_of_run_nodes=len(calls),
             llm_calls_while_own_gpu_held=len(inside),
-            steps=sorted({str(e.get("step")) for e in j.log.read("attempt_started")}),
+            steps=sorted({e.step for e in j.log.read(AttemptStarted)}),
         )
     return row
 

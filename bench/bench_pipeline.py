@@ -45,6 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
+from engine.events import AttemptFinished, AttemptStarted, StepFinished  # noqa: E402
 from engine.journal import Journal  # noqa: E402
 from engine.llm.ledger import LEDGER_FILE, read_records  # noqa: E402
 from engine.node import Node  # noqa: E402
@@ -233,14 +234,16 @@ def critical_path_s(j: Journal) -> float:
     own: dict[str, float] = {}
     to_run: dict[str, float] = {}  # a node's own time up to the end of its run step
     started: dict[tuple[str, int], float] = {}
-    for e in j.log.read("attempt_started", "step_finished", "attempt_finished"):
-        key = (e["node_id"], int(e["attempt"]))
-        if e["type"] == "attempt_started":
-            started[key] = float(e["ts"])
+    for e in j.log.read(AttemptStarted, StepFinished, AttemptFinished):
+        if not isinstance(e, (AttemptStarted, StepFinished, AttemptFinished)):
+            continue
+        key = (e.node_id, e.attempt)
+        if isinstance(e, AttemptStarted):
+            started[key] = e.ts
         elif key in started:
-            own[e["node_id"]] = own.get(e["node_id"], 0.0) + float(e["ts"]) - started.pop(key)
-            if e.get("step") == "run":
-                to_run[e["node_id"]] = own[e["node_id"]]
+            own[e.node_id] = own.get(e.node_id, 0.0) + e.ts - started.pop(key)
+            if isinstance(e, StepFinished) and e.step == "run":
+                to_run[e.node_id] = own[e.node_id]
     begins: dict[str, float] = {}  # the chain a node's first step waited for
     for n in j:  # in creation order: a parent before its children
         parent = j.nodes[n.parent_id] if n.parent_id else None

@@ -22,6 +22,7 @@ sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).resolve().parents
 
 from bench_pipeline import agentic_run, fake_llm, saved_median  # noqa: E402
 
+from engine.events import AttemptCancelled, AttemptFinished, AttemptStarted, StepFinished  # noqa: E402
 from engine.journal import Journal  # noqa: E402
 from engine.llm.ledger import LEDGER_FILE, read_records  # noqa: E402
 from tests.llm.fake_servers import FakeLLMServer  # noqa: E402
@@ -31,23 +32,25 @@ BIN_S, STEP_S = 5.0, 0.05
 
 def trace(run_dir: Path, slots: int) -> dict[str, object]:
     j = Journal.open(run_dir, read_only=True)
-    events = list(j.log.read("attempt_started", "step_finished", "attempt_finished", "attempt_cancelled"))
-    t0 = min(e["ts"] for e in events)
+    events = list(j.log.read(AttemptStarted, StepFinished, AttemptFinished, AttemptCancelled))
+    t0 = min(e.ts for e in events)
     started: dict[tuple[str, int], tuple[float, str | None]] = {}
     holds: list[tuple[float, float]] = []  # what took a slot: a run step, a replicate, an aggregation
     thought: dict[str, float] = {}  # node -> its think's end
     ran: dict[str, float] = {}  # node -> its run's start
     for e in events:
-        key, t = (e["node_id"], int(e["attempt"])), e["ts"] - t0
-        if e["type"] == "attempt_started":
-            started[key] = (t, e.get("step"))
-            if e.get("step") in ("run", "all"):
-                ran.setdefault(e["node_id"], t)
+        if not isinstance(e, (AttemptStarted, StepFinished, AttemptFinished, AttemptCancelled)):
+            continue
+        key, t = (e.node_id, e.attempt), e.ts - t0
+        if isinstance(e, AttemptStarted):
+            started[key] = (t, e.step)
+            if e.step in ("run", "all"):
+                ran.setdefault(e.node_id, t)
         elif key in started:
             begun, step = started.pop(key)
             if step in ("run", "all") or (not step and j.nodes[key[0]].kind != "selection"):
                 holds.append((begun, t))
-            if step == "think" and e["type"] == "step_finished":
+            if step == "think" and isinstance(e, StepFinished):
                 thought[key[0]] = t
     end = max(b for _, b in holds)
     idle, waited, bins = 0.0, 0.0, defaultdict[int, float](float)

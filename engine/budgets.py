@@ -33,13 +33,12 @@ from pydantic import BaseModel
 
 from engine.config import Budgets, Resources
 from engine.errors import ConfigError
+from engine.events import BudgetChanged, BudgetChangeRefused, ComputeUsed
 from engine.executor import Executor, Handle, Job, JobDone
 from engine.journal import Journal
-from engine.totals import CHANGE_EVENT, COMPUTE_EVENT, HOLDING_STEPS, Spend, Usage
+from engine.totals import HOLDING_STEPS, Spend, Usage
 
 __all__ = [
-    "CHANGE_EVENT",
-    "COMPUTE_EVENT",
     "ComputeMeter",
     "Spend",
     "Usage",
@@ -205,19 +204,35 @@ class ComputeMeter:
         if held is not None:
             self._record(held, charge(self.clock() - held.since, held.resources), "cancelled")
 
-    def _record(self, held: _Held, usage: Usage, how: str, **more: Any) -> None:
+    def _record(
+        self,
+        held: _Held,
+        usage: Usage,
+        how: str,
+        *,
+        orphan: bool = False,
+        error: str | None = None,
+        started_at: float | None = None,
+        finished_at: float | None = None,
+    ) -> None:
         self.journal.record(  # the journal adds it to its totals, `self.spend`
-            COMPUTE_EVENT,
-            node_id=held.node_id,
-            attempt=held.attempt,
-            idea=held.idea,
-            kind=held.kind,
-            how=how,
-            num_gpus=held.resources.num_gpus,
-            num_cpus=held.resources.num_cpus,
-            **({"step": held.step} if held.step else {}),
-            **usage.model_dump(),
-            **more,
+            ComputeUsed(
+                node_id=held.node_id,
+                attempt=held.attempt,
+                idea=held.idea,
+                kind=held.kind,
+                how=how,
+                num_gpus=held.resources.num_gpus,
+                num_cpus=held.resources.num_cpus,
+                step=held.step,
+                seconds=usage.seconds,
+                gpu_s=usage.gpu_s,
+                cpu_s=usage.cpu_s,
+                orphan=orphan,
+                error=error,
+                started_at=started_at,
+                finished_at=finished_at,
+            )
         )
 
     def watch(self, executor: Executor) -> Executor:
@@ -268,12 +283,12 @@ class ComputeMeter:
             changes = {str(k): float(v) for k, v in request["changes"].items()}
             check_change(changes, self.used())
         except (ValueError, KeyError, TypeError, AttributeError, ConfigError) as e:
-            self.journal.record("budget_change_refused", request=path.name, reason=str(e)[:500])
+            self.journal.record(BudgetChangeRefused(request=path.name, reason=str(e)[:500]))
             log.warning("budget request %s refused: %s", path.name, e)
         else:
             previous = {k: limit_of(self.budgets, k) for k in changes}
             self.journal.record(
-                CHANGE_EVENT, changes=changes, previous=previous, source="silva budget (live)"
+                BudgetChanged(changes=changes, previous=previous, source="silva budget (live)")
             )
             self.budgets = self.budgets.model_copy(update=changes)
         self.journal.log.sync()  # under group commit: the request is journaled for good before it is deleted

@@ -21,6 +21,7 @@ from typing import Literal, Protocol
 
 from engine.budgets import ComputeMeter
 from engine.config import EngineSettings
+from engine.events import AttemptCancelled, AttemptLost, RunFinished, RunStopped, SlotsChanged
 from engine.executor import NO_RESOURCES, Executor, Handle, Job, JobDone, capacity, holds_resources, step_of
 from engine.journal import Journal
 from engine.node import AttemptResult, Node, NodeStatus, StepResult
@@ -146,12 +147,10 @@ class Dispatcher:
                 if not self.inflight and not self.ready:
                     finish = self.strategy.finished()
                     if finish is not None:
-                        self.journal.record("run_finished", reason=finish.message, kind=finish.kind)
+                        self.journal.record(RunFinished(reason=finish.message, kind=finish.kind))
                         return RunOutcome("finished", finish.message)
                     self._check_node_budget()
-                    self.journal.record(
-                        "run_stopped", reason="the search proposed no further work", budget=None
-                    )
+                    self.journal.record(RunStopped(reason="the search proposed no further work"))
                     return RunOutcome("stuck", "the search proposed no further work")
                 completion = self.executor.wait(list(self.inflight), timeout=POLL_S)
                 if completion is not None:
@@ -159,7 +158,7 @@ class Dispatcher:
                     self.on_change()
         except BudgetStop as stop:
             self._cancel_inflight()
-            self.journal.record("run_stopped", reason=stop.message, budget=stop.budget)
+            self.journal.record(RunStopped(reason=stop.message, budget=stop.budget))
             return RunOutcome("budget", stop.message, stop.budget)
         except KeyboardInterrupt:
             return self._interrupted("interrupted by the user", "SIGINT")
@@ -168,7 +167,7 @@ class Dispatcher:
 
     def _interrupted(self, reason: str, signal_name: str) -> RunOutcome:
         self._cancel_inflight()
-        self.journal.record("run_stopped", reason=reason, budget=None, signal=signal_name)
+        self.journal.record(RunStopped(reason=reason, signal=signal_name))
         return RunOutcome("interrupted", reason, signal=signal_name)
 
     # -- budgets ------------------------------------------------------------------------
@@ -208,7 +207,7 @@ class Dispatcher:
         if slots is None or (slots == self.slots and self.journal.slots == slots):
             return
         self.slots = slots
-        self.journal.record("slots_changed", slots=slots)
+        self.journal.record(SlotsChanged(slots=slots))
         changed = getattr(self.strategy, "capacity_changed", None)
         if changed is not None:
             changed(slots)
@@ -271,7 +270,7 @@ class Dispatcher:
             if self.journal.nodes[running.node_id].is_finished:
                 self.executor.cancel(handle)
                 self._running(handle, None)
-                self.journal.record("attempt_cancelled", node_id=running.node_id, attempt=running.attempt)
+                self.journal.record(AttemptCancelled(node_id=running.node_id, attempt=running.attempt))
 
     def _route(self, node: Node) -> None:
         """The node's next job: started now if it holds no slot, else queued for a free slot."""
@@ -300,7 +299,7 @@ class Dispatcher:
         if c.result is not None:
             refusal = c.result.refusal
             if refusal is not None:  # the attempt was refused its LLM call: no result, re-run after a resume
-                self.journal.record("attempt_cancelled", node_id=node_id, attempt=attempt)
+                self.journal.record(AttemptCancelled(node_id=node_id, attempt=attempt))
                 raise BudgetStop(refusal.budget, refusal.message)
             self.clock.add(running, c.result)
             if isinstance(c.result, StepResult):
@@ -313,7 +312,7 @@ class Dispatcher:
             ):  # else discarded
                 self._route(self.journal.nodes[node_id])
             return
-        self.journal.record("attempt_lost", node_id=node_id, attempt=attempt, error=c.lost)
+        self.journal.record(AttemptLost(node_id=node_id, attempt=attempt, error=c.lost))
         node = self.journal.nodes[node_id]
         if node.lost_attempts >= MAX_LOST:
             self.journal.attempt_finished(
@@ -332,7 +331,7 @@ class Dispatcher:
         for handle, running in list(self.inflight.items()):
             self.executor.cancel(handle)
             if self.journal.nodes[running.node_id].status == NodeStatus.RUNNING:
-                self.journal.record("attempt_cancelled", node_id=running.node_id, attempt=running.attempt)
+                self.journal.record(AttemptCancelled(node_id=running.node_id, attempt=running.attempt))
         self.inflight.clear()
         self.holding = self.in_llm = 0
         self.ready.clear()  # queued nodes are pending in the journal: a resume routes them again

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, is_dataclass
 from enum import Enum
+from functools import cache
 from pathlib import Path
 from typing import Any, BinaryIO, overload
 
@@ -35,6 +36,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from engine.errors import ConfigError
+from engine.events import DECLARED, E, Event, parse, type_of
 from engine.writerlock import WriterLock
 
 EVENTS_FILE = "events.jsonl"
@@ -96,12 +98,22 @@ def replay_problem(error: Exception) -> str:
     return f"wrong content ({type(error).__name__}: {str(error)[:150]})"
 
 
-def check_references(event: dict[str, Any], nodes: Mapping[str, Any]) -> None:
+@cache
+def _node_fields(cls: type[Event]) -> tuple[str, ...]:
+    """The fields of an event class that name a node."""
+    return tuple(k for k in cls.model_fields if k == "node_id" or k.endswith("_node_id"))
+
+
+def check_references(event: Event, nodes: Mapping[str, Any]) -> None:
     """KeyError when an event names a node the replay has not seen (its creation line was lost):
     every reader would otherwise trip over it later, far from the damaged line."""
-    named = [v for k, v in event.items() if k == "node_id" or k.endswith("_node_id")]
-    if event["type"] == "node_created" and isinstance(event.get("node"), dict):
-        named.append(event["node"].get("parent_id"))
+    fields = event.__dict__
+    named = [fields[k] for k in _node_fields(type(event))]
+    if event.model_extra:  # an older run's fields
+        named += [v for k, v in event.model_extra.items() if k == "node_id" or k.endswith("_node_id")]
+    node = fields.get("node")
+    if isinstance(node, BaseModel):
+        named.append(getattr(node, "parent_id", None))
     for node_id in named:
         if node_id is not None and node_id not in nodes:
             raise KeyError(f"node {node_id!r} (its node_created event is missing)")
@@ -273,9 +285,9 @@ class EventLog:
         return len(self._given) if self._given is not None else len(self.offsets)
 
     @property
-    def events(self) -> Sequence[dict[str, Any]]:
-        """Every event, read back from the file on demand (use `read(types)` to pick some)."""
-        return self._given if self._given is not None else EventStream(self)
+    def events(self) -> Sequence[Event]:
+        """Every event, read back from the file on demand (use `read(kinds)` to pick some)."""
+        return EventStream(self)
 
     # -- opening ---------------------------------------------------------------------------
     def load_snapshot(self, attrs: Sequence[str]) -> dict[str, Any] | None:
@@ -416,10 +428,17 @@ class EventLog:
         return JournalDamaged(self.path, line, replay_problem(error))
 
     # -- reading back ------------------------------------------------------------------------
-    def read(self, *types: str, start: int = 0, stop: int | None = None) -> Iterator[dict[str, Any]]:
-        """Events `start` to `stop` (of the given types, if any), streamed from the file."""
+    @overload
+    def read(self, kind: type[E], /, *, start: int = 0, stop: int | None = None) -> Iterator[E]: ...
+
+    @overload
+    def read(self, *kinds: type[Event], start: int = 0, stop: int | None = None) -> Iterator[Event]: ...
+
+    def read(self, *kinds: type[Event], start: int = 0, stop: int | None = None) -> Iterator[Event]:
+        """Events `start` to `stop` (of the given classes, if any), streamed from the file."""
+        types = [type_of(k) for k in kinds]
         if self._given is not None:
-            yield from (e for e in self._given[start:stop] if not types or e["type"] in types)
+            yield from (parse(e) for e in self._given[start:stop] if not types or e["type"] in types)
             return
         count = self.count
         stop = count if stop is None else min(stop, count)
@@ -452,9 +471,9 @@ class EventLog:
                         continue
                     event = parse_line(raw)[0]
                     if event is not None and (not types or event["type"] in types):
-                        yield event
+                        yield parse(event)
 
-    def _read_at(self, indexes: Sequence[int]) -> Iterator[dict[str, Any]]:
+    def _read_at(self, indexes: Sequence[int]) -> Iterator[Event]:
         """The events at these indexes (ascending), each line read on its own."""
         count = self.count
         with self.path.open("rb") as f:
@@ -464,13 +483,17 @@ class EventLog:
                 raw = f.read((self.offsets[i + 1] if i + 1 < count else self.end) - begin)
                 event = parse_line(raw)[0]
                 if event is not None:
-                    yield event
+                    yield parse(event)
 
     # -- writing -------------------------------------------------------------------------------
-    def append(self, type_: str, **data: Any) -> dict[str, Any]:
+    def append(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """Write an event (a dumped model, engine/events.py) with its `seq` and `ts` set; returns it."""
         if self._file is None:
             raise RuntimeError(f"{self.path} was opened read-only (or closed); it cannot be appended to")
-        event = {"seq": self.count, "ts": time.time(), "type": type_, **data}
+        type_ = data["type"]
+        if type_ not in DECLARED:
+            raise ValueError(f"event type {type_!r} is not declared in engine/events.py")
+        event = {**data, "seq": self.count, "ts": time.time()}
         line = strict_json(event).encode() + b"\n"
         self._file.write(line)
         self._file.flush()  # in the kernel: a killed driver loses nothing
@@ -565,8 +588,8 @@ def _digest(f: Any, size: int | None) -> Any:
     return digest
 
 
-class EventStream(Sequence[dict[str, Any]]):
-    """A file-backed log's events, read back on demand: the log keeps only their offsets."""
+class EventStream(Sequence[Event]):
+    """A log's events, read back on demand: the log keeps only their offsets."""
 
     def __init__(self, log: EventLog) -> None:
         self._log = log
@@ -574,16 +597,16 @@ class EventStream(Sequence[dict[str, Any]]):
     def __len__(self) -> int:
         return self._log.count
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
+    def __iter__(self) -> Iterator[Event]:
         return self._log.read()
 
     @overload
-    def __getitem__(self, i: int) -> dict[str, Any]: ...
+    def __getitem__(self, i: int) -> Event: ...
 
     @overload
-    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, i: slice) -> list[Event]: ...
 
-    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+    def __getitem__(self, i: int | slice) -> Event | list[Event]:
         n = len(self)
         if isinstance(i, slice):
             start, stop, step = i.indices(n)

@@ -11,7 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic_core import PydanticSerializationError
 
-from engine.blobs import BlobMissing, inline
+from engine.blobs import BlobMissing
+from engine.events import Event, NodeCreated
 from engine.journal import Journal
 
 
@@ -38,6 +39,22 @@ def _row(n: Any) -> dict[str, Any]:
     return row
 
 
+def _event_row(e: Event) -> dict[str, Any]:
+    try:  # payloads as their text; the extra fields of an older run's event included
+        data = e.model_dump(mode="json", exclude={"seq", "ts", "type"})
+    except PydanticSerializationError as err:
+        cause = str(err).partition("BlobMissing: ")[2] or str(err)
+        raise BlobMissing(f"event {e.seq} ({e.type}): {cause}") from None
+    node_id = data.get("node_id") or (e.node.id if isinstance(e, NodeCreated) else None)
+    return {
+        "seq": e.seq,
+        "ts": e.ts,
+        "type": e.type,
+        "node_id": node_id,
+        "data": json.dumps(data, default=str),
+    }
+
+
 def export_parquet(journal: Journal, out_dir: Path) -> list[Path]:
     """Both tables are built before anything is written, and each file is renamed into place
     whole: a run that cannot be exported leaves no partial output."""
@@ -48,20 +65,7 @@ def export_parquet(journal: Journal, out_dir: Path) -> list[Path]:
         for name in metric_names:
             r[f"metric.{name}"] = metrics.get(name)
     nodes = pa.Table.from_pylist(rows) if rows else pa.table({"id": pa.array([], pa.string())})
-    events = pa.Table.from_pylist(
-        [
-            {
-                "seq": e["seq"],
-                "ts": e["ts"],
-                "type": e["type"],
-                "node_id": e.get("node_id") or e.get("node", {}).get("id"),
-                "data": json.dumps(
-                    inline({k: v for k, v in e.items() if k not in ("seq", "ts", "type")}), default=str
-                ),
-            }
-            for e in journal.log.events
-        ]
-    )
+    events = pa.Table.from_pylist([_event_row(e) for e in journal.log.events])
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / "nodes.parquet", out_dir / "events.parquet"]
     for table, path in zip((nodes, events), paths, strict=True):

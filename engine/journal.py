@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from engine import events as ev
 from engine.blobs import BlobWriter, raw
 from engine.eventlog import EVENTS_FILE, EventLog, check_references
 from engine.node import EVENT_FORMAT, AttemptResult, MetricSpec, Node, NodeStatus, StepResult, primary_of
@@ -29,6 +30,26 @@ __all__ = ["EVENTS_FILE", "EventLog", "Journal"]
 NOT_STATE = ("log", "_blobs")  # what a snapshot leaves out
 FREEZE_NODES = 10_000  # a replay this big moves its objects out of the cyclic collector's sight
 _ALL_FIELDS: dict[type, set[str]] = {}
+_APPLIED = frozenset(  # the events `Journal._apply` changes its state by (beside sessions and totals)
+    {
+        ev.AttemptStarted,
+        ev.AttemptFinished,
+        ev.NodeCreated,
+        ev.StepFinished,
+        ev.AttemptLost,
+        ev.AttemptCancelled,
+        ev.NodeDiscarded,
+        ev.StageStarted,
+        ev.StageBest,
+        ev.StageEnded,
+        ev.RunStarted,
+        ev.SlotsChanged,
+        ev.HeldoutSelected,
+        ev.IdeaStopped,
+        ev.RunStopped,
+        ev.RunFinished,
+    }
+)
 
 
 def _share_fields_set(model: BaseModel) -> None:
@@ -80,13 +101,13 @@ class Journal:
         self.nodes: dict[str, Node] = {}
         self.metric_specs: list[MetricSpec] = []
         # Keyed by (idea, stage): one tree per idea can share a journal (a forest).
-        self.stage_started: dict[tuple[str, str], dict[str, Any]] = {}
-        self.stage_best: dict[tuple[str, str], dict[str, Any]] = {}  # the one recorded decision
-        self.stage_ended: dict[tuple[str, str], dict[str, Any]] = {}
-        self.heldout: dict[str, dict[str, Any]] = {}  # idea -> the held-out selection, if made
-        self.idea_stopped: dict[str, dict[str, Any]] = {}  # idea -> why its tree stopped early
-        self.stop: dict[str, Any] | None = None
-        self.finished: dict[str, Any] | None = None
+        self.stage_started: dict[tuple[str, str], ev.StageStarted] = {}
+        self.stage_best: dict[tuple[str, str], ev.StageBest] = {}  # the one recorded decision
+        self.stage_ended: dict[tuple[str, str], ev.StageEnded] = {}
+        self.heldout: dict[str, ev.HeldoutSelected] = {}  # idea -> the held-out selection, if made
+        self.idea_stopped: dict[str, ev.IdeaStopped] = {}  # idea -> why its tree stopped early
+        self.stop: ev.RunStopped | None = None
+        self.finished: ev.RunFinished | None = None
         self.config: dict[str, Any] = {}
         self.plan_stages: list[str] = []  # the search mode's stage names, in order (opaque here)
         self.event_format = EVENT_FORMAT
@@ -126,10 +147,11 @@ class Journal:
         if state is not None:
             self.__dict__.update(state)
         error: Exception | None = None
-        for i, event in log.replay():
+        for i, data in log.replay():
             if error is not None:
                 continue  # read on: a line that is not an event, further down, is reported first
             try:
+                event = ev.parse(data)  # each line validated once, into its model
                 check_references(event, self.nodes)
                 self._apply(event)
             except (KeyError, TypeError, ValueError) as e:  # a well-formed line with wrong content
@@ -148,12 +170,17 @@ class Journal:
             raise
 
     # -- writing -------------------------------------------------------------------------
-    def record(self, type_: str, **data: Any) -> dict[str, Any]:
-        event = self.log.append(type_, **data)
-        self._apply(event)
+    def record(self, event: ev.E) -> ev.E:
+        """Append an event (a model of engine/events.py) and apply it. Returns it as a replay
+        reads it back: with its `seq` and `ts`, and large payloads as blob references."""
+        if event.model_extra:
+            raise TypeError(f"{type(event).__name__} declares no field {', '.join(event.model_extra)}")
+        written = self.log.append(self._blobs.dump(event))  # large payloads stored as blobs
+        stored = type(event).model_validate(written)
+        self._apply(stored)
         if self.log.snapshot_due():
             self.snapshot()
-        return event
+        return stored
 
     def snapshot(self) -> None:
         """Write the replayed state for the next open to start from (engine/eventlog.py)."""
@@ -164,102 +191,99 @@ class Journal:
             classes.update(type(x) for x in (n.execution, n.origin, *n.metrics))
             for value in (n.outcome, *n.steps.values()):
                 _model_classes(value, classes)
+        for kept in (self.stage_started, self.stage_best, self.stage_ended, self.heldout, self.idea_stopped):
+            _model_classes(kept, classes)  # events the journal holds on to
+        _model_classes([self.stop, self.finished], classes)
         self.log.write_snapshot(state, (c for c in classes if c is not type(None)))
 
     def add_node(self, node: Node) -> Node:
         node.id = node.id or self.new_node_id()
         node.created_at = node.created_at or time.time()
-        self.record("node_created", node=self._blobs.dump(node))
+        self.record(ev.NodeCreated(node=node))
         return self.nodes[node.id]
 
     def new_node_id(self) -> str:
         return f"n{len(self.nodes):04d}"
 
     def attempt_started(self, node_id: str, attempt: int, step: str = "") -> None:
-        self.record("attempt_started", node_id=node_id, attempt=attempt, **({"step": step} if step else {}))
+        self.record(ev.AttemptStarted(node_id=node_id, attempt=attempt, step=step))
 
     def step_finished(self, node_id: str, attempt: int, result: StepResult) -> None:
         """An intermediate step of a pipelined attempt is in: its output waits for the next step."""
         if not self.nodes[node_id].is_finished:
-            self.record(
-                "step_finished",
-                node_id=node_id,
-                attempt=attempt,
-                step=result.step,
-                result=self._blobs.dump(result),
-            )
+            self.record(ev.StepFinished(node_id=node_id, attempt=attempt, step=result.step, result=result))
 
     def discard(self, node_id: str, reason: str) -> None:
         """Drop a node its strategy no longer needs (speculative work whose premise failed): it
         gets no further step, and stage views leave it out. Its results so far stay journaled."""
         if self.nodes[node_id].status != NodeStatus.DISCARDED:
-            self.record("node_discarded", node_id=node_id, reason=reason)
+            self.record(ev.NodeDiscarded(node_id=node_id, reason=reason))
 
     def attempt_finished(self, node_id: str, attempt: int, result: AttemptResult) -> bool:
         """Record a result; False (and nothing recorded) if the node already has one."""
         if self.nodes[node_id].is_finished:
             return False
-        self.record("attempt_finished", node_id=node_id, attempt=attempt, result=self._blobs.dump(result))
+        self.record(ev.AttemptFinished(node_id=node_id, attempt=attempt, result=result))
         return True
 
     # -- replay --------------------------------------------------------------------------
-    def _apply(self, e: dict[str, Any]) -> None:
-        kind = e["type"]
+    def _apply(self, e: ev.Event) -> None:
         self.totals.apply(e)
-        if kind == "session_started":
-            self.sessions.append((e["ts"], e["ts"]))
+        if isinstance(e, ev.SessionStarted):
+            self.sessions.append((e.ts, e.ts))
             self.stop = None  # a resumed run is running again
         elif self.sessions:
-            self.sessions[-1] = (self.sessions[-1][0], e["ts"])
-        if kind == "run_started":
-            self.config = e["config"]
-            self.metric_specs = [MetricSpec.model_validate(m) for m in e.get("metrics", [])]
-            self.plan_stages = list(e.get("stages") or e["config"].get("stages") or [])
-            self.event_format = e.get("format", 1)
-        elif kind == "node_created":
-            node = Node.model_validate(e["node"])
-            _share_fields_set(node)
-            self.nodes[node.id] = node
-            self._index(node)
-        elif kind == "attempt_started":
-            node = self.nodes[e["node_id"]]
-            node.status = NodeStatus.RUNNING
-            node.attempts = max(node.attempts, e["attempt"])
-            node.open_attempt = e["attempt"]
-            node.started_at = node.started_at or e["ts"]
-        elif kind == "step_finished":
-            node = self.nodes[e["node_id"]]
-            step = StepResult.model_validate(e["result"])
-            node.steps[step.step] = step.outcome
-            node.cost_usd += step.cost_usd
-            node.status = NodeStatus.PENDING  # until its next step starts
-        elif kind == "attempt_finished":
-            self._apply_result(self.nodes[e["node_id"]], AttemptResult.model_validate(e["result"]))
-        elif kind == "slots_changed":
-            self.slots = e["slots"]
-        elif kind == "node_discarded":
-            self._apply_discard(self.nodes[e["node_id"]], e["reason"])
-        elif kind in ("attempt_lost", "attempt_cancelled"):
-            node = self.nodes[e["node_id"]]
-            node.lost_attempts += kind == "attempt_lost"
-            node.open_attempt = None  # the next step starts a fresh attempt (a fresh workspace)
-            if not node.is_finished:
-                node.status = NodeStatus.PENDING
-        elif kind == "stage_started":
-            self.stage_started[(e["idea"], e["stage"])] = e
-            self._stages.setdefault(e["stage"])
-        elif kind == "stage_best":
-            self.stage_best[(e["idea"], e["stage"])] = e
-        elif kind == "stage_ended":
-            self.stage_ended[(e["idea"], e["stage"])] = e
-        elif kind == "heldout_selected":
-            self.heldout[e["idea"]] = e
-        elif kind == "idea_stopped":
-            self.idea_stopped[e["idea"]] = e
-        elif kind == "run_stopped":
-            self.stop = e
-        elif kind == "run_finished":
-            self.finished = e
+            self.sessions[-1] = (self.sessions[-1][0], e.ts)
+        if type(e) not in _APPLIED:  # most events of a big run change no node (compute_used)
+            return
+        match e:  # the frequent ones first: a replay tries the cases in order
+            case ev.AttemptStarted():
+                node = self.nodes[e.node_id]
+                node.status = NodeStatus.RUNNING
+                node.attempts = max(node.attempts, e.attempt)
+                node.open_attempt = e.attempt
+                node.started_at = node.started_at or e.ts
+            case ev.AttemptFinished():
+                self._apply_result(self.nodes[e.node_id], e.result)
+            case ev.NodeCreated(node=node):
+                _share_fields_set(node)
+                self.nodes[node.id] = node
+                self._index(node)
+            case ev.StepFinished(result=step):
+                node = self.nodes[e.node_id]
+                node.steps[step.step] = step.outcome
+                node.cost_usd += step.cost_usd
+                node.status = NodeStatus.PENDING  # until its next step starts
+            case ev.AttemptLost() | ev.AttemptCancelled():
+                node = self.nodes[e.node_id]
+                node.lost_attempts += isinstance(e, ev.AttemptLost)
+                node.open_attempt = None  # the next step starts a fresh attempt (a fresh workspace)
+                if not node.is_finished:
+                    node.status = NodeStatus.PENDING
+            case ev.NodeDiscarded():
+                self._apply_discard(self.nodes[e.node_id], e.reason)
+            case ev.StageStarted():
+                self.stage_started[(e.idea, e.stage)] = e
+                self._stages.setdefault(e.stage)
+            case ev.StageBest():
+                self.stage_best[(e.idea, e.stage)] = e
+            case ev.StageEnded():
+                self.stage_ended[(e.idea, e.stage)] = e
+            case ev.RunStarted():
+                self.config = e.config
+                self.metric_specs = list(e.metrics)
+                self.plan_stages = list(e.stages or e.config.get("stages") or [])
+                self.event_format = e.format
+            case ev.SlotsChanged():
+                self.slots = e.slots
+            case ev.HeldoutSelected():
+                self.heldout[e.idea] = e
+            case ev.IdeaStopped():
+                self.idea_stopped[e.idea] = e
+            case ev.RunStopped():
+                self.stop = e
+            case ev.RunFinished():
+                self.finished = e
 
     def _index(self, node: Node) -> None:
         self._children.setdefault(node.parent_id, []).append(node.id)

@@ -41,8 +41,8 @@ def stage_rows(journal: Journal, open_only: bool = False) -> list[StageRow]:
                 continue
             decision = journal.stage_best.get((idea, stage))
             best = (
-                journal.nodes[decision["node_id"]]
-                if decision and decision["node_id"]
+                journal.nodes[decision.node_id]
+                if decision and decision.node_id
                 else journal.best_node(stage, idea=idea)
             )
             ended = journal.stage_ended.get((idea, stage))
@@ -56,10 +56,10 @@ def stage_rows(journal: Journal, open_only: bool = False) -> list[StageRow]:
                     good=sum(n.status == NodeStatus.GOOD for n in nodes),
                     best_node=best.id if best else None,
                     # A forest's trees may decide on different metrics: show the decision's own value.
-                    best_value=decision["value"]
-                    if decision and decision.get("node_id")
+                    best_value=decision.value
+                    if decision and decision.node_id
                     else (best.metric(spec.name) if best and spec else None),
-                    ended=ended["reason"] if ended else None,
+                    ended=ended.reason if ended else None,
                 )
             )
     return rows

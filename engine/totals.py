@@ -9,16 +9,27 @@ which is part of its snapshot (engine/eventlog.py), so a big run's totals cost n
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from pydantic import BaseModel
 
-COMPUTE_EVENT = "compute_used"
-CHANGE_EVENT = "budget_changed"
-ATTEMPT_ENDS = ("attempt_finished", "attempt_lost", "attempt_cancelled")
-JOB_ENDS = (*ATTEMPT_ENDS, "step_finished")  # events that end a job (a step of an attempt or all of it)
+from engine.events import (
+    AttemptCancelled,
+    AttemptFinished,
+    AttemptLost,
+    AttemptStarted,
+    BudgetChanged,
+    ComputeUsed,
+    Event,
+    SessionStarted,
+    StepFinished,
+)
+
+ATTEMPT_ENDS = (AttemptFinished, AttemptLost, AttemptCancelled)
+JOB_ENDS = (*ATTEMPT_ENDS, StepFinished)  # events that end a job (a step of an attempt or all of it)
+_COUNTED = frozenset({*JOB_ENDS, AttemptStarted, SessionStarted, ComputeUsed, BudgetChanged})
+_JOB_EVENTS = (*JOB_ENDS, ComputeUsed)
 # Steps that hold the node's resources (search/agentic/operators/job.py: `holds_resources`); a job
 # without steps journals none.
 HOLDING_STEPS = ("", "all", "run")
@@ -45,8 +56,8 @@ class Usage(BaseModel):
         self.cpu_s += other.cpu_s
 
 
-def event_usage(e: Mapping[str, Any]) -> Usage:
-    return Usage(seconds=e.get("seconds", 0.0), gpu_s=e.get("gpu_s", 0.0), cpu_s=e.get("cpu_s", 0.0))
+def event_usage(e: ComputeUsed) -> Usage:
+    return Usage(seconds=e.seconds, gpu_s=e.gpu_s, cpu_s=e.cpu_s)
 
 
 @dataclass
@@ -57,17 +68,17 @@ class Spend:
     by_idea: defaultdict[str, Usage] = field(default_factory=lambda: defaultdict(Usage))
     timeline: list[tuple[float, float, float]] = field(default_factory=list)  # (ts, cumulative GPU-s, CPU-s)
 
-    def apply(self, e: Mapping[str, Any]) -> None:
+    def apply(self, e: ComputeUsed) -> None:
         u = event_usage(e)
         self.total.add(u)
-        self.by_idea[str(e.get("idea", "default"))].add(u)
-        self.timeline.append((float(e["ts"]), self.total.gpu_s, self.total.cpu_s))
+        self.by_idea[e.idea].add(u)
+        self.timeline.append((e.ts, self.total.gpu_s, self.total.cpu_s))
 
     @classmethod
-    def replay(cls, events: Iterable[Mapping[str, Any]]) -> Spend:
+    def replay(cls, events: Iterable[Event]) -> Spend:
         spend = cls()
         for e in events:
-            if e["type"] == COMPUTE_EVENT:
+            if isinstance(e, ComputeUsed):
                 spend.apply(e)
         return spend
 
@@ -81,13 +92,13 @@ class Busy:
     ended_s: float = 0.0  # spans that ended
     running: dict[tuple[str, int], float] = field(default_factory=dict)  # (node, attempt) -> start
 
-    def apply(self, e: Mapping[str, Any]) -> None:
-        if e["type"] == "attempt_started" and e.get("step", "") in HOLDING_STEPS:
-            self.running[(e["node_id"], e["attempt"])] = float(e["ts"])
-        elif e["type"] in JOB_ENDS:
-            start = self.running.pop((e["node_id"], e["attempt"]), None)
+    def apply(self, e: Event) -> None:
+        if isinstance(e, AttemptStarted) and e.step in HOLDING_STEPS:
+            self.running[(e.node_id, e.attempt)] = e.ts
+        elif isinstance(e, JOB_ENDS):
+            start = self.running.pop((e.node_id, e.attempt), None)
             if start is not None:
-                self.ended_s += float(e["ts"]) - start
+                self.ended_s += e.ts - start
 
     def seconds(self, now: float) -> float:
         """Ended spans plus the running ones up to `now`."""
@@ -114,19 +125,18 @@ class Jobs:
     orphans: dict[tuple[str, int, str], Held] = field(default_factory=dict)
     last_ts: float = 0.0
 
-    def apply(self, e: Mapping[str, Any]) -> None:
-        kind = e["type"]
-        if kind == "session_started":
+    def apply(self, e: Event) -> None:
+        if isinstance(e, SessionStarted):
             for (node_id, attempt), (step, since) in self.running.items():
                 self.orphans[(node_id, attempt, step)] = Held(node_id, attempt, step, since, self.last_ts)
             self.running.clear()
-        elif kind == "attempt_started":
-            self.running[(e["node_id"], e["attempt"])] = (str(e.get("step", "")), float(e["ts"]))
-        elif kind in JOB_ENDS or kind == COMPUTE_EVENT:
-            self.running.pop((e.get("node_id", ""), e.get("attempt", -1)), None)
-            if kind == COMPUTE_EVENT:
-                self.orphans.pop((e["node_id"], int(e["attempt"]), str(e.get("step", ""))), None)
-        self.last_ts = float(e["ts"])
+        elif isinstance(e, AttemptStarted):
+            self.running[(e.node_id, e.attempt)] = (e.step, e.ts)
+        elif isinstance(e, _JOB_EVENTS):
+            self.running.pop((e.node_id, e.attempt), None)
+            if isinstance(e, ComputeUsed):
+                self.orphans.pop((e.node_id, e.attempt, e.step), None)
+        self.last_ts = e.ts
 
 
 @dataclass
@@ -138,17 +148,19 @@ class Totals:
     jobs: Jobs = field(default_factory=Jobs)
     budget_changes: dict[str, float | None] = field(default_factory=dict)  # the latest of each
 
-    def apply(self, e: Mapping[str, Any]) -> None:
-        kind = e["type"]
-        if kind == COMPUTE_EVENT:
+    def apply(self, e: Event) -> None:
+        if type(e) not in _COUNTED:  # most events of a big run: only their time counts
+            self.jobs.last_ts = e.ts
+            return
+        if isinstance(e, ComputeUsed):
             self.spend.apply(e)
-        elif kind == CHANGE_EVENT:
-            self.budget_changes.update(e["changes"])
+        elif isinstance(e, BudgetChanged):
+            self.budget_changes.update(e.changes)
         self.busy.apply(e)
         self.jobs.apply(e)
 
     @classmethod
-    def replay(cls, events: Iterable[Mapping[str, Any]]) -> Totals:
+    def replay(cls, events: Iterable[Event]) -> Totals:
         """The totals of events read from a log (what the journal's own must equal)."""
         totals = cls()
         for e in events:

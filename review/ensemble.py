@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.config import Resources
+from engine.events import Event, ReviewFinished, ReviewStarted
 from engine.executor import Executor, Handle, InProcessExecutor
 from engine.journal import Journal
 from engine.llm import LLM, LLMError, Message
@@ -157,18 +158,14 @@ class _Session:
         self.pending: dict[Handle, tuple[_PaperState, ReviewJob | MetaReviewJob]] = {}
         self.lost: dict[str, int] = {}
 
-    def _event(self, type_: str, **data: object) -> None:
+    def _event(self, event: Event) -> None:
         if self.journal is not None:
-            self.journal.record(type_, **data)
+            self.journal.record(event)
 
     def _submit(self, state: _PaperState, job: ReviewJob | MetaReviewJob) -> None:
         self.pending[self.executor.submit(job, REVIEW_RESOURCES)] = (state, job)
         self._event(
-            "review_started",
-            job=job.node_id,
-            idea=state.paper.idea,
-            paper=state.paper.name,
-            attempt=job.attempt,
+            ReviewStarted(job=job.node_id, idea=state.paper.idea, paper=state.paper.name, attempt=job.attempt)
         )
 
     def start(self, state: _PaperState) -> None:
@@ -281,16 +278,17 @@ class _Session:
 
     def _done(self, state: _PaperState, job: ReviewJob | MetaReviewJob, result: AttemptResult) -> None:
         self._event(
-            "review_finished",
-            job=job.node_id,
-            idea=state.paper.idea,
-            paper=state.paper.name,
-            attempt=job.attempt,
-            status=result.status,
-            reason=result.reason[:500],
-            started_at=result.started_at,
-            finished_at=result.finished_at,
-            worker=result.worker,
+            ReviewFinished(
+                job=job.node_id,
+                idea=state.paper.idea,
+                paper=state.paper.name,
+                attempt=job.attempt,
+                status=result.status,
+                reason=result.reason[:500],
+                started_at=result.started_at,
+                finished_at=result.finished_at,
+                worker=result.worker,
+            )
         )
         if isinstance(job, ReviewJob):
             self._collect_review(state, job, result)

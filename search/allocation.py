@@ -37,13 +37,12 @@ from typing import Any, Protocol, TypeVar
 
 from engine.budgets import ComputeMeter
 from engine.dispatch import Finish
+from engine.events import AllocationDecided, AttemptFinished, IdeaStopped, NodeCreated, StageBest
 from engine.journal import Journal
 from engine.node import MetricSpec, Node
 from search.config import AllocationConfig, IdeaBudgets
 from search.plan import StagePlan
 from search.stages import SUPPORT_KINDS
-
-EVENT = "allocation"
 
 
 class Tree(Protocol):
@@ -106,7 +105,7 @@ def reached(journal: Journal, idea: str, rung: Rung) -> bool:
     `nodes` search nodes are all finished, or the stage was decided with fewer."""
     decided = journal.stage_best.get((idea, rung.stage))
     if rung.nodes is None:
-        return decided is not None and decided.get("node_id") is not None
+        return decided is not None and decided.node_id is not None
     if decided is not None:
         return True
     nodes = rung_nodes(journal, idea, rung)
@@ -115,6 +114,10 @@ def reached(journal: Journal, idea: str, rung: Rung) -> bool:
 
 # -- progress scores, by the name a StagePlan declares ---------------------------------------
 ProgressScore = Callable[[Journal, StagePlan, str, Rung, MetricSpec], float | None]
+
+
+def _value(decision: StageBest | None) -> float | None:
+    return decision.value if decision is not None else None
 
 
 def relative(value: float | None, baseline: float | None) -> float | None:
@@ -133,10 +136,10 @@ def best_so_far(journal: Journal, plan: StagePlan, idea: str, rung: Rung, spec: 
     so a stage whose search only found worse settings leaves the idea where it was (one unlucky
     tuning draw must not rank a good idea below a hopeless one)."""
     best = journal.stage_best
-    values = [spec.oriented(best.get((idea, s), {}).get("value")) for s in plan.before(rung.stage)]
+    values = [spec.oriented(_value(best.get((idea, s)))) for s in plan.before(rung.stage)]
     nodes = rung_nodes(journal, idea, rung) if rung.nodes is not None else []
     if rung.nodes is None or len(nodes) < rung.nodes:
-        values.append(spec.oriented(best.get((idea, rung.stage), {}).get("value")))
+        values.append(spec.oriented(_value(best.get((idea, rung.stage)))))
     else:
         values += [spec.score(n) for n in nodes]
     return max((v for v in values if v is not None), default=None)
@@ -148,7 +151,7 @@ def best_over_baseline(
     """`best_so_far` relative to the idea's baseline node (the best node of the plan's first
     stage), never below zero: for ideas that are each their own experiment (agentic), whose
     metrics may have other scales."""
-    base = spec.oriented(journal.stage_best.get((idea, plan.first), {}).get("value"))
+    base = spec.oriented(_value(journal.stage_best.get((idea, plan.first))))
     return relative(best_so_far(journal, plan, idea, rung, spec), base)
 
 
@@ -264,7 +267,7 @@ class Allocation:
         self.rung_index = {r: k for k, r in enumerate(self.rungs, start=1)}
         self._reached: dict[str, int] = {}  # idea -> rungs reached so far (only ever grows)
         made = False
-        for e in self.journal.log.read(EVENT):  # a resumed run: decisions already made stand
+        for e in self.journal.log.read(AllocationDecided):  # a resumed run: decisions already made stand
             self._replay(e)
             made = True
         if not made:
@@ -283,22 +286,23 @@ class Allocation:
 
     # -- journal ----------------------------------------------------------------------------
     def _record(self, **data: Any) -> None:
-        self.journal.record(EVENT, **data)
-        if data.get("idea") is not None:  # a decision about an idea may let its tree propose again
-            self.decided.append(data["idea"])
+        event = AllocationDecided(**data)
+        self.journal.record(event)
+        if event.idea is not None:  # a decision about an idea may let its tree propose again
+            self.decided.append(event.idea)
 
-    def _replay(self, e: dict[str, Any]) -> None:
-        idea, decision = e.get("idea"), e.get("decision")
+    def _replay(self, e: AllocationDecided) -> None:
+        idea, decision = e.idea, e.decision
         if idea is None:
             return
         if decision == "stopped":
-            self.stopped[idea] = e["reason"]
-        elif decision == "extended":
-            self.extended[(idea, e["stage"])] = e["max_nodes"]
-        if "rung" not in e:
+            self.stopped[idea] = e.reason or ""
+        elif decision == "extended" and e.stage is not None and e.max_nodes is not None:
+            self.extended[(idea, e.stage)] = e.max_nodes
+        if e.rung is None or e.stage is None:
             return
         # Rungs are matched by where they are, not by index: the index is this plan's.
-        r = self.rung_index.get(Rung(e["stage"], e.get("nodes")))
+        r = self.rung_index.get(Rung(e.stage, e.nodes))
         if r is None:
             return
         if decision == "promoted":
@@ -306,33 +310,29 @@ class Allocation:
             self.waiting.pop(idea, None)
         elif decision == "waiting":
             self.waiting[idea] = r
-        self.scores.setdefault(r, {})[idea] = e.get("score")
+        self.scores.setdefault(r, {})[idea] = e.score
 
     def _tail(self) -> None:
         """Fold new journal events into the bandit's arms (incremental: cost per event, not per run)."""
         log = self.journal.log
-        for e in log.read("node_created", "attempt_finished", "stage_best", start=self._offset):
-            kind = e["type"]
-            if kind == "node_created":
-                self.node_idea[e["node"]["id"]] = e["node"].get("idea", "default")
-            elif kind == "attempt_finished":
-                idea = self.node_idea.get(e["node_id"])
+        for e in log.read(NodeCreated, AttemptFinished, StageBest, start=self._offset):
+            if isinstance(e, NodeCreated):
+                self.node_idea[e.node.id] = e.node.idea
+            elif isinstance(e, AttemptFinished):
+                idea = self.node_idea.get(e.node_id)
                 arm = self.arms.get(idea or "")
                 info = self.by_name.get(idea or "")
                 if arm is None or info is None or info.spec is None:
                     continue
                 arm.pulls += 1
-                if e["result"].get("status") == "good":
-                    value = next(
-                        (m["value"] for m in e["result"].get("metrics", []) if m["name"] == info.spec.name),
-                        None,
-                    )
+                if e.result.status == "good":
+                    value = next((m.value for m in e.result.metrics if m.name == info.spec.name), None)
                     o = info.spec.oriented(value)
                     if o is not None and (arm.best is None or o > arm.best):
                         arm.best = o
-            elif kind == "stage_best" and e.get("stage") == self.plan_.first and e.get("idea") in self.arms:
-                info = self.by_name[e["idea"]]
-                self.arms[e["idea"]].baseline = info.spec.oriented(e.get("value")) if info.spec else None
+            elif isinstance(e, StageBest) and e.stage == self.plan_.first and e.idea in self.arms:
+                info = self.by_name[e.idea]
+                self.arms[e.idea].baseline = info.spec.oriented(e.value) if info.spec else None
         self._offset = log.count
 
     # -- budgets ----------------------------------------------------------------------------
@@ -399,7 +399,7 @@ class Allocation:
             **numbers,
         )
         if idea not in self.journal.idea_stopped:
-            self.journal.record("idea_stopped", idea=idea, reason=reason)
+            self.journal.record(IdeaStopped(idea=idea, reason=reason))
 
     # -- the Forest's hooks -------------------------------------------------------------------
     def ended(self, idea: str) -> Finish | None:

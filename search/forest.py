@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol
 
 from engine.budgets import ComputeMeter
 from engine.dispatch import Finish
+from engine.events import IdeaStopped
 from engine.executor import Job
 from engine.journal import Journal
 from engine.llm import LLM
@@ -113,7 +114,7 @@ class IdeaTree:
         """Whether the idea's budget is used up; the first time, that is journaled."""
         stop = self._over_budget()
         if stop is not None and self.name not in self.journal.idea_stopped:
-            self.journal.record("idea_stopped", idea=self.name, reason=stop)
+            self.journal.record(IdeaStopped(idea=self.name, reason=stop))
             self.notes.refresh()
         return stop is not None
 

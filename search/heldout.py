@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.events import HeldoutSelected
 from engine.executor import Job
 from engine.journal import Journal
 from engine.node import Node, NodeStatus
@@ -38,14 +39,15 @@ class HeldoutPhase:
 
     def summary(self) -> str:
         h = self.journal.heldout[self.idea.name]
-        return f"held-out choice {h['node_id']} ({h['reason']})"
+        return f"held-out choice {h.node_id} ({h.reason})"
 
     def candidates(self) -> list[Node]:
         j, name = self.journal, self.idea.name
         pool = self.idea.primary.ranked(
             n for s in CANDIDATE_STAGES for n in j.in_stage(s, idea=name) if n.kind not in SUPPORT_KINDS
         )
-        final = j.stage_ended.get((name, CANDIDATE_STAGES[-1]), {}).get("best_node_id")
+        ended = j.stage_ended.get((name, CANDIDATE_STAGES[-1]))
+        final = ended.best_node_id if ended else None
         ordered = ([j.nodes[final]] if final else []) + [n for n in pool if n.id != final]
         return ordered[: self.cfg.search.heldout_candidates]
 
@@ -99,15 +101,16 @@ class HeldoutPhase:
                 else f"; the search chose {search_best['node_id'] if search_best else '-'}"
             )
         self.journal.record(
-            "heldout_selected",
-            idea=self.idea.name,
-            metric=metric,
-            node_id=chosen["node_id"] if chosen else None,
-            heldout_node_id=chosen["heldout_node_id"] if chosen else None,
-            heldout_value=chosen["heldout_value"] if chosen else None,
-            search_value=chosen["search_value"] if chosen else None,
-            search_best_id=search_best["node_id"] if search_best else None,
-            search_best_heldout_value=search_best["heldout_value"] if search_best else None,
-            candidates=rows,
-            reason=reason,
+            HeldoutSelected(
+                idea=self.idea.name,
+                metric=metric,
+                node_id=chosen["node_id"] if chosen else None,
+                heldout_node_id=chosen["heldout_node_id"] if chosen else None,
+                heldout_value=chosen["heldout_value"] if chosen else None,
+                search_value=chosen["search_value"] if chosen else None,
+                search_best_id=search_best["node_id"] if search_best else None,
+                search_best_heldout_value=search_best["heldout_value"] if search_best else None,
+                candidates=rows,
+                reason=reason,
+            )
         )

@@ -52,18 +52,18 @@ class ExperimentNotes:
             ended = j.stage_ended.get((name, stage))
             if ended is None:
                 continue
-            decision = j.stage_best.get((name, stage), {})
+            decision = j.stage_best.get((name, stage))
             searched = [n for n in j.in_stage(stage, idea=name) if n.kind not in SUPPORT_KINDS]
-            agg_id = ended.get("aggregate_node_id")
+            agg_id = ended.aggregate_node_id
             agg = j.nodes[agg_id] if agg_id else None
             good = [n for n in searched if n.status == NodeStatus.GOOD and n.metric(metric) is not None]
             good.sort(key=lambda n: n.metric(metric), reverse=self.idea.primary.direction == "maximize")  # type: ignore[arg-type, return-value]
             stages[stage] = {
-                "ended_because": ended["reason"],
-                "best_node": ended.get("best_node_id"),
-                "best_value": decision.get("value"),
-                "decision": decision.get("reason"),
-                "selection": decision.get("selection"),
+                "ended_because": ended.reason,
+                "best_node": ended.best_node_id,
+                "best_value": decision.value if decision else None,
+                "decision": decision.reason if decision else None,
+                "selection": decision.selection if decision else None,
                 "aggregate": _table(agg),
                 "aggregate_artifacts": agg.artifacts if agg else [],
                 "what_worked": [
@@ -75,8 +75,8 @@ class ExperimentNotes:
             "idea": self.idea.model_dump(mode="json", include={"name", "title", "hypothesis"}),
             "primary_metric": self.idea.primary.model_dump(),
             "stages": stages,
-            "heldout": j.heldout.get(name),
-            "stopped": j.idea_stopped.get(name),
+            "heldout": j.heldout[name].model_dump(mode="json") if name in j.heldout else None,
+            "stopped": j.idea_stopped[name].model_dump(mode="json") if name in j.idea_stopped else None,
         }
 
     def _entry(self, n: Node) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from pydantic import Field
 
 from engine.aggregate import AggregationJob
 from engine.dispatch import Finish
+from engine.events import StageBest, StageEnded, StageStarted
 from engine.executor import Job
 from engine.journal import Journal
 from engine.node import MetricSpec, Node, NodeStatus
@@ -148,9 +149,9 @@ class StageManager:
         """The best node of the latest earlier stage that had one: this stage grows from it."""
         best: Node | None = None
         for s in self.plan.before(stage):
-            node_id = self.journal.stage_best.get(self._key(s), {}).get("node_id")
-            if node_id:
-                best = self.journal.nodes[node_id]
+            decision = self.journal.stage_best.get(self._key(s))
+            if decision is not None and decision.node_id:
+                best = self.journal.nodes[decision.node_id]
         return best
 
     def view(self, stage: str) -> StageNodes:
@@ -178,8 +179,8 @@ class StageManager:
 
     def finished(self) -> Finish | None:
         first = self.journal.stage_ended.get(self._key(self.plan.first))
-        if first is not None and first.get("best_node_id") is None:
-            return Finish("stopped", f"stopped: {first['reason']}")
+        if first is not None and first.best_node_id is None:
+            return Finish("stopped", f"stopped: {first.reason}")
         if all(self._key(s) in self.journal.stage_ended for s in self._names):
             n = len(self.plan.stages)
             return Finish("complete", f"all {NUMBER_WORDS.get(n, str(n))} stages complete")
@@ -206,7 +207,7 @@ class StageManager:
         j, key = self.journal, self._key(stage)
         root = self.root_for(stage)
         if key not in j.stage_started:
-            j.record("stage_started", idea=self.idea, stage=stage, root=root.id if root else None)
+            j.record(StageStarted(idea=self.idea, stage=stage, root=root.id if root else None))
         if key not in j.stage_best:
             early = self.search.search_done(
                 j, stage, root
@@ -236,11 +237,11 @@ class StageManager:
         nxt = self.plan.after(stage)
         if nxt is not None and self._key(nxt) not in j.stage_started:
             # Here rather than in _decide: a driver killed between the two still discards.
-            self._discard_speculation(stage, j.nodes[decision["node_id"]] if decision["node_id"] else None)
-        if decision["node_id"] is None:
-            j.record("stage_ended", idea=self.idea, stage=stage, best_node_id=None, reason=decision["reason"])
+            self._discard_speculation(stage, j.nodes[decision.node_id] if decision.node_id else None)
+        if decision.node_id is None:
+            j.record(StageEnded(idea=self.idea, stage=stage, best_node_id=None, reason=decision.reason))
             return [], False
-        best = j.nodes[decision["node_id"]]
+        best = j.nodes[decision.node_id]
         replicates = self._replicates(stage, best)
         if len(replicates) < self.cfg.replicates:
             need = min(slots, self.cfg.replicates - len(replicates))
@@ -254,12 +255,13 @@ class StageManager:
         if not aggregates[0].is_finished:
             return [], False
         j.record(
-            "stage_ended",
-            idea=self.idea,
-            stage=stage,
-            best_node_id=best.id,
-            aggregate_node_id=aggregates[0].id,
-            reason=decision["reason"],
+            StageEnded(
+                idea=self.idea,
+                stage=stage,
+                best_node_id=best.id,
+                aggregate_node_id=aggregates[0].id,
+                reason=decision.reason,
+            )
         )
         return [], False
 
@@ -365,14 +367,15 @@ class StageManager:
             if selection is not None:
                 reason += f" ({selection.by})"
         self.journal.record(
-            "stage_best",
-            idea=self.idea,
-            stage=stage,
-            node_id=best.id if best else None,
-            metric=spec.name if spec else None,
-            value=best.metric(spec.name) if best and spec else None,
-            reason=reason,
-            **({"selection": selection.model_dump(mode="json")} if selection else {}),
+            StageBest(
+                idea=self.idea,
+                stage=stage,
+                node_id=best.id if best else None,
+                metric=spec.name if spec else None,
+                value=best.metric(spec.name) if best and spec else None,
+                reason=reason,
+                **({"selection": selection.model_dump(mode="json")} if selection else {}),
+            )
         )
         return None
 
@@ -574,8 +577,8 @@ class StageManager:
         groups = {f"{self.search.label(best)} (best of {agg.stage})": subject}
         for s in self.plan.before(agg.stage)[::-1]:
             ended = j.stage_ended.get(self._key(s))
-            if ended and ended.get("aggregate_node_id"):
-                prev = j.nodes[ended["aggregate_node_id"]]
+            if ended and ended.aggregate_node_id:
+                prev = j.nodes[ended.aggregate_node_id]
                 groups[f"{self.search.label(j.nodes[prev.refs[0]])} (best of {s})"] = self._values(
                     [j.nodes[r] for r in prev.refs[1:]]
                 )

@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.text import Text
 
 from engine.budgets import BudgetLine, budget_lines
+from engine.events import AllocationDecided
 from engine.journal import Journal
 from engine.llm.ledger import LEDGER_FILE, read_records
 from silva.config import RunConfig
@@ -44,30 +45,28 @@ def line(b: BudgetLine) -> str:
 
 
 def allocation_lines(journal: Journal) -> list[str]:
-    events = list(journal.log.read("allocation"))
+    events = list(journal.log.read(AllocationDecided))
     if not events:
         return []
-    first = next((e for e in events if e.get("decision") == "policy"), {})
-    policy, progress = first.get("policy", "fair"), first.get("progress")
+    first = next((e for e in events if e.decision == "policy"), None)
+    policy, progress = (first.policy or "fair", first.progress) if first else ("fair", None)
     out = [f"allocation: {policy}" + (f" (ideas compared on {progress})" if progress else "")]
-    waiting: dict[str, dict[str, object]] = {}
+    waiting: dict[str, AllocationDecided] = {}
     for e in events:
-        if e.get("decision") == "waiting":
-            waiting[e["idea"]] = e
-        elif e.get("decision") in ("promoted", "stopped"):
-            waiting.pop(e["idea"], None)
-        if e.get("decision") == "stopped":
-            back = e.get("returned_gpu_hours")
-            out.append(f"  {e['reason']}" + (f"; {back:.2f} GPU-hours back to the pool" if back else ""))
+        if e.decision == "waiting" and e.idea is not None:
+            waiting[e.idea] = e
+        elif e.decision in ("promoted", "stopped") and e.idea is not None:
+            waiting.pop(e.idea, None)
+        if e.decision == "stopped":
+            back = e.returned_gpu_hours
+            out.append(f"  {e.reason}" + (f"; {back:.2f} GPU-hours back to the pool" if back else ""))
     for idea, e in sorted(waiting.items()):
-        where = f"after {e['nodes']} search node(s) of stage" if e.get("nodes") else "at the end of stage"
-        out.append(f"  idea {idea} waits {where} {e['stage']} (score {e['score']}, {e['why']})")
-    last = next((e for e in reversed(events) if e.get("decision") == "bandit"), None)
+        where = f"after {e.nodes} search node(s) of stage" if e.nodes else "at the end of stage"
+        out.append(f"  idea {idea} waits {where} {e.stage} (score {e.score}, {e.why})")
+    last = next((e for e in reversed(events) if e.decision == "bandit"), None)
     if last is not None:
-        out.append(
-            f"  bandit: next slots to {last['first'] or '-'}; starving: "
-            f"{', '.join(last['starving']) or 'none'}"
-        )
+        starving = ", ".join(last.starving or []) or "none"
+        out.append(f"  bandit: next slots to {last.first or '-'}; starving: {starving}")
     return out
 
 

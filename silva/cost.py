@@ -15,14 +15,15 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel
 
 from engine.errors import ConfigError
 from engine.eventlog import EVENTS_FILE, EventLog
+from engine.events import AttemptFinished, AttemptStarted, Event
 from engine.journal import Journal
 from engine.llm.ledger import LEDGER_FILE, CallRecord, read_records
+from engine.totals import ATTEMPT_ENDS
 from silva.config import RunConfig, load_config
 
 GROUPS = ("role", "model", "stage", "idea")
@@ -187,24 +188,20 @@ class Span(BaseModel):
     wall_s: float | None = None  # the experiment's own wall time
 
 
-def attempt_spans(events: Iterable[dict[str, Any]]) -> list[Span]:
+def attempt_spans(events: Iterable[Event]) -> list[Span]:
     spans: dict[tuple[str, int], Span] = {}
     for e in events:
-        kind = e["type"]
-        if kind == "attempt_started":
-            spans[(e["node_id"], e["attempt"])] = Span(
-                node_id=e["node_id"], attempt=e["attempt"], start=e["ts"]
-            )
-        elif kind in ("attempt_finished", "attempt_lost", "attempt_cancelled"):
-            span = spans.get((e["node_id"], e["attempt"]))
+        if isinstance(e, AttemptStarted):
+            spans[(e.node_id, e.attempt)] = Span(node_id=e.node_id, attempt=e.attempt, start=e.ts)
+        elif isinstance(e, ATTEMPT_ENDS):
+            span = spans.get((e.node_id, e.attempt))
             if span is None:
                 continue
-            span.end, span.ended = e["ts"], kind.removeprefix("attempt_")
-            if kind == "attempt_finished":
-                result = e.get("result") or {}
-                span.worker = str(result.get("worker") or "")
-                span.status = str(result.get("status") or "")
-                span.wall_s = (result.get("execution") or {}).get("wall_s")
+            span.end, span.ended = e.ts, e.type.removeprefix("attempt_")
+            if isinstance(e, AttemptFinished):
+                span.worker = e.result.worker
+                span.status = e.result.status
+                span.wall_s = e.result.execution.wall_s
     return list(spans.values())
 
 

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from engine.errors import EnvironmentFailure
+from engine.events import AttemptCancelled, RunStopped
 from engine.journal import Journal
 from engine.node import NodeStatus
 
@@ -81,8 +82,8 @@ def journal_stop(journal: Journal, failure: EnvironmentFailure) -> bool:
     try:
         for node in journal.unfinished:
             if node.status == NodeStatus.RUNNING and node.open_attempt is not None:
-                journal.record("attempt_cancelled", node_id=node.id, attempt=node.open_attempt)
-        journal.record("run_stopped", reason=str(failure), budget=None, cause="environment")
+                journal.record(AttemptCancelled(node_id=node.id, attempt=node.open_attempt))
+        journal.record(RunStopped(reason=str(failure), budget=None, cause="environment"))
     except OSError:
         return False
     return True

@@ -17,6 +17,7 @@ import yaml
 from engine.budgets import ComputeMeter
 from engine.dispatch import Dispatcher, RunOutcome, Strategy
 from engine.errors import ConfigError
+from engine.events import ClusterJoined, RunStarted, SessionStarted
 from engine.executor import Executor, InProcessExecutor, slots_for
 from engine.groupcommit import GroupCommit
 from engine.journal import EVENTS_FILE, Journal
@@ -120,11 +121,12 @@ def create_run(cfg: RunConfig) -> tuple[Path, Journal]:
     (run_dir / CONFIG_SNAPSHOT).write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
     journal = Journal.open(run_dir)
     journal.record(
-        "run_started",
-        config=cfg.model_dump(mode="json"),
-        metrics=metrics,
-        stages=list(cfg.plan.names),
-        format=EVENT_FORMAT,
+        RunStarted(
+            config=cfg.model_dump(mode="json"),
+            metrics=metrics,
+            stages=list(cfg.plan.names),
+            format=EVENT_FORMAT,
+        )
     )
     if probes:  # made before the run directory existed: into its ledger now
         from silva.llm_session import record_probes
@@ -155,7 +157,7 @@ def execute(
     `providers` replaces configured LLM providers by name (tests, benchmarks)."""
     run_dir = journal.log.path.parent
     reserve = SpaceReserve(run_dir)
-    journal.record("session_started", resumed=len(journal.sessions) > 0)
+    journal.record(SessionStarted(resumed=len(journal.sessions) > 0))
     try:
         return _execute(cfg, journal, on_change, executor, providers)
     except Exception as e:  # the machine failed (silva/failures.py): journal the stop, then say so
@@ -196,7 +198,7 @@ def _execute(
         cluster = getattr(executor, "cluster", None)  # a RayExecutor's ClusterInfo
         if cluster is not None:
             print(cluster.describe(), flush=True)
-            journal.record("cluster_joined", **cluster.model_dump())
+            journal.record(ClusterJoined(**cluster.model_dump()))
         try:
             # Group commit (engine/groupcommit.py): events are fsynced in batches, each before any job starts.
             with stop_on_signals() as stop, journal.log.group():
@@ -219,7 +221,7 @@ def _execute(
 def resume(run_dir: Path, on_change: Callable[[Journal], None] = lambda j: None) -> RunOutcome:
     cfg, journal = open_run(run_dir)
     if journal.finished is not None:
-        return RunOutcome("finished", f"already finished: {journal.finished['reason']}")
+        return RunOutcome("finished", f"already finished: {journal.finished.reason}")
     check_sandbox(cfg)
     if cfg.search_mode.needs_llm:
         from silva.llm_session import check_llm, record_probes

@@ -86,10 +86,10 @@ class RunView:
             {
                 "idea": idea,
                 "stage": stage,
-                "node_id": e.get("node_id"),
-                "metric": e.get("metric"),
-                "value": e.get("value"),
-                "reason": e.get("reason"),
+                "node_id": e.node_id,
+                "metric": e.metric,
+                "value": e.value,
+                "reason": e.reason,
             }
             for (idea, stage), e in self.journal.stage_best.items()
         ]
@@ -104,4 +104,4 @@ class RunView:
 
     def best_node(self, stage: str, idea: str = "default") -> Node | None:
         decision = self.journal.stage_best.get((idea, stage))
-        return self.journal.nodes[decision["node_id"]] if decision and decision.get("node_id") else None
+        return self.journal.nodes[decision.node_id] if decision and decision.node_id else None

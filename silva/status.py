@@ -27,10 +27,10 @@ MAX_STAGE_ROWS = 40
 
 def state_line(journal: Journal) -> str:
     if journal.finished is not None:
-        return f"finished: {journal.finished['reason']}"
+        return f"finished: {journal.finished.reason}"
     if journal.stop is not None:
-        budget = f" (budget: {journal.stop['budget']})" if journal.stop.get("budget") else ""
-        return f"stopped: {journal.stop['reason']}{budget}; continue with `silva resume`"
+        budget = f" (budget: {journal.stop.budget})" if journal.stop.budget else ""
+        return f"stopped: {journal.stop.reason}{budget}; continue with `silva resume`"
     return "running, or killed without a clean stop: `silva resume` continues it"
 
 
@@ -140,12 +140,12 @@ def llm_lines(run_dir: Path, journal: Journal, llm: dict[str, Any] | None, disco
     if journal.finished is None and (queued := queue_line(run_dir)):
         lines.append(queued)
     for idea, e in sorted(journal.idea_stopped.items()):
-        lines.append(f"idea {idea} stopped: {e['reason']}")
+        lines.append(f"idea {idea} stopped: {e.reason}")
     for idea, h in sorted(journal.heldout.items()):
         lines.append(
-            f"held-out choice for {idea}: {h['node_id'] or '-'} ({h['metric']} held-out "
-            f"{fmt(h['heldout_value'])}, search {fmt(h['search_value'])}); the search's best "
-            f"{h['search_best_id']} scored {fmt(h['search_best_heldout_value'])} held-out"
+            f"held-out choice for {idea}: {h.node_id or '-'} ({h.metric} held-out "
+            f"{fmt(h.heldout_value)}, search {fmt(h.search_value)}); the search's best "
+            f"{h.search_best_id} scored {fmt(h.search_best_heldout_value)} held-out"
         )
     if (run_dir / "notes").is_dir():
         lines.append(f"experimental journal: {run_dir / 'notes'}")

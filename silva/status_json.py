@@ -90,9 +90,9 @@ def run_result(journal: Journal) -> RunResult:
 def status_report(run_dir: Path, journal: Journal) -> StatusReport:
     if journal.finished is not None:
         state: Literal["running", "stopped", "finished"] = "finished"
-        reason, budget = journal.finished["reason"], None
+        reason, budget = journal.finished.reason, None
     elif journal.stop is not None:
-        state, reason, budget = "stopped", journal.stop["reason"], journal.stop.get("budget")
+        state, reason, budget = "stopped", journal.stop.reason, journal.stop.budget
     else:
         state, reason, budget = "running", None, None
     spec = journal.primary_metric

@@ -105,7 +105,7 @@ def read_run(run_dir: Path, journal: Journal | None = None) -> RunResults:
     ideas: dict[str, IdeaResults] = {}
     names = sorted(
         {idea for idea, _ in journal.stage_ended},
-        key=lambda i: min(e["ts"] for (k, _), e in journal.stage_ended.items() if k == i),
+        key=lambda i: min(e.ts for (k, _), e in journal.stage_ended.items() if k == i),
     )
     described = _descriptions(cfg, journal)
     for name in names:
@@ -122,7 +122,11 @@ def read_run(run_dir: Path, journal: Journal | None = None) -> RunResults:
         buggy_nodes=sum(n.status == NodeStatus.BUGGY for n in nodes),
         wall_s=journal.elapsed_s(),
         ideas=ideas,
-        finished_reason=(journal.finished or journal.stop or {}).get("reason", ""),
+        finished_reason=journal.finished.reason
+        if journal.finished
+        else journal.stop.reason
+        if journal.stop
+        else "",
     )
 
 
@@ -198,7 +202,7 @@ def _idea(run_dir: Path, journal: Journal, name: str, described: dict[str, Any])
         method_description=described.get("method_description", ""),
         metrics=metrics,
         stages=stages,
-        heldout=journal.heldout.get(name),
+        heldout=journal.heldout[name].model_dump(mode="json") if name in journal.heldout else None,
         notes_md=notes.read_text() if notes.is_file() else "",
         best_code=best_code,
         fixed_settings=described.get("fixed", {}),
@@ -207,15 +211,15 @@ def _idea(run_dir: Path, journal: Journal, name: str, described: dict[str, Any])
 
 def _stage(run_dir: Path, journal: Journal, idea: str, stage: str) -> StageResult:
     ended = journal.stage_ended[(idea, stage)]
-    decision = journal.stage_best.get((idea, stage), {})
+    decision = journal.stage_best.get((idea, stage))
     nodes = journal.in_stage(stage, idea=idea)
-    best: Node | None = journal.nodes.get(ended.get("best_node_id") or "")
-    agg: Node | None = journal.nodes.get(ended.get("aggregate_node_id") or "")
+    best: Node | None = journal.nodes.get(ended.best_node_id or "")
+    agg: Node | None = journal.nodes.get(ended.aggregate_node_id or "")
     result = StageResult(
         stage=stage,
-        ended_because=str(ended.get("reason", "")),
+        ended_because=ended.reason,
         best_node_id=best.id if best else None,
-        best_value=decision.get("value"),
+        best_value=decision.value if decision else None,
         best_plan=best.plan if best else "",
         best_params=dict(best.params) if best else {},
         nodes=len(nodes),

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import ConfigError
+from engine.events import DiscoverySplit
 from engine.journal import Journal
 
 SPLIT_DIR = "discovery"
@@ -75,7 +76,7 @@ def make_split(
     Groups never straddle the split (docs/discovery.md, "The split and the held-out rule"): rows
     sharing `group_column`, and exact duplicate rows, go to the same part."""
     split = Split(run_dir)
-    if any(e["type"] == "discovery_split" for e in journal.log.events):
+    if next(journal.log.read(DiscoverySplit), None) is not None:
         return split
     df = read_table(data)
     for name, col in (("image_column", image_column), ("group_column", group_column)):
@@ -99,19 +100,20 @@ def make_split(
         if image_column is not None:
             _copy_images(rows[image_column], data.parent, split.images(part))
     journal.record(
-        "discovery_split",
-        data=str(data),
-        sha256=hashlib.sha256(data.read_bytes()).hexdigest(),
-        seed=seed,
-        heldout_fraction=fraction,
-        rows={p: len(r) for p, r in parts.items()},
-        columns=list(df.columns),
-        image_column=image_column,
-        group_column=group_column,
-        groups=int(groups.max()) + 1,
-        duplicate_rows=dup,
-        heldout_duplicates_dropped=int(held.sum()) - len(heldout),
-        warning=warning,
+        DiscoverySplit(
+            data=str(data),
+            sha256=hashlib.sha256(data.read_bytes()).hexdigest(),
+            seed=seed,
+            heldout_fraction=fraction,
+            rows={p: len(r) for p, r in parts.items()},
+            columns=list(df.columns),
+            image_column=image_column,
+            group_column=group_column,
+            groups=int(groups.max()) + 1,
+            duplicate_rows=dup,
+            heldout_duplicates_dropped=int(held.sum()) - len(heldout),
+            warning=warning,
+        )
     )
     return split
 

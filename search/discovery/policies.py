@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from engine.events import BankUpdated, ChainEnded
 from engine.node import Node
 from search.discovery import gates
 from search.discovery.bank import claim_text, fallback_reason, prune_max_min
@@ -169,7 +170,7 @@ class ExperiGen:
                 if ev is not None and abs(ev.effect_d) >= d.min_effect and (sign == 0 or ev.sign == sign)
             ]
             best = min(eligible)[1] if eligible else None
-        self.s.record("chain_ended", chain=chain, steps=[r.id for r in steps], best=best)
+        self.s.record(ChainEnded(chain=chain, steps=[r.id for r in steps], best=best))
         if best is not None:
             self._enter_bank(best)
 
@@ -181,11 +182,12 @@ class ExperiGen:
         kept = prune_max_min(ids, texts, self.d.bank_capacity, embedder, keep_first=best)
         fallback = fallback_reason(embedder)
         self.s.record(
-            "bank_updated",
-            added=best,
-            bank=kept,
-            pruned=[i for i in ids if i not in kept],
-            **({"embedding_fallback": fallback} if fallback else {}),
+            BankUpdated(
+                added=best,
+                bank=kept,
+                pruned=[i for i in ids if i not in kept],
+                embedding_fallback=fallback or None,
+            )
         )
 
     def confirms(self, rec: Record) -> bool:

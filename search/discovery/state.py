@@ -2,24 +2,28 @@
 the events appended since the last one). Nothing here is stored anywhere else, so a resumed run
 has exactly the state the killed one had journaled.
 
-Discovery events (beside the engine's node events):
-
-| event | data |
-|---|---|
-| `discovery_split` | data, sha256, seed, heldout_fraction, rows, columns, image_column |
-| `discovery_evaluated` | node_id, kind, reason (the outcome itself is the node's typed `DiscoveryOutcome`) |
-| `gate_decision` | node_id, stage (train / heldout / chain / bh / confirm / duplicate / confound), decision |
-| `chain_ended` | chain, steps, best |
-| `bank_updated` | added, bank (ids kept), pruned |
-| `discovery_finished` | reason, counts |
+Discovery events (beside the engine's node events) are declared in engine/events.py:
+`discovery_split`, `discovery_evaluated` (the outcome itself is the node's typed
+`DiscoveryOutcome`), `gate_decision` (stages train / heldout / chain / bh / confirm / duplicate /
+confound), `chain_ended`, `bank_updated` and `discovery_finished`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from engine.events import (
+    BankUpdated,
+    ChainEnded,
+    DiscoveryEvaluated,
+    DiscoveryFinished,
+    DiscoverySplit,
+    Event,
+    GateDecided,
+    NodeCreated,
+)
 from engine.journal import Journal
+from engine.node import Node
 from search.discovery.evidence import ClaimStatus, Hypothesis, TestOutcome
 from search.discovery.gates import GateDecision
 from search.discovery.job import PROPOSING_KINDS, DiscoveryOutcome
@@ -96,8 +100,8 @@ class DiscoveryState:
         self.ended_chains: dict[str, str | None] = {}  # seed id -> best step id
         self.bank_history: list[tuple[int, list[str]]] = []
         self.evaluated: set[str] = set()  # every discovery node whose outcome is journaled
-        self.split: dict[str, Any] | None = None
-        self.finished: dict[str, Any] | None = None
+        self.split: DiscoverySplit | None = None
+        self.finished: DiscoveryFinished | None = None
         self.bh_done = False
         self._offset = 0
         self.sync()
@@ -108,68 +112,67 @@ class DiscoveryState:
             self._apply(e)
             self._offset += 1
 
-    def _apply(self, e: dict[str, Any]) -> None:
-        kind = e["type"]
-        if kind == "node_created" and e["node"]["kind"] in DISCOVERY_KINDS:
-            self._created(e["node"], e["seq"])
-        elif kind == "discovery_split":
-            self.split = e
-        elif kind == "discovery_evaluated":
-            self._evaluated(e)
-        elif kind == "gate_decision":
-            rec = self.records[e["node_id"]]
-            rec.decisions.append((e["seq"], e["stage"], GateDecision.model_validate(e["decision"])))
-            if e["stage"] == "bh":
-                self.bh_done = True
-        elif kind == "chain_ended":
-            self.ended_chains[e["chain"]] = e["best"]
-        elif kind == "bank_updated":
-            self.bank_history.append((e["seq"], list(e["bank"])))
-        elif kind == "discovery_finished":
-            self.finished = e
+    def _apply(self, e: Event) -> None:
+        match e:
+            case NodeCreated(node=node) if node.kind in DISCOVERY_KINDS:
+                self._created(node, e.seq)
+            case DiscoverySplit():
+                self.split = e
+            case DiscoveryEvaluated():
+                self._evaluated(e)
+            case GateDecided():
+                rec = self.records[e.node_id]
+                rec.decisions.append((e.seq, e.stage, GateDecision.model_validate(e.decision)))
+                if e.stage == "bh":
+                    self.bh_done = True
+            case ChainEnded():
+                self.ended_chains[e.chain] = e.best
+            case BankUpdated():
+                self.bank_history.append((e.seq, list(e.bank)))
+            case DiscoveryFinished():
+                self.finished = e
 
-    def _created(self, node: dict[str, Any], seq: int) -> None:
-        p = node.get("params") or {}
-        if node["kind"] == "heldout":
-            self.heldout_of[node["id"]] = node["parent_id"]
-            self.records[node["parent_id"]].heldout_node = node["id"]
-        elif node["kind"] == "reflect":
-            self.reflect_nodes.append(node["id"])
+    def _created(self, node: Node, seq: int) -> None:
+        p = node.params
+        if node.kind == "heldout":
+            parent = node.parent_id or ""  # a held-out run always re-runs a proposal
+            self.heldout_of[node.id] = parent
+            self.records[parent].heldout_node = node.id
+        elif node.kind == "reflect":
+            self.reflect_nodes.append(node.id)
         else:
             rec = Record(
-                id=node["id"],
-                kind=node["kind"],
+                id=node.id,
+                kind=node.kind,
                 created_seq=seq,
                 iteration=int(p.get("iteration", 0)),
-                parent=node.get("parent_id"),
+                parent=node.parent_id,
                 step=int(p.get("step", 1)),
-                chain=node["id"] if node["kind"] == "seed" else p.get("chain"),
+                chain=node.id if node.kind == "seed" else p.get("chain"),
             )
             self.records[rec.id] = rec
             if rec.chain is not None:
                 self.chains.setdefault(rec.chain, []).append(rec.id)
 
-    def _evaluated(self, e: dict[str, Any]) -> None:
-        node_id = e["node_id"]
+    def _evaluated(self, e: DiscoveryEvaluated) -> None:
+        node_id = e.node_id
         self.evaluated.add(node_id)
         out = self.journal.nodes[node_id].outcome_as(DiscoveryOutcome)
-        if e["kind"] == "reflect":
+        if e.kind == "reflect":
             self.reflections.append(
-                ReflectionRecord(
-                    node_id, len(self.reflections) + 1, e["seq"], out.reflection if out else None
-                )
+                ReflectionRecord(node_id, len(self.reflections) + 1, e.seq, out.reflection if out else None)
             )
-        elif e["kind"] == "heldout":
+        elif e.kind == "heldout":
             rec = self.records[self.heldout_of[node_id]]
             rec.heldout, rec.heldout_done = (out.evidence if out else None), True
         else:
             rec = self.records[node_id]
-            rec.eval_seq = e["seq"]
+            rec.eval_seq = e.seq
             if out is not None:
                 rec.hypothesis, rec.evidence = out.hypothesis, out.evidence
                 rec.error, rec.figure_reading = out.error, out.figure_reading
             else:
-                rec.error = e.get("reason", "")
+                rec.error = e.reason
 
     # -- views ----------------------------------------------------------------------------------
     def proposals(self) -> list[Record]:

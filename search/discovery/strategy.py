@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from engine.dispatch import Finish
+from engine.events import DiscoveryEvaluated, DiscoveryFinished, Event, GateDecided
 from engine.journal import Journal
 from engine.llm import LLM
 from engine.llm.config import resolve_model
@@ -116,14 +117,14 @@ class DiscoveryStrategy:
     def finished(self) -> Finish | None:
         self.absorb()
         if self.state.finished is not None:
-            return Finish("complete", self.state.finished["reason"])
+            return Finish("complete", self.state.finished.reason)
         if self._open() or self._pending_heldout() or not self.policy.done():
             return None
         if self.dcfg.chosen_gate == "bh" and not self.state.bh_done:
             return None  # the BH pass is made by propose, then its confirmations run
         reason = self.policy.finish_reason()
         claims = self.claims()
-        self.journal.record("discovery_finished", reason=reason, counts=counts(claims))
+        self.journal.record(DiscoveryFinished(reason=reason, counts=counts(claims)))
         self.state.sync()
         self.write_store()
         return Finish("complete", reason)
@@ -159,10 +160,9 @@ class DiscoveryStrategy:
         for node in done:
             out = node.outcome_as(DiscoveryOutcome)
             self.record(
-                "discovery_evaluated",
-                node_id=node.id,
-                kind=node.kind,
-                reason=(out.error if out else "") or node.reason,
+                DiscoveryEvaluated(
+                    node_id=node.id, kind=node.kind, reason=(out.error if out else "") or node.reason
+                )
             )
             if node.kind == "heldout":
                 self._heldout_decision(self.state.records[self.state.heldout_of[node.id]])
@@ -181,13 +181,13 @@ class DiscoveryStrategy:
             self._bh_pass()
         self._confound_pass()
 
-    def record(self, type_: str, **data: Any) -> None:
-        self.journal.record(type_, **data)
+    def record(self, event: Event) -> None:
+        self.journal.record(event)
         self.state.sync()
         self._dirty = True
 
     def decide(self, rec: Record, stage: str, decision: gates.GateDecision) -> None:
-        self.record("gate_decision", node_id=rec.id, stage=stage, decision=decision.model_dump(mode="json"))
+        self.record(GateDecided(node_id=rec.id, stage=stage, decision=decision.model_dump(mode="json")))
 
     def train_gate(self, rec: Record, *, bonferroni_tests: int) -> None:
         """A one-hypothesis train decision (DiscoPER): two-split's first half or Bonferroni."""
@@ -447,14 +447,14 @@ class DiscoveryStrategy:
                 "alpha": self.dcfg.alpha,
                 "min_effect": self.dcfg.min_effect,
                 "replication_ratio": self.dcfg.replication_ratio,
-                "split": {
-                    k: v for k, v in (self.state.split or {}).items() if k not in ("type", "seq", "ts")
-                },
+                "split": self.state.split.model_dump(mode="json", exclude={"type", "seq", "ts"})
+                if self.state.split
+                else {},
                 "tests": self.state.tests_done(),
                 "counts": counts(claims),
                 "reflections": refl,
                 "bank": self.state.bank(),
-                "finished": (self.state.finished or {}).get("reason"),
+                "finished": self.state.finished.reason if self.state.finished else None,
             },
         )
         self._dirty = False

@@ -5,11 +5,12 @@ replay of those events, so a resumed run has exactly the state the killed one ha
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from engine.events import StatefulOp
 from search.discovery.evidence import TestOutcome
 
 Op = Literal["==", "!=", ">", ">=", "<", "<="]
@@ -18,7 +19,6 @@ Tool = Literal[
 ]
 ActionName = Literal["create", "attach", "deepen", "switch", "retire", "stop"]
 Verdict = Literal["supported", "weakened", "refuted", "inconclusive"]
-EVENT = "stateful"
 
 
 class Condition(BaseModel):
@@ -138,44 +138,46 @@ class State:
         self.screened = False
 
     @classmethod
-    def replay(cls, events: Sequence[dict[str, Any]]) -> State:
+    def replay(cls, events: Iterable[StatefulOp]) -> State:
         state = cls()
         for e in events:
-            if e["type"] == EVENT:
-                state.apply(e)
+            state.apply(e)
         return state
 
-    def apply(self, e: dict[str, Any]) -> None:
+    def apply(self, e: StatefulOp) -> None:
         """One event is one whole change (a step's action with its evidence), so a crash between
         two events never leaves half a step applied."""
-        op = e["op"]
-        if e.get("node_id"):
-            self.applied.add(e["node_id"])
-        if op == "step":
-            self.steps.append({k: e[k] for k in ("node_id", "action", "accepted", "reason")})
-            if e.get("pattern"):
-                self.patterns.append(Pattern.model_validate(e["pattern"]))
-            if e["accepted"]:
-                self._act(e)
-        elif op == "evidence":
-            self._add_evidence(e["investigation"], e["evidence"])
-        elif op == "screen":
-            self.patterns += [Pattern.model_validate(p) for p in e["patterns"]]
-            self.screened = True
-        elif op == "stop":
-            self.stopped = e["reason"]
-        elif op == "final":
-            self.finalized = True
+        if e.node_id:
+            self.applied.add(e.node_id)
+        match e.op:
+            case "step":
+                self.steps.append(
+                    {"node_id": e.node_id, "action": e.action, "accepted": e.accepted, "reason": e.reason}
+                )
+                if e.pattern:
+                    self.patterns.append(Pattern.model_validate(e.pattern))
+                if e.accepted:
+                    self._act(e)
+            case "evidence":
+                if e.investigation is not None and e.evidence is not None:
+                    self._add_evidence(e.investigation, e.evidence)
+            case "screen":
+                self.patterns += [Pattern.model_validate(p) for p in e.patterns]
+                self.screened = True
+            case "stop":
+                self.stopped = e.reason
+            case "final":
+                self.finalized = True
 
-    def _act(self, e: dict[str, Any]) -> None:
-        action, target = e["action"], e["investigation"]
+    def _act(self, e: StatefulOp) -> None:
+        action, target = e.action or {}, e.investigation or ""
         if action["action"] == "create":
             self.investigations[target] = Investigation(
                 id=target, claim=Claim.model_validate(action["claim"])
             )
             self.focus = target
-        if e.get("evidence"):
-            self._add_evidence(target, e["evidence"])
+        if e.evidence:
+            self._add_evidence(target, e.evidence)
         if action["action"] == "switch":
             self.focus = target
         elif action["action"] == "retire":

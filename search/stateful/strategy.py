@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from engine.dispatch import Finish
+from engine.events import StatefulOp
 from engine.journal import Journal
 from engine.llm import LLM, BudgetExceeded, LLMError, Message
 from engine.node import AttemptResult, BudgetRefusal, Node
@@ -27,7 +28,7 @@ from search.discovery.evidence import TestOutcome
 from search.stateful.adjudicate import Thresholds, adjudicate, adjudicate_naively
 from search.stateful.analysis import run_analysis, screen
 from search.stateful.config import StatefulConfig
-from search.stateful.model import EVENT, Action, AnalysisSpec, Evidence, Investigation, Judgement, State
+from search.stateful.model import Action, AnalysisSpec, Evidence, Investigation, Judgement, State
 from search.stateful.view import SYSTEM, frontier, step_prompt
 
 STAGE = "stateful"
@@ -136,11 +137,11 @@ class StatefulDiscovery:
         self, cfg: StatefulConfig, thresholds: Thresholds, journal: Journal, data: Data, llm: LLM
     ) -> None:
         self.cfg, self.t, self.journal, self.data, self.llm = cfg, thresholds, journal, data, llm
-        self.state = State.replay(journal.log.events)
+        self.state = State.replay(journal.log.read(StatefulOp))
 
     # -- state changes: every one is a journal event, applied through State.apply ------------
     def _record(self, op: str, **data: Any) -> None:
-        self.state.apply(self.journal.record(EVENT, op=op, **data))
+        self.state.apply(self.journal.record(StatefulOp(op=op, **data)))
 
     def judge(self, inv: Investigation) -> Judgement:
         """The claim's local verdict now (derived from its evidence, never stored apart from it)."""

@@ -13,6 +13,7 @@ from typing import Any
 
 from engine.budgets import ComputeMeter
 from engine.dispatch import Finish
+from engine.events import IdeaStopped
 from engine.executor import Job
 from engine.journal import Journal
 from engine.node import Node
@@ -58,7 +59,7 @@ class TemplateTree:
     def stopped(self) -> bool:
         stop = self._over_budget()
         if stop is not None and self.name not in self.journal.idea_stopped:
-            self.journal.record("idea_stopped", idea=self.name, reason=stop)
+            self.journal.record(IdeaStopped(idea=self.name, reason=stop))
         return stop is not None
 
     def propose(self, slots: int) -> list[Node]:

@@ -22,6 +22,7 @@ from rich.table import Table
 from engine.config import format_validation_error, load_yaml
 from engine.dispatch import Dispatcher, RunOutcome
 from engine.errors import ConfigError
+from engine.events import RunStarted, SessionStarted
 from engine.journal import EVENTS_FILE, Journal
 from search.autobench.config import AutoBenchConfig
 from silva.signals import EXIT_CODES as SIGNAL_EXIT_CODES
@@ -131,11 +132,12 @@ def create_run(cfg: AutoBenchConfig) -> tuple[Path, Journal]:
     (run_dir / CONFIG_SNAPSHOT).write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
     journal = Journal.open(run_dir)
     journal.record(
-        "run_started",
-        config=cfg.model_dump(mode="json"),
-        metrics=[m.model_dump() for m in METRICS],
-        stages=[STAGE],
-        mode="autobench",
+        RunStarted(
+            config=cfg.model_dump(mode="json"),
+            metrics=[m.model_dump() for m in METRICS],
+            stages=[STAGE],
+            mode="autobench",
+        )
     )
     return run_dir, journal
 
@@ -155,7 +157,7 @@ def execute(
     from search.autobench.strategy import AutoBenchStrategy
     from silva.llm_session import LedgerTail
 
-    journal.record("session_started", resumed=len(journal.sessions) > 0)
+    journal.record(SessionStarted(resumed=len(journal.sessions) > 0))
     clients, closers = _gateways(cfg, run_dir)
     try:
         strategy = AutoBenchStrategy(cfg, journal, run_dir, clients)

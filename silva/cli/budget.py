@@ -12,6 +12,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from engine.events import BudgetChanged
+
 OPTIONS = {
     "gpu_hours": "--gpu-hours",
     "cpu_hours": "--cpu-hours",
@@ -29,7 +31,6 @@ def budget(
 ) -> int:
     """Raise or lower the budgets of a running or stopped run."""
     from engine.budgets import (
-        CHANGE_EVENT,
         check_change,
         effective_budgets,
         limit_of,
@@ -49,8 +50,7 @@ def budget(
     cfg, journal = lifecycle.open_run(run_dir, read_only=True)
     if journal.finished is not None:
         raise ConfigError(
-            f"{run_dir}: the run has finished ({journal.finished['reason']}); a budget has nothing to "
-            "continue"
+            f"{run_dir}: the run has finished ({journal.finished.reason}); a budget has nothing to continue"
         )
     spend = journal.totals.spend
     used = {
@@ -74,10 +74,9 @@ def budget(
     try:
         current = effective_budgets(cfg.budgets, writer.totals.budget_changes)
         writer.record(
-            CHANGE_EVENT,
-            changes=changes,
-            previous={k: limit_of(current, k) for k in changes},
-            source="silva budget",
+            BudgetChanged(
+                changes=changes, previous={k: limit_of(current, k) for k in changes}, source="silva budget"
+            )
         )
     finally:
         writer.log.close()

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from engine.events import AllocationDecided, AttemptFinished, ComputeUsed, NodeCreated
 from engine.journal import Journal
 from engine.llm.ledger import LEDGER_FILE, read_records
 from engine.node import MetricSpec
@@ -60,25 +61,23 @@ def curves(run_dir: Path, journal: Journal) -> pd.DataFrame:
                     }
                 )
 
-    for e in journal.log.read("node_created", "compute_used", "attempt_finished"):
-        while k < len(ledger) and ledger[k][0] <= e["ts"]:
+    for e in journal.log.read(NodeCreated, ComputeUsed, AttemptFinished):
+        while k < len(ledger) and ledger[k][0] <= e.ts:
             _, idea, d = ledger[k]
             usd[idea] = usd.get(idea, 0.0) + d
             usd[FOREST] += d
             k += 1
-        kind = e["type"]
-        if kind == "node_created":
-            node = e["node"]
-            if node["stage"] in plan and node["kind"] not in SUPPORT:
-                node_idea[node["id"]] = node.get("idea", "default")
-        elif kind == "compute_used":
-            idea = e.get("idea", "default")
-            gpu[idea] = gpu.get(idea, 0.0) + e["gpu_s"] / 3600
-            gpu[FOREST] += e["gpu_s"] / 3600
-            emit(idea)
-        elif kind == "attempt_finished" and e["node_id"] in node_idea and e["result"]["status"] == "good":
-            idea = node_idea[e["node_id"]]
-            value = next((m["value"] for m in e["result"]["metrics"] if m["name"] == spec.name), None)
+        if isinstance(e, NodeCreated):
+            node = e.node
+            if node.stage in plan and node.kind not in SUPPORT:
+                node_idea[node.id] = node.idea
+        elif isinstance(e, ComputeUsed):
+            gpu[e.idea] = gpu.get(e.idea, 0.0) + e.gpu_s / 3600
+            gpu[FOREST] += e.gpu_s / 3600
+            emit(e.idea)
+        elif isinstance(e, AttemptFinished) and e.node_id in node_idea and e.result.status == "good":
+            idea = node_idea[e.node_id]
+            value = next((m.value for m in e.result.metrics if m.name == spec.name), None)
             o = spec.oriented(value)
             if o is not None:
                 for who in (idea, FOREST):
@@ -110,18 +109,18 @@ def marginal(c: pd.DataFrame, spec: MetricSpec) -> float | None:
 def stops(journal: Journal) -> pd.DataFrame:
     rows = [
         {
-            "idea": e["idea"],
-            "cause": e.get("cause", ""),
-            "rung": e.get("rung"),
-            "stage": e.get("stage"),
-            "score": e.get("score"),
-            "threshold": e.get("threshold"),
-            "gpu_hours": e.get("gpu_hours"),
-            "returned_gpu_hours": e.get("returned_gpu_hours"),
-            "reason": e.get("reason"),
+            "idea": e.idea,
+            "cause": e.cause or "",
+            "rung": e.rung,
+            "stage": e.stage,
+            "score": e.score,
+            "threshold": e.threshold,
+            "gpu_hours": e.gpu_hours,
+            "returned_gpu_hours": e.returned_gpu_hours,
+            "reason": e.reason,
         }
-        for e in journal.log.read("allocation")
-        if e.get("decision") == "stopped"
+        for e in journal.log.read(AllocationDecided)
+        if e.decision == "stopped"
     ]
     return pd.DataFrame(
         rows,
@@ -147,7 +146,8 @@ def scaling(run_dir: Path, journal: Journal) -> Scaling:
     rows = []
     for idea in ideas:
         ci = c[c.idea == idea]
-        heldout = journal.heldout.get(idea, {}).get("heldout_value") if idea != FOREST else None
+        chosen = journal.heldout.get(idea) if idea != FOREST else None
+        heldout = chosen.heldout_value if chosen else None
         stopped = s[s.idea == idea]
         rows.append(
             {

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from engine.events import AttemptStarted, NodeCreated
 from engine.journal import Journal
 from engine.llm.ledger import CallRecord
 from engine.node import Node, NodeStatus
@@ -80,7 +81,7 @@ class ForestData(BaseModel):
 
 def _idea_metrics(journal: Journal) -> dict[str, str]:
     """The metric each tree decides on: its decisions' metric, else the run's primary."""
-    out = {idea: e["metric"] for (idea, _), e in journal.stage_best.items() if e.get("metric")}
+    out = {idea: e.metric for (idea, _), e in journal.stage_best.items() if e.metric}
     primary = journal.primary_metric
     if primary is not None:
         for n in journal:
@@ -92,7 +93,7 @@ def node_revisions(journal: Journal, records: list[CallRecord]) -> dict[str, str
     """A token per node that changes whenever anything shown in its details changes."""
     events: dict[str, int] = defaultdict(int)
     for e in journal.log.events:
-        node_id = e.get("node_id") or (e.get("node") or {}).get("id")
+        node_id = e.node.id if isinstance(e, NodeCreated) else getattr(e, "node_id", None)
         if node_id:
             events[node_id] += 1
     calls: dict[str, int] = defaultdict(int)
@@ -125,14 +126,14 @@ def forest_data(
         SUPPORT_SHAPES[i % len(SUPPORT_SHAPES)] for i, k in enumerate(k for k in kinds if k in SUPPORT_KINDS)
     ]
     metric = _idea_metrics(journal)
-    best = {e["node_id"] for e in journal.stage_best.values() if e.get("node_id")}
-    chosen = {e["node_id"] for e in journal.heldout.values() if e.get("node_id")}
+    best = {e.node_id for e in journal.stage_best.values() if e.node_id}
+    chosen = {e.node_id for e in journal.heldout.values() if e.node_id}
     lost = {
         s.node_id
-        for s in attempt_spans(journal.log.read("attempt_started", *ATTEMPT_ENDS))
+        for s in attempt_spans(journal.log.read(AttemptStarted, *ATTEMPT_ENDS))
         if s.ended in ("lost", "cancelled")
     }
-    roots = {e.get("root") for e in journal.stage_started.values() if e.get("root")}
+    roots = {e.root for e in journal.stage_started.values() if e.root}
     cols: dict[str, list[Any]] = {c: [] for c in ("id", "p", "i", "s", "k", "st", "v", "f", "r", "t")}
     for nid in ids:
         n = journal.nodes[nid]
@@ -156,19 +157,19 @@ def forest_data(
     decisions = []
     for (idea, stage), e in journal.stage_best.items():
         ended = journal.stage_ended.get((idea, stage))
-        started = journal.stage_started.get((idea, stage), {})
+        started = journal.stage_started.get((idea, stage))
         decisions.append(
             Decision(
                 idea=idea,
                 stage=stage,
-                node=e.get("node_id"),
-                metric=e.get("metric"),
-                value=e.get("value"),
-                reason=e.get("reason", ""),
-                selection=e.get("selection") or {},
-                ended=ended["reason"] if ended else None,
-                aggregate=ended.get("aggregate_node_id") if ended else None,
-                root=started.get("root"),
+                node=e.node_id,
+                metric=e.metric,
+                value=e.value,
+                reason=e.reason,
+                selection=e.selection or {},
+                ended=ended.reason if ended else None,
+                aggregate=ended.aggregate_node_id if ended else None,
+                root=started.root if started else None,
             )
         )
     spent = spend(records)
@@ -196,10 +197,10 @@ def forest_data(
         nodes=cols,
         decisions=decisions,
         heldout=[
-            {"idea": idea, **{k: v for k, v in e.items() if k not in ("seq", "type")}}
+            {"idea": idea, **e.model_dump(mode="json", exclude={"seq", "type"})}
             for idea, e in sorted(journal.heldout.items())
         ],
-        idea_stopped={idea: e["reason"] for idea, e in journal.idea_stopped.items()},
+        idea_stopped={idea: e.reason for idea, e in journal.idea_stopped.items()},
         budgets=budget_rows(cfg, journal, spent),
         spend=spent.model_dump(mode="json"),
         throughput=rate.model_dump(mode="json"),

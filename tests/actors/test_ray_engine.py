@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from engine import events as ev
 from engine.journal import EVENTS_FILE, Journal
 from engine.node import NodeStatus
 from search.template.plan import PLAN
@@ -48,10 +49,10 @@ def test_example_runs_end_to_end_offline(tmp_path: Path) -> None:
     j = Journal.open(run_dir)
     assert all(("default", s) in j.stage_ended for s in STAGES)
     assert not j.buggy_nodes, [(n.id, n.reason) for n in j.buggy_nodes]
-    best = j.nodes[j.stage_ended[("default", "agenda")]["best_node_id"]]
+    best = j.nodes[j.stage_ended[("default", "agenda")].best_node_id or ""]
     assert best.params["use_rff"] is True and 0.5 < best.metric("val_accuracy") <= 1.0  # type: ignore[operator]
     for stage in STAGES:
-        agg = j.nodes[j.stage_ended[("default", stage)]["aggregate_node_id"]]
+        agg = j.nodes[j.stage_ended[("default", stage)].aggregate_node_id or ""]
         assert len(agg.refs) == 1 + cfg.replicates
         assert (run_dir / agg.artifacts[1]).read_bytes().startswith(b"\x89PNG")
 
@@ -79,10 +80,10 @@ def test_killed_worker_is_retried_and_node_gets_one_result(tmp_path: Path) -> No
     j = Journal.open(run_dir)
     node = j.nodes["n0000"]
     assert (node.status, node.attempts, node.lost_attempts) == (NodeStatus.GOOD, 2, 1)
-    lost = [e for e in j.log.events if e["type"] == "attempt_lost"]
-    assert len(lost) == 1 and lost[0]["node_id"] == "n0000" and "Worker" in lost[0]["error"]
-    finished = [e for e in j.log.events if e["type"] == "attempt_finished" and e["node_id"] == "n0000"]
-    assert len(finished) == 1 and finished[0]["attempt"] == 2
+    lost = [e for e in j.log.read(ev.AttemptLost)]
+    assert len(lost) == 1 and lost[0].node_id == "n0000" and "Worker" in lost[0].error
+    finished = [e for e in j.log.read(ev.AttemptFinished) if e.node_id == "n0000"]
+    assert len(finished) == 1 and finished[0].attempt == 2
     assert json.loads((run_dir / "nodes" / "n0000" / "attempt-2.worker.json").read_text())["pid"] != killed[0]
 
 
@@ -130,9 +131,9 @@ def test_driver_sigkill_then_resume_loses_nothing(tmp_path: Path) -> None:
             after.nodes[node_id].is_finished
             and after.nodes[node_id].attempts == before.nodes[node_id].attempts + 1
         )
-    per_node = [e["node_id"] for e in after.log.events if e["type"] == "attempt_finished"]
+    per_node = [e.node_id for e in after.log.read(ev.AttemptFinished)]
     assert len(per_node) == len(set(per_node)) == len(after.nodes)
     assert len(after.sessions) == 2
     # The same tree: stage bests decided before the kill are the ones it ended with.
     for key, decision in before.stage_best.items():
-        assert after.stage_best[key]["node_id"] == decision["node_id"]
+        assert after.stage_best[key].node_id == decision.node_id

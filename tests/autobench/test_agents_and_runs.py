@@ -136,7 +136,7 @@ def test_node_budget_stops_a_bench_run_cleanly(tmp_path: Path) -> None:
     assert main(["bench", "autobench", "--config", str(path)]) == 3  # stopped by a budget, resumable
     (run_dir,) = (tmp_path / "runs").iterdir()
     journal = Journal.open(run_dir)
-    assert len(journal.nodes) == 4 and journal.stop is not None and journal.stop["budget"] == "max_nodes"
+    assert len(journal.nodes) == 4 and journal.stop is not None and journal.stop.budget == "max_nodes"
 
 
 def test_bad_bench_input_exits_2(tmp_path: Path, capsys: object) -> None:

@@ -12,7 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from engine.budgets import CHANGE_EVENT, REQUESTS_DIR, ComputeMeter, Spend
+from engine import events as ev
+from engine.budgets import REQUESTS_DIR, ComputeMeter, Spend
 from engine.config import Budgets
 from engine.journal import EVENTS_FILE, Journal
 from search.agentic.plan import PLAN as AGENTIC_PLAN
@@ -39,16 +40,16 @@ def run_virtual(cfg_path: Path, hours: float = 1.0) -> tuple[Path, Journal, Virt
 
 def test_job_never_starts_past_the_gpu_budget_and_running_ones_are_counted(tmp_path: Path) -> None:
     run_dir, j, _ = run_virtual(forest_config(tmp_path, budgets={"gpu_hours": 3.0}))
-    assert j.stop is not None and j.stop["budget"] == "gpu_hours"
+    assert j.stop is not None and j.stop.budget == "gpu_hours"
     spent = 0.0
     for e in j.log.events:
-        if e["type"] == "compute_used":
-            spent += e["gpu_s"] / 3600
-        elif e["type"] == "attempt_started":
+        if isinstance(e, ev.ComputeUsed):
+            spent += e.gpu_s / 3600
+        elif isinstance(e, ev.AttemptStarted):
             assert spent < 3.0, "an attempt started with the GPU budget already used up"
-    assert spent >= 3.0 and not any(e["type"] == "attempt_cancelled" for e in j.log.events)
+    assert spent >= 3.0 and not any(isinstance(e, ev.AttemptCancelled) for e in j.log.events)
     # Fractional GPUs count as fractions: 0.5 GPU for an hour is half a GPU-hour.
-    assert all(e["gpu_s"] in (0.0, 1800.0) for e in j.log.events if e["type"] == "compute_used")
+    assert all(e.gpu_s in (0.0, 1800.0) for e in j.log.read(ev.ComputeUsed))
     j.log.close()
 
 
@@ -63,9 +64,9 @@ def test_raised_budget_resumes_where_it_stopped_without_redoing_a_node(
     cfg, journal = lifecycle.open_run(run_dir)
     lifecycle.execute(cfg, journal, executor=VirtualExecutor())
     assert journal.finished is not None
-    finished = [e["node_id"] for e in journal.log.events if e["type"] == "attempt_finished"]
+    finished = [e.node_id for e in journal.log.read(ev.AttemptFinished)]
     assert len(finished) == len(set(finished)) and before <= set(finished)
-    assert [e["changes"] for e in journal.log.events if e["type"] == CHANGE_EVENT] == [{"gpu_hours": 100.0}]
+    assert [e.changes for e in journal.log.read(ev.BudgetChanged)] == [{"gpu_hours": 100.0}]
     journal.log.close()
 
 
@@ -119,9 +120,7 @@ def test_live_driver_picks_up_a_change_from_a_request(
     journal = Journal.open(run_dir)  # the driver's side: its meter journals the request
     meter = ComputeMeter(journal, Budgets(gpu_hours=2.0))
     assert meter.poll(force=True).gpu_hours == 50.0 and meter.budgets.dollars == 3.0
-    assert [e["changes"] for e in journal.log.events if e["type"] == CHANGE_EVENT] == [
-        {"gpu_hours": 50.0, "dollars": 3.0}
-    ]
+    assert [e.changes for e in journal.log.read(ev.BudgetChanged)] == [{"gpu_hours": 50.0, "dollars": 3.0}]
     assert not list((run_dir / REQUESTS_DIR).glob("*.json"))
     journal.log.close()
 
@@ -152,24 +151,24 @@ def test_accounting_is_exact_over_sigkill_and_resume(tmp_path: Path) -> None:
     run_dir = events_file.parent
     assert main(["resume", str(run_dir)]) == 0
     j = Journal.open(run_dir, read_only=True)
-    used = [e for e in j.log.events if e["type"] == "compute_used"]
-    orphans = [e for e in used if e.get("orphan")]
+    used = [e for e in j.log.read(ev.ComputeUsed)]
+    orphans = [e for e in used if e.orphan]
     assert orphans, "the attempts the killed driver left running are charged"
-    steps = {(e["node_id"], e["attempt"]): e for e in j.log.events if e["type"] == "attempt_finished"}
+    steps = {(e.node_id, e.attempt): e for e in j.log.read(ev.AttemptFinished)}
     expected = 0.0
     for e in used:
-        if (
-            e.get("orphan") or e["how"] == "cancelled"
-        ):  # held until the kill, or until speculation was discarded
-            expected += e["seconds"] * e["num_gpus"]
-            assert (e["node_id"], e["attempt"]) not in steps
+        if e.orphan or e.how == "cancelled":  # held until the kill, or until speculation was discarded
+            expected += e.seconds * e.num_gpus
+            assert (e.node_id, e.attempt) not in steps
         else:  # the result's own timings (journaled with the charge, and with the result when it got in)
-            r = steps.get((e["node_id"], e["attempt"]), {}).get("result", e)
-            assert (r["started_at"], r["finished_at"]) == (e["started_at"], e["finished_at"])
-            expected += (r["finished_at"] - r["started_at"]) * e["num_gpus"]
+            step = steps.get((e.node_id, e.attempt))
+            if step is not None:
+                assert (step.result.started_at, step.result.finished_at) == (e.started_at, e.finished_at)
+            assert e.started_at is not None and e.finished_at is not None
+            expected += (e.finished_at - e.started_at) * e.num_gpus
     assert math.isclose(Spend.replay(j.log.events).total.gpu_s, expected, rel_tol=1e-9)
-    assert all(e["num_gpus"] == 0.25 for e in used if e["kind"] != "aggregation")
-    assert len(used) == len({(e["node_id"], e["attempt"]) for e in used})  # charged once each
+    assert all(e.num_gpus == 0.25 for e in used if e.kind != "aggregation")
+    assert len(used) == len({(e.node_id, e.attempt) for e in used})  # charged once each
 
 
 # -- allocation ------------------------------------------------------------------------------------
@@ -209,40 +208,41 @@ def test_successive_halving_stops_ideas_returns_budget_and_spares_the_pinned(
     c_score: float,
 ) -> None:
     j = Journal.open(tmp_path / "run")
-    j.record("run_started", config={}, metrics=[{"name": "score", "primary": True}], stages=list(PLAN.names))
-    j.record("session_started", resumed=False)
+    j.record(ev.RunStarted(config={}, metrics=[{"name": "score", "primary": True}], stages=list(PLAN.names)))
+    j.record(ev.SessionStarted(resumed=False))
     gains = {"a": 0.5, "b": 0.4, "c": 0.1, "d": 0.0, "e": -0.1, "pinned": -0.2}
     spec = j.metric_specs[0]
     for k, (idea, gain) in enumerate(gains.items()):
-        j.record("node_created", node={"id": f"n{k}", "stage": PLAN.first, "kind": "baseline", "idea": idea})
+        j.record(ev.NodeCreated(node={"id": f"n{k}", "stage": PLAN.first, "kind": "baseline", "idea": idea}))
         j.record(
-            "compute_used",
-            node_id=f"n{k}",
-            attempt=1,
-            idea=idea,
-            kind="baseline",
-            how="finished",
-            seconds=3600.0,
-            gpu_s=3600.0,
-            cpu_s=3600.0,
-            num_gpus=1.0,
-            num_cpus=1.0,
+            ev.ComputeUsed(
+                node_id=f"n{k}",
+                attempt=1,
+                idea=idea,
+                kind="baseline",
+                how="finished",
+                seconds=3600.0,
+                gpu_s=3600.0,
+                cpu_s=3600.0,
+                num_gpus=1.0,
+                num_cpus=1.0,
+            )
         )
-        j.record("stage_best", idea=idea, stage=PLAN.names[0], node_id=f"n{k}", value=1.0)
-        j.record("stage_best", idea=idea, stage=PLAN.names[1], node_id=f"n{k}", value=1.0 + gain)
+        j.record(ev.StageBest(idea=idea, stage=PLAN.names[0], node_id=f"n{k}", value=1.0))
+        j.record(ev.StageBest(idea=idea, stage=PLAN.names[1], node_id=f"n{k}", value=1.0 + gain))
     meter = ComputeMeter(j, Budgets(gpu_hours=60.0))
     ideas = [IdeaInfo(i, spec, IdeaBudgets(pinned=i == "pinned")) for i in gains]
     alloc = Allocation(
         AllocationConfig(policy="successive_halving", eta=3, progress=progress), j, PLAN, ideas, meter
     )
-    assert next(e for e in j.log.events if e["type"] == "allocation")["progress"] == named
+    assert next(e for e in j.log.read(ev.AllocationDecided)).progress == named
     live = alloc.live([Tree(i) for i in gains])
     assert [t.name for t in live] == ["a", "b", "pinned"]
-    stops = {e["idea"]: e for e in j.log.events if e["type"] == "allocation" and e["decision"] == "stopped"}
+    stops = {e.idea: e for e in j.log.read(ev.AllocationDecided) if e.decision == "stopped"}
     assert set(stops) == {"c", "d", "e"} and set(j.idea_stopped) == {"c", "d", "e"}
     # Each had a sixth of 60 GPU-hours and spent one: the rest goes back to the pool.
-    assert stops["c"]["returned_gpu_hours"] == pytest.approx(9.0)
-    assert stops["c"]["rung"] == 2 and stops["c"]["score"] == pytest.approx(c_score)
+    assert stops["c"].returned_gpu_hours == pytest.approx(9.0)
+    assert stops["c"].rung == 2 and stops["c"].score == pytest.approx(c_score)
     assert alloc.ended("c") is not None and alloc.ended("pinned") is None
     # A resumed run reads the decisions back.
     again = Allocation(AllocationConfig(policy="successive_halving", eta=3), j, PLAN, ideas, meter)
@@ -252,10 +252,10 @@ def test_successive_halving_stops_ideas_returns_budget_and_spares_the_pinned(
 
 def test_progress_score_is_the_best_so_far_and_never_below_the_baseline(tmp_path: Path) -> None:
     j = Journal.open(tmp_path / "run")
-    j.record("run_started", config={}, metrics=[{"name": "score", "primary": True}], stages=list(PLAN.names))
+    j.record(ev.RunStarted(config={}, metrics=[{"name": "score", "primary": True}], stages=list(PLAN.names)))
     spec = j.metric_specs[0]
     for stage, value in zip(PLAN.names, (1.0, 0.8, 1.3)):
-        j.record("stage_best", idea="a", stage=stage, node_id=f"n-{stage}", value=value)
+        j.record(ev.StageBest(idea="a", stage=stage, node_id=f"n-{stage}", value=value))
     # Agentic ideas are different experiments: an idea's gain over its own baseline. An unlucky
     # tuning stage (0.8 below the baseline's 1.0) leaves the idea at its baseline ...
     assert AGENTIC_PLAN.progress == "best_over_baseline"
@@ -267,10 +267,11 @@ def test_progress_score_is_the_best_so_far_and_never_below_the_baseline(tmp_path
     assert best_so_far(j, PLAN, "a", Rung(PLAN.names[1]), spec) == 1.0
     assert best_so_far(j, PLAN, "a", Rung(PLAN.names[2]), spec) == pytest.approx(1.3)
     j.record(
-        "run_started",
-        config={},
-        metrics=[{"name": "loss", "direction": "minimize", "primary": True}],
-        stages=list(PLAN.names),
+        ev.RunStarted(
+            config={},
+            metrics=[{"name": "loss", "direction": "minimize", "primary": True}],
+            stages=list(PLAN.names),
+        )
     )
     assert best_so_far(j, PLAN, "a", Rung(PLAN.names[2]), j.metric_specs[0]) == pytest.approx(
         -0.8
@@ -280,26 +281,27 @@ def test_progress_score_is_the_best_so_far_and_never_below_the_baseline(tmp_path
 
 def test_successive_halving_gives_freed_budget_and_slots_to_promoted_ideas(tmp_path: Path) -> None:
     j = Journal.open(tmp_path / "run")
-    j.record("run_started", config={}, metrics=[{"name": "score", "primary": True}], stages=list(PLAN.names))
-    j.record("session_started", resumed=False)
+    j.record(ev.RunStarted(config={}, metrics=[{"name": "score", "primary": True}], stages=list(PLAN.names)))
+    j.record(ev.SessionStarted(resumed=False))
     gains = {"a": 0.4, "b": 0.5, "c": 0.1, "d": 0.0, "e": -0.1, "f": -0.2}
     for k, (idea, gain) in enumerate(gains.items()):
-        j.record("node_created", node={"id": f"n{k}", "stage": PLAN.first, "kind": "baseline", "idea": idea})
+        j.record(ev.NodeCreated(node={"id": f"n{k}", "stage": PLAN.first, "kind": "baseline", "idea": idea}))
         j.record(
-            "compute_used",
-            node_id=f"n{k}",
-            attempt=1,
-            idea=idea,
-            kind="baseline",
-            how="finished",
-            seconds=3600.0,
-            gpu_s=3600.0,
-            cpu_s=3600.0,
-            num_gpus=1.0,
-            num_cpus=1.0,
+            ev.ComputeUsed(
+                node_id=f"n{k}",
+                attempt=1,
+                idea=idea,
+                kind="baseline",
+                how="finished",
+                seconds=3600.0,
+                gpu_s=3600.0,
+                cpu_s=3600.0,
+                num_gpus=1.0,
+                num_cpus=1.0,
+            )
         )
-        j.record("stage_best", idea=idea, stage=PLAN.names[0], node_id=f"n{k}", value=1.0)
-        j.record("stage_best", idea=idea, stage=PLAN.names[1], node_id=f"n{k}", value=1.0 + gain)
+        j.record(ev.StageBest(idea=idea, stage=PLAN.names[0], node_id=f"n{k}", value=1.0))
+        j.record(ev.StageBest(idea=idea, stage=PLAN.names[1], node_id=f"n{k}", value=1.0 + gain))
     meter = ComputeMeter(j, Budgets(gpu_hours=60.0))
     ideas = [IdeaInfo(i, j.metric_specs[0], IdeaBudgets()) for i in gains]
     nodes = {name: 4 for name in PLAN.names}
@@ -312,11 +314,9 @@ def test_successive_halving_gives_freed_budget_and_slots_to_promoted_ideas(tmp_p
     assert [(t.name, cap) for t, cap in alloc.plan([Tree("a", 2), Tree("b")], 8)] == [("b", 1), ("a", 8)]
     # Four ideas stopped having spent 1 GPU-hour of their 10: the two left share 56, 2.8 equal
     # shares each, so their next stage (agenda) gets ceil(4 x 2.8) = 12 search nodes instead of 4.
-    extended = {
-        e["idea"]: e for e in j.log.events if e["type"] == "allocation" and e["decision"] == "extended"
-    }
-    assert set(extended) == {"a", "b"} and extended["a"]["stage"] == PLAN.names[2]
-    assert extended["a"]["max_nodes"] == 12 and extended["a"]["growth"] == pytest.approx(2.8)
+    extended = {e.idea: e for e in j.log.read(ev.AllocationDecided) if e.decision == "extended"}
+    assert set(extended) == {"a", "b"} and extended["a"].stage == PLAN.names[2]
+    assert extended["a"].max_nodes == 12 and extended["a"].growth == pytest.approx(2.8)
     assert alloc.max_nodes("a", PLAN.names[2], 4) == 12 and alloc.max_nodes("c", PLAN.names[2], 4) == 4
     # The stage manager of a template tree reads the extended budget; a resumed run reads it back.
     settings = TreeSettings(
@@ -338,8 +338,8 @@ def test_template_forest_runs_under_each_policy_and_reports_scaling(
             forest_config(root, n=6, allocation={"policy": policy}, budgets={"gpu_hours": 40})
         )
         assert j.finished is not None or j.stop is not None
-        decisions = [e for e in j.log.events if e["type"] == "allocation"]
-        assert decisions[0]["policy"] == policy and len(decisions) > 1
+        decisions = [e for e in j.log.read(ev.AllocationDecided)]
+        assert decisions[0].policy == policy and len(decisions) > 1
         j.log.close()
         if policy == "successive_halving":
             assert main(["status", str(run_dir)]) == 0

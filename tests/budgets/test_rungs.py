@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from engine import events as ev
 from engine.budgets import ComputeMeter
 from engine.config import Budgets
 from engine.journal import Journal
@@ -48,28 +49,29 @@ def seeded(tmp: Path, gains: dict[str, list[float | None]]) -> Journal:
     """A journal where each idea has its baseline (1.0, one GPU-hour) and tuning stage decided,
     and has run agenda search nodes scoring 1 + gain, in order."""
     j = Journal.open(tmp / "run")
-    j.record("run_started", config={}, metrics=[{"name": "score", "primary": True}], stages=list(PLAN.names))
-    j.record("session_started", resumed=False)
+    j.record(ev.RunStarted(config={}, metrics=[{"name": "score", "primary": True}], stages=list(PLAN.names)))
+    j.record(ev.SessionStarted(resumed=False))
     for idea, values in gains.items():
         base = j.add_node(Node(stage=PRELIMINARY, kind="baseline", idea=idea))
         j.attempt_finished(
             base.id, 1, AttemptResult(status="good", metrics=[MetricValue(name="score", value=1.0)])
         )
         j.record(
-            "compute_used",
-            node_id=base.id,
-            attempt=1,
-            idea=idea,
-            kind="baseline",
-            how="finished",
-            seconds=3600.0,
-            gpu_s=3600.0,
-            cpu_s=3600.0,
-            num_gpus=1.0,
-            num_cpus=1.0,
+            ev.ComputeUsed(
+                node_id=base.id,
+                attempt=1,
+                idea=idea,
+                kind="baseline",
+                how="finished",
+                seconds=3600.0,
+                gpu_s=3600.0,
+                cpu_s=3600.0,
+                num_gpus=1.0,
+                num_cpus=1.0,
+            )
         )
         for stage in (PRELIMINARY, HYPERPARAMETER):
-            j.record("stage_best", idea=idea, stage=stage, node_id=base.id, value=1.0)
+            j.record(ev.StageBest(idea=idea, stage=stage, node_id=base.id, value=1.0))
         agenda(j, idea, values)
     return j
 
@@ -92,8 +94,12 @@ class Tree:
         return self._inflight
 
 
-def decisions(j: Journal, kind: str) -> dict[str, dict]:
-    return {e["idea"]: e for e in j.log.events if e["type"] == "allocation" and e.get("decision") == kind}
+def decisions(j: Journal, kind: str) -> dict[str, ev.AllocationDecided]:
+    return {e.idea or "": e for e in decisions_made(j, kind)}
+
+
+def decisions_made(j: Journal, kind: str) -> list[ev.AllocationDecided]:
+    return [e for e in j.log.read(ev.AllocationDecided) if e.decision == kind]
 
 
 def test_rungs_inside_a_stage_hold_ideas_stop_the_right_ones_and_return_their_budget(tmp_path: Path) -> None:
@@ -126,23 +132,23 @@ def test_rungs_inside_a_stage_hold_ideas_stop_the_right_ones_and_return_their_bu
     stops = decisions(j, "stopped")
     assert set(stops) == {"c", "d", "e", "f"} and set(j.idea_stopped) == {"c", "d", "e", "f"}
     c = stops["c"]
-    assert (c["rung"], c["stage"], c["nodes"], c["k"]) == (1, AGENDA, 1, 2)
+    assert (c.rung, c.stage, c.nodes, c.k) == (1, AGENDA, 1, 2)
     # Template variants share one task: the score is the best metric so far (1 + gain), not a gain.
-    assert c["score"] == pytest.approx(1.1) and c["threshold"] == pytest.approx(1.4)
-    assert "at 1 search node(s) of stage agenda" in c["reason"]
+    assert c.score == pytest.approx(1.1) and c.threshold == pytest.approx(1.4)
+    assert "at 1 search node(s) of stage agenda" in (c.reason or "")
     # The first idea stopped had a seventh of 70 GPU-hours and spent one: the rest goes back.
-    assert c["returned_gpu_hours"] == pytest.approx(9.0)
-    assert all(s["returned_gpu_hours"] > 0 for s in stops.values())
+    assert c.returned_gpu_hours == pytest.approx(9.0)
+    assert all((s.returned_gpu_hours or 0) > 0 for s in stops.values())
     # The promoted ideas are held at the next rung (3 agenda nodes) even though the budget the
     # stopped ones returned extended their agenda stage.
     extended = decisions(j, "extended")
-    assert set(extended) == {"a", "b", "pinned"} and extended["a"]["max_nodes"] > 9
+    assert set(extended) == {"a", "b", "pinned"} and (extended["a"].max_nodes or 0) > 9
     assert alloc.max_nodes("a", AGENDA, 9) == 3 and alloc.held_at("a") == Rung(AGENDA, 3)
-    assert alloc.max_nodes("pinned", AGENDA, 9) == extended["pinned"]["max_nodes"]
+    assert alloc.max_nodes("pinned", AGENDA, 9) == extended["pinned"].max_nodes
     # An extension is journaled once per growth, not again each round an idea stays held.
-    count = sum(e.get("decision") == "extended" for e in j.log.events)
+    count = len(decisions_made(j, "extended"))
     alloc.live([Tree(i) for i in firsts])
-    assert sum(e.get("decision") == "extended" for e in j.log.events) == count
+    assert len(decisions_made(j, "extended")) == count
     assert alloc.ended("c") is not None and alloc.ended("pinned") is None
     j.log.close()
 
@@ -177,20 +183,22 @@ def test_a_held_idea_waits_for_arrivals_and_a_resume_reads_the_decisions_back(tm
     )
     agenda(j, "a", [0.9, 0.2, 2.0])
     assert [t.name for t in again.live([Tree(i) for i in "abcd"])] == ["a"]
-    new = [e for e in j.log.events[before:] if e["type"] == "allocation" and e["decision"] != "extended"]
-    assert [(e["idea"], e["decision"], e["rung"]) for e in new] == [
+    new = [
+        e for e in j.log.events[before:] if isinstance(e, ev.AllocationDecided) and e.decision != "extended"
+    ]
+    assert [(e.idea, e.decision, e.rung) for e in new] == [
         ("b", "stopped", 1),
         ("c", "stopped", 1),
         ("d", "stopped", 1),
         ("a", "promoted", 2),
     ]
-    assert new[0]["scores"] == {
+    assert new[0].scores == {
         "a": pytest.approx(1.5),
         "b": pytest.approx(1.4),
         "c": pytest.approx(1.3),
         "d": pytest.approx(1.45),
     }
-    assert new[-1]["score"] == pytest.approx(1.9) and again.held_at("a") is None
+    assert new[-1].score == pytest.approx(1.9) and again.held_at("a") is None
     j.log.close()
 
 
@@ -214,7 +222,7 @@ def test_a_run_stopped_mid_stage_resumes_with_its_rung_decisions_standing(
     run_dir, j = lifecycle.create_run(cfg)
     assert lifecycle.execute(cfg, j, executor=VirtualExecutor()).status == "budget"
     cut = len(j.log.events)
-    held = {e["idea"]: e["rung"] for e in decisions(j, "waiting").values()}
+    held = {e.idea: e.rung or 0 for e in decisions(j, "waiting").values()}
     assert held, "the run stopped with ideas waiting at a rung inside the agenda stage"
     j.log.close()
     assert main(["status", str(run_dir)]) == 0
@@ -225,49 +233,49 @@ def test_a_run_stopped_mid_stage_resumes_with_its_rung_decisions_standing(
     lifecycle.execute(cfg, j, executor=VirtualExecutor())
     assert j.finished is not None
     events = j.log.events
-    made = [e for e in events if e["type"] == "allocation" and e.get("rung") is not None]
+    made = [e for e in events if isinstance(e, ev.AllocationDecided) and e.rung is not None]
     # Read back, not made again: one policy record, each idea decided at most once per rung (and
     # journaled waiting at most once there), and every decision used the scores journaled before.
-    assert sum(e.get("decision") == "policy" for e in events if e["type"] == "allocation") == 1
-    assert max(Counter((e["idea"], e["rung"], e["decision"]) for e in made).values()) == 1
+    assert sum(e.decision == "policy" for e in events if isinstance(e, ev.AllocationDecided)) == 1
+    assert max(Counter((e.idea, e.rung, e.decision) for e in made).values()) == 1
     assert all(
-        not (x["idea"] == y["idea"] and x["rung"] == y["rung"])
+        not (x.idea == y.idea and x.rung == y.rung)
         for x in made
         for y in made
-        if x["decision"] == "stopped" and y["decision"] == "promoted"
+        if x.decision == "stopped" and y.decision == "promoted"
     )
-    first: dict[tuple[int, str], float] = {}
+    first: dict[tuple[int | None, str], float | None] = {}
     for e in made:
-        for idea, score in e["scores"].items():
-            assert first.setdefault((e["rung"], idea), score) == score
+        for idea, score in (e.scores or {}).items():
+            assert first.setdefault((e.rung, idea), score) == score
     # An idea stopped before the resume got no node after it; one held at a rung before the
     # resume got no search node past that rung before it was promoted from it.
     stopped = {
-        e["idea"] for e in events[:cut] if e["type"] == "allocation" and e.get("decision") == "stopped"
+        e.idea or "" for e in events[:cut] if isinstance(e, ev.AllocationDecided) and e.decision == "stopped"
     }
-    assert all(e["node"]["idea"] not in stopped for e in events[cut:] if e["type"] == "node_created")
+    assert all(e.node.idea not in stopped for e in events[cut:] if isinstance(e, ev.NodeCreated))
     rungs = Allocation(
         cfg.allocation, j, PLAN, [], stage_nodes={s: c.max_nodes for s, c in cfg.stages.items()}
     ).rungs
-    for idea, r in held.items():
+    for name, r in held.items():
         promoted_at = next(
             (
                 k
                 for k, e in enumerate(events)
-                if e["type"] == "allocation"
-                and e.get("decision") == "promoted"
-                and e["idea"] == idea
-                and e["rung"] == r
+                if isinstance(e, ev.AllocationDecided)
+                and e.decision == "promoted"
+                and e.idea == name
+                and e.rung == r
             ),
             len(events),
         )
         searched = [
             e
             for e in events[:promoted_at]
-            if e["type"] == "node_created"
-            and e["node"]["idea"] == idea
-            and e["node"]["stage"] == AGENDA
-            and e["node"]["kind"] == "method"
+            if isinstance(e, ev.NodeCreated)
+            and e.node.idea == name
+            and e.node.stage == AGENDA
+            and e.node.kind == "method"
         ]
-        assert len(searched) <= rungs[r - 1].nodes
+        assert len(searched) <= (rungs[r - 1].nodes or 0)
     j.log.close()

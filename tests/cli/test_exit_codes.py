@@ -20,8 +20,7 @@ def test_finished_with_a_result_exits_0_and_names_it(
     j = Journal.open(next((tmp_path / "runs").iterdir()), read_only=True)
     decision = j.stage_best[("default", "ablation")]
     assert (
-        f"result: score = {decision['value']:.4g} (maximize), node {decision['node_id']} in stage ablation"
-        in out
+        f"result: score = {decision.value:.4g} (maximize), node {decision.node_id} in stage ablation" in out
     )
 
 

@@ -72,17 +72,15 @@ def test_status_and_cost_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     j = Journal.open(run_dir, read_only=True)
     assert report["schema_version"] == 1 and report["state"] == "finished"
     assert (
-        j.finished is not None
-        and report["reason"] == j.finished["reason"]
-        and report["run_dir"] == str(run_dir)
+        j.finished is not None and report["reason"] == j.finished.reason and report["run_dir"] == str(run_dir)
     )
     assert (
         report["nodes"]["total"] == len(j.nodes) == report["nodes"]["good"] + report["nodes"].get("buggy", 0)
     )
     assert report["primary_metric"] == {"name": "score", "direction": "maximize"}
     best = j.stage_best[("default", "ablation")]
-    assert report["result"]["has_result"] and report["result"]["node"] == best["node_id"]
-    assert report["result"]["value"] == best["value"]
+    assert report["result"]["has_result"] and report["result"]["node"] == best.node_id
+    assert report["result"]["value"] == best.value
     assert [s["stage"] for s in report["stages"]] == ["preliminary", "hyperparameter", "agenda", "ablation"]
     assert set(report["stages"][0]) == {
         "idea",

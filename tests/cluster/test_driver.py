@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from cluster.jobs import RUN_DIR_LINE
+from engine import events as ev
 from engine.journal import EVENTS_FILE, Journal
 from tests.cluster.support import driver_env, ray_start_cluster, stop_group, wait_for
 from tests.helpers import make_config, make_template
@@ -125,9 +126,9 @@ def test_sigterm_and_kill_sigint_stop_the_run_cleanly(tmp_path: Path) -> None:
         ]
         assert "Token authentication" not in stderr  # Ray's start-up noise stays out of the terminal
         journal = Journal.open(run_dir, read_only=True)
-        assert journal.stop is not None and journal.stop["signal"] == name
-        joined = [e for e in journal.log.events if e["type"] == "cluster_joined"]
-        assert len(joined) == 1 and joined[0]["kind"] == "private" and joined[0]["nodes"] == 1
+        assert journal.stop is not None and journal.stop.signal == name
+        joined = [e for e in journal.log.read(ev.ClusterJoined)]
+        assert len(joined) == 1 and joined[0].kind == "private" and joined[0].nodes == 1
         # Nothing left running: every node either has its result or was cancelled, to re-run on resume.
-        cancelled = {e["node_id"] for e in journal.log.events if e["type"] == "attempt_cancelled"}
+        cancelled = {e.node_id for e in journal.log.read(ev.AttemptCancelled)}
         assert all(n.is_finished or n.id in cancelled for n in journal)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 import pytest
 import yaml
 
+from engine import events as ev
 from engine.llm import BudgetExceeded, Capabilities, LLMConfig, Price, build_gateway, summarize
 from engine.llm.ledger import LEDGER_FILE, read_records
 from engine.llm.providers.scripted import ScriptedProvider
@@ -42,7 +42,7 @@ def test_experigen_embeds_through_the_gateway(tmp_path: Path, data: Path) -> Non
     assert records and all(r.error is None and r.model == "scripted-embed" for r in records)
     # Every ExperiGen proposal embedded its claim (novelty against the bank, the bank's pruning).
     assert {r.node_id for r in records} == proposing and len(provider.embed_calls) >= len(proposing)
-    assert not any("embedding_fallback" in b for b in events(journal, "bank_updated"))
+    assert not any(b.embedding_fallback for b in events(journal, ev.BankUpdated))
     for n in journal:
         if n.kind in ("seed", "refine"):
             assert n.outcome.embedding_fallback == ""  # type: ignore[union-attr]
@@ -64,7 +64,7 @@ def test_bank_pruning_on_the_driver_uses_the_gateway(tmp_path: Path) -> None:
         "b": "smoking raises blood pressure in men",
         "c": "rainfall lowers crop yield",
     }
-    recorded: list[dict[str, Any]] = []
+    recorded: list[ev.Event] = []
     strategy = SimpleNamespace(
         dcfg=SimpleNamespace(bank_capacity=2),
         state=SimpleNamespace(
@@ -75,7 +75,7 @@ def test_bank_pruning_on_the_driver_uses_the_gateway(tmp_path: Path) -> None:
             },
         ),
         embedder=lambda node_id: make_embedder(gw.client(), True, node_id=node_id, in_driver=True),
-        record=lambda type_, **fields: recorded.append({"type": type_, **fields}),
+        record=recorded.append,
     )
     try:
         ExperiGen(strategy)._enter_bank("c")  # type: ignore[arg-type]
@@ -83,9 +83,10 @@ def test_bank_pruning_on_the_driver_uses_the_gateway(tmp_path: Path) -> None:
         gw.close()
     # The newest claim stays; of the two near-duplicates, one is pruned for diversity.
     (event,) = recorded
-    assert "c" in event["bank"] and len(event["bank"]) == 2 and event["pruned"] in (["a"], ["b"])
+    assert isinstance(event, ev.BankUpdated)
+    assert "c" in event.bank and len(event.bank) == 2 and event.pruned in (["a"], ["b"])
     assert len(provider.embed_calls) == 1
-    assert "embedding_fallback" not in event
+    assert event.embedding_fallback is None
     assert [r.node_id for r in read_records(tmp_path / LEDGER_FILE)] == ["c"]
 
 

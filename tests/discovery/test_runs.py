@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
+from engine import events as ev
+from engine.events import E
 from engine.journal import Journal
 from engine.llm.providers.scripted import ScriptedProvider
 from search.discovery.benchmarks import planted_table, prior_facts
@@ -57,8 +59,8 @@ def run(path: Path) -> tuple[Path, Journal, ScriptedProvider]:
     return run_dir, journal, provider
 
 
-def events(journal: Journal, type_: str) -> list[dict[str, Any]]:
-    return [e for e in journal.log.events if e["type"] == type_]
+def events(journal: Journal, kind: type[E]) -> list[E]:
+    return list(journal.log.read(kind))
 
 
 def assert_heldout_read_once(journal: Journal) -> None:
@@ -66,14 +68,12 @@ def assert_heldout_read_once(journal: Journal) -> None:
     parents = [n.parent_id for n in heldout]
     assert len(parents) == len(set(parents)), "a hypothesis got two held-out evaluations"
     for n in heldout:
-        started = [e for e in events(journal, "attempt_started") if e["node_id"] == n.id]
-        finished = [e for e in events(journal, "attempt_finished") if e["node_id"] == n.id]
+        started = [e for e in events(journal, ev.AttemptStarted) if e.node_id == n.id]
+        finished = [e for e in events(journal, ev.AttemptFinished) if e.node_id == n.id]
         assert len(started) == 1 and len(finished) == 1
     # Held-out is evaluated only after the train gate let the hypothesis through.
     passed = {
-        e["node_id"]
-        for e in events(journal, "gate_decision")
-        if e["stage"] == "train" and e["decision"]["passed"]
+        e.node_id for e in events(journal, ev.GateDecided) if e.stage == "train" and e.decision["passed"]
     }
     assert set(parents) == passed
 
@@ -103,7 +103,7 @@ def test_discoper_run_resumed_mid_loop(tmp_path: Path, data: Path) -> None:
         assert journal.nodes[node_id].attempts == 1
     assert sorted(n.params["iteration"] for n in journal if n.kind == "hypothesis") == [1, 2, 3, 4, 5, 6]
     assert [n.params["index"] for n in journal if n.kind == "reflect"] == [1]
-    assert len(events(journal, "discovery_split")) == 1
+    assert len(events(journal, ev.DiscoverySplit)) == 1
     assert_heldout_read_once(journal)
 
     claims = ClaimStore(run_dir).load()
@@ -112,20 +112,20 @@ def test_discoper_run_resumed_mid_loop(tmp_path: Path, data: Path) -> None:
     assert {c.status for c in claims} <= {"accepted", "rejected", "weakened", "refuted", "inconclusive"}
     # The prior's facts hold on this (factual) table: its first claims are accepted on both splits.
     assert any(c.status == "accepted" and c.heldout_uses == 1 and c.log_p_heldout is not None for c in claims)
-    split = events(journal, "discovery_split")[0]
-    assert split["seed"] == 3 and split["rows"] == {"heldout": 90, "train": 210}
+    split = events(journal, ev.DiscoverySplit)[0]
+    assert split.seed == 3 and split.rows == {"heldout": 90, "train": 210}
     assert (run_dir / "discovery" / "findings.md").read_text().startswith("# Findings")
-    for e in events(journal, "gate_decision"):  # every decision carries its numbers
-        if e["decision"]["status"] != "inconclusive":
-            numbers = e["decision"]["numbers"]
+    for e in events(journal, ev.GateDecided):  # every decision carries its numbers
+        if e.decision["status"] != "inconclusive":
+            numbers = e.decision["numbers"]
             assert "alpha" in numbers and any(k.startswith("effect") for k in numbers)
 
     # Reflect ran after 3 evaluated hypotheses and its guidance is in every later proposal prompt.
-    evaluated = events(journal, "discovery_evaluated")
-    reflect = next(e for e in evaluated if e["kind"] == "reflect")
-    guidance = journal.nodes[reflect["node_id"]].outcome.reflection.guidance()  # type: ignore[union-attr]
+    evaluated = events(journal, ev.DiscoveryEvaluated)
+    reflect = next(e for e in evaluated if e.kind == "reflect")
+    guidance = journal.nodes[reflect.node_id].outcome.reflection.guidance()  # type: ignore[union-attr]
     assert guidance
-    later = [n for n in journal if n.kind == "hypothesis" and n.params["context_seq"] > reflect["seq"]]
+    later = [n for n in journal if n.kind == "hypothesis" and n.params["context_seq"] > reflect.seq]
     assert later
     prompts = [c.messages[-1].text for c in provider.calls if c.role == "code"]
     for n in later:
@@ -139,15 +139,15 @@ def test_discoper_run_resumed_mid_loop(tmp_path: Path, data: Path) -> None:
 def test_experigen_chains_bonferroni_and_bank(tmp_path: Path, data: Path) -> None:
     path = write_config(tmp_path, data, mode="experigen", max_chains=2, chain_steps=2, bank_capacity=1)
     run_dir, journal, provider = run(path)
-    chains = events(journal, "chain_ended")
-    assert len(chains) == 2 and all(len(c["steps"]) == 2 for c in chains)
-    for e in events(journal, "gate_decision"):
-        if e["stage"] == "chain" and e["decision"]["status"] != "inconclusive":
-            assert e["decision"]["numbers"]["threshold"] == pytest.approx(0.025)
-    banks = events(journal, "bank_updated")
-    assert banks and all(len(b["bank"]) <= 1 for b in banks)
+    chains = events(journal, ev.ChainEnded)
+    assert len(chains) == 2 and all(len(c.steps) == 2 for c in chains)
+    for e in events(journal, ev.GateDecided):
+        if e.stage == "chain" and e.decision["status"] != "inconclusive":
+            assert e.decision["numbers"]["threshold"] == pytest.approx(0.025)
+    banks = events(journal, ev.BankUpdated)
+    assert banks and all(len(b.bank) <= 1 for b in banks)
     assert_confirmations = [n for n in journal if n.kind == "heldout"]
-    assert {n.parent_id for n in assert_confirmations} <= {c["best"] for c in chains}
+    assert {n.parent_id for n in assert_confirmations} <= {c.best for c in chains}
     # Refinement prompts carry the chain's (hypothesis, evidence) memory.
     refine_prompts = [c.messages[-1].text for c in provider.calls if "Refinement step" in c.messages[-1].text]
     assert refine_prompts and all("## This chain so far" in p and "log p=" in p for p in refine_prompts)
@@ -188,7 +188,10 @@ def test_cli_discover_and_status(tmp_path: Path, data: Path, capsys: pytest.Capt
     assert main(["status", str(run_dir)]) == 0
     assert "claims:" in capsys.readouterr().out
     rows = json.loads((run_dir / "discovery" / "claims.json").read_text())
-    assert len(rows) == 2 and all(r["gate"] in ("bonferroni", "heldout_confirmation") for r in rows)
+    assert len(rows) == 2 and all(
+        r["gate"] in ("bonferroni", "heldout_confirmation", "confound_check", "negative_controls")
+        for r in rows
+    )
 
 
 def test_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

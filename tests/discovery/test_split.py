@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from engine import events as ev
 from engine.errors import ConfigError
 from engine.journal import Journal
 from search.discovery.benchmarks import null_table, planted_table, repeated_rows
@@ -23,14 +24,16 @@ def repeated(copies: int, unique: int = 80, seed: int = 0) -> pd.DataFrame:
     return repeated_rows(null_table(planted_table(seed, n=unique), seed=seed), copies, seed)
 
 
-def split(tmp_path: Path, df: pd.DataFrame, **kw: Any) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+def split(
+    tmp_path: Path, df: pd.DataFrame, **kw: Any
+) -> tuple[pd.DataFrame, pd.DataFrame, ev.DiscoverySplit]:
     tmp_path.mkdir(exist_ok=True)
     data = tmp_path / "t.csv"
     df.to_csv(data, index=False)
     journal = Journal.open(tmp_path / "run")
     try:
         s = make_split(tmp_path / "run", journal, data, fraction=0.3, seed=1, image_column=None, **kw)
-        event = next(e for e in journal.log.events if e["type"] == "discovery_split")
+        event = next(e for e in journal.log.read(ev.DiscoverySplit))
     finally:
         journal.log.close()
     return pd.read_parquet(s.table(TRAIN)), pd.read_parquet(s.table(HELDOUT)), event
@@ -47,10 +50,10 @@ def test_duplicate_rows_never_straddle_the_split(tmp_path: Path, caplog: pytest.
     assert not keys(train) & keys(held), "a row and its copy ended on both sides of the split"
     assert not held.duplicated().any(), "held-out counts each observation once"
     assert 0.2 < len(held) / 80 < 0.4  # about 30% of the observations
-    assert event["duplicate_rows"] == 400 and event["heldout_duplicates_dropped"] > 0
-    assert "400 of 480 rows are exact duplicates" in event["warning"]
+    assert event.duplicate_rows == 400 and event.heldout_duplicates_dropped > 0
+    assert "400 of 480 rows are exact duplicates" in (event.warning or "")
     assert "400 of 480 rows are exact duplicates" in caplog.text
-    report = render_findings([], {"split": {k: v for k, v in event.items() if k not in ("type", "seq")}})
+    report = render_findings([], {"split": event.model_dump(exclude={"type", "seq"})})
     assert "Warning: 400 of 480 rows are exact duplicates" in report
 
 
@@ -59,19 +62,19 @@ def test_group_column_keeps_each_group_in_one_part(tmp_path: Path) -> None:
     df["subject"] = np.arange(300) // 5
     train, held, event = split(tmp_path, df, group_column="subject")
     assert not set(train["subject"]) & set(held["subject"])
-    assert event["groups"] == 60 and event["warning"] == ""
+    assert event.groups == 60 and event.warning == ""
 
 
 def test_a_table_without_duplicates_splits_by_row_and_warns_nothing(tmp_path: Path) -> None:
     train, held, event = split(tmp_path, planted_table(4, n=200))
-    assert (len(train), len(held)) == (140, 60) and event["duplicate_rows"] == 0 and not event["warning"]
+    assert (len(train), len(held)) == (140, 60) and event.duplicate_rows == 0 and not event.warning
 
 
 def test_identical_rows_of_an_all_discrete_table_are_not_copies(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"a": rng.integers(0, 2, 400), "b": rng.integers(0, 3, 400)})
     train, held, event = split(tmp_path, df)
-    assert (len(train), len(held)) == (280, 120) and event["duplicate_rows"] == 0
+    assert (len(train), len(held)) == (280, 120) and event.duplicate_rows == 0
 
 
 def test_unknown_group_column_is_a_config_error(tmp_path: Path) -> None:

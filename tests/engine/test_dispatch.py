@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine import events as ev
 from engine.dispatch import MAX_LOST, Dispatcher, Finish
 from engine.executor import Handle, InProcessExecutor, Job, JobDone
 from engine.journal import Journal
@@ -58,8 +59,8 @@ def config(**kw: object) -> RunConfig:
 
 def journal(tmp_path: Path) -> Journal:
     j = Journal.open(tmp_path)
-    j.record("run_started", config={}, metrics=[])
-    j.record("session_started", resumed=False)
+    j.record(ev.RunStarted(config={}, metrics=[]))
+    j.record(ev.SessionStarted(resumed=False))
     return j
 
 
@@ -82,8 +83,8 @@ def test_wall_clock_budget_stops_cleanly_and_names_it(tmp_path: Path) -> None:
         config(budgets={"wall_clock_s": 1.0}), j, FixedStrategy([0.4] * 50), InProcessExecutor(3)
     ).run()
     assert outcome.status == "budget" and outcome.budget == "wall_clock_s"
-    assert j.stop is not None and j.stop["budget"] == "wall_clock_s"
-    assert "wall-clock budget of 1 s used up" in j.stop["reason"]
+    assert j.stop is not None and j.stop.budget == "wall_clock_s"
+    assert "wall-clock budget of 1 s used up" in j.stop.reason
     assert not any(n.status == NodeStatus.RUNNING for n in j)  # in-flight ones were cancelled
     assert 2 <= len(j.good_nodes) <= 12
 
@@ -123,7 +124,7 @@ def test_lost_attempts_retried_then_one_result(tmp_path: Path) -> None:
     Dispatcher(config(), j, FixedStrategy([0.01, 0.01]), FlakyExecutor(lose=2)).run()
     for node in j:
         assert node.status == NodeStatus.GOOD and node.attempts == 3 and node.lost_attempts == 2
-    assert sum(e["type"] == "attempt_finished" for e in j.log.events) == 2
+    assert sum(isinstance(e, ev.AttemptFinished) for e in j.log.events) == 2
 
 
 def test_lost_too_often_becomes_buggy_not_a_crash(tmp_path: Path) -> None:
@@ -176,7 +177,7 @@ def test_without_max_in_flight_slots_follow_the_cluster(tmp_path: Path, monkeypa
     j = journal(tmp_path)
     outcome = Dispatcher(config(executor={"kind": "inprocess"}), j, strategy, executor).run()
     assert outcome.status == "finished"
-    assert [e["slots"] for e in j.log.read("slots_changed")] == [1, 3] == told and j.slots == 3
+    assert [e.slots for e in j.log.read(ev.SlotsChanged)] == [1, 3] == told and j.slots == 3
 
     def most_at_once(until: float, after: float = 0.0) -> int:
         spans = [(s, e) for _, s, e in strategy.log if s < until and e > after]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from engine import events as ev
 from engine.journal import EVENTS_FILE, Journal
 from engine.node import AttemptResult, MetricSpec, MetricValue, Node, NodeStatus
 
@@ -14,8 +15,8 @@ def result(value: float, status: str = "good") -> AttemptResult:
 
 def seeded(tmp_path: Path) -> Journal:
     j = Journal.open(tmp_path)
-    j.record("run_started", config={}, metrics=[MetricSpec(name="acc", primary=True).model_dump()])
-    j.record("session_started", resumed=False)
+    j.record(ev.RunStarted(config={}, metrics=[MetricSpec(name="acc", primary=True).model_dump()]))
+    j.record(ev.SessionStarted(resumed=False))
     return j
 
 
@@ -46,7 +47,7 @@ def test_replay_rebuilds_tree_and_derived_views(tmp_path: Path) -> None:
 
 def test_minimize_direction_and_second_result_ignored(tmp_path: Path) -> None:
     j = Journal.open(tmp_path)
-    j.record("run_started", config={}, metrics=[{"name": "loss", "direction": "minimize", "primary": True}])
+    j.record(ev.RunStarted(config={}, metrics=[{"name": "loss", "direction": "minimize", "primary": True}]))
     a, b = j.add_node(Node(stage="s", kind="k")), j.add_node(Node(stage="s", kind="k"))
     lo = AttemptResult(status="good", metrics=[MetricValue(name="loss", value=0.1, direction="minimize")])
     hi = AttemptResult(status="good", metrics=[MetricValue(name="loss", value=0.9, direction="minimize")])
@@ -54,7 +55,7 @@ def test_minimize_direction_and_second_result_ignored(tmp_path: Path) -> None:
     assert j.best_node().id == b.id  # type: ignore[union-attr]
     assert not j.attempt_finished(b.id, 2, hi)  # a node never gets two results
     assert j.nodes[b.id].metric("loss") == 0.1
-    assert sum(e["type"] == "attempt_finished" for e in j.log.events) == 2
+    assert sum(isinstance(e, ev.AttemptFinished) for e in j.log.events) == 2
 
 
 def test_torn_last_line_is_dropped_and_log_stays_appendable(tmp_path: Path) -> None:
@@ -82,6 +83,6 @@ def test_lost_attempt_returns_node_to_pending(tmp_path: Path) -> None:
     j = seeded(tmp_path)
     node = j.add_node(Node(stage="s", kind="k"))
     j.attempt_started(node.id, 1)
-    j.record("attempt_lost", node_id=node.id, attempt=1, error="WorkerCrashedError")
+    j.record(ev.AttemptLost(node_id=node.id, attempt=1, error="WorkerCrashedError"))
     assert j.nodes[node.id].status == NodeStatus.PENDING and j.nodes[node.id].lost_attempts == 1
     assert [n.id for n in j.unfinished] == [node.id]

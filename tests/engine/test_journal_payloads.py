@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from engine import blobs
+from engine import events as ev
 from engine.blobs import BLOBS_DIR, MARK, BlobMissing
 from engine.eventlog import EVENTS_FILE
 from engine.export import export_parquet
@@ -28,7 +29,7 @@ STDOUT = "".join(f"epoch {k:3d} loss {1 / (k + 1):.5f}\n" for k in range(200))
 
 def write(run: Path) -> str:
     j = Journal.open(run)
-    j.record("run_started", config={}, metrics=[MetricSpec(name="m", primary=True).model_dump()])
+    j.record(ev.RunStarted(config={}, metrics=[MetricSpec(name="m", primary=True).model_dump()]))
     small = j.add_node(Node(stage="s", kind="draft", plan="short plan", code="print(1)"))
     node = j.add_node(Node(stage="s", kind="draft", plan=PLAN, parent_id=small.id))
     j.attempt_started(node.id, 1)

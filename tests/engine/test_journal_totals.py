@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import engine.eventlog as eventlog
+from engine import events as ev
 from engine.budgets import ComputeMeter, orphans
 from engine.config import Budgets, Resources
 from engine.eventlog import SNAPSHOT_FILE
@@ -31,8 +32,8 @@ def session(run_dir: Path, nodes: int, left_running: int, first: bool) -> None:
     `left_running` attempts the driver dies with (no end, no charge)."""
     j = Journal.open(run_dir)
     if first:
-        j.record("run_started", config={}, metrics=[MetricSpec(name="m", primary=True).model_dump()])
-    j.record("session_started", resumed=not first)
+        j.record(ev.RunStarted(config={}, metrics=[MetricSpec(name="m", primary=True).model_dump()]))
+    j.record(ev.SessionStarted(resumed=not first))
     meter = ComputeMeter(j, Budgets())
     meter.start_session(lambda kind: GPU)  # charges what the previous session left running
     base = len(j.nodes)
@@ -42,35 +43,37 @@ def session(run_dir: Path, nodes: int, left_running: int, first: bool) -> None:
         if k % 3 == 0:
             j.attempt_started(node.id, attempt)
             j.record(
-                "compute_used",
-                node_id=node.id,
-                attempt=attempt,
-                idea=node.idea,
-                kind="draft",
-                how="lost",
-                num_gpus=0.5,
-                num_cpus=1.0,
-                seconds=2.0,
-                gpu_s=1.0,
-                cpu_s=2.0,
+                ev.ComputeUsed(
+                    node_id=node.id,
+                    attempt=attempt,
+                    idea=node.idea,
+                    kind="draft",
+                    how="lost",
+                    num_gpus=0.5,
+                    num_cpus=1.0,
+                    seconds=2.0,
+                    gpu_s=1.0,
+                    cpu_s=2.0,
+                )
             )
-            j.record("attempt_lost", node_id=node.id, attempt=attempt, error="worker died")
+            j.record(ev.AttemptLost(node_id=node.id, attempt=attempt, error="worker died"))
             attempt = 2
         j.attempt_started(node.id, attempt)
         if k >= base + nodes:
             continue  # running when the driver dies
         j.record(
-            "compute_used",
-            node_id=node.id,
-            attempt=attempt,
-            idea=node.idea,
-            kind="draft",
-            how="finished",
-            num_gpus=0.5,
-            num_cpus=1.0,
-            seconds=float(k),
-            gpu_s=k / 2,
-            cpu_s=float(k),
+            ev.ComputeUsed(
+                node_id=node.id,
+                attempt=attempt,
+                idea=node.idea,
+                kind="draft",
+                how="finished",
+                num_gpus=0.5,
+                num_cpus=1.0,
+                seconds=float(k),
+                gpu_s=k / 2,
+                cpu_s=float(k),
+            )
         )
         j.attempt_finished(
             node.id,
@@ -81,14 +84,14 @@ def session(run_dir: Path, nodes: int, left_running: int, first: bool) -> None:
                 execution=ExecSummary(stdout_tail=f"out {k}"),
             ),
         )
-    j.record("budget_changed", changes={"gpu_hours": 10.0 + base}, previous={"gpu_hours": None})
+    j.record(ev.BudgetChanged(changes={"gpu_hours": 10.0 + base}, previous={"gpu_hours": None}))
     j.log.close()  # no run_stopped: as if killed
 
 
 def check(j: Journal) -> None:
     replayed = Totals.replay(j.log.events)
     assert j.totals == replayed
-    assert math.isclose(j.totals.spend.total.gpu_s, sum(e["gpu_s"] for e in j.log.read("compute_used")))
+    assert math.isclose(j.totals.spend.total.gpu_s, sum(e.gpu_s for e in j.log.read(ev.ComputeUsed)))
 
 
 def test_totals_equal_a_full_replay_after_resumes_and_snapshots(tmp_path: Path) -> None:
@@ -100,16 +103,18 @@ def test_totals_equal_a_full_replay_after_resumes_and_snapshots(tmp_path: Path) 
     check(j)
     # The two orphans were charged once, at the second session's start; the one left by the
     # second session is an orphan only once a next session starts.
-    charged = [e for e in j.log.read("compute_used") if e.get("how") == "orphan"]
+    charged = [e for e in j.log.read(ev.ComputeUsed) if e.how == "orphan"]
     assert len(charged) == 2 and not orphans(j, lambda kind: GPU)
-    assert list(j.totals.jobs.running) == [(j.log.events[-2]["node_id"], 1)]
+    last_start = j.log.events[-2]
+    assert isinstance(last_start, ev.AttemptStarted)
+    assert list(j.totals.jobs.running) == [(last_start.node_id, 1)]
     assert j.totals.budget_changes == {"gpu_hours": 24.0}
     assert ComputeMeter(j, Budgets(gpu_hours=1.0)).budgets.gpu_hours == 24.0
     assert j.totals.busy.running and j.totals.busy.ended_s > 0
     (run / SNAPSHOT_FILE).unlink()
     check(Journal.open(run, read_only=True))
     j = Journal.open(run)
-    j.record("session_started", resumed=True)
+    j.record(ev.SessionStarted(resumed=True))
     assert [h.node_id for h, _ in orphans(j, lambda kind: GPU)] == [list(j.nodes)[-1]]
     assert (
         orphans(j, lambda kind: Resources(num_cpus=0, num_gpus=0)) == []
@@ -119,7 +124,7 @@ def test_totals_equal_a_full_replay_after_resumes_and_snapshots(tmp_path: Path) 
     j = Journal.open(run, read_only=True)
     check(j)
     assert not orphans(j, lambda kind: GPU)
-    assert len([e for e in j.log.read("compute_used") if e.get("how") == "orphan"]) == 3
+    assert len([e for e in j.log.read(ev.ComputeUsed) if e.how == "orphan"]) == 3
 
 
 def test_status_reads_the_same_with_and_without_a_snapshot(

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import engine.eventlog as eventlog
+from engine import events as ev
 from engine.config import Resources
 from engine.eventlog import EVENTS_FILE, SNAPSHOT_FILE, JournalDamaged
 from engine.executor import Handle, Job, JobDone
@@ -29,8 +30,8 @@ def small_snapshots(monkeypatch: pytest.MonkeyPatch) -> None:
 def grow(run_dir: Path, nodes: int, start: int = 0) -> None:
     j = Journal.open(run_dir)
     if not j.nodes:
-        j.record("run_started", config={}, metrics=[MetricSpec(name="m", primary=True).model_dump()])
-        j.record("stage_started", idea="a", stage="s1", root=None)
+        j.record(ev.RunStarted(config={}, metrics=[MetricSpec(name="m", primary=True).model_dump()]))
+        j.record(ev.StageStarted(idea="a", stage="s1", root=None))
     for k in range(start, start + nodes):
         node = j.add_node(
             Node(
@@ -93,11 +94,11 @@ def test_snapshot_plus_tail_equals_a_full_replay(tmp_path: Path) -> None:
 def test_events_are_read_back_from_the_file(tmp_path: Path) -> None:
     grow(tmp_path, 6)
     j = Journal.open(tmp_path, read_only=True)
-    lines = [json.loads(line) for line in (tmp_path / EVENTS_FILE).read_bytes().splitlines()]
+    lines = [ev.parse(json.loads(line)) for line in (tmp_path / EVENTS_FILE).read_bytes().splitlines()]
     assert list(j.log.events) == lines and len(j.log.events) == len(lines)
     assert j.log.events[3] == lines[3] and j.log.events[-1] == lines[-1] and j.log.events[2:5] == lines[2:5]
-    assert list(j.log.read("attempt_finished", start=4)) == [
-        e for e in lines[4:] if e["type"] == "attempt_finished"
+    assert list(j.log.read(ev.AttemptFinished, start=4)) == [
+        e for e in lines[4:] if isinstance(e, ev.AttemptFinished)
     ]
 
 
@@ -191,7 +192,7 @@ def test_group_commit_syncs_before_any_job_starts(tmp_path: Path) -> None:
     executor = GroupCommit(inner, j.log)
     job = Node(stage="s", kind="k")
     with j.log.group():
-        j.record("run_started", config={}, metrics=[])
+        j.record(ev.RunStarted(config={}, metrics=[]))
         handles = []
         for _ in range(3):
             node = j.add_node(job.model_copy())
@@ -201,7 +202,7 @@ def test_group_commit_syncs_before_any_job_starts(tmp_path: Path) -> None:
         done = [executor.wait(handles, 0) for _ in range(3)]
         assert inner.unsynced_at_submit == [False, False, False]  # one fsync, then all three started
         assert sorted(d.handle for d in done if d is not None) == sorted(handles)
-        j.record("run_finished", reason="done", kind="complete")
+        j.record(ev.RunFinished(reason="done", kind="complete"))
     assert not j.log._unsynced
     j.log.close()
     assert Journal.open(tmp_path, read_only=True).finished is not None

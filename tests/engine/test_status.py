@@ -25,9 +25,9 @@ def test_status_of_a_finished_run(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "state: finished: all four stages complete" in out
     assert "primary metric: score (maximize)" in out
     for stage in STAGES:
-        best = j.stage_ended[("default", stage)]["best_node_id"]
+        best = j.stage_ended[("default", stage)].best_node_id
         row = next(line for line in out.splitlines() if f" {stage} " in line and "│" in line)
-        assert best in row and f"{j.nodes[best].metric('score'):.4g}" in row
+        assert best is not None and best in row and f"{j.nodes[best].metric('score'):.4g}" in row
         assert f"default/{stage} ended: " in out
     assert "hyperparameter search nodes │ 3      │ 3" in out
     assert "per-node timeout (s)" in out

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from engine import events as ev
 from silva.cli.main import main
 from silva.cost import open_read_only, throughput
 from tests.search.agentic_helpers import agentic_config, start
@@ -31,8 +32,8 @@ def test_status_utilization_of_a_run_whose_experiments_never_start_is_0(
     outcome, journal = start(cfg, no_code)
     run_dir = journal.log.path.parent
     events = journal.log.events
-    assert any(e["type"] == "attempt_started" and e.get("step") == "think" for e in events)
-    assert not any(e["type"] == "attempt_started" and e.get("step") in ("run", "all") for e in events)
+    assert any(isinstance(e, ev.AttemptStarted) and e.step == "think" for e in events)
+    assert not any(isinstance(e, ev.AttemptStarted) and e.step in ("run", "all") for e in events)
     _, journal, records = open_read_only(run_dir)
     t = throughput(cfg, journal, records)
     assert t.busy_s == 0 and t.utilization == 0, outcome.message

@@ -41,7 +41,7 @@ def test_an_agentic_run_ends_honestly(
     (run_dir,) = (tmp_path / "runs").iterdir()
     journal = Journal.open(run_dir, read_only=True)
     assert journal.finished is not None or journal.stop is not None, out
-    ending = (journal.finished or journal.stop or {}).get("reason", "")
+    ending = journal.finished.reason if journal.finished else journal.stop.reason if journal.stop else ""
     assert ending and ending in out  # how it ended, in its own words, on the terminal
     assert "probe local/smol" in out  # the start-of-run probe's line
     ledger = read_records(run_dir / LEDGER_FILE)

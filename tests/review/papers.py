@@ -8,6 +8,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from engine import events as ev
 from engine.aggregate import AggregationJob
 from engine.journal import Journal
 from engine.llm.providers.base import ProviderCall
@@ -141,7 +142,7 @@ def make_run(run_dir: Path, ideas: dict[str, bool]) -> Path:
     """A run directory with one aggregation node (method vs baseline over three seeds) and a
     paper per idea (`ideas`: idea -> defective)."""
     journal = Journal.open(run_dir)
-    journal.record("run_started", config={}, metrics=[ACCURACY.model_dump()], stages=["s"])
+    journal.record(ev.RunStarted(config={}, metrics=[ACCURACY.model_dump()], stages=["s"]))
     node = journal.add_node(Node(stage="s", kind="aggregation", params={"lr": 0.1}))
     job = AggregationJob(
         node.id,

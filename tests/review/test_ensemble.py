@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from engine import events as ev
 from engine.executor import InProcessExecutor
 from engine.journal import Journal
 from engine.llm import summarize
@@ -93,14 +94,10 @@ def test_forest_papers_are_reviewed_concurrently(run_dir: Path, make_llm: LLMFac
 
     assert {r.idea for r in results} == {"good", "bad"}
     assert all((run_dir / "paper" / idea / REVIEW_JSON).is_file() for idea in ("good", "bad"))
-    events = [e for e in Journal.open(run_dir, read_only=True).log.events if e["type"] == "review_finished"]
+    events = [e for e in Journal.open(run_dir, read_only=True).log.events if isinstance(e, ev.ReviewFinished)]
     assert len(events) == 6  # 2 reviews + 1 meta-review per paper
     spans = {
-        idea: [
-            (e["started_at"], e["finished_at"])
-            for e in events
-            if e["idea"] == idea and "-review-" in e["job"]
-        ]
+        idea: [(e.started_at, e.finished_at) for e in events if e.idea == idea and "-review-" in e.job]
         for idea in ("good", "bad")
     }
     # Every review of one paper overlaps every review of the other: they ran at the same time.

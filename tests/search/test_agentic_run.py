@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from engine import events as ev
 from engine.journal import Journal
 from engine.llm.ledger import summarize
 from engine.node import NodeStatus
@@ -59,10 +60,10 @@ def test_four_stages_with_bug_timeout_and_rejected_plots(tmp_path: Path) -> None
     assert bug.status == NodeStatus.BUGGY and "NameError" in bug.reason and op(bug).status_rule == "execution"
     assert slow.status == NodeStatus.BUGGY and "timed out after 60 s" in slow.reason
     assert slow.execution is not None and slow.execution.timed_out
-    prelim_best = j.nodes[j.stage_ended[("noise", "preliminary")]["best_node_id"]]
+    prelim_best = j.nodes[j.stage_ended[("noise", "preliminary")].best_node_id or ""]
     assert prelim_best.kind == "debug" and prelim_best.parent_id in ("n0000", "n0001")
     assert prelim_best.status == NodeStatus.GOOD and "sleep(3600" not in prelim_best.code
-    assert j.stage_ended[("noise", "preliminary")]["reason"].startswith(f"first good node {prelim_best.id}")
+    assert j.stage_ended[("noise", "preliminary")].reason.startswith(f"first good node {prelim_best.id}")
 
     # Stage 3: figures rejected by the vision critique make a buggy node; a debug fixes the plot.
     rejected = [n for n in j.in_stage("agenda") if op(n).status_rule == "plots"]
@@ -74,24 +75,24 @@ def test_four_stages_with_bug_timeout_and_rejected_plots(tmp_path: Path) -> None
     # Every stage: one decision, replicates over seeds, an aggregate, promotion to the next root.
     for i, stage in enumerate(STAGES):
         ended = j.stage_ended[("noise", stage)]
-        best = j.nodes[ended["best_node_id"]]
+        best = j.nodes[ended.best_node_id or ""]
         searched = [n for n in j.in_stage(stage) if n.kind not in ("replication", "aggregation", "selection")]
         good = [n for n in searched if n.status == NodeStatus.GOOD]
         decision = j.stage_best[("noise", stage)]
         # The LLM is asked (once, recorded) only when there is a choice to make: among the good
         # nodes in when the stage was decided (not those whose judgement it did not wait for).
-        unwaited = re.search(r"not waiting for the judgement of ([n0-9, ]+):", decision["reason"])
+        unwaited = re.search(r"not waiting for the judgement of ([n0-9, ]+):", decision.reason)
         known = [n for n in good if not unwaited or n.id not in unwaited.group(1).split(", ")]
-        assert ("selection" in decision) == (len(known) > 1)
-        if len(known) > 1:
-            assert decision["selection"]["by"].startswith("metric") and decision["selection"]["llm_reason"]
+        assert (decision.selection is not None) == (len(known) > 1)
+        if decision.selection is not None:
+            assert decision.selection["by"].startswith("metric") and decision.selection["llm_reason"]
         assert best.metric("val_accuracy") == max(n.metric("val_accuracy") for n in good)  # type: ignore[type-var]
         reps = [n for n in j.in_stage(stage, "replication") if n.parent_id == best.id]
         assert sorted(r.seed for r in reps) == [1, 2] and all(r.code == best.code for r in reps)  # type: ignore[type-var]
-        agg = j.nodes[ended["aggregate_node_id"]]
+        agg = j.nodes[ended.aggregate_node_id or ""]
         assert agg.status == NodeStatus.GOOD and agg.refs == [best.id, *[r.id for r in reps]]
         if i:
-            root = j.stage_ended[("noise", STAGES[i - 1])]["best_node_id"]
+            root = j.stage_ended[("noise", STAGES[i - 1])].best_node_id
             first = [n for n in j.in_stage(stage) if n.kind not in ("replication", "aggregation")][0]
             assert first.parent_id == root
         assert len(searched) <= cfg.stages[stage].max_nodes
@@ -181,7 +182,7 @@ def test_node_and_dollar_budgets_hold(tmp_path: Path) -> None:
     spent = summarize(j.log.path.parent)["run"]["dollars"]
     # Stopped at the limit; calls already in flight may finish: at most about one each over.
     assert cfg.executor.max_in_flight is not None and 2.0 <= spent < 2.0 + cfg.executor.max_in_flight * 1.0
-    assert j.stop is not None and j.stop["budget"] == "dollars"
+    assert j.stop is not None and j.stop.budget == "dollars"
     assert all(n.status != NodeStatus.RUNNING for n in j)  # in-flight nodes wait for a resume
 
 
@@ -216,13 +217,13 @@ def test_resume_mid_stage_continues_the_same_tree(tmp_path: Path) -> None:
     after = Journal.open(run_dir)
     assert all(after.nodes[i].attempts == a for i, a in done_before.items())  # never re-run
     assert cancelled and all(after.nodes[i].is_finished and after.nodes[i].attempts == 2 for i in cancelled)
-    starts = [e for e in after.log.events if e["type"] == "stage_started" and e["stage"] == "hyperparameter"]
+    starts = [e for e in after.log.read(ev.StageStarted) if e.stage == "hyperparameter"]
     assert len(starts) == 1  # the stage went on; it did not start over
-    root = after.stage_ended[("noise", "preliminary")]["best_node_id"]
+    root = after.stage_ended[("noise", "preliminary")].best_node_id
     stage2 = [n for n in after.in_stage("hyperparameter", "hyperparameter", "debug")]
     assert all(n.parent_id == root or after.nodes[n.parent_id].stage == "hyperparameter" for n in stage2)  # type: ignore[index]
     assert len(stage2) <= cfg.stages["hyperparameter"].max_nodes
-    assert [e["type"] for e in after.log.events].count("session_started") == 2
+    assert [e.type for e in after.log.events].count("session_started") == 2
 
 
 @pytest.mark.e2e
@@ -236,7 +237,7 @@ def test_tuning_ends_when_the_llm_judges_it_converged(tmp_path: Path) -> None:
     )
     outcome, j = start(cfg, responder(plots=False))  # judges "converged" once 3 settings are in
     assert outcome.status == "finished"
-    ended = j.stage_ended[("noise", "hyperparameter")]["reason"]
+    ended = j.stage_ended[("noise", "hyperparameter")].reason
     tuned = j.in_stage("hyperparameter", "hyperparameter")
     assert ended.startswith("LLM judged tuning converged at n") and len(tuned) < 8
     converged = [n for n in tuned if op(n).judgement.converged]  # type: ignore[union-attr]
@@ -263,9 +264,7 @@ def test_ablation_stage_ends_when_the_model_has_no_new_ablation(tmp_path: Path) 
     }
     spent = [n for n in ablations if op(n).exhausted]
     assert len(spent) == 1 and len(ablations) == 4  # the fourth named a listed one: the search ended there
-    assert j.stage_ended[("noise", "ablation")]["reason"].startswith(
-        f"no new ablation left: at {spent[0].id}"
-    )
+    assert j.stage_ended[("noise", "ablation")].reason.startswith(f"no new ablation left: at {spent[0].id}")
 
 
 def test_a_fresh_process_reads_every_outcome_typed(tmp_path: Path) -> None:

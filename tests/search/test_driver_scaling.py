@@ -56,7 +56,7 @@ def test_a_stage_that_tried_every_setting_closes_and_the_run_goes_on(tmp_path: P
     tuned = journal.in_stage("hyperparameter", "hyperparameter")
     assert len(tuned) == 5  # the other five settings; the baseline's is its root
     assert len({canonical({"x": n.params["x"], "y": n.params["y"]}) for n in tuned}) == 5
-    reason = journal.stage_best[("default", "hyperparameter")]["reason"]
+    reason = journal.stage_best[("default", "hyperparameter")].reason
     assert reason.startswith("candidate pool exhausted: every setting of")
 
 

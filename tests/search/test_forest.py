@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from engine import events as ev
 from engine.executor import Job
 from engine.journal import Journal
 from engine.llm.ledger import summarize
@@ -38,7 +39,7 @@ def test_two_ideas_grow_concurrently_within_their_budgets(tmp_path: Path) -> Non
     assert outcome.message == "sym: all four stages complete; asym: idea asym: node budget of 6 used up"
     sym = [n for n in j if n.idea == "sym"]
     asym = [n for n in j if n.idea == "asym"]
-    assert len(asym) == 6 and j.idea_stopped["asym"]["reason"] == "idea asym: node budget of 6 used up"
+    assert len(asym) == 6 and j.idea_stopped["asym"].reason == "idea asym: node budget of 6 used up"
     assert all(("sym", s) in j.stage_ended for s in STAGES)
     # Both trees were in flight at once on the shared workers.
     assert any(x.started_at < y.finished_at and y.started_at < x.finished_at for x in sym for y in asym)  # type: ignore[operator]
@@ -70,11 +71,11 @@ def test_heldout_selection_uses_data_the_search_never_saw(tmp_path: Path) -> Non
         assert (operator_outcome(n).split == "heldout") == (n.kind == "heldout")
     runs = j.in_stage("heldout", "heldout")
     h = j.heldout["noise"]
-    assert len(runs) == len(h["candidates"]) == 2 and all(r.status == NodeStatus.GOOD for r in runs)
-    assert h["search_best_id"] == j.stage_ended[("noise", "agenda")]["best_node_id"]
+    assert len(runs) == len(h.candidates) == 2 and all(r.status == NodeStatus.GOOD for r in runs)
+    assert h.search_best_id == j.stage_ended[("noise", "agenda")].best_node_id
     best_run = max(runs, key=lambda r: r.metric("val_accuracy"))  # type: ignore[arg-type, return-value]
-    assert (h["node_id"], h["heldout_value"]) == (best_run.parent_id, best_run.metric("val_accuracy"))
-    assert h["search_value"] == j.nodes[h["node_id"]].metric("val_accuracy")
+    assert (h.node_id, h.heldout_value) == (best_run.parent_id, best_run.metric("val_accuracy"))
+    assert h.search_value == j.nodes[h.node_id or ""].metric("val_accuracy")
     assert "held-out selection" in (run_dir / "notes" / "noise" / "journal.md").read_text()
 
 
@@ -112,14 +113,14 @@ def test_agentic_forest_holds_ideas_at_rungs_and_extends_the_promoted_one(tmp_pa
     )
     outcome, j = start(cfg, responder(plots=False))
     assert outcome.status == "finished"
-    events = [e for e in j.log.events if e["type"] == "allocation"]
-    assert events[0]["rungs"] == ["1 search node(s) of stage agenda"]
-    decided = {e["idea"]: e for e in events if e.get("decision") in ("promoted", "stopped")}
-    winner = next(i for i, e in decided.items() if e["decision"] == "promoted")
-    assert [e["decision"] for e in decided.values()].count("stopped") == 2
-    assert all((e["rung"], e["stage"], e["nodes"]) == (1, "agenda", 1) for e in decided.values())
-    extended = next(e for e in events if e.get("decision") == "extended")
-    assert extended["idea"] == winner and extended["stage"] == "agenda" and extended["max_nodes"] > 3
+    events = [e for e in j.log.read(ev.AllocationDecided)]
+    assert events[0].rungs == ["1 search node(s) of stage agenda"]
+    decided = {e.idea or "": e for e in events if e.decision in ("promoted", "stopped")}
+    winner = next(i for i, e in decided.items() if e.decision == "promoted")
+    assert [e.decision for e in decided.values()].count("stopped") == 2
+    assert all((e.rung, e.stage, e.nodes) == (1, "agenda", 1) for e in decided.values())
+    extended = next(e for e in events if e.decision == "extended")
+    assert extended.idea == winner and extended.stage == "agenda" and (extended.max_nodes or 0) > 3
 
     def searched(idea: str) -> int:
         return len(
@@ -130,7 +131,7 @@ def test_agentic_forest_holds_ideas_at_rungs_and_extends_the_promoted_one(tmp_pa
             ]
         )
 
-    assert searched(winner) == extended["max_nodes"]
+    assert searched(winner) == extended.max_nodes
     assert all(searched(i) == 1 for i in decided if i != winner)
     assert all((winner, s) in j.stage_ended for s in STAGES)
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from engine import events as ev
 from engine.blobs import is_ref
 from engine.config import Resources
 from engine.executor import Handle, InProcessExecutor, Job, JobDone, step_of
@@ -106,10 +107,10 @@ def test_only_the_run_step_holds_the_gpu_and_no_llm_call_happens_during_it(tmp_p
             assert step == "run" or kind == "replication"
     held: dict[str, tuple[float, float]] = {}
     for e in j.log.events:
-        if e["type"] == "attempt_started" and e.get("step") == "run":
-            held[e["node_id"]] = (e["ts"], float("inf"))
-        elif e["type"] == "step_finished" and e["step"] == "run":
-            held[e["node_id"]] = (held[e["node_id"]][0], e["ts"])
+        if isinstance(e, ev.AttemptStarted) and e.step == "run":
+            held[e.node_id] = (e.ts, float("inf"))
+        elif isinstance(e, ev.StepFinished) and e.step == "run":
+            held[e.node_id] = (held[e.node_id][0], e.ts)
     # Every run step ended, but those of speculative nodes discarded while they ran (cancelled).
     assert held and all(
         end < float("inf") for node, (_, end) in held.items() if j.nodes[node].status.value != "discarded"
@@ -118,10 +119,10 @@ def test_only_the_run_step_holds_the_gpu_and_no_llm_call_happens_during_it(tmp_p
     think = next(
         e
         for e in j.log.events
-        if e["type"] == "step_finished" and e["step"] == "think" and len(j.nodes[e["node_id"]].code) >= 512
+        if isinstance(e, ev.StepFinished) and e.step == "think" and len(j.nodes[e.node_id].code) >= 512
     )
-    assert is_ref(think["result"]["outcome"]["code"])
-    assert j.nodes[think["node_id"]].steps["think"].code == j.nodes[think["node_id"]].code  # type: ignore[union-attr]
+    assert is_ref(think.result.outcome.code)  # type: ignore[union-attr]
+    assert j.nodes[think.node_id].steps["think"].code == j.nodes[think.node_id].code  # type: ignore[union-attr]
     calls = [r for r in read_records(run_dir / LEDGER_FILE) if r.node_id in held]
     assert calls
     for r in calls:  # the node's own LLM calls fall outside the span its GPU was held
@@ -146,7 +147,7 @@ def test_pipelined_and_single_job_runs_grow_the_same_tree(tmp_path: Path) -> Non
         trees.append(
             (
                 sorted((n.stage, n.kind, n.parent_id or "", n.status.value) for n in llm_nodes(j)),
-                {stage: (j.nodes[e["node_id"]].kind, e["value"]) for (_, stage), e in j.stage_best.items()},
+                {stage: (j.nodes[e.node_id or ""].kind, e.value) for (_, stage), e in j.stage_best.items()},
             )
         )
     assert trees[0] == trees[1]
@@ -171,9 +172,7 @@ def test_a_driver_killed_in_any_step_resumes_and_pays_nothing_twice(tmp_path: Pa
     after = Journal.open(run_dir, read_only=True)
     for node_id, dumped in done.items():
         assert after.nodes[node_id].model_dump() == dumped  # finished nodes are never re-run
-    finished_steps = Counter(
-        (e["node_id"], e["step"]) for e in after.log.events if e["type"] == "step_finished"
-    )
+    finished_steps = Counter((e.node_id, e.step) for e in after.log.read(ev.StepFinished))
     assert max(finished_steps.values()) == 1  # no step of a node is done twice
     records = read_records(run_dir / LEDGER_FILE)
     assert not any(r.hedge for r in records)  # hedging is off by default: no call is sent twice

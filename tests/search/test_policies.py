@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from engine import events as ev
 from engine.journal import Journal
 from engine.node import AttemptResult, MetricSpec, MetricValue, Node, Origin
 from search.config import SearchConfig
@@ -16,7 +17,7 @@ SPEC = MetricSpec(name="acc", direction="maximize", primary=True)
 class Tree:
     def __init__(self, tmp: Path) -> None:
         self.j = Journal.open(tmp)
-        self.j.record("run_started", config={}, metrics=[SPEC.model_dump()])
+        self.j.record(ev.RunStarted(config={}, metrics=[SPEC.model_dump()]))
 
     def add(
         self,

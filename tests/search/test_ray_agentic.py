@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from engine import events as ev
 from engine.journal import Journal
 from engine.llm.ledger import summarize
 from search.agentic.operators.outcome import operator_outcome
@@ -44,7 +45,7 @@ def test_agentic_run_on_ray_with_the_gateway_actor(tmp_path: Path) -> None:
     marked = {m.parent.name for m in markers}
     kept = {n.id for n in j if n.kind != "selection" and n.status.value != "discarded"}
     assert kept <= marked <= {n.id for n in j if n.kind != "selection"} and os.getpid() not in pids
-    workers = [e["result"]["worker"] for e in j.log.events if e["type"] == "attempt_finished"]
+    workers = [e.result.worker for e in j.log.read(ev.AttemptFinished)]
     assert all(not w.endswith(f":{os.getpid()}") for w in workers)  # selections too
     ledger = summarize(run_dir)["run"]
     assert ledger["calls"] >= 3 * len([n for n in llm_nodes(j) if n.status.value == "good"]) - 1

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from engine import events as ev
 from engine.journal import Journal
 from engine.node import AttemptResult, ExecSummary, MetricSpec, MetricValue, Node, NodeStatus, StepResult
 from search.agentic.operators.claims import ClaimBook
@@ -46,7 +47,7 @@ class Search:
 
 def manager(tmp: Path, speculate: bool = True) -> tuple[Journal, StageManager]:
     j = Journal.open(tmp)
-    j.record("run_started", config={}, metrics=[SPEC.model_dump()], stages=list(PLAN.names), format=2)
+    j.record(ev.RunStarted(config={}, metrics=[SPEC.model_dump()], stages=list(PLAN.names), format=2))
     cfg = SimpleNamespace(
         stages={"a": SimpleNamespace(max_nodes=2), "b": SimpleNamespace(max_nodes=2)},
         replicates=1,
@@ -103,8 +104,8 @@ def test_the_next_stage_keeps_its_speculative_nodes_when_their_premise_is_decide
     j, sm, first, second, ahead = stage_a_with_one_node_running(tmp_path)
     finish(j, second, 0.4)
     sm.propose(4)
-    assert j.stage_best[("default", "a")]["node_id"] == first.id
-    assert j.stage_started[("default", "b")]["root"] == first.id
+    assert j.stage_best[("default", "a")].node_id == first.id
+    assert j.stage_started[("default", "b")].root == first.id
     b_nodes = j.in_stage("b", idea="default")
     assert [n.id for n in b_nodes] == [n.id for n in ahead[1:]]  # kept, and the budget is theirs
     assert all(n.status != NodeStatus.DISCARDED for n in j)
@@ -118,7 +119,7 @@ def test_the_next_stage_discards_them_when_another_node_is_decided_best(tmp_path
     j, sm, first, second, ahead = stage_a_with_one_node_running(tmp_path)
     finish(j, second, 0.9)
     fresh = add(j, sm.propose(4))
-    assert j.stage_best[("default", "a")]["node_id"] == second.id
+    assert j.stage_best[("default", "a")].node_id == second.id
     spec_b = [n.id for n in ahead if n.stage == "b"]
     assert all(j.nodes[i].status == NodeStatus.DISCARDED for i in spec_b)
     assert "but" in j.nodes[spec_b[0]].reason and second.id in j.nodes[spec_b[0]].reason
@@ -215,8 +216,8 @@ def test_a_stage_is_decided_without_waiting_for_judgements_that_cannot_make_a_be
     ran(j, thinking, 0.49)
     out = sm.propose(4)
     decision = j.stage_best[("default", "a")]
-    assert decision["node_id"] == best.id and out and out[0].kind == "replication"
-    assert f"not waiting for the judgement of {worse.id}, {failed.id}, {thinking.id}" in decision["reason"]
+    assert decision.node_id == best.id and out and out[0].kind == "replication"
+    assert f"not waiting for the judgement of {worse.id}, {failed.id}, {thinking.id}" in decision.reason
 
 
 @pytest.mark.parametrize("score", [0.9, 0.5])  # better, or a tie (awaited too)
@@ -262,7 +263,7 @@ def test_the_next_stage_grows_as_the_leader_firms_up(tmp_path: Path) -> None:
     assert ("default", "a") not in j.stage_best  # the decision still awaits its judgement
     finish(j, third, 0.9)
     assert grown() == []
-    assert j.stage_best[("default", "a")]["node_id"] == third.id  # `fourth` cannot win: decided
+    assert j.stage_best[("default", "a")].node_id == third.id  # `fourth` cannot win: decided
     assert {n.parent_id for n in j.in_stage("b", idea="default")} == {third.id}
     assert len(j.in_stage("b", idea="default")) == 4
 
@@ -291,7 +292,7 @@ def test_a_leader_judged_buggy_takes_its_line_with_it(tmp_path: Path) -> None:
         ),
     )
     fresh = add(j, sm.propose(4))
-    assert j.stage_best[("default", "a")]["node_id"] == first.id
+    assert j.stage_best[("default", "a")].node_id == first.id
     assert all(j.nodes[n.id].status == NodeStatus.DISCARDED for n in ahead[1:])
     assert [n.parent_id for n in fresh if n.stage == "b"] == [first.id, first.id]
     assert not [n for n in fresh if n.kind == "replication"]  # `first` has its replicate already

@@ -96,7 +96,7 @@ def test_template_idea_grows_from_the_template_code(tmp_path: Path) -> None:
     assert first.code == EXPERIMENT and first.status == NodeStatus.GOOD
     assert first.cost_usd == 0 and operator_outcome(first).llm_calls == 0
     assert not [n for n in j if n.kind == "draft"]
-    assert j.stage_best[("noise", "preliminary")]["node_id"] == first.id
+    assert j.stage_best[("noise", "preliminary")].node_id == first.id
     params = json.loads(
         (tmp_path / "runs").glob("*/nodes/n0000/attempt-1/silva_params.json").__next__().read_text()
     )
@@ -107,7 +107,7 @@ def test_template_idea_grows_from_the_template_code(tmp_path: Path) -> None:
     assert {n.stage for n in later} == {"hyperparameter", "agenda", "ablation"}
     assert all(n.code != EXPERIMENT and n.status == NodeStatus.GOOD for n in later)
     assert all(n.parent_id == first.id for n in later if n.stage == "hyperparameter")
-    agenda = j.nodes[j.stage_best[("noise", "agenda")]["node_id"]]
+    agenda = j.nodes[j.stage_best[("noise", "agenda")].node_id or ""]
     tuned = j.nodes[agenda.parent_id]  # type: ignore[index]
     assert tuned.stage == "hyperparameter" and "'method': True" in agenda.code
     assert agenda.code != tuned.code and agenda.metric("score") != tuned.metric("score")
@@ -176,7 +176,7 @@ def test_ideate_with_a_template_then_run_its_idea(tmp_path: Path) -> None:
     assert main(["run", str(config), "--ideas", str(tmp_path / "ideas" / "ideas.jsonl"), "--top", "1"]) == 0
     (run_dir,) = (tmp_path / "runs").iterdir()
     j = Journal.open(run_dir, read_only=True)
-    assert j.finished is not None and "all four stages complete" in j.finished["reason"]
+    assert j.finished is not None and "all four stages complete" in j.finished.reason
     first = j.nodes["n0000"]
     assert first.kind == "template" and first.idea == "smooth_asym" and first.code == EXPERIMENT
     later = [n for n in llm_nodes(j) if n.stage != "preliminary"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from engine import events as ev
 from engine.journal import Journal
 from engine.node import NodeStatus
 from search.template.plan import PLAN
@@ -24,7 +25,7 @@ def run(tmp_path: Path, **overrides: object) -> Journal:
 
 def test_four_stages_with_replicates_and_aggregates(tmp_path: Path) -> None:
     j = run(tmp_path)
-    assert j.finished is not None and j.finished["reason"] == "all four stages complete"
+    assert j.finished is not None and j.finished.reason == "all four stages complete"
     kinds = lambda stage, kind: j.in_stage(stage, kind)  # noqa: E731
     assert len(kinds("preliminary", "baseline")) == 1  # ends at its first good node
     assert len(kinds("hyperparameter", "hyperparameter")) == 3
@@ -32,13 +33,13 @@ def test_four_stages_with_replicates_and_aggregates(tmp_path: Path) -> None:
     assert len(kinds("ablation", "ablation")) == 1
     for stage in STAGES:
         ended = j.stage_ended[("default", stage)]
-        best = j.nodes[ended["best_node_id"]]
+        best = j.nodes[ended.best_node_id or ""]
         reps = [r for r in j.in_stage(stage, "replication") if r.parent_id == best.id]
         # A speculative replicate of a provisional best that was overtaken stays, unused.
         assert all(r.origin.speculative for r in j.in_stage(stage, "replication") if r.parent_id != best.id)
         assert len(reps) == 2 and all(r.params == best.params for r in reps)
         assert sorted(r.seed or 0 for r in reps) == [1, 2]  # seeds other than the searched one
-        agg = j.nodes[ended["aggregate_node_id"]]
+        agg = j.nodes[ended.aggregate_node_id or ""]
         assert agg.refs == [best.id, *[r.id for r in reps]]
         table = json.loads((j.log.path.parent / agg.artifacts[0]).read_text())
         subject = next(iter(table["groups"].values()))["score"]
@@ -47,22 +48,22 @@ def test_four_stages_with_replicates_and_aggregates(tmp_path: Path) -> None:
         assert abs(subject["mean"] - sum(v for v in values if v is not None) / 2) < 1e-12
         assert (j.log.path.parent / agg.artifacts[1]).read_bytes().startswith(b"\x89PNG")
     # Promotion: each stage's search nodes grow from the previous stage's best.
-    hp_best = j.stage_ended[("default", "hyperparameter")]["best_node_id"]
+    hp_best = j.stage_ended[("default", "hyperparameter")].best_node_id
     # The tuning stage's root competed, and its reason counts it (3 tuned + the baseline).
     assert (
         "best of 4 good node(s) on score, its root among them"
-        in j.stage_best[("default", "hyperparameter")]["reason"]
+        in j.stage_best[("default", "hyperparameter")].reason
     )
     assert all(n.parent_id == hp_best for n in j.in_stage("agenda", "method"))
     assert all(n.params["method"] for n in j.in_stage("agenda", "method"))
     assert not any(n.params["method"] for n in j.in_stage("hyperparameter", "hyperparameter"))
     # Stages overlap: the next stage's search starts before the decided stage's wrap-up ends.
-    seq = {e["node"]["id"]: e["seq"] for e in j.log.events if e["type"] == "node_created"}
+    seq = {e.node.id: e.seq for e in j.log.read(ev.NodeCreated)}
     for earlier, later in zip(STAGES, STAGES[1:]):
-        ended = j.stage_ended[("default", earlier)]["seq"]
-        decided = j.stage_best[("default", earlier)]["seq"]
+        ended_at = j.stage_ended[("default", earlier)].seq
+        decided = j.stage_best[("default", earlier)].seq
         first_next = min(seq[n.id] for n in j.in_stage(later))
-        assert decided < first_next < ended
+        assert decided < first_next < ended_at
     ablation = j.in_stage("ablation", "ablation")[0]
     assert ablation.params["ab"] is True and ablation.params["method"] is True
 
@@ -71,7 +72,7 @@ def test_broken_baseline_stops_run_with_reason(tmp_path: Path, capsys) -> None:
     j = run(tmp_path, fixed={"fail": True})
     assert j.finished is not None
     assert (
-        j.finished["reason"]
+        j.finished.reason
         == "stopped: stage preliminary found no good node in 2 node(s) (node budget of 2 used)"
     )
     assert all(n.status == NodeStatus.BUGGY and "deliberate failure" in n.reason for n in j)
@@ -141,16 +142,16 @@ def test_speculative_work_is_journaled_and_used_when_its_node_wins(tmp_path: Pat
             "ablation": {"max_nodes": 1},
         },
     )
-    assert j.finished is not None and j.finished["reason"] == "all four stages complete"
+    assert j.finished is not None and j.finished.reason == "all four stages complete"
     speculative = [n for n in j if n.origin.speculative]
     assert {n.kind for n in speculative} >= {"replication"}
     for stage in STAGES:  # the aggregate uses exactly `replicates` replicates of the decided best
         ended = j.stage_ended[("default", stage)]
-        agg = j.nodes[ended["aggregate_node_id"]]
+        agg = j.nodes[ended.aggregate_node_id or ""]
         assert len(agg.refs) == 1 + 2 and all(
-            j.nodes[r].parent_id == ended["best_node_id"] for r in agg.refs[1:]
+            j.nodes[r].parent_id == ended.best_node_id for r in agg.refs[1:]
         )
-        root = j.stage_started[("default", stage)]["root"]
+        root = j.stage_started[("default", stage)].root
         searched = [n for n in j.in_stage(stage) if n.kind not in ("replication", "aggregation")]
         assert len(searched) <= {"preliminary": 1, "hyperparameter": 4, "agenda": 3, "ablation": 1}[stage]
         # Speculative search nodes that stayed are the stage's own: grown from its decided root.
@@ -185,10 +186,10 @@ def test_a_tuning_stage_that_finds_only_worse_settings_hands_its_root_on(tmp_pat
     tuned = j.in_stage("hyperparameter", "hyperparameter")
     assert len(tuned) == 3 and all(n.metric("score") < baseline.metric("score") for n in tuned)  # type: ignore[operator]
     decision = j.stage_best[("default", "hyperparameter")]
-    assert decision["node_id"] == baseline.id
-    assert f"its root {baseline.id}, which no node of the stage beat" in decision["reason"]
+    assert decision.node_id == baseline.id
+    assert f"its root {baseline.id}, which no node of the stage beat" in decision.reason
     assert not j.in_stage("hyperparameter", "replication")  # the baseline's own replicates serve
-    agg = j.nodes[j.stage_ended[("default", "hyperparameter")]["aggregate_node_id"]]
+    agg = j.nodes[j.stage_ended[("default", "hyperparameter")].aggregate_node_id or ""]
     assert agg.refs == [baseline.id, *[r.id for r in j.in_stage("preliminary", "replication")]]
     first = j.in_stage("agenda", "method")[0]
     assert first.parent_id == baseline.id and first.params == {**baseline.params, "method": True}

@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from engine import events as ev
 from engine.config import Budgets, ExecutorConfig, Resources
 from engine.dispatch import Dispatcher, RunOutcome
 from engine.executor import InProcessExecutor
@@ -42,7 +43,7 @@ def open_run(
         df.to_csv(run_dir / "data.csv", index=False)
     journal = Journal.open(run_dir)
     if not journal.log.events:
-        journal.record("run_started", config={}, metrics=[], stages=["stateful"])
+        journal.record(ev.RunStarted(config={}, metrics=[], stages=["stateful"]))
     provider = ScriptedProvider("o", fn=fn or StatefulScientist())
     llm = build_gateway(LLMConfig.model_validate(LLM), run_dir, None, {}, providers={"o": provider}).client()
     return journal, build_stateful(

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from engine import events as ev
 from engine.journal import Journal
 from search.discovery.benchmarks import null_table, planted_table
 from search.discovery.evidence import TestOutcome as Result
 from search.stateful.adjudicate import Thresholds, adjudicate, adjudicate_naively, scope_problems
 from search.stateful.config import StatefulConfig
-from search.stateful.model import EVENT, AnalysisSpec, Claim, Condition, Evidence, Investigation, State
+from search.stateful.model import AnalysisSpec, Claim, Condition, Evidence, Investigation, State
 from search.stateful.strategy import StatefulDiscovery
 from search.stateful.view import frontier
 from tests.stateful.helpers import open_run, run
@@ -103,10 +104,10 @@ def test_frontier_actions_update_the_journaled_state_and_resume_restores_it(tmp_
     before = strategy.state
     assert before.patterns and before.investigations and len(before.steps) >= 4
     assert {s["action"]["action"] for s in before.steps} >= {"create", "retire"}
-    replayed = State.replay(Journal.open(tmp_path).log.events)
+    replayed = State.replay(Journal.open(tmp_path).log.read(ev.StatefulOp))
     assert replayed.investigations == before.investigations and replayed.focus == before.focus
     assert replayed.applied == before.applied and replayed.steps == before.steps
-    ops = [e["op"] for e in Journal.open(tmp_path).log.events if e["type"] == EVENT]
+    ops = [e.op for e in Journal.open(tmp_path).log.read(ev.StatefulOp)]
     assert ops[0] == "screen" and "step" in ops
 
     journal, resumed = open_run(tmp_path)  # a fresh driver: state from the journal only

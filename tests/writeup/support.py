@@ -9,6 +9,7 @@ from pathlib import Path
 
 import yaml
 
+from engine import events as ev
 from engine.journal import Journal
 from engine.llm import LLM, LLMConfig, build_gateway
 from engine.llm.gateway import Gateway
@@ -56,12 +57,12 @@ def make_run(root: Path, name: str = "toy") -> Path:
         "stages": {"warmup": {}, "tuning": {}},
     }
     j.record(
-        "run_started", config=cfg, metrics=[m.model_dump() for m in METRICS], stages=["warmup", "tuning"]
+        ev.RunStarted(config=cfg, metrics=[m.model_dump() for m in METRICS], stages=["warmup", "tuning"])
     )
-    j.record("session_started", resumed=False)
+    j.record(ev.SessionStarted(resumed=False))
     groups = list(SEEDS)
     for stage, subject, kind in (("warmup", groups[1], "baseline"), ("tuning", groups[0], "method")):
-        j.record("stage_started", idea="default", stage=stage)
+        j.record(ev.StageStarted(idea="default", stage=stage))
         best = j.add_node(
             Node(stage=stage, kind=kind, params={"C": 0.5, "use_srf": kind == "method"}, plan=f"{kind} run")
         )
@@ -69,25 +70,27 @@ def make_run(root: Path, name: str = "toy") -> Path:
         buggy = j.add_node(Node(stage=stage, kind="draft", plan="a broken try"))
         j.attempt_finished(buggy.id, 1, AttemptResult(status="buggy", reason="NameError"))
         j.record(
-            "stage_best",
-            idea="default",
-            stage=stage,
-            node_id=best.id,
-            value=sum(SEEDS[subject]["accuracy"]) / 3,
-            reason="highest accuracy",
+            ev.StageBest(
+                idea="default",
+                stage=stage,
+                node_id=best.id,
+                value=sum(SEEDS[subject]["accuracy"]) / 3,
+                reason="highest accuracy",
+            )
         )
         agg = j.add_node(Node(stage=stage, kind="aggregation"))
         chosen = {g: SEEDS[g] for g in ([subject] if stage == "warmup" else groups)}
         _aggregate(run_dir, j, agg.id, f"default · {stage}", chosen)
         j.record(
-            "stage_ended",
-            idea="default",
-            stage=stage,
-            best_node_id=best.id,
-            aggregate_node_id=agg.id,
-            reason="node budget of 2 used",
+            ev.StageEnded(
+                idea="default",
+                stage=stage,
+                best_node_id=best.id,
+                aggregate_node_id=agg.id,
+                reason="node budget of 2 used",
+            )
         )
-    j.record("run_finished", reason="all stages done")
+    j.record(ev.RunFinished(reason="all stages done"))
     return run_dir
 
 
