@@ -2,8 +2,9 @@
 search quality? Writes bench/results/pipeline.json and prints two tables.
 
 (a) Utilization of the four-stage agentic search, one idea, 4 and 16 slots, LLM latency / experiment
-    median = 0, 1 and 4, with the pipeline (think / run / judge steps, look-ahead, speculation,
-    hedged LLM calls) on and off. The LLM is a fake OpenAI-compatible server on 127.0.0.1 that answers
+    median = 0, 1 and 4, with the pipeline (think / run / judge steps, look-ahead, speculation) on
+    and off; LLM calls are never sent twice (hedging is off by default; `--hedge on` or `uncapped`
+    turns it on for an A/B). The LLM is a fake OpenAI-compatible server on 127.0.0.1 that answers
     every schema with the scripted scientist's content after a lognormal latency; experiments sleep lognormal
     durations inside real numpy code. Utilization = experiment time (the run's wall time) /
     (slots x makespan). The ratio is taken against the experiments' measured median wall time
@@ -14,6 +15,10 @@ search quality? Writes bench/results/pipeline.json and prints two tables.
     durations (the longest root-to-node chain of think, run and judge steps bounds the makespan
     from below), and the utilization of kept work only (discarded speculation left out).
     `--repeats 0 1 2` runs each setting with several run and latency seeds.
+    What the utilization costs: the fake server counts tokens as a real API would bill them (4
+    characters a token of the prompts the engine builds and of the answers), priced at PRICED_AS's
+    list price in engine/llm/prices.py; each row has the LLM dollars per kept node. The machine's
+    load average is sampled during each run (2 shared cores: other work stretches the experiments).
     Then forest rows (`--forest IDEAS:RATIO ...`, default 12 ideas at ratio 1 and 16 at ratio 4,
     4 slots, pipeline on): K copies of the idea, each its own four stages of the same size,
     sharing the slots by the `fair` allocation. One idea's tree bounds its makespan by its
@@ -35,7 +40,10 @@ import re
 import statistics
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +56,7 @@ import yaml  # noqa: E402
 from engine.events import AttemptFinished, AttemptStarted, StepFinished  # noqa: E402
 from engine.journal import Journal  # noqa: E402
 from engine.llm.ledger import LEDGER_FILE, read_records  # noqa: E402
+from engine.llm.prices import DEFAULT_MODELS  # noqa: E402
 from engine.node import Node  # noqa: E402
 from silva import lifecycle  # noqa: E402
 from silva.config import load_config  # noqa: E402
@@ -62,6 +71,16 @@ MEDIAN_S, SIGMA, CAP_S = (
     7.5,
 )  # experiments: lognormal, median 0.5 s (scaled down from 4 s; cap 60 s)
 STAGE_NAMES = ("preliminary", "hyperparameter", "agenda", "ablation")
+# The fake model's tokens are priced as this real model's (a mid-priced one, $3 / $15 per Mtok).
+PRICED_AS = "claude-sonnet-4-5"
+CHARS_PER_TOKEN = 4
+# `--hedge`: off is the default config (docs/llm.md, Hedged requests); on is `hedge: {}` with its
+# 5% spend cap; uncapped is what the default was before: blocking calls sent twice at once, no cap.
+HEDGE: dict[str, dict[str, Any] | None] = {
+    "off": None,
+    "on": {},
+    "uncapped": {"at_once_when_blocking": True, "max_extra_fraction": None},
+}
 
 
 def stages(slots: int, depth: int = 2) -> dict[str, dict[str, int]]:
@@ -98,11 +117,13 @@ def llm_config(url: str, **provider: Any) -> dict[str, Any]:
             "m": {
                 "provider": "fake",
                 "model": "fake-model",
-                "price": {"input": 1.0, "output": 2.0},
+                "price": DEFAULT_MODELS[PRICED_AS][1].model_dump(),
                 "capabilities": {"json_schema": True, "vision": False},
             }
         },
         "roles": {r: {"model": "m", "max_tokens": 2048} for r in ("code", "feedback", "selection")},
+        # The start-of-run probe would time the fake server's scripted delay as the model's speed.
+        "probe": False,
     }
 
 
@@ -131,6 +152,9 @@ def fake_llm(server: FakeLLMServer, median_s: float, seed: int) -> None:
         delay = min(rng.lognormvariate(math.log(median_s), SIGMA), 8 * median_s) if median_s else 0.0
         reply = Reply.json(data)
         reply.delay_s = delay
+        # Billed as a real API would: the whole prompt in, the answer out.
+        prompt = sum(len(m.text) for m in messages)
+        reply.usage = (prompt // CHARS_PER_TOKEN + 1, len(json.dumps(data)) // CHARS_PER_TOKEN + 1, 0)
         return reply
 
     server.handler = handle
@@ -148,7 +172,14 @@ def idea_files(tmp: Path, ideas: int) -> dict[str, Any]:
 
 
 def agentic_run(
-    tmp: Path, url: str, slots: int, pipeline: bool, seed: int, depth: int = 2, ideas: int = 1
+    tmp: Path,
+    url: str,
+    slots: int,
+    pipeline: bool,
+    seed: int,
+    depth: int = 2,
+    ideas: int = 1,
+    hedge: str = "off",
 ) -> dict[str, Any]:
     (tmp / "run.yaml").write_text(
         yaml.safe_dump(
@@ -168,8 +199,8 @@ def agentic_run(
                 },
                 "sandbox": "none",
                 # Off is the engine before the pipeline: one job per node, no look-ahead, no speculation.
-                # Neither sends a call twice: hedging (engine/llm/hedge.py) is off by default.
-                "llm": llm_config(url, max_concurrency=256),
+                # Neither sends a call twice unless `--hedge` says so: hedging is off by default.
+                "llm": llm_config(url, max_concurrency=256, hedge=HEDGE[hedge]),
             }
         )
     )
@@ -186,14 +217,16 @@ def agentic_run(
     kept = sum(n.execution.wall_s for n in j if n.execution is not None and n.status.value != "discarded")
     work = sum(own_work_s(n) for n in j if n.execution is not None and n.execution.wall_s > 0)
     chain = critical_path_s(j)
-    records = read_records(run_dir / LEDGER_FILE)
-    dollars = sum(r.dollars for r in records if not r.cache_hit)
+    records = [r for r in read_records(run_dir / LEDGER_FILE) if not r.cache_hit]
+    dollars = sum(r.dollars for r in records)
     kept_nodes = sum(n.is_finished and n.status.value != "discarded" for n in j)
     return {
         "slots": slots,
         "pipeline": pipeline,
+        "hedge": hedge,
         "outcome": outcome.status,
         "nodes": len(j.nodes),
+        "kept_nodes": kept_nodes,
         "makespan_s": round(makespan, 1),
         "experiment_s": round(busy, 1),
         "experiment_median_s": round(statistics.median(walls), 2) if walls else None,
@@ -210,7 +243,10 @@ def agentic_run(
         "utilization_bound": round(busy / (slots * max(chain, busy / slots)), 3),
         "speculative": sum(n.origin.speculative for n in j),
         "hedged_llm_copies": sum(r.hedge == "lost" for r in records),
-        # What the utilization cost: LLM dollars at the fake model's $1/$2 per Mtok, per node kept.
+        # What the utilization cost: the paid calls' tokens at PRICED_AS's list price, per node kept.
+        "llm_priced_as": PRICED_AS,
+        "llm_tokens_in": sum(r.input_tokens for r in records),
+        "llm_tokens_out": sum(r.output_tokens for r in records),
         "llm_dollars": round(dollars, 4),
         "llm_dollars_per_kept_node": round(dollars / kept_nodes, 5) if kept_nodes else None,
         "discarded": sum(n.status.value == "discarded" for n in j),
@@ -235,8 +271,7 @@ def critical_path_s(j: Journal) -> float:
     to_run: dict[str, float] = {}  # a node's own time up to the end of its run step
     started: dict[tuple[str, int], float] = {}
     for e in j.log.read(AttemptStarted, StepFinished, AttemptFinished):
-        if not isinstance(e, (AttemptStarted, StepFinished, AttemptFinished)):
-            continue
+        assert isinstance(e, AttemptStarted | StepFinished | AttemptFinished)
         key = (e.node_id, e.attempt)
         if isinstance(e, AttemptStarted):
             started[key] = e.ts
@@ -256,6 +291,27 @@ def critical_path_s(j: Journal) -> float:
     return max((begins[i] + own.get(i, 0.0) for i in begins), default=0.0)
 
 
+@contextmanager
+def load_sampled(every_s: float = 5.0) -> Iterator[list[float]]:
+    """The 1-minute load average every `every_s` seconds while the block runs (and once at its end):
+    the machine is shared, and its load stretches the experiments' wall time."""
+    samples = [os.getloadavg()[0]]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(every_s):
+            samples.append(os.getloadavg()[0])
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        yield samples
+    finally:
+        done.set()
+        thread.join()
+        samples.append(os.getloadavg()[0])
+
+
 def saved_median(slots: int) -> float:
     """The experiments' median wall at this slot count, as its one-idea ratio-0 run without the
     pipeline measured it (saved in this results file, or else in the default one): ratios are of it."""
@@ -273,6 +329,7 @@ def saved_median(slots: int) -> float:
             and r["ratio"] == 0
             and not r["pipeline"]
             and r.get("ideas", 1) == 1
+            and r.get("hedge", "off") == "off"
             and r.get("experiment_median_s")
         ),
         MEDIAN_S,
@@ -285,7 +342,11 @@ def bench_utilization(args: argparse.Namespace) -> list[dict[str, Any]]:
         experiment_median = saved_median(slots)  # or this time's, once its ratio-0 run is in (below)
         for ratio in sorted(args.ratios):
             for pipeline, repeat in [(p, r) for r in args.repeats for p in args.pipeline]:
-                with FakeLLMServer() as server, tempfile.TemporaryDirectory() as tmp:
+                with (
+                    FakeLLMServer() as server,
+                    tempfile.TemporaryDirectory() as tmp,
+                    load_sampled() as load,
+                ):
                     fake_llm(server, ratio * experiment_median, seed=slots * 10 + int(ratio) + 1000 * repeat)
                     row = agentic_run(
                         Path(tmp),
@@ -295,6 +356,7 @@ def bench_utilization(args: argparse.Namespace) -> list[dict[str, Any]]:
                         seed=repeat,
                         depth=args.depth,
                         ideas=args.ideas,
+                        hedge=args.hedge,
                     )
                 if (
                     row["outcome"] == "interrupted"
@@ -302,7 +364,13 @@ def bench_utilization(args: argparse.Namespace) -> list[dict[str, Any]]:
                     raise SystemExit(
                         f"slots {slots} ratio {ratio:g}: the run was interrupted; rows so far in {RESULTS}"
                     )
-                if ratio == 0 and not pipeline and args.ideas == 1 and row["experiment_median_s"]:
+                if (
+                    ratio == 0
+                    and not pipeline
+                    and args.ideas == 1
+                    and args.hedge == "off"
+                    and row["experiment_median_s"]
+                ):
                     experiment_median = row["experiment_median_s"]
                 row.update(
                     ratio=ratio,
@@ -310,7 +378,9 @@ def bench_utilization(args: argparse.Namespace) -> list[dict[str, Any]]:
                     llm_median_s=round(ratio * experiment_median, 2),
                     llm_requests=len(server.requests),
                 )
-                row["load_avg"] = round(os.getloadavg()[0], 2)
+                # The 1-minute load average during the run: its mean and its highest sample.
+                row["load_avg"] = round(statistics.fmean(load), 2)
+                row["load_avg_max"] = round(max(load), 2)
                 row["cpus"] = os.cpu_count()
                 row["depth"] = args.depth
                 row["ideas"] = args.ideas
@@ -318,11 +388,14 @@ def bench_utilization(args: argparse.Namespace) -> list[dict[str, Any]]:
                 save(rows)
                 print(
                     f"  slots {slots:>2} ideas {args.ideas} ratio {ratio:g} pipeline "
-                    f"{'on ' if pipeline else 'off'} repeat {repeat}: utilization {row['utilization']:.2f} "
+                    f"{'on ' if pipeline else 'off'} hedge {args.hedge} repeat {repeat}: utilization "
+                    f"{row['utilization']:.2f} "
                     f"({row['utilization_kept']:.2f} kept, {row['utilization_work']:.2f} uncontended) of at "
                     f"most {row['utilization_bound']:.2f} ({row['nodes']} nodes, {row['makespan_s']} s, "
                     f"longest chain {row['critical_path_s']} s, {row['hedged_llm_copies']} hedged LLM "
-                    f"copies, ${row['llm_dollars_per_kept_node']} of LLM per kept node)",
+                    f"copies, ${row['llm_dollars_per_kept_node']} of LLM per kept node at {PRICED_AS}'s "
+                    f"prices, {row['kept_nodes']} kept, {row['llm_requests']} LLM requests, load average "
+                    f"{row['load_avg']} (max {row['load_avg_max']}))",
                     flush=True,
                 )
     return rows
@@ -387,9 +460,16 @@ def bench_quality(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def save(rows: list[dict[str, Any]] | None = None, quality: list[dict[str, Any]] | None = None) -> None:
     """Merge into the results file: a row replaces the one of its (ideas, slots, ratio, pipeline,
-    repeat), so a run cut short, or one of a few settings, keeps the figures measured before."""
+    hedge, repeat), so a run cut short, or one of a few settings, keeps the figures measured before."""
     old = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
-    key = lambda r: (r.get("ideas", 1), r["slots"], r["ratio"], r["pipeline"], r.get("repeat", 0))  # noqa: E731
+    key = lambda r: (  # noqa: E731
+        r.get("ideas", 1),
+        r["slots"],
+        r["ratio"],
+        r["pipeline"],
+        r.get("hedge", "off"),
+        r.get("repeat", 0),
+    )
     merged = {key(r): r for r in old.get("utilization", [])} | {key(r): r for r in rows or []}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(
@@ -405,6 +485,11 @@ def save(rows: list[dict[str, Any]] | None = None, quality: list[dict[str, Any]]
                     "replicates": 2,
                     "executor": "inprocess",
                     "sandbox": "none",
+                    "llm_prices": f"tokens (prompt and answer characters / {CHARS_PER_TOKEN}) at "
+                    f"{PRICED_AS}'s list price in engine/llm/prices.py (rows from before show "
+                    "llm_priced_as; older ones were at $1 / $2 per Mtok and 12 / 7 tokens a call)",
+                    "load_avg": "mean 1-minute load average sampled every 5 s during the run (older rows: "
+                    "at its end)",
                 },
                 "utilization": sorted(merged.values(), key=key),
                 "quality": quality if quality is not None else old.get("quality", []),
@@ -468,6 +553,13 @@ def main() -> None:
         nargs="+",
         default=[0],
         help="run seeds of (a): each setting once per seed (the run's seed and the LLM latencies')",
+    )
+    ap.add_argument(
+        "--hedge",
+        choices=list(HEDGE),
+        default="off",
+        help="hedged LLM calls: off (the default config), on (`hedge: {}`, copies capped at 5%% of the "
+        "spend), uncapped (blocking calls sent twice at once, no cap: the old default)",
     )
     args = ap.parse_args()
     args.pipeline = [p == "on" for p in args.pipeline]
