@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
 from pydantic import BaseModel, Field
 
 from engine.claims import Claim, GroupSummary, Ledger, Role, Verdict
 from engine.claimtext import CLAIM_MARK_RE, plain
+from engine.errors import ConfigError
 from engine.journal import Journal
 from silva.config import RunConfig
 from writeup.config import WriteupConfig
@@ -29,6 +31,7 @@ ROLE_TEXT: dict[Role, str] = {
     "other": "other metric",
 }
 NO_STAGE = "no stage of this idea has ended yet: nothing to compare"
+UNREADABLE = "claims not available: the run's results could not be read"
 NO_GROUPS = "no ledger-able comparison yet: no ended stage of this idea aggregated two groups of replicates"
 
 
@@ -140,7 +143,12 @@ def ledger_view(ledger: Ledger, macros: ResultsMacros) -> IdeaClaims:
 
 def idea_claims(run_dir: Path, cfg: RunConfig, journal: Journal, ideas: list[str]) -> list[IdeaClaims]:
     """One entry per idea of the page, in its order; an idea with no ended stage says so."""
-    run = read_run(run_dir, journal)
+    try:
+        run = read_run(run_dir, journal)
+    except (ConfigError, ValueError, OSError, yaml.YAMLError) as e:
+        # The idea file the run names may have been edited or removed since: the page still
+        # draws the forest, and the panel says why it has no claims.
+        return [IdeaClaims(idea=name, note=f"{UNREADABLE}: {e}") for name in ideas]
     writeup = cfg.writeup or WriteupConfig()
     out = []
     for name in ideas:

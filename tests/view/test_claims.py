@@ -5,14 +5,17 @@ The seed values are the writer's ledger test's (tests/writeup/test_ledger.py).""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from engine.claims import load_ledger
+from engine.eventlog import EVENTS_FILE
 from silva.cost import open_read_only
 from silva.view.build import build_view
-from silva.view.claims import NO_GROUPS, NO_STAGE, IdeaClaims, idea_claims
+from silva.view.claims import NO_GROUPS, NO_STAGE, UNREADABLE, IdeaClaims, idea_claims
 from tests.view.browser import browser_page, not_blank
 from tests.view.synth import make_run
 from tests.writeup.test_ledger import BASE, METHOD, ONE, TUNED
@@ -93,6 +96,20 @@ def test_panel_says_plainly_when_there_is_nothing_to_compare(tmp_path: Path) -> 
     no_groups, no_stage = _panel(run_dir, ["alpha", "gamma"])
     assert (no_groups.note, no_groups.claims) == (NO_GROUPS, [])
     assert (no_stage.idea, no_stage.note, no_stage.claims) == ("gamma", NO_STAGE, [])
+
+
+def test_an_idea_file_broken_since_the_run_leaves_the_page_and_says_why(tmp_path: Path) -> None:
+    run_dir = make_run(tmp_path, ideas=("alpha",), search_nodes=3, plots=False, aggregates=AGGREGATES)
+    broken = tmp_path / "idea.yaml"
+    broken.write_text(yaml.safe_dump({"name": "alpha", "title": 3}))  # edited into an invalid idea
+    events = run_dir / EVENTS_FILE
+    first, rest = events.read_text().split("\n", 1)
+    start = json.loads(first)
+    start["config"]["idea"] = str(broken)
+    events.write_text(json.dumps(start) + "\n" + rest)
+    (panel,) = _panel(run_dir, ["alpha"])
+    assert panel.note.startswith(UNREADABLE) and "title" in panel.note and panel.claims == []
+    assert build_view(run_dir).index.is_file()  # the forest is still drawn
 
 
 @pytest.mark.slow
