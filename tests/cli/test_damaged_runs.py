@@ -133,6 +133,7 @@ def test_export_out_and_default(blob_run: Path, tmp_path: Path, capsys: pytest.C
     assert f"wrote {run_dir / 'export' / 'nodes.parquet'}" in capsys.readouterr().out
 
 
+@pytest.mark.e2e
 def test_view_of_a_read_only_run_falls_back_and_leaves_no_partial_view(
     blob_run: Path, tmp_path: Path
 ) -> None:

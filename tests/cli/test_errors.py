@@ -140,6 +140,7 @@ def test_ray_start_retries_only_timeouts_with_a_longer_wait_when_loaded() -> Non
     assert len(calls) == 1 and e.value.exit_code == 3
 
 
+@pytest.mark.e2e
 def test_ray_that_does_not_start_is_a_stopped_run_not_a_running_one(tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("")

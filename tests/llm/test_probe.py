@@ -81,6 +81,7 @@ def test_probe_off(fake: FakeLLMServer) -> None:
     assert validate_llm_config(cfg, ENV) == [] and not fake.requests
 
 
+@pytest.mark.e2e
 def test_the_probe_is_paid_into_the_run_ledger(
     fake: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -267,6 +267,7 @@ def test_ablation_stage_ends_when_the_model_has_no_new_ablation(tmp_path: Path) 
     assert j.stage_ended[("noise", "ablation")].reason.startswith(f"no new ablation left: at {spent[0].id}")
 
 
+@pytest.mark.e2e
 def test_a_fresh_process_reads_every_outcome_typed(tmp_path: Path) -> None:
     """`silva resume` and `silva status` replay the journal in a new process: the node outcomes and
     steps of an agentic run must come back as their own types, not as UnknownOutcome (a resumed
