@@ -201,8 +201,15 @@ def failure_macros(s: FailureSummary, idea: str) -> ResultsMacros:
     if s.elapsed_s >= 120:
         out.number("Elapsed", s.elapsed_s / 60, "wall clock of the run's sessions, minutes", digits=1)
     else:
-        out.number("Elapsed", s.elapsed_s, "wall clock of the run's sessions, seconds", digits=0)
-    out.number("WorkerSeconds", s.worker_s, "seconds jobs held a worker (compute_used events)", digits=0)
+        out.number(
+            "Elapsed", s.elapsed_s, "wall clock of the run's sessions, seconds", digits=_digits(s.elapsed_s)
+        )
+    out.number(
+        "WorkerSeconds",
+        s.worker_s,
+        "seconds jobs held a worker (compute_used events)",
+        digits=_digits(s.worker_s),
+    )
     if s.gpu_s:
         out.number("GpuHours", s.gpu_s / 3600, "GPU-hours held (compute_used events)", digits=3)
     return out
@@ -308,6 +315,11 @@ def _why(s: FailureSummary) -> str:
         "The failed nodes grouped by cause (the reason each node's attempt recorded; an example of each "
         "quoted as recorded, shortened):\n\\begin{itemize}\n" + "\n".join(items) + "\n\\end{itemize}\n"
     )
+
+
+def _digits(seconds: float) -> int:
+    """A run that failed fast took a fraction of a second: "0 seconds" would read as nothing."""
+    return 1 if seconds < 10 else 0
 
 
 def _spent(s: FailureSummary, macros: ResultsMacros) -> str:
