@@ -82,6 +82,9 @@ class Mode:
     resolve: Callable[[Any, Path], Any] | None = None
     # Progress scores of its own, by the name its plan's `progress` may give (search/allocation.py).
     progress_scores: Mapping[str, ProgressScore] = field(default_factory=dict)
+    # Lines of its own for `silva status`, read from the run directory (a discovery run's claim
+    # counts): the status command shows any mode's without knowing its name.
+    status_lines: Callable[[Path], list[str]] | None = None
 
 
 _MODES: dict[str, Mode] = {}

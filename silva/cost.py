@@ -230,7 +230,7 @@ def remaining_nodes(cfg: RunConfig, journal: Journal) -> int:
     if journal.finished is not None:
         return 0
     ideas = sorted({n.idea for n in journal} | {k[0] for k in journal.stage_started})
-    trees = max(len(ideas), 1 if cfg.mode == "template" else len(cfg.idea_sources()))
+    trees = max(len(ideas), len(cfg.idea_sources()) or 1)  # a run without idea files grows one tree
     ideas += [f"(not started {i})" for i in range(trees - len(ideas))]
     created: dict[tuple[str, str], int] = defaultdict(int)
     for n in journal:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -110,7 +111,7 @@ def render(run_dir: Path, cfg: RunConfig, journal: Journal) -> Group:
         reasons,
         budgets,
         budget_text(run_dir, cfg, journal),
-        llm_lines(run_dir, journal, llm, discovery=cfg.mode == "discovery"),
+        llm_lines(run_dir, journal, llm, cfg.search_mode.status_lines),
         rates,
     )
 
@@ -134,8 +135,14 @@ def queue_line(run_dir: Path, now: float | None = None) -> str | None:
     )
 
 
-def llm_lines(run_dir: Path, journal: Journal, llm: dict[str, Any] | None, discovery: bool = False) -> Text:
-    """LLM mode: the ledger's totals, ideas stopped by their own budget, held-out choices."""
+def llm_lines(
+    run_dir: Path,
+    journal: Journal,
+    llm: dict[str, Any] | None,
+    mode_lines: Callable[[Path], list[str]] | None = None,
+) -> Text:
+    """LLM mode: the ledger's totals, ideas stopped by their own budget, held-out choices, and the
+    search mode's own lines (search/modes.py `Mode.status_lines`)."""
     lines = [render_summary(llm)] if llm else []
     if journal.finished is None and (queued := queue_line(run_dir)):
         lines.append(queued)
@@ -149,12 +156,8 @@ def llm_lines(run_dir: Path, journal: Journal, llm: dict[str, Any] | None, disco
         )
     if (run_dir / "notes").is_dir():
         lines.append(f"experimental journal: {run_dir / 'notes'}")
-    if discovery:  # the claim store's counts (imported only here: it loads pandas, half a second)
-        from search.discovery.claims import status_line
-
-        claims = status_line(run_dir)
-        if claims:
-            lines.append(claims)
+    if mode_lines is not None:
+        lines += mode_lines(run_dir)
     return Text("\n".join(lines))
 
 

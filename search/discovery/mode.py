@@ -45,6 +45,13 @@ def _resolve(dcfg: DiscoveryConfig, base: Path) -> DiscoveryConfig:
     return resolve_paths(dcfg, base)
 
 
+def _status_lines(run_dir: Path) -> list[str]:
+    from search.discovery.claims import status_line  # loads pandas: only for a discovery run
+
+    line = status_line(run_dir)
+    return [line] if line else []
+
+
 MODE = Mode(
     name="discovery",
     plan=PLAN,
@@ -55,4 +62,5 @@ MODE = Mode(
     section=SECTION,
     section_model=DiscoveryConfig,
     resolve=_resolve,
+    status_lines=_status_lines,
 )

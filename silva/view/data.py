@@ -223,7 +223,7 @@ def budget_rows(cfg: RunConfig, journal: Journal, spent: Spend) -> list[BudgetRo
             used = sum(1 for n in journal.in_stage(stage, idea=idea) if n.kind not in support)
             name = f"{idea} · {stage} search nodes" if len(ideas) > 1 else f"{stage} search nodes"
             rows.append(BudgetRow(name=name, used=used, limit=sc.max_nodes))
-    sources = cfg.idea_sources() if cfg.mode != "template" else []
+    sources = cfg.idea_sources()
     if sources and all(s.path.is_file() for s in sources):  # idea files moved since the run: no per-idea rows
         from search.idea import load_ideas
 

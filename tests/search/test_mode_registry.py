@@ -3,6 +3,7 @@ nothing in silva/ names it (docs/architecture.md, "Search modes")."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 from pydantic import Field
+from rich.console import Console
 
 from engine.config import Strict
 from engine.dispatch import Finish
@@ -24,6 +26,7 @@ from search.modes import Mode, ModeConfig, register_mode, unregister_mode
 from search.plan import StagePlan, StageSpec
 from silva import lifecycle
 from silva.config import load_config
+from silva.status import print_status
 
 PLAN = StagePlan(
     "tally", (StageSpec("count", grows="square", ends="`tally.count` nodes"),), progress="squares_done"
@@ -90,6 +93,7 @@ TALLY = Mode(
     section_model=TallyConfig,
     needs_llm=False,
     progress_scores={"squares_done": squares_done},
+    status_lines=lambda run_dir: [f"tally: squares counted in {run_dir.name}"],
 )
 
 
@@ -126,6 +130,10 @@ def test_a_mode_from_the_test_directory_runs_through_the_lifecycle(tmp_path: Pat
     again, _ = lifecycle.open_run(run_dir, read_only=True)
     assert again.mode == "tally" and again.section("tally") == TallyConfig(count=5)
     assert lifecycle.resume(run_dir).message.startswith("already finished")
+    # `silva status` shows the mode's own line without naming the mode anywhere in silva/.
+    out = io.StringIO()
+    print_status(run_dir, again, journal, Console(file=out, width=200))
+    assert f"tally: squares counted in {run_dir.name}" in out.getvalue()
 
 
 def test_the_modes_section_is_validated_with_the_config(tmp_path: Path, tally: Mode) -> None:
