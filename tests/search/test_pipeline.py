@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from engine import events as ev
-from engine.blobs import is_ref
+from engine.blobs import is_ref, raw
 from engine.config import Resources
 from engine.executor import Handle, InProcessExecutor, Job, JobDone, step_of
 from engine.journal import Journal
@@ -121,7 +121,7 @@ def test_only_the_run_step_holds_the_gpu_and_no_llm_call_happens_during_it(tmp_p
         for e in j.log.events
         if isinstance(e, ev.StepFinished) and e.step == "think" and len(j.nodes[e.node_id].code) >= 512
     )
-    assert is_ref(think.result.outcome.code)  # type: ignore[union-attr]
+    assert think.result.outcome is not None and is_ref(raw(think.result.outcome, "code"))
     assert j.nodes[think.node_id].steps["think"].code == j.nodes[think.node_id].code  # type: ignore[union-attr]
     calls = [r for r in read_records(run_dir / LEDGER_FILE) if r.node_id in held]
     assert calls
