@@ -50,6 +50,11 @@ class Claim(BaseModel):
     in_bank: bool = False
     assumptions_failed: list[str] = Field(default_factory=list)
     figure_reading: str = ""
+    covariates_checked: list[str] = Field(
+        default_factory=list, description="covariates Silva adjusted the claim for on held-out"
+    )
+    controls: int = Field(0, description="negative controls run: held-out tables with the outcome permuted")
+    controls_passed: int = Field(0, description="negative controls that would have passed the held-out gate")
 
 
 def counts(claims: list[Claim]) -> dict[str, int]:
@@ -120,10 +125,11 @@ def render_findings(claims: list[Claim], findings: dict[str, Any]) -> str:
         ]
         or ["None."]
     )
-    demoted = [c for c in claims if c.status in ("explained", "duplicate")]
+    demoted = [c for c in claims if c.status in ("explained", "spurious", "duplicate")]
     lines += ["", "## Demoted claims", ""] + (
         [f"- **{c.statement}** ({c.id}) — {c.status}: {c.reason}" for c in demoted] or ["None."]
     )
+    lines += ["", "## Negative controls", "", *control_lines(claims, findings.get("alpha"))]
     lines += ["", "## Reflections", ""]
     for r in findings.get("reflections", []):
         lines.append(f"Reflection {r['index']} ({r['node_id']}):")
@@ -147,6 +153,24 @@ def render_findings(claims: list[Claim], findings: dict[str, Any]) -> str:
             f"{c.heldout_uses} | {c.parent or '-'} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def control_lines(claims: list[Claim], alpha: object) -> list[str]:
+    """The negative controls of the run's decided claims (docs/discovery.md, "Silva's own checks")."""
+    checked = [c for c in claims if c.controls]
+    if not checked:
+        return ["None ran (no claim was decided, or discovery.negative_controls is 0)."]
+    runs, passed = sum(c.controls for c in checked), sum(c.controls_passed for c in checked)
+    return [
+        f"Each decided claim's code was re-run on held-out tables with its outcome permuted: {passed} of "
+        f"{runs} controls would have passed the held-out gate ({passed / runs:.1%}; a claim is spurious "
+        f"when its count is improbable at rate {alpha}).",
+        "",
+        *(
+            f"- **{c.statement}** ({c.id}): {c.controls_passed} of {c.controls} passed — {c.status}"
+            for c in checked
+        ),
+    ]
 
 
 def status_line(run_dir: Path) -> str | None:

@@ -61,6 +61,18 @@ class DiscoveryConfig(Strict):
         description="bonferroni/bh gates: confirm each accepted claim once on held-out "
         "(supported / weakened / refuted); the two-split gate always uses it",
     )
+    adjust_covariates: int = Field(
+        3,
+        ge=0,
+        description="Silva adjusts each decided claim on a pair of columns for at most this many measured "
+        "covariates associated with both (held-out; no LLM call); 0: never",
+    )
+    negative_controls: int = Field(
+        20,
+        ge=0,
+        description="Silva re-runs each decided claim's code on this many held-out tables with its outcome "
+        "permuted (no LLM call) and flags it spurious when they pass too often; 0: never",
+    )
     stateful: StatefulConfig = Field(
         default_factory=StatefulConfig, description="stateful mode: steps and ablations"
     )

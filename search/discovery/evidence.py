@@ -35,6 +35,7 @@ ClaimStatus = Literal[
     "inconclusive",
     "explained",
     "duplicate",
+    "spurious",
 ]
 STATUSES: tuple[ClaimStatus, ...] = (
     "proposed",
@@ -46,10 +47,13 @@ STATUSES: tuple[ClaimStatus, ...] = (
     "inconclusive",
     "explained",
     "duplicate",
+    "spurious",
 )
 GOOD: tuple[ClaimStatus, ...] = ("accepted", "supported")  # the statuses of a claim Silva stands behind
 # Tests that re-analyse an association adjusted for, or within strata of, other variables.
-ADJUSTED_TESTS = frozenset({"ols_regression", "stratified_fixed_effect", "cmh", "stratified_g_test"})
+ADJUSTED_TESTS = frozenset(
+    {"ols_regression", "stratified_fixed_effect", "cmh", "stratified_g_test", "partial_correlation"}
+)
 
 
 class Hypothesis(BaseModel):

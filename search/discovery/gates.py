@@ -8,6 +8,9 @@
 - `benjamini_hochberg` over the whole bank, on log p (p-values below 1e-308 stay ordered).
 - `confirm_heldout`: the held-out verdict of a claim accepted by a one-split gate. Refuted takes a
   significant opposite-signed effect of at least `min_effect`; a smaller one only weakens.
+- `control_passed` / `negative_controls`: the claim's held-out test re-run on tables whose
+  outcome is permuted; a claim whose controls pass the held-out gate more often than alpha allows
+  is `spurious` (docs/discovery.md, "Silva's own checks").
 - `duplicate`: a hypothesis identical to an earlier one (`hypothesis_key`) is not gated again.
 - `confound_check`: an adjusted or stratified re-analysis of an accepted claim that finds no
   effect demotes the claim to `explained`.
@@ -302,12 +305,14 @@ def bh_decisions(
 
 
 def confound_check(
-    check_id: str, check: TestOutcome, *, alpha: float, min_effect: float
+    check_id: str, check: TestOutcome, *, alpha: float, min_effect: float, covariate: str | None = None
 ) -> GateDecision | None:
     """The demotion of the claim that `check` (an adjusted or stratified re-analysis of it) tests:
     `explained` when within strata / given the covariates the effect is gone (p > alpha or
-    |d| < min_effect), None when the effect survives."""
-    by = ", ".join(check.adjusted_for) or "its covariates"
+    |d| < min_effect), None when the effect survives. `covariate`: the one the check added to what
+    the claim already adjusted for (Silva's own adjustment), named as the explanation."""
+    given = ", ".join(check.adjusted_for) or "its covariates"
+    by = covariate or given
     numbers = {
         "check": check_id,
         "adjusted_for": check.adjusted_for,
@@ -330,7 +335,7 @@ def confound_check(
         passed=False,
         status="explained",
         numbers=numbers,
-        reason=f"explained by {by}: {check_id} ({check.test}) finds no effect given {by}: "
+        reason=f"explained by {by}: {check_id} ({check.test}) finds no effect given {given}: "
         + "; ".join(fails),
     )
 
@@ -345,4 +350,52 @@ def duplicate(first: str) -> GateDecision:
         numbers={"duplicate_of": first},
         reason=f"identical to {first} (same normalized code, variables and predicted sign): "
         f"answered by {first}",
+    )
+
+
+def control_passed(
+    gate: str,
+    train: TestOutcome,
+    control: TestOutcome | None,
+    expected_sign: int,
+    *,
+    alpha: float,
+    min_effect: float,
+    ratio: float,
+) -> bool:
+    """Whether a negative control (the claim's code on held-out rows with its outcome permuted)
+    would have passed the run's held-out gate, as the real held-out evaluation did."""
+    if control is None:
+        return False
+    decide = two_split_heldout if gate == "two_split" else confirm_heldout
+    return decide(train, control, expected_sign, alpha=alpha, min_effect=min_effect, ratio=ratio).passed
+
+
+def binomial_tail(k: int, n: int, rate: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, rate)."""
+    return sum(math.comb(n, i) * rate**i * (1 - rate) ** (n - i) for i in range(max(k, 0), n + 1))
+
+
+def negative_controls(column: str, passed: int, runs: int, *, alpha: float) -> GateDecision | None:
+    """`spurious` when `passed` of `runs` null controls passing is improbable for a gate that
+    accepts a null effect at most at rate alpha: P(Binomial(runs, alpha) >= passed) <= alpha.
+    None when the controls pass rarely enough. The held-out gate's own null rate is about alpha/2
+    (it also asks for the training sign), so an honest claim is flagged far less often than alpha."""
+    tail = binomial_tail(passed, runs, alpha)
+    if runs == 0 or passed == 0 or tail > alpha:
+        return None
+    return GateDecision(
+        gate="negative_controls",
+        passed=False,
+        status="spurious",
+        numbers={
+            "permuted": column,
+            "controls": runs,
+            "controls_passed": passed,
+            "alpha": alpha,
+            "tail_p": tail,
+        },
+        reason=f"spurious: {passed} of {runs} negative controls ({column!r} permuted on held-out) passed the "
+        f"held-out gate, P(>= {passed} | rate {alpha}) = {tail:.2g}: the analysis finds its effect where "
+        "there is none",
     )

@@ -6,6 +6,8 @@ Node kinds:
   code runs in the sandbox on the train part.
   A hypothesis identical to one tested before (`known`) is not run again (`duplicate_of`).
 - `heldout`: no LLM; the hypothesis's recorded code runs once on the held-out part.
+- `adjustment`, `control`: no LLM; Silva's own checks of a decided claim (search/discovery/checks.py)
+  run in one sandbox execution on held-out tables (permuted for a control).
 - `reflect`: one LLM call (DiscoPER Reflect), no sandbox.
 The attempt returns a `DiscoveryOutcome` (a typed outcome, journaled with the result); the
 workspace keeps `hypothesis.py`, `silva_test.json` and any figures.
@@ -13,6 +15,7 @@ workspace keeps `hypothesis.py`, `silva_test.json` and any figures.
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from collections.abc import Sequence
@@ -20,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import pandas as pd
 from pydantic import ValidationError
 
 from engine.attempt import failure_reason, fresh_workspace, summarize
@@ -30,6 +34,7 @@ from engine.outcome import NodeOutcome
 from sandbox.base import Limits, get_provider, kept_artifacts, workspace_file
 from search.agentic.operators.evaluate import png_bytes
 from search.discovery.bank import Embedder, claim_text, fallback_reason, make_embedder, novelty
+from search.discovery.checks import CHECK_KINDS, RUNNER, CheckResult, CheckSpec, permuted
 from search.discovery.evidence import MAX_RESULT_BYTES, Hypothesis, TestOutcome, hypothesis_key
 from search.discovery.prompts import SYSTEM, Reflection, ScoredHypothesis, SeedCandidates, vision_prompt
 
@@ -55,6 +60,7 @@ class DiscoveryOutcome(NodeOutcome):
     llm_calls: int = 0
     embedding_fallback: str = ""  # why TF-IDF stood in for the gateway's embeddings, if it did
     duplicate_of: str = ""  # an earlier hypothesis with the same `hypothesis_key`: not run again
+    checks: list[CheckResult] = []  # adjustment / control: one result per check, in order
 
 
 @dataclass
@@ -79,6 +85,8 @@ class DiscoveryJob:
     embed_with_gateway: bool = False  # an `embedding` role is configured: LLM.embed, not TF-IDF
     sandbox_options: dict[str, Any] = field(default_factory=dict)
     known: dict[str, str] = field(default_factory=dict)  # hypothesis_key -> id, hypotheses tested before
+    checks: list[CheckSpec] = field(default_factory=list)  # adjustment / control
+    group_column: str | None = None  # a control permutes whole groups
 
     def run(self, gpu_ids: Sequence[int]) -> AttemptResult:
         started = time.time()
@@ -88,6 +96,8 @@ class DiscoveryJob:
         try:
             if self.kind == "reflect":
                 out.reflection = self._ask(Reflection, "feedback", out)
+            elif self.kind in CHECK_KINDS:
+                execution = self._run_checks(ws, gpu_ids, out)
             else:
                 out.hypothesis = self.hypothesis if self.kind == "heldout" else self._propose(out)
                 if out.hypothesis is not None and self.kind != "heldout":
@@ -101,7 +111,12 @@ class DiscoveryJob:
             out.error = f"LLM call failed: {str(e)[:1000]}"
         rel = ws.relative_to(self.run_dir)
         keep = [CODE_FILE, RESULT_FILE, *(out.evidence.figures if out.evidence else [])]
-        ok = out.reflection is not None or out.evidence is not None or bool(out.duplicate_of)
+        ok = (
+            out.reflection is not None
+            or out.evidence is not None
+            or bool(out.duplicate_of)
+            or any(c.evidence for c in out.checks)
+        )
         metrics = (
             []
             if out.evidence is None
@@ -180,14 +195,7 @@ class DiscoveryJob:
             STATS_MODULE: STATS_SOURCE,
             DATA_IN_WORKSPACE: self.data_file.read_bytes(),
         }
-        if self.images_dir is not None:
-            files.update(
-                {
-                    f"data/images/{p.relative_to(self.images_dir)}": p.read_bytes()
-                    for p in sorted(self.images_dir.rglob("*"))
-                    if p.is_file()
-                }
-            )
+        files.update(self._image_files())
         box = get_provider(self.sandbox, **self.sandbox_options).open(ws, gpu_ids=gpu_ids)
         images: list[bytes] = []
         try:
@@ -219,6 +227,43 @@ class DiscoveryJob:
                 idea=self.idea,
                 attempt=self.attempt,
             ).text[:4000]
+        return summarize(res)
+
+    def _image_files(self) -> dict[str, bytes]:
+        if self.images_dir is None:
+            return {}
+        return {
+            f"data/images/{p.relative_to(self.images_dir)}": p.read_bytes()
+            for p in sorted(self.images_dir.rglob("*"))
+            if p.is_file()
+        }
+
+    def _run_checks(self, ws: Path, gpu_ids: Sequence[int], out: DiscoveryOutcome) -> ExecSummary:
+        """Every check in one sandbox execution (`RUNNER`), each on its own copy of the table."""
+        table = pd.read_parquet(self.data_file)
+        files = {"run_checks.py": RUNNER.encode(), STATS_MODULE: STATS_SOURCE, **self._image_files()}
+        for k, spec in enumerate(self.checks):
+            data = permuted(table, spec.permute, spec.seed, self.group_column) if spec.permute else table
+            buf = io.BytesIO()
+            data.to_parquet(buf, index=False)
+            files[f"checks/{k}.parquet"] = buf.getvalue()
+            files[f"checks/{k}.py"] = spec.code.encode()
+        box = get_provider(self.sandbox, **self.sandbox_options).open(ws, gpu_ids=gpu_ids)
+        try:
+            res = box.exec(
+                [self.python, "run_checks.py", str(len(self.checks))], limits=self.limits, files=files
+            )
+            out.error = failure_reason(res, self.limits)
+            for k, spec in enumerate(self.checks):
+                result = CheckResult(label=spec.label)
+                raw, unreadable = read_capped(box, f"checks/{k}.json", res.files, MAX_RESULT_BYTES)
+                if raw is None:
+                    result.error = unreadable or "no result"
+                else:
+                    result.evidence = _validate(raw, out)
+                out.checks.append(result)
+        finally:
+            box.close()
         return summarize(res)
 
 

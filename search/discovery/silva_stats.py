@@ -286,6 +286,44 @@ def regression(df, outcome, predictor, covariates=()):
     )
 
 
+def partial_correlation(df, x, y, covariates):
+    """Correlation of x and y given covariates: Pearson r of their residuals after least squares on
+    the covariates (categorical ones as dummies). Its t-test is the test of x in y ~ x + covariates,
+    and r is the same whichever of x and y is called the outcome. Effect: the partial r."""
+    covariates = list(covariates)
+    d = df[[x, y, *covariates]].dropna()
+    for c in (x, y):
+        if not pd.api.types.is_numeric_dtype(d[c]):
+            raise ValueError(f"{c!r} must be numeric (encode a binary group as 0/1)")
+    design = (
+        pd.get_dummies(d[covariates], drop_first=True, dtype=float).to_numpy(dtype=float)
+        if covariates
+        else np.empty((len(d), 0))
+    )
+    basis = np.column_stack([np.ones(len(d)), design])
+    dof = len(d) - 2 - design.shape[1]
+    if dof < 2:
+        raise ValueError(
+            f"partial_correlation needs more rows than terms: n={len(d)}, terms={basis.shape[1]}"
+        )
+
+    def residual(v):
+        return v - basis @ np.linalg.lstsq(basis, v, rcond=None)[0]
+
+    rx, ry = residual(d[x].to_numpy(dtype=float)), residual(d[y].to_numpy(dtype=float))
+    sx, sy = float(np.linalg.norm(rx)), float(np.linalg.norm(ry))
+    r = float(rx @ ry) / (sx * sy) if sx > 1e-12 and sy > 1e-12 else 0.0
+    r = max(min(r, 0.999999999), -0.999999999)
+    t = r * math.sqrt(dof / (1 - r * r))
+    p, log_p = _two_sided_t(t, dof)
+    checks = {
+        "rows_per_term": _check(len(d) >= 10 * basis.shape[1], f"n={len(d)}, terms={basis.shape[1] + 1}")
+    }
+    return _result(
+        "partial_correlation", r, "r", p, log_p, len(d), checks, pair=[x, y], adjusted_for=covariates, t=t
+    )
+
+
 def interaction(df, outcome, a, b, covariates=()):
     """Whether the effect of a on outcome depends on b: the a:b term of OLS outcome ~ a*b + covariates.
 

@@ -5,7 +5,7 @@ has exactly the state the killed one had journaled.
 Discovery events (beside the engine's node events) are declared in engine/events.py:
 `discovery_split`, `discovery_evaluated` (the outcome itself is the node's typed
 `DiscoveryOutcome`), `gate_decision` (stages train / heldout / chain / bh / confirm / duplicate /
-confound), `chain_ended`, `bank_updated` and `discovery_finished`.
+confound / covariate / control), `chain_ended`, `bank_updated` and `discovery_finished`.
 """
 
 from __future__ import annotations
@@ -24,12 +24,13 @@ from engine.events import (
 )
 from engine.journal import Journal
 from engine.node import Node
+from search.discovery.checks import CHECK_KINDS, CheckResult
 from search.discovery.evidence import ClaimStatus, Hypothesis, TestOutcome
 from search.discovery.gates import GateDecision
 from search.discovery.job import PROPOSING_KINDS, DiscoveryOutcome
 from search.discovery.prompts import Reflection
 
-DISCOVERY_KINDS = (*PROPOSING_KINDS, "heldout", "reflect")
+DISCOVERY_KINDS = (*PROPOSING_KINDS, "heldout", "reflect", *CHECK_KINDS)
 
 
 @dataclass
@@ -52,6 +53,8 @@ class Record:
     heldout_node: str | None = None
     heldout: TestOutcome | None = None
     heldout_done: bool = False
+    check_nodes: dict[str, str] = field(default_factory=dict)  # adjustment / control -> node id
+    checks: dict[str, list[CheckResult]] = field(default_factory=dict)  # their results, once finished
 
     @property
     def evaluated(self) -> bool:
@@ -94,6 +97,7 @@ class DiscoveryState:
         self.journal = journal
         self.records: dict[str, Record] = {}
         self.heldout_of: dict[str, str] = {}  # held-out node id -> hypothesis id
+        self.check_of: dict[str, str] = {}  # adjustment / control node id -> hypothesis id
         self.reflect_nodes: list[str] = []
         self.reflections: list[ReflectionRecord] = []
         self.chains: dict[str, list[str]] = {}  # seed id -> step ids in order
@@ -138,6 +142,10 @@ class DiscoveryState:
             parent = node.parent_id or ""  # a held-out run always re-runs a proposal
             self.heldout_of[node.id] = parent
             self.records[parent].heldout_node = node.id
+        elif node.kind in CHECK_KINDS:
+            parent = node.parent_id or ""  # a check always checks a proposal
+            self.check_of[node.id] = parent
+            self.records[parent].check_nodes[node.kind] = node.id
         elif node.kind == "reflect":
             self.reflect_nodes.append(node.id)
         else:
@@ -162,6 +170,8 @@ class DiscoveryState:
             self.reflections.append(
                 ReflectionRecord(node_id, len(self.reflections) + 1, e.seq, out.reflection if out else None)
             )
+        elif e.kind in CHECK_KINDS:
+            self.records[self.check_of[node_id]].checks[e.kind] = out.checks if out else []
         elif e.kind == "heldout":
             rec = self.records[self.heldout_of[node_id]]
             rec.heldout, rec.heldout_done = (out.evidence if out else None), True

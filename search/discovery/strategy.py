@@ -4,7 +4,9 @@ as a `DiscoveryJob` by whatever Executor the run uses, journaled, resumable and 
 The strategy absorbs finished nodes (journals what they mean: `discovery_evaluated`, gate
 decisions, chain ends, bank updates), evaluates each hypothesis that needs it on the held-out
 split exactly once, asks its policy (DiscoPER or ExperiGen, search/discovery/policies.py) for new
-nodes, and keeps the claim store in step with the journal.
+nodes, and keeps the claim store in step with the journal. Once a claim is decided (held-out
+included), Silva checks it itself with no LLM call: adjusted for the covariates most associated
+with its pair, then by negative controls (search/discovery/checks.py).
 """
 
 from __future__ import annotations
@@ -25,6 +27,15 @@ from sandbox.base import Limits
 from search.config import SearchSettings
 from search.discovery import gates
 from search.discovery.bank import Embedder, has_embedding_role, make_embedder
+from search.discovery.checks import (
+    CHECK_KINDS,
+    CheckSpec,
+    adjustment_code,
+    candidate_covariates,
+    claim_pair,
+    control_column,
+    seed_of,
+)
 from search.discovery.claims import Claim, ClaimStore, counts
 from search.discovery.config import DiscoveryConfig
 from search.discovery.data import HELDOUT, TRAIN, Split, describe, load_prior, make_split, read_table
@@ -57,11 +68,13 @@ class DiscoveryStrategy:
             image_column=dcfg.image_column,
             group_column=dcfg.group_column,
         )
-        self.dataset = describe(pd.read_parquet(self.split.table(TRAIN)), dcfg.image_column)
+        self.train = pd.read_parquet(self.split.table(TRAIN))
+        self.dataset = describe(self.train, dcfg.image_column)
         self.prior = load_prior(dcfg.prior)
         self.state = DiscoveryState(journal)
         self.store = ClaimStore(self.run_dir)
         self._keys: dict[str, str] = {}  # record id -> hypothesis_key
+        self._adjust: dict[str, tuple[str, str, list[str], list[str]] | None] = {}  # record id -> plan
         self.policy = make_policy(self)
         self._dirty = True
 
@@ -69,6 +82,7 @@ class DiscoveryStrategy:
     def propose(self, slots: int) -> list[Node]:
         self.absorb()
         out = self._heldout_nodes(slots)
+        out += self._check_nodes(slots - len(out))
         if len(out) < slots and self.state.finished is None:
             out += self.policy.propose(slots - len(out))
         if not out and self._dirty:
@@ -78,7 +92,8 @@ class DiscoveryStrategy:
     def job_for(self, node: Node, attempt: int) -> DiscoveryJob:
         self.state.sync()  # the node was journaled after propose returned
         res = self.cfg.resources_for(node.kind)
-        part = HELDOUT if node.kind == "heldout" else TRAIN
+        part = HELDOUT if node.kind in ("heldout", *CHECK_KINDS) else TRAIN
+        checks = self._check_specs(node) if node.kind in CHECK_KINDS else []
         job = DiscoveryJob(
             node_id=node.id,
             attempt=attempt,
@@ -86,20 +101,27 @@ class DiscoveryStrategy:
             kind=node.kind,
             stage=node.stage,
             idea=node.idea,
-            limits=Limits(wall_s=self.cfg.budgets.node_timeout_s, memory_mb=res.memory_mb),
+            # One execution runs every check of a claim: each may take what one hypothesis run may.
+            limits=Limits(
+                wall_s=self.cfg.budgets.node_timeout_s * max(1, len(checks)), memory_mb=res.memory_mb
+            ),
             sandbox=self.cfg.sandbox.provider,
             sandbox_options=self.cfg.sandbox.options,
             python="python3" if self.cfg.sandbox.provider == "docker" else sys.executable,
             data_file=self.split.table(part),
             images_dir=self.split.images(part) if self.dcfg.image_column else None,
-            llm=None if node.kind == "heldout" else self.llm,
+            llm=None if node.kind in ("heldout", *CHECK_KINDS) else self.llm,
             vision=self.vision,
             novelty_weight=self.dcfg.novelty_weight,
             embed_with_gateway=self.embed_with_gateway,
+            checks=checks,
+            group_column=self.dcfg.group_column,
         )
         seq = int(node.params.get("context_seq", self.state.last_seq()))
         if node.kind == "heldout":
             job.hypothesis = self.state.records[self.state.heldout_of[node.id]].hypothesis
+        elif node.kind in CHECK_KINDS:
+            pass  # Silva's own analyses (`checks`): no prompt
         elif node.kind == "reflect":
             job.prompt = reflect_prompt(
                 self.context(seq, int(node.params.get("iteration", 0)), MAX_REFLECT_HISTORY),
@@ -118,7 +140,7 @@ class DiscoveryStrategy:
         self.absorb()
         if self.state.finished is not None:
             return Finish("complete", self.state.finished.reason)
-        if self._open() or self._pending_heldout() or not self.policy.done():
+        if self._open() or self._pending_heldout() or self._pending_checks() or not self.policy.done():
             return None
         if self.dcfg.chosen_gate == "bh" and not self.state.bh_done:
             return None  # the BH pass is made by propose, then its confirmations run
@@ -166,6 +188,8 @@ class DiscoveryStrategy:
             )
             if node.kind == "heldout":
                 self._heldout_decision(self.state.records[self.state.heldout_of[node.id]])
+            elif node.kind in CHECK_KINDS:
+                self._check_decision(self.state.records[self.state.check_of[node.id]], node.kind, node.id)
             elif node.kind in PROPOSING_KINDS:
                 rec = self.state.records[node.id]
                 first = self.duplicate_of(rec)
@@ -282,6 +306,130 @@ class DiscoveryStrategy:
             )
             if decision is not None:
                 self.decide(target, "confound", decision)
+
+    # -- Silva's own checks of a decided claim (docs/discovery.md, "Silva's own checks") ---------
+    def _decided(self, rec: Record) -> bool:
+        """Accepted or supported, with no held-out evaluation still to come."""
+        return (
+            rec.status in GOOD
+            and rec.evidence is not None
+            and rec.hypothesis is not None
+            and not self.needs_heldout(rec)
+            and (rec.heldout_node is None or rec.heldout_done)
+        )
+
+    def _covariates(self, rec: Record) -> tuple[str, str, list[str], list[str]] | None:
+        """(x, y, already adjusted for, covariates to adjust for) of a claim Silva adjusts."""
+        assert rec.hypothesis is not None and rec.evidence is not None
+        if rec.id not in self._adjust:
+            pair = claim_pair(rec.hypothesis, rec.evidence, list(self.train.columns))
+            found = None
+            if pair is not None and self.dcfg.adjust_covariates:
+                x, y, given = pair
+                skip = [*given, *(c for c in (self.dcfg.group_column, self.dcfg.image_column) if c)]
+                covariates = candidate_covariates(
+                    self.train, x, y, skip, alpha=self.dcfg.alpha, limit=self.dcfg.adjust_covariates
+                )
+                found = (x, y, given, covariates) if covariates else None
+            self._adjust[rec.id] = found
+        return self._adjust[rec.id]
+
+    def _due_check(self, rec: Record) -> str | None:
+        """The check a decided claim needs next: adjustment first, then negative controls."""
+        if not self._decided(rec):
+            return None
+        if "adjustment" not in rec.check_nodes and self._covariates(rec) is not None:
+            return "adjustment"
+        adjusted = "adjustment" not in rec.check_nodes or "adjustment" in rec.checks
+        assert rec.hypothesis is not None and rec.evidence is not None
+        if (
+            adjusted
+            and self.dcfg.negative_controls
+            and "control" not in rec.check_nodes
+            and control_column(rec.hypothesis, rec.evidence, list(self.train.columns)) is not None
+        ):
+            return "control"
+        return None
+
+    def _pending_checks(self) -> list[tuple[Record, str]]:
+        return [(r, kind) for r in self.state.proposals() if (kind := self._due_check(r)) is not None]
+
+    def _check_nodes(self, slots: int) -> list[Node]:
+        out = []
+        for rec, kind in self._pending_checks()[: max(slots, 0)]:
+            out.append(self.node(kind, parent=rec.id, plan=f"Silva's {kind} check of {rec.id}"))
+            rec.check_nodes[kind] = "pending"  # no second node for it in this batch
+        return out
+
+    def _check_specs(self, node: Node) -> list[CheckSpec]:
+        rec = self.state.records[self.state.check_of[node.id]]
+        assert rec.hypothesis is not None and rec.evidence is not None
+        if node.kind == "control":
+            column = control_column(rec.hypothesis, rec.evidence, list(self.train.columns))
+            assert column is not None
+            return [
+                CheckSpec(
+                    label=f"{column} permuted, #{k + 1}",
+                    code=rec.hypothesis.code,
+                    permute=column,
+                    seed=seed_of(f"{self.cfg.seed}:{rec.id}:{k}"),
+                )
+                for k in range(self.dcfg.negative_controls)
+            ]
+        plan = self._covariates(rec)
+        assert plan is not None
+        x, y, given, covariates = plan
+        return [CheckSpec(label=z, code=adjustment_code(self.train, x, y, [*given, z])) for z in covariates]
+
+    def _check_decision(self, rec: Record, kind: str, node_id: str) -> None:
+        """Demote a claim still standing that Silva's check finds explained or spurious."""
+        if rec.status not in GOOD or rec.evidence is None:
+            return
+        d, results = self.dcfg, rec.checks.get(kind, [])
+        if kind == "adjustment":
+            for r in results:
+                decision = (
+                    gates.confound_check(
+                        f"Silva's adjustment {node_id}",
+                        r.evidence,
+                        alpha=d.alpha,
+                        min_effect=d.min_effect,
+                        covariate=r.label,
+                    )
+                    if r.evidence is not None
+                    else None
+                )
+                if decision is not None:
+                    self.decide(rec, "covariate", decision)
+                    return
+            return
+        assert rec.hypothesis is not None
+        decision = gates.negative_controls(
+            control_column(rec.hypothesis, rec.evidence, list(self.train.columns)) or "",
+            self.controls_passed(rec),
+            len(results),
+            alpha=d.alpha,
+        )
+        if decision is not None:
+            self.decide(rec, "control", decision)
+
+    def controls_passed(self, rec: Record) -> int:
+        """How many of the claim's negative controls would have passed the run's held-out gate."""
+        if rec.evidence is None:
+            return 0
+        sign = rec.hypothesis.expected_sign if rec.hypothesis else 0
+        return sum(
+            gates.control_passed(
+                self.dcfg.chosen_gate,
+                rec.evidence,
+                r.evidence,
+                sign,
+                alpha=self.dcfg.alpha,
+                min_effect=self.dcfg.min_effect,
+                ratio=self.dcfg.replication_ratio,
+            )
+            for r in rec.checks.get("control", [])
+        )
 
     # -- held-out: once per hypothesis ----------------------------------------------------------
     def needs_heldout(self, rec: Record) -> bool:
@@ -420,6 +568,9 @@ class DiscoveryStrategy:
                     in_bank=r.id in bank,
                     assumptions_failed=[k for k, c in ev.assumptions.items() if not c.ok] if ev else [],
                     figure_reading=r.figure_reading,
+                    covariates_checked=[c.label for c in r.checks.get("adjustment", [])],
+                    controls=len(r.checks.get("control", [])),
+                    controls_passed=self.controls_passed(r),
                 )
             )
         return out

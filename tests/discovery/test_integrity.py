@@ -110,4 +110,4 @@ def test_duplicate_tested_once_and_confounded_claim_explained(tmp_path: Path) ->
     demoted_tex = tex.split("Demoted claims")[1].split("section")[0]
     assert first.id in demoted_tex and "explained by z" in demoted_tex
     assert "0 claim(s) stand accepted" in tex and "1 further claim(s) were accepted, then explained" in tex
-    assert "Two-split gate" in tex and "No null-table negative control" in tex
+    assert "Two-split gate" in tex and "No negative control ran" in tex
