@@ -1,5 +1,6 @@
 """Discovery benchmark: false discoveries on null tables (and on null tables whose rows are copied),
-recall of planted effects (the confounded pair must end demoted, the interaction found), rejection
+recall of planted effects (the confounded pairs must end demoted, the interaction found), the
+negative controls Silva runs on each decided claim, rejection
 of counterfactual-prior claims, SACHS/ASIA edge F1 beside PC and GES, hypotheses per minute.
 Writes bench/results/discovery.json and prints a table.
 
@@ -104,6 +105,49 @@ def accepted_pairs(claims: list[Claim]) -> set[frozenset[str]]:
     return {frozenset(c.variables[:2]) for c in claims if c.status in GOOD and len(c.variables) >= 2}
 
 
+def tested_pairs(claims: list[Claim]) -> set[frozenset[str]]:
+    return {frozenset(c.variables[:2]) for c in claims if c.log_p_train is not None and len(c.variables) >= 2}
+
+
+def planted_scores(claims: list[Claim]) -> dict[str, Any]:
+    """Recall of the planted effects, how many of them the analyst tested at all, and what became
+    of every claim on a confounded pair (it must not end accepted)."""
+    truth = [frozenset((x, y)) for x, y, _ in B.PLANTED]
+    found, tested = accepted_pairs(claims), tested_pairs(claims)
+    confounded = [c for c in claims if any(frozenset(c.variables[:2]) == {x, y} for x, y, _ in B.CONFOUNDED)]
+    return {
+        "recall": sum(p in found for p in truth) / len(truth),
+        "planted": len(truth),
+        "recalled": sorted("~".join(sorted(p)) for p in truth if p in found),
+        "planted_tested": sum(p in tested for p in truth),
+        "pairs_tested": len(tested),
+        "confounded_pair_claims": [
+            {"statement": c.statement, "test": c.test, "status": c.status, "reason": c.reason[:160]}
+            for c in confounded
+            if c.log_p_train is not None
+        ],
+        "confounded_pairs_accepted_at_end": len(
+            {frozenset(c.variables[:2]) for c in confounded if c.status in GOOD}
+        ),
+        "confounded_pairs_explained": len(
+            {frozenset(c.variables[:2]) for c in confounded if c.status == "explained"}
+        ),
+    }
+
+
+def controls(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Silva's negative controls over the decided claims of these runs."""
+    claims = [c for r in runs for c in r["claims"] if c.controls]
+    ran, passed = sum(c.controls for c in claims), sum(c.controls_passed for c in claims)
+    return {
+        "claims": len(claims),
+        "controls": ran,
+        "passed": passed,
+        "rate": passed / ran if ran else None,
+        "spurious": sum(c.status == "spurious" for c in claims),
+    }
+
+
 def main() -> None:
     out: dict[str, Any] = {"setup": {"slots": SLOTS, "sandbox": SANDBOX, "provider": "scripted analyst"}}
     with tempfile.TemporaryDirectory() as d:
@@ -136,24 +180,12 @@ def main() -> None:
         ]
         out["null_fdr_duplicated_rows"] = {**false_rate(dup_runs), "copies": 8, "distinct_rows": 75}
 
-        # 2. Planted effects (no prior): recall, the confounded pair (60 hypotheses: enough for Reflect to
-        # see the pair and both its links to age, and to check it), throughput at 4 slots.
+        # 2. Planted effects (no prior): recall, how many planted pairs the analyst tested at all, the
+        # two pairs confounded by age (Silva adjusts every decided claim itself), throughput at 4 slots.
         planted_df = B.planted_table(1, n=800)
         planted = run(tmp, "planted", planted_df, max_hypotheses=60)
-        found = accepted_pairs(planted["claims"])
-        truth = [frozenset((x, y)) for x, y, _ in B.PLANTED]
-        x, y, z = B.CONFOUNDED
-        naive = [c for c in planted["claims"] if set(c.variables) == {x, y}]
         out["planted"] = {
-            "recall": sum(p in found for p in truth) / len(truth),
-            "planted": len(truth),
-            "recalled": sorted("~".join(sorted(p)) for p in truth if p in found),
-            "confounded_pair_claims": [
-                {"statement": c.statement, "test": c.test, "status": c.status, "effect_train": c.effect_train}
-                for c in naive
-            ],
-            "confounded_pair_accepted_at_end": sum(c.status in GOOD for c in naive),
-            "confounded_pair_explained": sum(c.status == "explained" for c in naive),
+            **planted_scores(planted["claims"]),
             "duplicates": sum(c.status == "duplicate" for c in planted["claims"]),
             "hypotheses_per_minute": len(planted["claims"]) / (planted["wall_s"] / 60),
             "wall_s": planted["wall_s"],
@@ -161,7 +193,7 @@ def main() -> None:
         }
         eg = run(tmp, "planted_experigen", planted_df, mode="experigen", max_chains=4, chain_steps=4)
         out["planted_experigen"] = {
-            "recall": sum(p in accepted_pairs(eg["claims"]) for p in truth) / len(truth),
+            **planted_scores(eg["claims"]),
             "hypotheses_per_minute": len(eg["claims"]) / (eg["wall_s"] / 60),
             "wall_s": eg["wall_s"],
             "bank": [c.statement for c in eg["claims"] if c.in_bank],
@@ -175,6 +207,7 @@ def main() -> None:
             for c in inter["claims"]
             if c.test == "ols_interaction" and {a, b, yv} <= set(c.variables) and c.status in GOOD
         ]
+        out["controls_planted"] = controls([planted, eg, inter])
         out["interaction"] = {
             "recalled": bool(found_inter),
             "claims": [
@@ -226,16 +259,20 @@ def main() -> None:
     for key, label in (("null_fdr", "null tables"), ("null_fdr_duplicated_rows", "null tables, rows x8")):
         f = out[key]
         print(f"{label}: {f['accepted']} accepted of {f['tested']} tested = {f['rate']:.3f} (target <= 0.05)")
-    p = out["planted"]
+    for key, label in (("planted", "DiscoPER"), ("planted_experigen", "ExperiGen")):
+        p = out[key]
+        print(
+            f"{label}: planted recall {p['recall']:.2f} ({p['planted_tested']} of {p['planted']} planted "
+            f"pairs tested, {p['pairs_tested']} pairs tested in all); confounded pairs: "
+            f"{p['confounded_pairs_explained']} explained, "
+            f"{p['confounded_pairs_accepted_at_end']} still accepted"
+        )
+    k = out["controls_planted"]
     print(
-        f"confounded pair: {p['confounded_pair_explained']} claim(s) explained, "
-        f"{p['confounded_pair_accepted_at_end']} still accepted; interaction recalled: "
-        f"{out['interaction']['recalled']}"
-    )
-    print(
-        f"planted recall: {out['planted']['recall']:.2f} (DiscoPER), "
-        f"{out['planted_experigen']['recall']:.2f} (ExperiGen); "
-        f"{out['planted']['hypotheses_per_minute']:.1f} hypotheses/min at {SLOTS} slots"
+        f"negative controls on planted/interaction claims: {k['passed']} of {k['controls']} passed over "
+        f"{k['claims']} claims, {k['spurious']} spurious; interaction recalled: "
+        f"{out['interaction']['recalled']}; {out['planted']['hypotheses_per_minute']:.1f} hypotheses/min "
+        f"at {SLOTS} slots"
     )
     c = out["counterfactual"]
     print(f"counterfactual prior claims rejected: {c['rejected']} of {c['prior_claims']}")

@@ -1,7 +1,7 @@
 """Offline discovery benchmarks: every table is generated, or sampled from a network shipped in
 an installed package; nothing is downloaded.
 
-- `planted_table`: known effects, a confounded pair, independent nulls; `reverse=True` gives the
+- `planted_table`: known effects, two pairs confounded by age, independent nulls; `reverse=True` gives the
   counterfactual variant where every planted effect has the opposite sign of common belief.
 - `null_table`: a column-permuted copy: every association is destroyed, marginals are kept;
   `repeated_rows` copies each row (repeated measures exported flat).
@@ -27,8 +27,9 @@ PLANTED = [
     ("smoker", "blood_pressure", +1),
     ("sleep_hours", "cholesterol", -1),
 ]
-# coffee_cups and cholesterol both rise with age, with no direct link: confounded by age.
-CONFOUNDED = ("coffee_cups", "cholesterol", "age")
+# coffee_cups rises with age, and so do cholesterol and blood_pressure, with no direct link to
+# coffee: both pairs are confounded by age.
+CONFOUNDED = [("coffee_cups", "cholesterol", "age"), ("coffee_cups", "blood_pressure", "age")]
 NULL_COLUMNS = ("shoe_size", "income", "commute_minutes")
 
 
