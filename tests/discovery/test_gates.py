@@ -130,8 +130,8 @@ def test_a_check_that_loses_the_effect_explains_the_claim() -> None:
         n=500,
         estimates={"pair": ["x", "y"], "adjusted_for": ["age"]},
     )
-    decision = gates.confound_check("h9", check, **KW)
+    decision = gates.confound_check("h9", check, alpha=KW["alpha"], min_effect=KW["min_effect"])
     assert decision is not None and decision.status == "explained"
     assert decision.reason.startswith("explained by age: h9 (stratified_fixed_effect)")
     kept = check.model_copy(update={"effect": 0.3, "p": 1e-6, "log_p": math.log(1e-6)})
-    assert gates.confound_check("h9", kept, **KW) is None
+    assert gates.confound_check("h9", kept, alpha=KW["alpha"], min_effect=KW["min_effect"]) is None
