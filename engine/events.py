@@ -245,6 +245,40 @@ class IdeaStopped(Event):
     reason: str
 
 
+class IdeaAdmitted(Event):
+    """A rolling forest took a new idea from its idea source (`ideation:`): the idea file's
+    fields, so a resumed run rebuilds the idea's tree without asking ideation again."""
+
+    type: Literal["idea_admitted"] = "idea_admitted"
+    idea: str
+    spec: dict[str, Any] = Field(description="the idea file's fields, data paths absolute")
+    budgets: dict[str, Any] = Field(default_factory=dict, description="the idea's own budgets")
+    similarity: float | None = Field(None, description="cosine to the closest idea known before it")
+
+
+class IdeaRejected(Event):
+    """An idea the idea source made but the forest did not admit (a duplicate, not novel)."""
+
+    type: Literal["idea_rejected"] = "idea_rejected"
+    idea: str
+    verdict: str
+    reason: str
+
+
+class IdeaPublished(Event):
+    """An idea of a rolling forest finished its search and every phase after it (paper, review)."""
+
+    type: Literal["idea_published"] = "idea_published"
+    idea: str
+
+
+class IdeationEnded(Event):
+    """A rolling forest's idea source gives no more ideas, and why."""
+
+    type: Literal["ideation_ended"] = "ideation_ended"
+    reason: str
+
+
 class AllocationDecided(Event):
     """A decision of the allocation across ideas (search/allocation.py), with the numbers behind it."""
 
@@ -412,6 +446,10 @@ AnyEvent = Annotated[
     | StageEnded
     | HeldoutSelected
     | IdeaStopped
+    | IdeaAdmitted
+    | IdeaRejected
+    | IdeaPublished
+    | IdeationEnded
     | AllocationDecided
     | DiscoverySplit
     | DiscoveryEvaluated

@@ -47,6 +47,10 @@ def one_of_each(node_id: str) -> list[ev.Event]:
         ev.StageEnded(idea="default", stage="s", best_node_id=node_id, reason="done"),
         ev.HeldoutSelected(idea="default", metric="m", node_id=node_id, heldout_value=0.4, reason="best"),
         ev.IdeaStopped(idea="default", reason="budget"),
+        ev.IdeaAdmitted(idea="new", spec={"title": "t"}, budgets={"max_nodes": 9}, similarity=0.2),
+        ev.IdeaRejected(idea="twin", verdict="duplicate", reason="similarity 0.95 to new"),
+        ev.IdeaPublished(idea="new"),
+        ev.IdeationEnded(reason="10 ideas admitted"),
         ev.AllocationDecided(decision="stopped", idea="default", reason="budget", scores={"default": None}),
         ev.DiscoverySplit(
             data="t.csv",
