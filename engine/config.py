@@ -195,6 +195,28 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
     return size
 
 
+def _duplicate_key(node: yaml.Node, seen: set[int]) -> tuple[str, int, int] | None:
+    """The first key written twice in one mapping, with both lines: YAML's loaders keep the last
+    silently, so a pasted block that repeats `budgets:` would drop the first one's settings."""
+    if id(node) in seen:  # an alias: its anchor was checked already
+        return None
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        lines: dict[str, int] = {}
+        for k, _ in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.tag != "tag:yaml.org,2002:merge":
+                if k.value in lines:
+                    return k.value, lines[k.value], k.start_mark.line + 1
+                lines[k.value] = k.start_mark.line + 1
+    children = node.value if isinstance(node, yaml.SequenceNode) else []
+    if isinstance(node, yaml.MappingNode):
+        children = [child for pair in node.value for child in pair]
+    for child in children:
+        if found := _duplicate_key(child, seen):
+            return found
+    return None
+
+
 def load_yaml(path: Path) -> Any:
     """A YAML file as Python data, refusing files over MAX_YAML_BYTES and documents whose aliases
     expand beyond MAX_YAML_EXPANDED; error messages quote at most a few hundred characters."""
@@ -225,6 +247,12 @@ def load_yaml(path: Path) -> Any:
             raise ConfigError(
                 f"{path}: its aliases (*name) expand to more than {MAX_YAML_EXPANDED} characters; "
                 "repeat less through anchors, or write the values out"
+            )
+        if duplicate := _duplicate_key(node, set()):
+            key, first, second = duplicate
+            raise ConfigError(
+                f"{path}: key {_trimmed(key)!r} is written twice, on lines {first} and {second}; "
+                "keep one (YAML would silently use the last)"
             )
         return loader.construct_document(node)
     except yaml.YAMLError as e:
