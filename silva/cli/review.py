@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rich.console import Console
 from typer.core import TyperGroup
 
-from engine.config import load_model
+from engine.config import load_model, load_yaml
 from engine.errors import ConfigError
 from engine.journal import Journal
 from engine.llm import LLM, LLMConfig, build_gateway, resolve_keys, validate_llm_config
@@ -45,6 +45,12 @@ class ReviewSettings(BaseModel):
     review: ReviewConfig = Field(default_factory=ReviewConfig)
     budgets: _Budgets = Field(default_factory=_Budgets)
     scripted_fn: str | None = None
+
+    @field_validator("review", "budgets", mode="before")
+    @classmethod
+    def _unset_is_default(cls, value: object) -> object:
+        # A run's config snapshot writes `review: null` when the run had no review phase.
+        return {} if value is None else value
 
 
 class _DefaultPaper(TyperGroup):
@@ -75,6 +81,12 @@ def load_settings(config: Path | None, papers: Sequence[Paper], reviews: int | N
                 "roles include `review` (a run directory uses its own config.yaml)"
             )
         config = run_dir / CONFIG_SNAPSHOT
+        snapshot = load_yaml(config)
+        if isinstance(snapshot, dict) and snapshot.get("llm") is None:
+            raise ConfigError(
+                f"{config}: this run used no LLM, so it names none to review with; pass --config FILE "
+                "with an `llm:` section whose roles include `review` (README step 4)"
+            )
     settings = load_model(config, ReviewSettings)
     if "review" not in settings.llm.roles:
         raise ConfigError(

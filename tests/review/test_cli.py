@@ -196,3 +196,18 @@ def test_calibrate_bad_dataset_exits_2(tmp_path: Path) -> None:
     few = tmp_path / "few.csv"
     few.write_text("paper,decision,score\na.pdf,accept,7\nb.pdf,reject,3\n")
     assert main(["review", "calibrate", str(few)]) == 2
+
+
+def test_cli_reviews_a_paper_inside_its_run_with_the_snapshot_silva_wrote(run_dir: Path) -> None:
+    # A run without a review phase snapshots `review: null` and `budgets` with nulls.
+    write_config(run_dir / "config.yaml", review=None, writeup=None, budgets={"dollars": None})
+    assert main(["review", str(run_dir / "paper" / "good" / "paper.pdf")]) == 0
+    assert (run_dir / "paper" / "good" / REVIEW_JSON).is_file()
+
+
+def test_cli_review_in_a_run_without_an_llm_says_to_pass_config(
+    run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (run_dir / "config.yaml").write_text(yaml.safe_dump({"name": "demo", "llm": None, "review": None}))
+    assert main(["review", str(run_dir / "paper" / "good" / "paper.pdf")]) == 2
+    assert "this run used no LLM" in capsys.readouterr().err
