@@ -8,6 +8,7 @@ KubeRay manifests are checked against templates/kuberay/schema.yaml. `up` and `d
 
 from __future__ import annotations
 
+import logging
 import shutil
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from engine.errors import ConfigError, SilvaError
+from engine.errors import ConfigError, EnvironmentFailure, SilvaError
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 LAUNCHER = {name: TEMPLATES / "launcher" / f"{name}.yaml" for name in ("aws", "gcp", "onprem")}
@@ -66,6 +67,10 @@ def validate_launcher(path: Path) -> dict[str, Any]:
     docs = _load(path)
     if len(docs) != 1 or not isinstance(docs[0], dict):
         raise ConfigError(f"{path}: expected one mapping (a Ray cluster-launcher config)")
+    # Ray logs its fill-ins ("setting max workers for head node type to 0") at INFO: not ours to show.
+    ray_log = logging.getLogger("ray.autoscaler")
+    level = ray_log.level
+    ray_log.setLevel(logging.WARNING)
     try:
         prepared = prepare_config(docs[0])
         validate_config(prepared)
@@ -73,6 +78,8 @@ def validate_launcher(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: {_where(e)}: {e.message} (Ray's cluster-launcher schema)") from None
     except (Exception, SystemExit) as e:  # Ray reports config faults with many types, even exit
         raise ConfigError(f"{path}: Ray rejects this cluster config: {type(e).__name__}: {e}") from None
+    finally:
+        ray_log.setLevel(level)
     return prepared
 
 
@@ -108,9 +115,69 @@ def validate(path: Path) -> str:
     return "launcher"
 
 
+def _aws_ready() -> None:
+    try:
+        import boto3
+    except ImportError:
+        raise EnvironmentFailure(
+            "Ray's AWS launcher needs boto3, which is not installed: pip install 'silva[aws]'"
+        ) from None
+    if boto3.Session().get_credentials() is None:
+        raise EnvironmentFailure(
+            "no AWS credentials found: run `aws configure`, or set AWS_PROFILE "
+            "(or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"
+        )
+
+
+def _gcp_ready() -> None:
+    try:
+        import google.auth
+        import googleapiclient.discovery  # noqa: F401  what Ray's GCP launcher imports
+    except ImportError:
+        raise EnvironmentFailure(
+            "Ray's GCP launcher needs the Google API client, which is not installed: pip install 'silva[gcp]'"
+        ) from None
+    try:
+        google.auth.default()
+    except google.auth.exceptions.DefaultCredentialsError as e:
+        raise EnvironmentFailure(
+            f"no Google Cloud credentials: {str(e).splitlines()[0][:200]} "
+            "Run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS "
+            "to a service account's key file"
+        ) from None
+
+
+# What each provider needs on this machine before `ray up`/`ray down` can talk to it.
+PROVIDER_CHECKS = {"aws": _aws_ready, "gcp": _gcp_ready}
+
+
+def preflight(path: Path, command: str, *, yes: bool, interactive: bool) -> None:
+    """Check what `ray up`/`ray down` would otherwise fail on with a stack trace: the kind of
+    file, the provider's client library and credentials, and a terminal to confirm on."""
+    docs = _load(path)
+    if docs and isinstance(docs[0], dict) and str(docs[0].get("apiVersion", "")).startswith("ray.io/"):
+        raise ConfigError(
+            f"{path} is a KubeRay manifest ({docs[0].get('kind')}), not a cluster-launcher config: "
+            f"apply it with `kubectl apply -f {path}` (and `kubectl delete -f` to remove it)"
+        )
+    provider = validate_launcher(path)["provider"]["type"]
+    if not yes and not interactive:
+        raise ConfigError(
+            f"`silva cluster {command}` asks before it changes machines and there is no terminal "
+            f"to ask on: pass --yes (silva cluster {command} {path} --yes)"
+        )
+    check = PROVIDER_CHECKS.get(provider)
+    if check is not None:
+        check()
+
+
 def ray_cli(*args: str) -> int:
     """Run Ray's own CLI (`ray up`, `ray down`...) in the foreground; its exit code."""
     try:
-        return subprocess.run([RAY, *args]).returncode
+        code = subprocess.run([RAY, *args]).returncode
     except FileNotFoundError:
         raise SilvaError(f"Ray's command-line tool is not at {RAY}: install ray[default]") from None
+    if code != 0:
+        # Ray printed its own account above; what failed is the cluster or the cloud, not Silva.
+        raise EnvironmentFailure(f"`ray {' '.join(args)}` failed with exit code {code} (its output is above)")
+    return 0

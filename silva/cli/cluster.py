@@ -7,6 +7,7 @@ object storage; image builds the node image. See docs/cluster.md.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
@@ -52,9 +53,9 @@ def up(
     yes: bool = typer.Option(False, "--yes", "-y", help="do not ask before creating machines"),
 ) -> int:
     """Validate, then start or update the cluster with `ray up`."""
-    from cluster.launch import ray_cli, validate_launcher
+    from cluster.launch import preflight, ray_cli
 
-    validate_launcher(path)
+    preflight(path, "up", yes=yes, interactive=sys.stdin.isatty())
     return ray_cli("up", str(path), *(["-y"] if yes else []))
 
 
@@ -64,8 +65,9 @@ def down(
     yes: bool = typer.Option(False, "--yes", "-y", help="do not ask before terminating machines"),
 ) -> int:
     """Tear the cluster down with `ray down` (run directories on shared storage stay)."""
-    from cluster.launch import ray_cli
+    from cluster.launch import preflight, ray_cli
 
+    preflight(path, "down", yes=yes, interactive=sys.stdin.isatty())
     return ray_cli("down", str(path), *(["-y"] if yes else []))
 
 
