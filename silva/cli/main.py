@@ -16,6 +16,7 @@ import logging
 import sys
 import traceback
 from collections.abc import Sequence
+from pathlib import Path
 
 import typer
 
@@ -40,6 +41,7 @@ COMMAND_MODULES = (
     "budget",
     "report",
     "plan",
+    "track",
 )
 
 app = typer.Typer(
@@ -117,10 +119,26 @@ def _usage_error(e: typer.TyperException) -> int:
     ctx = getattr(e, "ctx", None)
     if not message.strip() or "\n" in message:  # `silva` or a group without a command: its help
         print(message, file=sys.stderr, end="")
+    elif ctx is not None and (several := _several_runs(ctx.params, message)):
+        print(f"error: {ctx.command_path} takes one run directory; {several}", file=sys.stderr)
     else:
         where = ctx.command_path if ctx is not None else "silva"
         print(f"error: {message} (see: {where} --help)", file=sys.stderr)
     return 2
+
+
+def _several_runs(params: dict[str, object], message: str) -> str | None:
+    """What to say when a glob (`runs/label-noise-*`) gave several run directories: their names,
+    and the one written to last."""
+    extra = message.removeprefix("Got unexpected extra argument(s) (").removesuffix(")")
+    if extra == message:
+        return None
+    given = [v for v in params.values() if isinstance(v, Path)] + [Path(a) for a in extra.split()]
+    runs = [p for p in given if (p / "events.jsonl").is_file()]
+    if len(runs) < 2:
+        return None
+    latest = max(runs, key=lambda p: (p / "events.jsonl").stat().st_mtime)
+    return f"{len(runs)} were given ({', '.join(p.name for p in runs)}); pick one, e.g. the latest: {latest}"
 
 
 def _trace(e: BaseException) -> None:
