@@ -103,20 +103,8 @@ def node_revisions(journal: Journal, records: list[CallRecord]) -> dict[str, str
     return {nid: f"{events[nid]}.{calls[nid]}" for nid in journal.nodes}
 
 
-def forest_data(
-    run_dir: Path,
-    cfg: RunConfig,
-    journal: Journal,
-    records: list[CallRecord],
-    revisions: dict[str, str],
-    chunk: int,
-) -> ForestData:
-    ids = list(journal.nodes)
-    index = {nid: i for i, nid in enumerate(ids)}
-    ideas = sorted({n.idea for n in journal} | {k[0] for k in journal.stage_started})
-    stages = journal.stage_names
-    idea_index = {idea: i for i, idea in enumerate(ideas)}
-    stage_index = {s: i for i, s in enumerate(stages)}
+def _kinds_and_shapes(journal: Journal) -> tuple[list[str], list[str]]:
+    """Node kinds in drawing order (operators, then the stage's own work) and a shape per kind."""
     present = {n.kind for n in journal}
     kinds = sorted(present - set(SUPPORT_KINDS)) + [k for k in SUPPORT_KINDS if k in present]
     shapes = [
@@ -125,7 +113,11 @@ def forest_data(
     shapes += [
         SUPPORT_SHAPES[i % len(SUPPORT_SHAPES)] for i, k in enumerate(k for k in kinds if k in SUPPORT_KINDS)
     ]
-    metric = _idea_metrics(journal)
+    return kinds, shapes
+
+
+def _flags(journal: Journal) -> dict[str, int]:
+    """Each flagged node's bits: stage best, held-out choice, lost attempt, stage root."""
     best = {e.node_id for e in journal.stage_best.values() if e.node_id}
     chosen = {e.node_id for e in journal.heldout.values() if e.node_id}
     lost = {
@@ -134,16 +126,24 @@ def forest_data(
         if s.ended in ("lost", "cancelled")
     }
     roots = {e.root for e in journal.stage_started.values() if e.root}
+    flags: dict[str, int] = defaultdict(int)
+    for bit, ids in ((BEST, best), (HELDOUT_CHOICE, chosen), (LOST, lost), (ROOT, roots)):
+        for nid in ids:
+            flags[nid] |= bit
+    return flags
+
+
+def _node_columns(
+    journal: Journal, ideas: list[str], kinds: list[str], metric: dict[str, str], revisions: dict[str, str]
+) -> dict[str, list[Any]]:
+    ids = list(journal.nodes)
+    index = {nid: i for i, nid in enumerate(ids)}
+    idea_index = {idea: i for i, idea in enumerate(ideas)}
+    stage_index = {s: i for i, s in enumerate(journal.stage_names)}
+    flags = _flags(journal)
     cols: dict[str, list[Any]] = {c: [] for c in ("id", "p", "i", "s", "k", "st", "v", "f", "r", "t")}
     for nid in ids:
         n = journal.nodes[nid]
-        flags = (
-            BEST * (nid in best)
-            | SPECULATIVE * n.origin.speculative
-            | HELDOUT_CHOICE * (nid in chosen)
-            | LOST * (nid in lost)
-            | ROOT * (nid in roots)
-        )
         cols["id"].append(nid)
         cols["p"].append(index.get(n.parent_id, -1) if n.parent_id else -1)
         cols["i"].append(idea_index.get(n.idea, 0))
@@ -151,9 +151,13 @@ def forest_data(
         cols["k"].append(kinds.index(n.kind))
         cols["st"].append(STATUSES.index(n.status.value))
         cols["v"].append(n.metric(metric[n.idea]) if n.idea in metric else None)
-        cols["f"].append(flags)
+        cols["f"].append(flags.get(nid, 0) | SPECULATIVE * n.origin.speculative)
         cols["r"].append(revisions[nid])
         cols["t"].append(facts(n).variant[:80])
+    return cols
+
+
+def _decisions(journal: Journal) -> list[Decision]:
     decisions = []
     for (idea, stage), e in journal.stage_best.items():
         ended = journal.stage_ended.get((idea, stage))
@@ -172,30 +176,48 @@ def forest_data(
                 root=started.root if started else None,
             )
         )
-    spent = spend(records)
-    rate = throughput(cfg, journal, records)
+    return decisions
+
+
+def _run_facts(run_dir: Path, cfg: RunConfig, journal: Journal, metric: dict[str, str]) -> dict[str, Any]:
     live = journal.finished is None and journal.stop is None
     spec = journal.primary_metric
+    return {
+        "name": run_dir.name,
+        "state": state_line(journal),
+        "live": live,
+        "mode": cfg.mode,
+        "elapsed_s": journal.elapsed_s(now=time.time() if live else None),
+        "metric": spec.model_dump(mode="json") if spec else None,
+        "idea_metrics": metric,
+        "generated_at": time.time(),
+        "plan": list(cfg.plan.names),
+    }
+
+
+def forest_data(
+    run_dir: Path,
+    cfg: RunConfig,
+    journal: Journal,
+    records: list[CallRecord],
+    revisions: dict[str, str],
+    chunk: int,
+) -> ForestData:
+    ideas = sorted({n.idea for n in journal} | {k[0] for k in journal.stage_started})
+    kinds, shapes = _kinds_and_shapes(journal)
+    metric = _idea_metrics(journal)
+    spent = spend(records)
+    rate = throughput(cfg, journal, records)
     return ForestData(
         version=f"{len(journal.log.events)}.{len(records)}",
         chunk=chunk,
-        run={
-            "name": run_dir.name,
-            "state": state_line(journal),
-            "live": live,
-            "mode": cfg.mode,
-            "elapsed_s": journal.elapsed_s(now=time.time() if live else None),
-            "metric": spec.model_dump(mode="json") if spec else None,
-            "idea_metrics": metric,
-            "generated_at": time.time(),
-            "plan": list(cfg.plan.names),
-        },
+        run=_run_facts(run_dir, cfg, journal, metric),
         ideas=ideas or ["default"],
-        stages=stages,
+        stages=journal.stage_names,
         kinds=kinds,
         shapes=shapes,
-        nodes=cols,
-        decisions=decisions,
+        nodes=_node_columns(journal, ideas, kinds, metric, revisions),
+        decisions=_decisions(journal),
         heldout=[
             {"idea": idea, **e.model_dump(mode="json", exclude={"seq", "type"})}
             for idea, e in sorted(journal.heldout.items())
@@ -270,6 +292,33 @@ def code_diff(parent: str, code: str, parent_id: str, node_id: str) -> tuple[str
     return "".join(ln if ln.endswith("\n") else ln + "\n" for ln in lines), added, removed
 
 
+def _node_cost(node: Node, calls: list[CallRecord]) -> dict[str, Any]:
+    by_role: dict[str, dict[str, float]] = defaultdict(lambda: {"calls": 0, "dollars": 0.0})
+    for r in calls:
+        by_role[r.role]["calls"] += 1
+        by_role[r.role]["dollars"] += 0.0 if r.cache_hit else r.dollars
+    return {
+        "usd": node.cost_usd,
+        "calls": len(calls),
+        "cache_hits": sum(r.cache_hit for r in calls),
+        "input_tokens": sum(r.input_tokens for r in calls if not r.cache_hit),
+        "output_tokens": sum(r.output_tokens for r in calls if not r.cache_hit),
+        "by_role": dict(by_role),
+    }
+
+
+def _node_timings(node: Node, spans: list[Span]) -> dict[str, Any]:
+    first_start = min((s.start for s in spans), default=node.started_at)
+    return {
+        "created": node.created_at,
+        "started": first_start,
+        "finished": node.finished_at,
+        "queued_s": (first_start - node.created_at) if first_start else None,
+        "total_s": (node.finished_at - node.created_at) if node.finished_at else None,
+        "experiment_s": node.execution.wall_s if node.execution else None,
+    }
+
+
 def node_details(
     journal: Journal,
     node: Node,
@@ -284,12 +333,7 @@ def node_details(
     if parent is not None and (parent.code or node.code):
         text, added, removed = code_diff(parent.code, node.code, parent.id, node.id)
         diff = {"text": text, "added": added, "removed": removed, "parent": parent.id}
-    by_role: dict[str, dict[str, float]] = defaultdict(lambda: {"calls": 0, "dollars": 0.0})
-    for r in calls:
-        by_role[r.role]["calls"] += 1
-        by_role[r.role]["dollars"] += 0.0 if r.cache_hit else r.dollars
     ex = node.execution.model_dump(mode="json") if node.execution else None
-    first_start = min((s.start for s in spans), default=node.started_at)
     return {
         "id": node.id,
         "idea": node.idea,
@@ -317,22 +361,8 @@ def node_details(
         "critique": f.critique,
         "outcome_family": f.outcome_family,
         "outcome": f.outcome,
-        "cost": {
-            "usd": node.cost_usd,
-            "calls": len(calls),
-            "cache_hits": sum(r.cache_hit for r in calls),
-            "input_tokens": sum(r.input_tokens for r in calls if not r.cache_hit),
-            "output_tokens": sum(r.output_tokens for r in calls if not r.cache_hit),
-            "by_role": dict(by_role),
-        },
-        "timings": {
-            "created": node.created_at,
-            "started": first_start,
-            "finished": node.finished_at,
-            "queued_s": (first_start - node.created_at) if first_start else None,
-            "total_s": (node.finished_at - node.created_at) if node.finished_at else None,
-            "experiment_s": node.execution.wall_s if node.execution else None,
-        },
+        "cost": _node_cost(node, calls),
+        "timings": _node_timings(node, spans),
         "workers": sorted({s.worker for s in spans if s.worker}),
         "attempts": [s.model_dump(mode="json") for s in spans],
         "lost_attempts": node.lost_attempts,
