@@ -24,6 +24,7 @@ import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from engine.llm import LLM, Gateway, LLMConfig, LLMError
+from engine.llm.prompt_budget import budgets
 from engine.llm.providers.base import Provider
 from engine.llm.types import Completion, Embeddings, EmbedRequest, LLMRequest
 
@@ -101,7 +102,11 @@ def start_gateway_actor(
         cfg, str(run_dir), dollars, dict(keys), dict(providers) if providers else None
     )
     # Ray types `.options(...).remote(...)` as a handle or the class itself; it is a handle.
-    return LLM(ActorTransport(cast("ray.actor.ActorHandle[GatewayActor]", handle)), max_reasks=cfg.max_reasks)
+    return LLM(
+        ActorTransport(cast("ray.actor.ActorHandle[GatewayActor]", handle)),
+        max_reasks=cfg.max_reasks,
+        budgets=budgets(cfg),
+    )
 
 
 def close_gateway_actor(llm: LLM, timeout_s: float = 30.0) -> None:

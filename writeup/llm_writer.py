@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import BaseModel, Field
 
 from engine.llm import LEDGER_FILE, LLM, CallRecord, Completion, LLMError, Message, extract_code
+from engine.llm.prompt_budget import Part, PromptTooLarge
 from writeup.claim_sentences import contradictions
 from writeup.figures import make_figures
 from writeup.latex import Section, cite_keys, latex_block, render_paper
@@ -38,34 +39,46 @@ SYSTEM = (
 )
 
 
+# Bounded strings and closed shapes: a small model's grammar-constrained answer must close its
+# strings within max_tokens, and an open mapping gives it nothing to close.
 class Queries(BaseModel):
-    queries: list[str] = Field(max_length=3, description="literature search queries, empty when done")
+    queries: list[Annotated[str, Field(max_length=120)]] = Field(
+        max_length=3, description="literature search queries, empty when done"
+    )
 
 
 class Pick(BaseModel):
-    paper_id: str
-    justification: str = Field(description="one line: why the paper is cited")
+    paper_id: str = Field(max_length=64)
+    justification: str = Field(max_length=200, description="one line: why the paper is cited")
 
 
 class Picks(BaseModel):
-    picks: list[Pick]
+    picks: list[Pick] = Field(max_length=8)
 
 
 class Title(BaseModel):
-    title: str
+    title: str = Field(max_length=150)
+
+
+class Caption(BaseModel):
+    figure: str = Field(max_length=80, description="the figure's file name")
+    caption: str = Field(max_length=300, description="what the figure shows (no typed numbers)")
 
 
 class Captions(BaseModel):
-    captions: dict[str, str] = Field(description="figure file name -> caption (no typed numbers)")
+    captions: list[Caption] = Field(max_length=6)
+
+    def of(self, name: str) -> str:
+        return next((c.caption for c in self.captions if c.figure == name), "")
 
 
 class FigureReview(BaseModel):
     acceptable: bool
-    feedback: str = ""
+    feedback: str = Field("", max_length=300)
 
 
 class PageReview(BaseModel):
-    issues: list[str] = Field(default_factory=list)
+    issues: list[Annotated[str, Field(max_length=200)]] = Field(default_factory=list, max_length=5)
 
 
 class LedgerReader:
@@ -153,19 +166,32 @@ class LLMWriter:
         )
         return out.text if isinstance(out, Completion) else out
 
-    @property
-    def context(self) -> str:
+    def context(self) -> list[Part]:
+        """What every writing prompt starts with, by priority: the idea and the claim ledger whole,
+        the macros (the numbers) next, the experimental journal with what room is left."""
         i = self.p.idea
-        notes = i.notes_md[:6000]
-        return (
+        idea = (
             f"Title of the idea: {i.title}\nHypothesis: {i.hypothesis}\nMethod: {i.method}. "
-            f"{i.method_description}\nPrimary metric: {i.primary.name} "
-            f"({i.primary.direction})\n\nExperimental journal:\n{notes}\n\nMacros of results.tex (the only "
-            f"numbers you may print):\n{self.p.macros.describe()}\n\n"
+            f"{i.method_description}\nPrimary metric: {i.primary.name} ({i.primary.direction})\n\n"
+        )
+        claims = (
             "Claims of the ledger: the only comparisons you may state, each with the verdict its test "
             "supports (no 'better' or 'significant' without it). End every sentence that compares two "
-            "groups with \\claim{id}.\n" + ledger_lines(self.p.macros) + "\n"
+            "groups with \\claim{id}.\n" + ledger_lines(self.p.macros) + "\n\n"
         )
+        macros = f"Macros of results.tex (the only numbers you may print):\n{self.p.macros.describe()}\n\n"
+        journal = f"Experimental journal:\n{i.notes_md}\n\n"
+        return [
+            Part(idea, priority=0, min_chars=min(len(idea), 1200)),
+            Part(claims, priority=0, min_chars=len(claims)),
+            Part(macros, priority=1, min_chars=min(len(macros), 2400)),
+            Part(journal, priority=8),
+        ]
+
+    def prompt(self, *step: Part, context: bool = True, role: str = ROLE) -> str:
+        """The step's parts after the context, fitted to the role model's prompt budget."""
+        parts = [*self.context(), *step] if context else list(step)
+        return self.llm.budget(role).fit(parts, fixed=SYSTEM)
 
     # -- the whole paper -----------------------------------------------------------------------
     def write(self) -> Version:
@@ -178,16 +204,18 @@ class LLMWriter:
             self.p.log("reflection", round=r, issues=issues)
             if not issues:
                 break
-            answer = str(
-                self.ask(
-                    "revise",
-                    f"{self.context}\nIssues to fix:\n"
-                    + "\n".join(f"- {x}" for x in issues)
-                    + f"\n\nThe current paper.tex:\n```latex\n{version.tex}\n```\n"
-                    "Answer with the whole revised paper.tex in one ```latex block.",
-                    round=r,
-                )
+            prompt = self.whole_paper_prompt(
+                version.tex,
+                Part("Issues to fix:\n" + "\n".join(f"- {x}" for x in issues) + "\n\n", priority=2),
+                Part(
+                    f"The current paper.tex:\n```latex\n{version.tex}\n```\n", min_chars=len(version.tex) + 40
+                ),
+                Part("Answer with the whole revised paper.tex in one ```latex block.", min_chars=80),
+                context=True,
             )
+            if prompt is None:
+                break
+            answer = str(self.ask("revise", prompt, round=r))
             revised = self.accept(latex_block(answer), version.tex)
             if revised == version.tex:
                 break
@@ -195,15 +223,37 @@ class LLMWriter:
         best = self.p.best or version
         return self.p.finalize(best, set(self.bib))
 
+    def whole_paper_prompt(self, tex: str, *parts: Part, context: bool = False) -> str | None:
+        """A step whose answer is the whole paper.tex: None (logged) when the role's model cannot
+        hold the paper in its prompt or in its answer, so the step is skipped, not cut."""
+        budget = self.llm.budget(ROLE)
+        if len(tex) / budget.chars_per_token > budget.max_tokens:
+            self.p.log(
+                "whole_paper_skipped",
+                why=f"paper.tex is ~{int(len(tex) / budget.chars_per_token)} tokens, more than the "
+                f"writeup role's max_tokens {budget.max_tokens}",
+            )
+            return None
+        try:
+            return self.prompt(*parts, context=context)
+        except PromptTooLarge as e:
+            self.p.log("whole_paper_skipped", why=str(e))
+            return None
+
     def figures(self) -> None:
         data = json.dumps({k: v for k, v in self._figure_schema().items()})
         answer = str(
             self.ask(
                 "figures",
-                "Write a Python script (matplotlib, Agg backend) that reads figure_data.json "
-                f"(structure: {data}) and saves two or three compound PNG figures into figures/ that "
-                "together show the stages' results with error bars and the seeds. Nothing else is readable.\n"
-                + self.context,
+                self.prompt(
+                    Part(
+                        "Write a Python script (matplotlib, Agg backend) that reads figure_data.json "
+                        f"(structure: {data}) and saves two or three compound PNG figures into figures/ "
+                        "that together show the stages' results with error bars and the seeds. Nothing "
+                        "else is readable.",
+                        min_chars=600,
+                    )
+                ),
             )
         )
         self.p.figures, origin = make_figures(
@@ -229,9 +279,14 @@ class LLMWriter:
                 break
             q = self.ask(
                 "queries",
-                f"{self.context}\nAlready chosen: {', '.join(chosen) or 'nothing'}\n"
-                "Propose up to three literature search queries for related work, or none when the "
-                "paper is covered.",
+                self.prompt(
+                    Part(f"Already chosen: {', '.join(chosen) or 'nothing'}\n", priority=3),
+                    Part(
+                        "Propose up to three literature search queries for related work, or none when "
+                        "the paper is covered.",
+                        min_chars=120,
+                    ),
+                ),
                 Queries,
                 round=r,
             )
@@ -254,8 +309,14 @@ class LLMWriter:
             )
             picks = self.ask(
                 "picks",
-                f"{self.context}\nSearch results:\n{listing}\n\nPick the papers this paper should "
-                "cite (by id, as shown in brackets), each with a one-line justification.",
+                self.prompt(
+                    Part(f"Search results:\n{listing}\n\n", priority=2, min_chars=min(len(listing), 800)),
+                    Part(
+                        "Pick the papers this paper should cite (by id, as shown in brackets), each with "
+                        "a one-line justification.",
+                        min_chars=120,
+                    ),
+                ),
                 Picks,
                 round=r,
             )
@@ -285,19 +346,15 @@ class LLMWriter:
 
     def draft(self) -> str:
         figs = self.p.figures
-        captions = self.ask(
-            "captions",
-            self.context
-            + "\nWrite one caption per figure (no typed numbers): "
-            + ", ".join(f.name for f in figs),
-            Captions,
-        )
+        names = ", ".join(f.name for f in figs)
+        ask = Part(f"Write one caption per figure (no typed numbers): {names}", min_chars=len(names) + 60)
+        captions = self.ask("captions", self.prompt(ask), Captions)
         assert isinstance(captions, Captions)
         keys = (
             "\n".join(f"{k}: {p.summary()}" for k, p in self.bib.items()) or "(none: write without citations)"
         )
-        figure_list = "\n".join(f"\\ref{{{f.label}}}: {captions.captions.get(f.name, '')}" for f in figs)
-        title = self.ask("title", self.context + "\nGive the paper a title.", Title)
+        figure_list = "\n".join(f"\\ref{{{f.label}}}: {captions.of(f.name)}" for f in figs)
+        title = self.ask("title", self.prompt(Part("Give the paper a title.", min_chars=30)), Title)
         assert isinstance(title, Title)
         sections: list[Section] = []
         written = ""
@@ -305,15 +362,13 @@ class LLMWriter:
             answer = str(
                 self.ask(
                     "section",
-                    f"{self.context}\nCitable keys:\n{keys}\n\nFigures (each must be referenced "
-                    f"once in Results with \\ref):\n{figure_list}\n\nWritten so far:\n{written[-4000:]}\n\n"
-                    f"Write the body of the section '{name}' (no \\section command) in one ```latex block.",
+                    self.section_prompt(name, keys, figure_list, written),
                     name=name.replace(" ", "_"),
                 )
             )
             body = latex_block(answer) or answer
             if name == "Results":
-                body = "".join(figure_env(f, captions.captions.get(f.name, "")) for f in figs) + body
+                body = "".join(figure_env(f, captions.of(f.name)) for f in figs) + body
             if name == "Abstract":
                 abstract = body
             else:
@@ -326,6 +381,22 @@ class LLMWriter:
             abstract=abstract,
             sections=sections,
             cite=bool(self.bib),
+        )
+
+    def section_prompt(self, name: str, keys: str, figure_list: str, written: str) -> str:
+        """One section's prompt: what was written so far is the first to be cut, from its start."""
+        return self.prompt(
+            Part(f"Citable keys:\n{keys}\n\n", priority=3),
+            Part(
+                f"Figures (each must be referenced once in Results with \\ref):\n{figure_list}\n\n",
+                priority=2,
+                min_chars=min(len(figure_list) + 70, 600),
+            ),
+            Part(f"Written so far:\n{written}\n\n", priority=9, keep="tail"),
+            Part(
+                f"Write the body of the section '{name}' (no \\section command) in one ```latex block.",
+                min_chars=120,
+            ),
         )
 
     def accept(self, tex: str | None, previous: str) -> str:
@@ -347,15 +418,16 @@ class LLMWriter:
             if version.compiled.ok:
                 break
             errors = "\n".join(str(e) for e in version.compiled.errors[:8])
-            answer = str(
-                self.ask(
-                    "fix",
-                    f"paper.tex does not compile. LaTeX errors (file:line):\n{errors}\n\n"
-                    f"paper.tex with line numbers:\n{_numbered(version.tex)}\n\nAnswer with the whole "
-                    "corrected paper.tex in one ```latex block.",
-                    round=k,
-                )
+            numbered = _numbered(version.tex)
+            prompt = self.whole_paper_prompt(
+                version.tex,
+                Part(f"paper.tex does not compile. LaTeX errors (file:line):\n{errors}\n\n", min_chars=600),
+                Part(f"paper.tex with line numbers:\n{numbered}\n\n", min_chars=len(numbered) + 40),
+                Part("Answer with the whole corrected paper.tex in one ```latex block.", min_chars=80),
             )
+            if prompt is None:
+                break
+            answer = str(self.ask("fix", prompt, round=k))
             fixed = self.accept(latex_block(answer), version.tex)
             if fixed == version.tex:
                 continue

@@ -9,6 +9,7 @@ from typing import Protocol, TypeVar, overload
 from pydantic import BaseModel
 
 from engine.llm.errors import StructuredOutputError
+from engine.llm.prompt_budget import PromptBudget
 from engine.llm.structured import ParseFailure, output_schema, parse_output, reask
 from engine.llm.types import EMBEDDING_ROLE, Completion, Embeddings, EmbedRequest, LLMRequest, Message
 
@@ -22,9 +23,21 @@ class Transport(Protocol):
 
 
 class LLM:
-    def __init__(self, transport: Transport, *, max_reasks: int = 2) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        max_reasks: int = 2,
+        budgets: Mapping[str, PromptBudget] | None = None,
+    ) -> None:
         self.transport = transport
         self.max_reasks = max_reasks
+        self.budgets = dict(budgets or {})
+
+    def budget(self, role: str) -> PromptBudget:
+        """What a prompt of `role` may hold (engine/llm/prompt_budget.py); a role the client was
+        given no budget for (a bare transport in tests) gets the default model context."""
+        return self.budgets.get(role) or PromptBudget(role=role, context_tokens=128_000, max_tokens=4096)
 
     @overload
     def complete(

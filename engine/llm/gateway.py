@@ -33,6 +33,7 @@ from engine.llm.config import EMBEDDING_KINDS, LLMConfig, Price, ProviderConfig,
 from engine.llm.errors import BudgetExceeded, CacheMiss, LLMCallError, LLMConfigError
 from engine.llm.hedge import LatencyBook, Race, race
 from engine.llm.ledger import LEDGER_FILE, CallRecord, Ledger
+from engine.llm.prompt_budget import budgets
 from engine.llm.providers.base import EmbedCall, EmbeddingProvider, Provider, ProviderCall, ProviderError
 from engine.llm.ratelimit import Limiter
 from engine.llm.types import CachedVector, Completion, Embeddings, EmbedRequest, LLMRequest, Message, Usage
@@ -545,7 +546,7 @@ class Gateway:
 
     def client(self) -> LLM:
         """An `LLM` client bound to this in-process gateway."""
-        return LLM(self, max_reasks=self.cfg.max_reasks)
+        return LLM(self, max_reasks=self.cfg.max_reasks, budgets=budgets(self.cfg))
 
     def spent(self) -> float:
         return self.budget.spent

@@ -4,7 +4,8 @@ Checked: roles name known roles and configured models; models name configured pr
 have a price; token limits fit the model; the vision role can see; the embedding role maps to a
 model that can embed on a provider with an embeddings API (never Anthropic), and the other roles
 to chat models; providers that need a key have it in the environment; every endpoint in use
-accepts a TCP connection; then the start-of-run probe (engine/llm/probe.py): a role that cannot
+accepts a TCP connection; each role's context holds the smallest prompt of its steps
+(engine/llm/prompt_budget.py); then the start-of-run probe (engine/llm/probe.py): a role that cannot
 finish within its timeout at the measured speed, or that the served context cannot hold.
 """
 
@@ -17,6 +18,7 @@ from urllib.parse import urlsplit
 from engine.llm.config import EMBEDDING_KINDS, LLMConfig, ProviderConfig, resolve_model
 from engine.llm.errors import LLMConfigError
 from engine.llm.probe import ProbeResult, probe_models, probe_problems
+from engine.llm.prompt_budget import budgets, too_small
 from engine.llm.types import EMBEDDING_ROLE, ROLES
 
 DEFAULT_ENDPOINTS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
@@ -128,6 +130,8 @@ def validate_llm_config(
     """Raise `LLMConfigError` listing every problem, or return what the start-of-run probe
     measured (engine/llm/probe.py; nothing when endpoints are not checked or `llm.probe` is off)."""
     problems = _problems(cfg, env)
+    if not problems:
+        problems = too_small(budgets(cfg))
     results: list[ProbeResult] = []
     if check_endpoints and not problems:
         for name, pcfg in _used_providers(cfg).items():

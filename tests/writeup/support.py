@@ -196,10 +196,13 @@ class ScriptedWriter:
             names = prompt.rsplit(": ", 1)[1].split(", ")
             return json.dumps(
                 {
-                    "captions": {
-                        n: "Accuracy of the method and the baseline; whiskers: one sd over seeds."
+                    "captions": [
+                        {
+                            "figure": n,
+                            "caption": "Accuracy of the method and the baseline; whiskers: one sd over seeds.",
+                        }
                         for n in names
-                    }
+                    ]
                 }
             )
         if step == "title":

@@ -401,7 +401,7 @@ class _Metered:
         register(run_dir)  # on a worker too: a proposal from the journal may name blobs of the run
         self.counter = _Counting(llm.transport) if llm is not None else None
         self.llm = (
-            LLM(self.counter, max_reasks=llm.max_reasks)
+            LLM(self.counter, max_reasks=llm.max_reasks, budgets=llm.budgets)
             if llm is not None and self.counter is not None
             else None
         )
