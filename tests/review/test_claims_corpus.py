@@ -1,0 +1,113 @@
+"""The claims-wording corpus (bench/claims_corpus): it loads, meets its size, kind and split
+rules, and every phrasing fills from a claim ledger into a variant that is wrong (or true) by
+construction. The benchmark itself (bench/bench_claims_wording.py) reviews the variants."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from engine.claims import Claim, GroupSummary, Ledger, verdict
+from tests.helpers import load_file
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_claims_wording.py"
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    # Registered so that pydantic resolves the module's postponed annotations.
+    module = load_file(BENCH, "bench_claims_wording")
+    sys.modules.setdefault("bench_claims_wording", module)
+    module.Half.model_rebuild(_types_namespace=vars(module))
+    return module
+
+
+def _claim(cid: str, metric: str, role: str, a: float, b: float, p: float, n: int = 3) -> Claim:
+    sa = GroupSummary(label="small-loss filtering (best of agenda)", n=n, mean=a, sd=0.01)
+    sb = GroupSummary(label="tuned baseline (best of hyperparameter)", n=n, mean=b, sd=0.01)
+    return Claim.model_validate(
+        dict(
+            id=cid, stage="agenda", metric=metric, direction="maximize", role=role, subject=sa,
+            reference=sb, diff=a - b, p=p, log10_p=math.log10(p), test="welch",
+            verdict=verdict(a - b, p, "maximize"),
+        )
+    )  # fmt: skip
+
+
+def ledger() -> Ledger:
+    """One claim of every shape a phrasing can need."""
+    return Ledger(
+        idea="label-noise",
+        claims=[
+            _claim("agenda-AvsB-val-accuracy", "val_accuracy", "selection", 0.912, 0.861, 0.0004),
+            _claim("agenda-AvsB-test-accuracy", "test_accuracy", "test", 0.884, 0.879, 0.41),
+            _claim("agenda-AvsC-test-accuracy", "test_accuracy", "test", 0.842, 0.897, 0.003),
+            _claim("agenda-AvsB-clean-fraction", "clean_fraction_kept", "other", 0.71, 0.70, 0.6),
+        ],
+    )
+
+
+def test_the_corpus_meets_its_size_kind_and_share_rules(bench: ModuleType) -> None:
+    halves = [bench.load_half(h) for h in bench.HALVES]
+    assert [h.half for h in halves] == list(bench.HALVES)
+    kinds = {*bench.ERROR_KINDS, bench.HONEST}
+    assert all(set(h.kinds) == kinds for h in halves)
+    count = {k: sum(len(h.kinds[k].phrasings) for h in halves) for k in kinds}
+    assert min(count[k] for k in bench.ERROR_KINDS) >= 30
+    errors, honest = sum(count[k] for k in bench.ERROR_KINDS), 2 * count[bench.HONEST]
+    assert errors + honest >= 300 and honest * 3 >= errors + honest
+    for kind in kinds:
+        texts = [p.text for h in halves for p in h.kinds[kind].phrasings]
+        assert len(texts) == len(set(texts)), f"a phrasing of {kind} appears twice"
+
+
+def test_the_halves_follow_the_stated_split_rule(bench: ModuleType) -> None:
+    tune, heldout = (bench.load_half(h) for h in bench.HALVES)
+    groups: list[tuple[str, list[str], list[str]]] = [
+        (k, [p.text for p in tune.kinds[k].phrasings], [p.text for p in heldout.kinds[k].phrasings])
+        for k in tune.kinds
+    ]
+    groups += [("fakes.metrics", tune.fakes.metrics, heldout.fakes.metrics)]
+    groups += [("fakes.groups", tune.fakes.groups, heldout.fakes.groups)]
+    groups += [
+        (
+            "fakes.references",
+            [r.key for r in tune.fakes.references],
+            [r.key for r in heldout.fakes.references],
+        )
+    ]
+    for kind, first, second in groups:
+        order = sorted(first + second, key=lambda t: bench.split_key(kind, t))
+        cut = math.ceil(len(order) / 2)
+        assert (set(order[:cut]), set(order[cut:])) == (set(first), set(second)), kind
+
+
+@pytest.mark.parametrize("half", ["tune", "heldout"])
+def test_every_phrasing_fills_from_a_ledger(bench: ModuleType, half: str, tmp_path: Path) -> None:
+    paper = bench.Paper("toy/offline", tmp_path, ledger())
+    made, unfilled = bench.variants(bench.load_half(half), [paper])
+    assert unfilled == []
+    left = [v.text for v in made if any(f"{{{name}}}" in v.text for name in bench.SLOT_NAMES)]
+    assert left == []
+    wrong = [v for v in made if v.kind == "inverted_comparison"]
+    assert wrong and all(paper.ledger.get(v.claim).verdict in ("better", "worse") for v in wrong)
+    null = [v for v in made if v.kind == "significance_at_p_over_alpha"]
+    assert null and all(paper.ledger.get(v.claim).verdict == "no detectable difference" for v in null)
+    cited = [v for v in made if v.kind == "fabricated_reference"]
+    assert cited and all(v.reference is not None and v.reference.key in v.text for v in cited)
+
+
+def test_wrong_values_differ_from_the_true_ones_as_printed(bench: ModuleType) -> None:
+    claim = ledger().claims[0]
+    half = bench.load_half("tune")
+    values = bench.slots(claim, half.fakes, 7, {"val_accuracy"})
+    assert (values["a"], values["b"], values["pct"], values["pts"]) == ("0.912", "0.861", "5.9", "5.1")
+    assert values["a_wrong"] not in (values["a"], values["b"])
+    assert values["b_wrong"] not in (values["a"], values["b"])
+    assert values["pct_wrong"] != values["pct"] and values["pts_wrong"] != values["pts"]
+    assert values["n_wrong"] != values["n"] and values["fold_wrong"] != values["fold"]
+    assert values["fake_metric"].lower() not in {"val_accuracy", "validation accuracy"}
