@@ -60,21 +60,59 @@ def _refutes(ev: Evidence, sign: int, t: Thresholds) -> bool:
     )
 
 
-def adjudicate(inv: Investigation, t: Thresholds, *, check_scope: bool = True) -> Judgement:
-    """`check_scope=False` (claims without structure: nothing to compare) takes all evidence as in scope."""
-    claim = inv.claim
+def _in_scope(inv: Investigation, check_scope: bool) -> tuple[list[Evidence], list[str]]:
+    """The evidence with a result that fits the claim's scope, and what put the rest out of it."""
     problems: list[str] = []
     in_scope: list[Evidence] = []
     for ev in inv.evidence:
         if ev.result is None:
             continue
-        found = (
-            scope_problems(claim, ev) if check_scope else []
-        )  # covariates and strata only add variables: robustness fits too
-        if not found:
-            in_scope.append(ev)
-        else:
+        # Covariates and strata only add variables: robustness analyses fit the scope too.
+        found = scope_problems(inv.claim, ev) if check_scope else []
+        if found:
             problems += found
+        else:
+            in_scope.append(ev)
+    return in_scope, problems
+
+
+def _train_verdict(
+    main: Evidence, in_scope: list[Evidence], sign: int, claim_sign: int, t: Thresholds
+) -> tuple[str, str] | None:
+    """The verdict the train split already decides (refuted, not past the gate, or in doubt)."""
+    assert main.result is not None
+    refuting = [e for e in in_scope if _refutes(e, sign, t)]
+    if refuting:
+        d = refuting[0].result.effect_d  # type: ignore[union-attr]
+        return "refuted", f"a significant effect of the opposite sign in {refuting[0].id} (d {d:+.3f})"
+    gate = two_split_train(main.result, claim_sign, alpha=t.alpha, min_effect=t.min_effect)
+    if not gate.passed:
+        return "inconclusive", gate.reason
+    doubt = [e for e in in_scope if _significant_opposite(e, sign, t)]
+    if doubt:
+        d = doubt[0].result.effect_d  # type: ignore[union-attr]
+        return "weakened", (
+            f"{doubt[0].id} finds a significant opposite-signed effect below the effect floor "
+            f"(d {d:+.3f}, |d| < {t.min_effect}): too small to refute the claim"
+        )
+    return None
+
+
+def _lost_in_robustness(in_scope: list[Evidence], sign: int, t: Thresholds) -> list[Evidence]:
+    return [
+        e
+        for e in in_scope
+        if e.role == "robustness"
+        and e.split == "train"
+        and e.result is not None
+        and not two_split_train(e.result, sign, alpha=t.alpha, min_effect=t.min_effect).passed
+    ]
+
+
+def adjudicate(inv: Investigation, t: Thresholds, *, check_scope: bool = True) -> Judgement:
+    """`check_scope=False` (claims without structure: nothing to compare) takes all evidence as in scope."""
+    claim = inv.claim
+    in_scope, problems = _in_scope(inv, check_scope)
     ids = [e.id for e in in_scope]
     primary = [e for e in in_scope if e.role == "primary" and e.split == "train"]
     if not primary:
@@ -83,36 +121,10 @@ def adjudicate(inv: Investigation, t: Thresholds, *, check_scope: bool = True) -
     main = primary[0]
     assert main.result is not None
     sign = claim.expected_sign or main.result.sign
-    refuting = [e for e in in_scope if _refutes(e, sign, t)]
-    if refuting:
-        d = refuting[0].result.effect_d  # type: ignore[union-attr]
-        return Judgement(
-            verdict="refuted",
-            reason=f"a significant effect of the opposite sign in {refuting[0].id} (d {d:+.3f})",
-            in_scope=ids,
-            scope_problems=problems,
-        )
-    doubt = [e for e in in_scope if _significant_opposite(e, sign, t)]
-    gate = two_split_train(main.result, claim.expected_sign, alpha=t.alpha, min_effect=t.min_effect)
-    if not gate.passed:
-        return Judgement(verdict="inconclusive", reason=gate.reason, in_scope=ids, scope_problems=problems)
-    if doubt:
-        d = doubt[0].result.effect_d  # type: ignore[union-attr]
-        return Judgement(
-            verdict="weakened",
-            reason=f"{doubt[0].id} finds a significant opposite-signed effect below the effect floor "
-            f"(d {d:+.3f}, |d| < {t.min_effect}): too small to refute the claim",
-            in_scope=ids,
-            scope_problems=problems,
-        )
-    lost = [
-        e
-        for e in in_scope
-        if e.role == "robustness"
-        and e.split == "train"
-        and e.result is not None
-        and not two_split_train(e.result, sign, alpha=t.alpha, min_effect=t.min_effect).passed
-    ]
+    decided = _train_verdict(main, in_scope, sign, claim.expected_sign, t)
+    if decided is not None:
+        return Judgement(verdict=decided[0], reason=decided[1], in_scope=ids, scope_problems=problems)
+    lost = _lost_in_robustness(in_scope, sign, t)
     held = [e for e in in_scope if e.split == "heldout" and e.role == "primary"]
     if not held:
         verdict = "weakened" if lost else "inconclusive"
