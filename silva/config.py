@@ -27,6 +27,7 @@ from sandbox.config import SandboxConfig
 from search.config import AllocationConfig, IdeaSource, SearchConfig, StageConfig, TemplateVariant
 from search.modes import Mode, mode_of, sections
 from search.plan import StagePlan
+from silva.tracking.config import TrackingConfig
 from writeup.config import WriteupConfig
 
 
@@ -68,6 +69,9 @@ class RunConfig(Strict):
     resources: dict[str, Resources] = Field(default_factory=default_resources)
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    tracking: TrackingConfig | None = Field(
+        None, description="send the run to MLflow or Weights & Biases as it goes (docs/tracking.md)"
+    )
 
     @model_validator(mode="before")
     @classmethod

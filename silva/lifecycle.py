@@ -26,6 +26,7 @@ from sandbox.base import SandboxUnavailable, get_provider
 from silva.config import RunConfig, load_config
 from silva.failures import SpaceReserve, environment_failure, journal_stop
 from silva.signals import stop_on_signals
+from silva.tracking.process import start_tracker
 
 if TYPE_CHECKING:
     from engine.llm.probe import ProbeResult
@@ -158,6 +159,7 @@ def execute(
     run_dir = journal.log.path.parent
     reserve = SpaceReserve(run_dir)
     journal.record(SessionStarted(resumed=len(journal.sessions) > 0))
+    tracker = start_tracker(cfg, run_dir)  # docs/tracking.md: reads the journal in its own process
     try:
         return _execute(cfg, journal, on_change, executor, providers)
     except Exception as e:  # the machine failed (silva/failures.py): journal the stop, then say so
@@ -169,6 +171,9 @@ def execute(
         if failure is e:
             raise
         raise failure from e
+    finally:
+        if tracker is not None:
+            tracker.stop()
 
 
 def _execute(

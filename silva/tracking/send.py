@@ -1,0 +1,126 @@
+"""Sending a run: after the fact (`silva track`) or live, from the follower process a run starts."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+import yaml
+
+from engine.errors import EnvironmentFailure
+from silva.tracking.base import BackendSettings, open_backend
+from silva.tracking.config import TrackingConfig
+from silva.tracking.cursor import Cursor, lock
+from silva.tracking.follower import Follower
+
+RETRY_MAX_S = 30.0  # longest wait between tries while the tracker is down
+POLL_S = 0.5  # how often a live follower looks for new events
+
+
+class TrackerDown(EnvironmentFailure):
+    """The tracker did not take a record; nothing was lost: the next try starts there."""
+
+
+def config_of(run_dir: Path) -> dict[str, Any]:
+    data = (
+        yaml.safe_load((run_dir / "config.yaml").read_text()) if (run_dir / "config.yaml").is_file() else {}
+    )
+    return data if isinstance(data, dict) else {}
+
+
+@contextmanager
+def opened(run_dir: Path, cfg: TrackingConfig, *, wait: bool) -> Any:
+    """A follower at the cursor of this run and tracker, holding the one-sender lock."""
+    name = str(config_of(run_dir).get("name") or run_dir.name)
+    settings = BackendSettings(
+        run_dir=run_dir, run_name=run_dir.name, uri=cfg.uri, experiment=cfg.experiment or name
+    )
+    where = Cursor.path(run_dir, cfg.backend, cfg.uri or "default")
+    held: IO[str] = lock(where, wait=wait)
+    try:
+        backend = open_backend(cfg.backend, settings)
+        try:
+            yield Follower(run_dir, backend, Cursor.load(where, cfg.backend, backend.uri), where)
+        finally:
+            backend.close()
+    finally:
+        held.close()
+
+
+def send_run(run_dir: Path, cfg: TrackingConfig) -> tuple[str, int]:
+    """Everything the tracker has not received yet (`silva track`): (where it went, events passed)."""
+    with opened(run_dir, cfg, wait=False) as follower:
+        try:
+            return follower.backend.uri, follower.step()
+        except Exception as e:
+            raise TrackerDown(
+                f"{follower.backend.uri}: the tracker did not take a record ({type(e).__name__}: "
+                f"{str(e).splitlines()[0][:300] if str(e) else ''}); what was sent is kept in "
+                f"{follower.cursor_path}: run `silva track {run_dir}` again once it answers"
+            ) from e
+
+
+def follow(
+    run_dir: Path, cfg: TrackingConfig, stopped: Callable[[], bool], say: Callable[[str], None]
+) -> int:
+    """Send events as they land until `stopped()`, then what is left, for at most `cfg.drain_s`.
+    A tracker that fails is retried with a growing pause; the run never waits for it.
+    Returns the bytes of journal left unsent."""
+    with opened(run_dir, cfg, wait=True) as follower:
+        wait, down_since, deadline = POLL_S, 0.0, None
+        while True:
+            if deadline is None and stopped():
+                deadline = time.monotonic() + cfg.drain_s
+            try:
+                follower.step()
+            except Exception as e:  # the tracker's own errors: any of them means "try again later"
+                if not down_since:
+                    down_since = time.monotonic()
+                    say(
+                        f"warning: tracker {follower.backend.uri} did not take a record ({type(e).__name__}: "
+                        f"{str(e).splitlines()[0][:200] if str(e) else ''}); the run goes on and the "
+                        "records wait until it answers"
+                    )
+                wait = min(RETRY_MAX_S, wait * 2)
+            else:
+                if down_since:
+                    say(f"tracker {follower.backend.uri} answers again: the records that waited are sent")
+                down_since, wait = 0.0, POLL_S
+                if deadline is not None:
+                    return 0
+            if deadline is not None and time.monotonic() >= deadline:
+                return follower.behind()
+            time.sleep(wait if deadline is None else min(wait, max(0.0, deadline - time.monotonic())))
+
+
+def main(argv: list[str]) -> int:
+    """The follower process a run starts: `python -m silva.tracking RUN_DIR`. It stops when the
+    driver closes its stdin (or dies), after sending what is left."""
+    logging.getLogger("mlflow").setLevel(logging.WARNING)  # its start-up notes are not the run's news
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    run_dir = Path(argv[0])
+    cfg = TrackingConfig.model_validate(config_of(run_dir).get("tracking"))
+    done = threading.Event()
+
+    def watch_stdin() -> None:
+        sys.stdin.read()
+        done.set()
+
+    threading.Thread(target=watch_stdin, daemon=True).start()
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    left = follow(run_dir, cfg, done.is_set, say)
+    if left:
+        say(
+            f"warning: {left} bytes of the journal were not sent to the tracker; "
+            f"`silva track {run_dir}` sends them"
+        )
+    return 0
