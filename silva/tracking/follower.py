@@ -13,8 +13,10 @@ from typing import Any
 from engine import blobs
 from engine import events as ev
 from engine.claims import LEDGER_FILE
+from engine.errors import ConfigError
 from engine.eventlog import EVENTS_FILE, parse_line
 from engine.node import AttemptResult, Node
+from silva.config import load_config
 from silva.tracking.base import Backend, RunEnd
 from silva.tracking.cursor import Cursor, NodeSeen
 from silva.tracking.summary import run_totals
@@ -38,6 +40,14 @@ def flat(data: Mapping[str, Any], prefix: str = "", depth: int = 2) -> dict[str,
         elif v is not None and v != {} and v != []:
             out[f"{prefix}{k}"] = short(v)
     return out
+
+
+def mode_of_run(run_dir: Path) -> str:
+    """The search mode, as the run's config says (a run's first event does not name it)."""
+    try:
+        return load_config(run_dir / "config.yaml", check_files=False).mode
+    except ConfigError:
+        return "unknown (config.yaml unreadable)"
 
 
 class Follower:
@@ -146,7 +156,7 @@ class Follower:
     def _run_started(self, e: ev.RunStarted) -> None:
         tags = {
             "silva.run_dir": str(self.run_dir.resolve()),
-            "silva.mode": e.mode or str(e.config.get("mode") or "template"),
+            "silva.mode": e.mode or mode_of_run(self.run_dir),
             "silva.event_format": str(e.format),
             "silva.stages": ",".join(e.stages),
             "silva.metrics": ",".join(f"{m.name} ({m.direction})" for m in e.metrics),

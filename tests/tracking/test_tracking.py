@@ -1,0 +1,194 @@
+"""Sending a run to a tracker without a server: `silva track` on the old runs of tests/data into
+MLflow's default store in the run directory, a follower killed inside an event, W&B offline,
+a tracker that does not answer, and the config section."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.errors import EnvironmentFailure
+from engine.journal import Journal
+from silva.cli.main import main
+from silva.tracking.config import TrackingConfig, available_backends
+from silva.tracking.cursor import Cursor
+from silva.tracking.process import tracker_env
+from silva.tracking.send import follow, opened, send_run
+
+mlflow = pytest.importorskip("mlflow")
+DATA = Path(__file__).parent.parent / "data"
+BLOCK = 32768
+
+
+def copy_run(tmp_path: Path, name: str) -> Path:
+    run_dir = tmp_path / name
+    shutil.copytree(DATA / name, run_dir)
+    return run_dir
+
+
+def read_back(uri: str, experiment: str) -> list[Any]:
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    found = client.get_experiment_by_name(experiment)
+    assert found is not None
+    return list(client.search_runs([found.experiment_id], max_results=5000))
+
+
+def check_once(uri: str, experiment: str, run_dir: Path) -> list[Any]:
+    """Every node of the run is one tracker run whose metrics have one value each, at its order."""
+    journal = Journal.open(run_dir, read_only=True)
+    runs = read_back(uri, experiment)
+    keys = Counter(r.data.tags["silva.key"] for r in runs)
+    assert max(keys.values()) == 1, keys.most_common(3)
+    nodes = {r.data.tags["silva.node_id"]: r for r in runs if r.data.tags["silva.level"] == "node"}
+    assert set(nodes) == {n.id for n in journal if n.stage not in ("paper", "review")}
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    for order, node in enumerate(journal):
+        run = nodes[node.id]
+        assert run.data.tags["silva.stage"] == node.stage and run.data.tags["silva.kind"] == node.kind
+        assert run.data.tags["silva.status"] == node.status.value
+        for m in node.metrics:
+            history = client.get_metric_history(run.info.run_id, m.name)
+            assert [(h.step, h.value) for h in history] == [(order, m.value)]
+    parents = [r for r in runs if r.data.tags["silva.level"] == "run"]
+    assert len(parents) == 1 and parents[0].info.status == "FINISHED"
+    assert parents[0].data.metrics["nodes.finished"] == len(journal.nodes)
+    return runs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["format1_run", "format2_run"])
+def test_silva_track_sends_an_old_run_to_the_store_in_its_directory(
+    tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = copy_run(tmp_path, name)
+    events = (run_dir / "events.jsonl").read_bytes()
+    assert main(["track", str(run_dir)]) == 0
+    assert "sent the records of" in capsys.readouterr().out
+    uri = f"sqlite:///{run_dir.resolve() / 'mlflow.db'}"
+    experiment = "label-noise" if name == "format1_run" else "cohort"
+    runs = check_once(uri, experiment, run_dir)
+    assert main(["track", str(run_dir)]) == 0  # again: nothing new, nothing twice
+    assert "records of 0 new journal events" in capsys.readouterr().out
+    assert len(read_back(uri, experiment)) == len(runs)
+    assert (run_dir / "events.jsonl").read_bytes() == events  # the journal is only read
+
+
+class Killed(BaseException):
+    """Stands for a SIGKILL: nothing after it runs, not even the cursor's save."""
+
+
+def test_a_follower_killed_inside_an_event_sends_nothing_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed after creating a node's run, then after logging a node's metrics, before the cursor
+    passed either event: the next follower finds both and sends neither again."""
+    run_dir = copy_run(tmp_path, "format2_run")
+    cfg = TrackingConfig()
+    from silva.tracking.backends.mlflow import MlflowBackend
+
+    for method in ("create_run", "log_metrics"):
+        real = getattr(MlflowBackend, method)
+        calls = {"n": 0}
+
+        def dies_on_third(self: Any, *a: Any, _real: Any = real, _calls: Any = calls, **kw: Any) -> Any:
+            out = _real(self, *a, **kw)
+            _calls["n"] += 1
+            if _calls["n"] == 3:
+                raise Killed
+            return out
+
+        monkeypatch.setattr(MlflowBackend, method, dies_on_third)
+        with pytest.raises(Killed), opened(run_dir, cfg, wait=False) as follower:
+            follower.step()
+        monkeypatch.setattr(MlflowBackend, method, real)
+    send_run(run_dir, cfg)
+    check_once(f"sqlite:///{run_dir.resolve() / 'mlflow.db'}", "cohort", run_dir)
+
+
+def wandb_records(path: Path) -> Iterator[Any]:
+    """The records of an offline W&B run file: a LevelDB-style log of protobuf records in 32 KiB
+    blocks after a 7-byte header (what `wandb sync` reads)."""
+    from wandb.proto import wandb_internal_pb2
+
+    data, pos, part = path.read_bytes(), 7, b""
+    assert data[:4] == b":W&B"
+    while pos + 7 <= len(data):
+        if BLOCK - pos % BLOCK < 7:  # a block's tail too short for a record header is padding
+            pos += BLOCK - pos % BLOCK
+            continue
+        _, size, kind = struct.unpack("<IHB", data[pos : pos + 7])
+        part, pos = part + data[pos + 7 : pos + 7 + size], pos + 7 + size
+        if kind == 0 and size == 0:
+            return
+        if kind in (1, 4):  # a whole record, or the last piece of one
+            record = wandb_internal_pb2.Record()  # type: ignore[attr-defined]
+            record.ParseFromString(part)
+            part = b""
+            yield record
+
+
+def wandb_summary(path: Path) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for r in wandb_records(path):
+        if r.WhichOneof("record_type") == "summary":
+            values.update(
+                {i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in r.summary.update}
+            )
+    return values
+
+
+def test_weights_and_biases_offline_through_the_same_interface(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    run_dir = copy_run(tmp_path, "format2_run")
+    assert main(["track", str(run_dir), "--backend", "wandb"]) == 0
+    assert "(wandb)" in capsys.readouterr().out
+    (log,) = (run_dir / "wandb").glob("offline-run-*/run-*.wandb")
+    values = wandb_summary(log)
+    journal = Journal.open(run_dir, read_only=True)
+    for node in journal:
+        assert values[f"node:{node.id}/silva.status"] == node.status.value
+        for m in node.metrics:
+            assert values[f"node:{node.id}/{m.name}"] == pytest.approx(m.value)
+    assert values["nodes.finished"] == len(journal.nodes)
+    assert "wandb" in available_backends() and "mlflow" in available_backends()
+
+
+def test_a_tracker_that_does_not_answer_is_a_warning_and_the_records_wait(tmp_path: Path) -> None:
+    run_dir = copy_run(tmp_path, "format2_run")
+    cfg = TrackingConfig(uri="http://127.0.0.1:9", drain_s=0)  # the discard port: nothing listens
+    said: list[str] = []
+    left = follow(run_dir, cfg, lambda: True, said.append)
+    assert left == (run_dir / "events.jsonl").stat().st_size  # nothing passed: all of it waits
+    assert len(said) == 1 and "the run goes on and the records wait" in said[0]
+    with pytest.raises(EnvironmentFailure, match="did not take a record"):
+        send_run(run_dir, cfg)
+    assert Cursor.load(Cursor.path(run_dir, "mlflow", cfg.uri or ""), "mlflow", "").offset == 0
+
+
+def test_the_tracking_section(tmp_path: Path) -> None:
+    assert TrackingConfig.model_validate("wandb").backend == "wandb"
+    with pytest.raises(ValueError, match="unknown tracking backend 'neptune'; available: mlflow, wandb"):
+        TrackingConfig.model_validate({"backend": "neptune"})
+    run_dir = copy_run(tmp_path, "format2_run")
+    assert main(["track", str(run_dir), "--backend", "neptune"]) == 2
+    assert main(["track", str(tmp_path / "nowhere")]) == 2
+
+
+def test_the_follower_gets_no_llm_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-x")
+    monkeypatch.setenv("MY_PROVIDER_KEY", "sk-y")
+    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", "t")
+    env = tracker_env(["MY_PROVIDER_KEY"])
+    assert "ANTHROPIC_API_KEY" not in env and "MY_PROVIDER_KEY" not in env
+    assert env["MLFLOW_TRACKING_TOKEN"] == "t"
