@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from engine.errors import ConfigError
 from engine.eventlog import EVENTS_FILE, EventLog
-from engine.events import AttemptFinished, AttemptStarted, Event
+from engine.events import AttemptFinished, AttemptStarted, ClusterJoined, Event
 from engine.journal import Journal
 from engine.llm.ledger import LEDGER_FILE, CallRecord, read_records
 from engine.totals import ATTEMPT_ENDS
@@ -54,12 +54,18 @@ class SpendRow(BaseModel):
 
 
 class LostRow(BaseModel):
-    """Per role: the time and money that bought no answer (engine/llm/ledger.py `CallRecord`)."""
+    """Per role: the time and money that bought no usable answer (engine/llm/ledger.py
+    `CallRecord`), by cause."""
 
     key: str
-    failed: int = 0  # calls that got no answer (timed out, refused, cancelled), budget refusals aside
+    refused: int = 0  # calls refused before sending: a prompt over the context, the budget, a replay miss
+    failed: int = 0  # calls sent that got no answer (timed out, refused by the provider, cancelled)
     failed_s: float = 0.0
     failed_dollars: float = 0.0  # their charge: prompts read by the provider before it gave up
+    invalid: int = 0  # answers that did not validate (structured calls), re-asked or not
+    invalid_tokens: int = 0  # their output tokens
+    invalid_dollars: float = 0.0
+    gave_up: int = 0  # structured calls whose every answer failed validation
     retries: int = 0  # extra attempts of answered calls
     retry_s: float = 0.0  # answered calls' time before the answering attempt (queue aside)
     retry_dollars: float = 0.0  # their timed-out attempts' charge
@@ -70,29 +76,62 @@ class LostRow(BaseModel):
 
     @property
     def dollars(self) -> float:
-        return self.failed_dollars + self.retry_dollars + self.copy_dollars
+        return self.failed_dollars + self.invalid_dollars + self.retry_dollars + self.copy_dollars
 
 
-def lost(records: Iterable[CallRecord]) -> list[LostRow]:
-    """Time and money lost to timeouts, retries and hedged copies, by role (most dollars first)."""
+def _unusable(records: Sequence[CallRecord]) -> set[int]:
+    """Indexes of the answers that did not validate: in a chain that gave up, every answer; in
+    one that ended valid, every answer before its last."""
+    chains: dict[str, list[int]] = defaultdict(list)
+    gave_up: set[str] = set()
+    for i, r in enumerate(records):
+        if r.chain is None:
+            continue
+        if r.cause == "invalid":
+            gave_up.add(r.chain)
+        elif r.error is None and r.hedge != "lost":
+            chains[r.chain].append(i)
+    out: set[int] = set()
+    for chain, answers in chains.items():
+        last = max(answers, key=lambda i: records[i].reask)
+        out.update(i for i in answers if chain in gave_up or i != last)
+    return out
+
+
+def lost(records: Sequence[CallRecord]) -> list[LostRow]:
+    """Time and money that bought no usable answer, by role (most dollars first): refusals,
+    failures, answers that did not validate, retries, hedged copies and the queue."""
     rows: dict[str, LostRow] = {}
-    for r in records:
+    unusable = _unusable(records)
+    for i, r in enumerate(records):
         row = rows.setdefault(r.role, LostRow(key=r.role))
         row.queued_s += r.queued_s
+        cause = r.cause or (None if r.error is None else "failed" if r.attempts or r.dollars else "refused")
         if r.hedge == "lost":
             row.copies += 1
             row.copy_s += r.latency_s
             row.copy_dollars += r.dollars
-        elif r.error is not None:
-            if r.attempts or r.dollars:  # refused before any send (budget, replay) costs nothing
-                row.failed += 1
-                row.failed_s += r.wall_s
-                row.failed_dollars += r.dollars
-        elif r.attempts > 1:
+        elif cause == "refused":
+            row.refused += 1
+        elif cause == "invalid":
+            row.gave_up += 1
+        elif cause == "failed":
+            row.failed += 1
+            row.failed_s += r.wall_s
+            row.failed_dollars += r.dollars
+        elif i in unusable:
+            row.invalid += 1
+            row.invalid_tokens += 0 if r.cache_hit else r.output_tokens
+            row.invalid_dollars += r.dollars - r.lost_dollars  # timed-out attempts: under retries
+        if r.error is None and r.hedge != "lost" and r.attempts > 1:
             row.retries += r.attempts - 1
             row.retry_s += max(0.0, r.wall_s - r.latency_s - r.queued_s)
             row.retry_dollars += r.lost_dollars
-    kept = [r for r in rows.values() if r.failed or r.retries or r.copies or r.queued_s]
+    kept = [
+        r
+        for r in rows.values()
+        if r.refused or r.failed or r.invalid or r.gave_up or r.retries or r.copies or r.queued_s
+    ]
     return sorted(kept, key=lambda r: (-r.dollars, -(r.failed_s + r.retry_s + r.queued_s), r.key))
 
 
@@ -245,6 +284,19 @@ def remaining_nodes(cfg: RunConfig, journal: Journal) -> int:
     return left
 
 
+def cluster_slots(cfg: RunConfig, journal: Journal) -> int | None:
+    """Experiments the cluster the run last joined holds at once: its CPUs (and GPUs) over what one
+    experiment asks for; None without a recorded cluster (an in-process run)."""
+    joins = list(journal.log.read(ClusterJoined))
+    if not joins:
+        return None
+    joined = joins[-1]
+    need = cfg.resources_for("default")
+    fits = [joined.cpus / need.num_cpus] if need.num_cpus else []
+    fits += [joined.gpus / need.num_gpus] if need.num_gpus else []
+    return max(1, int(min(fits))) if fits else None
+
+
 def throughput(
     cfg: RunConfig, journal: Journal, records: Sequence[CallRecord], now: float | None = None
 ) -> Throughput:
@@ -254,6 +306,12 @@ def throughput(
     end = now or time.time()
     busy = journal.totals.busy.seconds(end)  # kept per event by the journal: no log read
     slots = cfg.executor.max_in_flight or journal.slots or 1
+    held = cluster_slots(cfg, journal)
+    if held is not None and held < slots:
+        # More in flight than the cluster holds: the others waited in Ray's queue, which the attempt
+        # spans count. The experiments' own wall time over the slots that exist is the utilization.
+        slots = held
+        busy = sum(s.wall_s or 0.0 for s in attempt_spans(journal.log.read(AttemptStarted, *ATTEMPT_ENDS)))
     paid = [r for r in records if not r.cache_hit]
     dollars = sum(r.dollars for r in paid)
     per_node = dollars / finished if finished else None
@@ -299,7 +357,8 @@ def throughput_lines(t: Throughput) -> list[str]:
     budget = f" of the ${t.dollar_budget:.2f} budget" if t.dollar_budget is not None else ""
     second = (
         f"cost: {num(t.calls_per_node, '.1f')} LLM calls and ${num(t.dollars_per_node, '.4f')} per node; "
-        f"spent ${t.dollars:.4f}; projected ${num(t.projected_dollars, '.4f')}{budget} to finish the node "
-        "budgets"
+        f"spent ${t.dollars:.4f}"
     )
+    if t.remaining_nodes:  # a finished run has nothing left to project
+        second += f"; projected ${num(t.projected_dollars, '.4f')}{budget} to finish the node budgets"
     return [first, second]

@@ -231,6 +231,6 @@ def resume(run_dir: Path, on_change: Callable[[Journal], None] = lambda j: None)
     if cfg.search_mode.needs_llm:
         from silva.llm_session import check_llm, record_probes
 
-        record_probes(run_dir, check_llm(cfg))
+        record_probes(run_dir, check_llm(cfg, run_dir))
     check_writeup(cfg)
     return execute(cfg, journal, on_change)

@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,8 @@ from engine.llm import (
     take_api_keys,
     validate_llm_config,
 )
-from engine.llm.ledger import Ledger
+from engine.llm.config import LLMConfig
+from engine.llm.ledger import Ledger, read_records
 from engine.llm.probe import ProbeResult
 from engine.llm.providers.base import Provider
 from engine.llm.providers.scripted import ScriptedProvider, ScriptFn
@@ -125,25 +126,48 @@ class _Stderr(logging.StreamHandler):
         pass
 
 
-def check_llm(cfg: RunConfig) -> list[ProbeResult]:
+def check_llm(cfg: RunConfig, run_dir: Path | None = None) -> list[ProbeResult]:
     """Every problem of the LLM config, before any work (LLMConfigError is a ConfigError), and
     one line per model on what the start-of-run probe measured (engine/llm/probe.py). Returns the
-    probes, for `record_probes` once the run directory exists."""
+    probes, for `record_probes` once the run directory exists. `run_dir`: the run being resumed,
+    whose ledger tells which models have answered it before (warned about, not refused, on speed)."""
     assert cfg.llm is not None
-    results = validate_llm_config(cfg.llm, os.environ)
-    for result in results:
-        print(result.line(), flush=True)
+    worked = answered(read_records(run_dir / LEDGER_FILE)) if run_dir is not None else set()
+    results = probe_llm(cfg.llm, worked=worked)
     if cfg.scripted_fn is not None:
         load_function(cfg.scripted_fn)
     return results
 
 
+def probe_llm(
+    llm: LLMConfig, ledger_dir: Path | None = None, *, worked: Collection[str] = ()
+) -> list[ProbeResult]:
+    """`validate_llm_config` with the probe's lines printed, and its calls written to the ledger
+    in `ledger_dir` when given (`silva ideate`, `silva review`: the command's own ledger)."""
+    results = validate_llm_config(llm, os.environ, worked=worked)
+    for result in results:
+        print(result.line(), flush=True)
+    if ledger_dir is not None:
+        record_probes(ledger_dir, results)
+    return results
+
+
+def answered(records: Iterable[CallRecord]) -> set[str]:
+    """`provider/model id` of every model that answered a call (a probe included) in a ledger."""
+    return {
+        f"{r.provider}/{r.model}"
+        for r in records
+        if r.error is None and not r.cache_hit and r.attempts > 0 and r.output_tokens > 0
+    }
+
+
 def record_probes(run_dir: Path, results: list[ProbeResult]) -> None:
-    """The probe's calls into the run's LLM ledger (role `probe`): paid like any call, so `silva
-    cost` and the dollar budget count them (docs/llm.md, "Start-of-run probe")."""
+    """The probe's calls into the run's LLM ledger (role `probe`, one line per sample): paid like
+    any call, so `silva cost` and the dollar budget count them (docs/llm.md, "Start-of-run probe")."""
     ledger = Ledger(run_dir / LEDGER_FILE)
     for result in results:
-        ledger.append(result.record())
+        for record in result.records():
+            ledger.append(record)
 
 
 def scripted_providers(cfg: RunConfig) -> dict[str, Provider]:

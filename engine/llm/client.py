@@ -3,17 +3,28 @@ so it can be handed to Ray tasks; it carries no keys, only a way to reach the ga
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol, TypeVar, overload
 
 from pydantic import BaseModel
 
 from engine.llm.errors import StructuredOutputError
 from engine.llm.prompt_budget import PromptBudget
-from engine.llm.structured import ParseFailure, output_schema, parse_output, reask
-from engine.llm.types import EMBEDDING_ROLE, Completion, Embeddings, EmbedRequest, LLMRequest, Message
+from engine.llm.structured import ParseFailure, after_cut, output_schema, parse_output, reask, shorter_schema
+from engine.llm.types import (
+    EMBEDDING_ROLE,
+    Completion,
+    Embeddings,
+    EmbedRequest,
+    LLMRequest,
+    Message,
+    OutputSchema,
+)
 
 T = TypeVar("T", bound=BaseModel)
+# One ask of a chain: (turns, schema, re-ask number, why the chain failed: a note, not a call).
+Ask = Callable[[list[Message], OutputSchema | None, int, str | None], Completion]
 
 
 class Transport(Protocol):
@@ -83,15 +94,17 @@ class LLM:
         context: Mapping[str, object] | None = None,
     ) -> Completion | T:
         """One answer for `role`. With `output_type`, a validated instance of it: an answer that
-        fails validation is re-asked (with the error) at most `max_reasks` times, then
+        fails validation is re-asked at most `max_reasks` times (`_validated`), then
         `StructuredOutputError` (at once when a validator raised `FinalAnswer`). Raises
         `BudgetExceeded` when the run's dollars are spent. `blocking`: a decision waits for the answer
         (the gateway sends it twice at once, docs/llm.md). `context`: what the call is, as data
         for scripted providers (operator, node...); never sent to a real model."""
         turns = _as_messages(messages)
-        schema = output_schema(output_type) if output_type is not None else None
+        chain = uuid.uuid4().hex if output_type is not None else None
 
-        def ask(history: list[Message]) -> Completion:
+        def ask(
+            history: list[Message], schema: OutputSchema | None, reask: int, why: str | None
+        ) -> Completion:
             request = LLMRequest(
                 messages=tuple(history),
                 role=role,
@@ -102,25 +115,43 @@ class LLM:
                 attempt=attempt,
                 blocking=blocking,
                 context={k: str(v) for k, v in (context or {}).items()},
+                chain=chain,
+                reask=reask,
+                unusable=why,
             )
             return self.transport.call(request)
 
-        completion = ask(turns)
         if output_type is None:
-            return completion
+            return ask(turns, None, 0, None)
+        return self._validated(ask, turns, output_type, f"role {role!r} (node {node_id})")
+
+    def _validated(self, ask: Ask, turns: list[Message], output_type: type[T], who: str) -> T:
+        """Ask until an answer validates as `output_type`, at most `max_reasks` times more. An
+        answer cut off at the output limit is re-asked without it, under a schema with shorter
+        bounds (`shorter_schema`); any other is shown back with its error. A chain that ends
+        without a valid answer is one ledger line (the `unusable` note) before the error."""
+        schema = output_schema(output_type)
+        history = turns
+        completion = ask(history, schema, 0, None)
         reasks = 0
         while True:
             try:
                 return parse_output(completion, output_type)
             except ParseFailure as failure:
                 if reasks == self.max_reasks or failure.final:
-                    raise StructuredOutputError(
-                        f"role {role!r} (node {node_id}): the answer did not validate as "
-                        f"{output_type.__name__} after {reasks + 1} tries: {failure}"
-                    ) from failure
+                    why = (
+                        f"{who}: the answer did not validate as {output_type.__name__} after "
+                        f"{reasks + 1} tries: {failure}"
+                    )
+                    ask(history, schema, reasks, why)
+                    raise StructuredOutputError(why) from failure
                 reasks += 1
-                turns = [*turns, *reask(completion, failure)]
-                completion = ask(turns)
+                if completion.truncated:
+                    schema, limit = shorter_schema(schema, completion)
+                    history = after_cut(turns, completion, limit)
+                else:
+                    history = [*history, *reask(completion, failure)]
+                completion = ask(history, schema, reasks, None)
 
     def embed(
         self,

@@ -100,6 +100,10 @@ class Price(_Strict):
     input: float = Field(ge=0)
     output: float = Field(ge=0)
     cached_input: float | None = Field(None, ge=0)
+    free: bool = Field(
+        False,
+        description="says a zero price is meant: a hosted provider's model priced 0 is refused without it",
+    )
 
     def dollars(self, input_tokens: int, output_tokens: int, cached_tokens: int) -> float:
         cached_rate = self.input if self.cached_input is None else self.cached_input

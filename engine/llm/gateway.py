@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from concurrent.futures import Future
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -32,7 +32,7 @@ from engine.llm.client import LLM
 from engine.llm.config import EMBEDDING_KINDS, LLMConfig, Price, ProviderConfig, resolve_model
 from engine.llm.errors import BudgetExceeded, CacheMiss, LLMCallError, LLMConfigError
 from engine.llm.hedge import LatencyBook, Race, race
-from engine.llm.ledger import LEDGER_FILE, CallRecord, Ledger
+from engine.llm.ledger import LEDGER_FILE, CallRecord, Cause, Ledger
 from engine.llm.prompt_budget import budgets
 from engine.llm.providers.base import EmbedCall, EmbeddingProvider, Provider, ProviderCall, ProviderError
 from engine.llm.ratelimit import Limiter
@@ -134,6 +134,24 @@ class Row:
             queued_s=sum(t.queued_s for t in tallies),
             lost_dollars=lost,
         )
+
+
+@dataclass
+class Flight:
+    """One completion on its way through the gateway: what `_fly` and `_land` share."""
+
+    request: LLMRequest
+    call: ProviderCall
+    pcfg: ProviderConfig
+    key: str
+    price: Price
+    est_in: int
+    worst: float  # its dollars at most: estimated input and max_tokens
+    reservation: float
+    started: float
+    tallies: list[Tally] = field(default_factory=list)  # one per copy sent
+    hedge: float | None = None  # the second copy's budget reservation, once one is sent
+    dollars: float = 0.0  # what the answer cost, timed-out attempts included
 
 
 QUEUE_FILE = "llm_queue.json"
@@ -260,6 +278,21 @@ class Gateway:
     async def acomplete(self, request: LLMRequest) -> Completion:
         call, pcfg = self._resolve(request)
         key = cache_key(call, request.node_id)  # never the attempt: a resume must not pay twice
+        if request.unusable is not None:  # a note for the ledger (LLMRequest.unusable): nothing is sent
+            self._record(request, call, Row(), key=key, error=request.unusable, cause="invalid")
+            return Completion(text="", provider=call.model.provider, model=call.model.model)
+        if (refused := self._refusal(request, call)) is not None:
+            self._record(request, call, Row(), key=key, error=refused, cause="refused")
+            raise LLMCallError(refused)
+        hit = self._from_cache(request, call, key)
+        if hit is not None:
+            return hit
+        flight = await self._admit(request, call, pcfg, key)
+        won = await self._fly(flight)
+        return await self._land(flight, won)
+
+    def _from_cache(self, request: LLMRequest, call: ProviderCall, key: str) -> Completion | None:
+        """The cached answer (free, one cache-hit line), None to send; a replay that misses raises."""
         cached = self.cache.get(key)
         if cached is not None:
             hit = cached.model_copy(
@@ -268,11 +301,15 @@ class Gateway:
             self._record(request, call, Row.of(hit), key=key)
             return hit
         if self.cache.mode == "replay":
-            self._record(request, call, Row(), key=key, error="cache miss in replay mode")
+            self._record(request, call, Row(), key=key, error="cache miss in replay mode", cause="refused")
             raise CacheMiss(
                 f"replay: no cached response for a {request.role!r} call (node {request.node_id}); "
                 "the replayed run asked something the original run did not"
             )
+        return None
+
+    async def _admit(self, request: LLMRequest, call: ProviderCall, pcfg: ProviderConfig, key: str) -> Flight:
+        """The call's reservation against the dollar budget, at its worst case."""
         price = call.model.price
         if price is None:
             raise LLMConfigError(
@@ -285,97 +322,108 @@ class Gateway:
         try:
             reservation = await self.budget.reserve(worst, request.role)
         except BudgetExceeded as exc:
-            self._record(request, call, Row(), key=key, error=f"budget: {exc}")
+            self._record(request, call, Row(), key=key, error=f"budget: {exc}", cause="refused")
             raise
-        dollars = 0.0
-        hedge: float | None = None  # the second copy's budget reservation, once one is sent
+        return Flight(request, call, pcfg, key, price, est_in, worst, reservation, started)
+
+    async def _fly(self, f: Flight) -> Race[Completion]:
+        """Send the call (a second copy when hedging says so) until a copy answers; a call with
+        no answer is recorded and its error re-raised unchanged. The reservations are settled."""
         won: Race[Completion] | None = None
-        book = (call.model.provider, call.model.model, call.role)
-        tallies: list[Tally] = []  # one per copy sent
-
-        def may_hedge() -> bool:
-            # A copy never queues: not while the provider is at its concurrency limit or paused
-            # by a 429 (it would only add load), nor beyond the dollar budget or the copies' cap.
-            nonlocal hedge
-            if not self._limiter(call.model.provider, pcfg).free_now() or not self._copy_fits(pcfg, worst):
-                return False
-            hedge = self.budget.try_reserve(reservation)
-            if hedge is not None:
-                self._copies_reserved += worst
-            return hedge is not None
-
-        def send() -> Awaitable[Completion]:
-            tally = Tally(role=request.role, node_id=request.node_id)
-            tallies.append(tally)
-            provider = self._provider(call.model.provider)
-            return self._with_retries(
-                call.model.provider,
-                call.model.model,
-                call.role,
-                pcfg,
-                est_in + call.max_tokens,
-                lambda: provider.complete(call),
-                tally,
-            )
-
+        dollars = 0.0
         progress.info(
             "%s call sent to %s/%s%s: ~%d tokens in, at most %d out",
-            request.role,
-            call.model.provider,
-            call.model.name,
-            f" for node {request.node_id}" if request.node_id else "",
-            est_in,
-            call.max_tokens,
+            f.request.role,
+            f.call.model.provider,
+            f.call.model.name,
+            f" for node {f.request.node_id}" if f.request.node_id else "",
+            f.est_in,
+            f.call.max_tokens,
         )
+        hedge = f.pcfg.hedge
+        at_once = f.request.blocking and hedge is not None and hedge.at_once_when_blocking
+        book = (f.call.model.provider, f.call.model.model, f.call.role)
         try:
             won = await race(
-                send,
-                0.0
-                if request.blocking and pcfg.hedge is not None and pcfg.hedge.at_once_when_blocking
-                else self.latencies.delay(book, pcfg.hedge),
-                may_hedge,
+                lambda: self._send(f),
+                0.0 if at_once else self.latencies.delay(book, hedge),
+                lambda: self._may_hedge(f),
             )
-            completion, usage = won.result, won.result.usage
-            dollars = price.dollars(usage.input_tokens, usage.output_tokens, usage.cached_tokens)
+            usage = won.result.usage
+            dollars = f.price.dollars(usage.input_tokens, usage.output_tokens, usage.cached_tokens)
         except Exception as exc:  # recorded whatever it is, then re-raised unchanged
-            row = Row.unanswered(tallies, price, est_in, time.monotonic() - started)
+            row = Row.unanswered(f.tallies, f.price, f.est_in, time.monotonic() - f.started)
             dollars = row.dollars
-            self._record(request, call, row, key=key, error=str(exc) or type(exc).__name__)
-            progress.info("%s call failed after %.1f s: %s", request.role, row.wall_s, exc)
+            self._record(
+                f.request, f.call, row, key=f.key, error=str(exc) or type(exc).__name__, cause="failed"
+            )
+            progress.info("%s call failed after %.1f s: %s", f.request.role, row.wall_s, exc)
             raise
         except asyncio.CancelledError:
             # The job that asked was cancelled (engine/cancel.py). The provider has read the
             # prompt and may bill it: charged at the estimate, and kept in the ledger.
-            row = Row.unanswered(tallies, price, est_in, time.monotonic() - started)
-            dollars = row.dollars = row.dollars + price.dollars(est_in, 0, 0)
-            row.input_tokens = max(row.input_tokens, est_in)
-            self._record(
-                request, call, row, key=key, error="cancelled: the job that asked no longer needs it"
-            )
+            row = Row.unanswered(f.tallies, f.price, f.est_in, time.monotonic() - f.started)
+            dollars = row.dollars = row.dollars + f.price.dollars(f.est_in, 0, 0)
+            row.input_tokens = max(row.input_tokens, f.est_in)
+            error = "cancelled: the job that asked no longer needs it"
+            self._record(f.request, f.call, row, key=f.key, error=error, cause="failed")
             raise
         finally:
             # Always: a reservation left behind would hold back every later caller.
-            if won is None and hedge is not None:  # both copies failed: nothing answered, nothing billed
-                self._copies_reserved -= worst
-                await self.budget.settle(hedge, 0.0)
+            if won is None and f.hedge is not None:  # both copies failed: nothing answered, nothing billed
+                self._copies_reserved -= f.worst
+                await self.budget.settle(f.hedge, 0.0)
             if won is not None:
-                dollars += tallies[won.winner].lost(price, est_in)[1]
-            await self.budget.settle(reservation, dollars)
+                dollars += f.tallies[won.winner].lost(f.price, f.est_in)[1]
+            f.dollars = dollars
+            await self.budget.settle(f.reservation, dollars)
         # The first copy's time even when it lost (a lower bound), so the book's tail stays true.
         self.latencies.add(book, won.first_s)
-        completion = completion.model_copy(update={"dollars": dollars})
-        self.cache.put(key, completion)
-        row = Row.of(completion, tallies[won.winner], price, est_in, time.monotonic() - started)
-        self._record(request, call, row, key=key, hedge="won" if won.hedged else None)
+        return won
+
+    def _may_hedge(self, f: Flight) -> bool:
+        """A copy never queues: not while the provider is at its concurrency limit or paused by a
+        429 (it would only add load), nor beyond the dollar budget or the copies' cap."""
+        if not self._limiter(f.call.model.provider, f.pcfg).free_now() or not self._copy_fits(
+            f.pcfg, f.worst
+        ):
+            return False
+        f.hedge = self.budget.try_reserve(f.reservation)
+        if f.hedge is not None:
+            self._copies_reserved += f.worst
+        return f.hedge is not None
+
+    def _send(self, f: Flight) -> Awaitable[Completion]:
+        """One copy of the call, with its retries and its own tally."""
+        tally = Tally(role=f.request.role, node_id=f.request.node_id)
+        f.tallies.append(tally)
+        provider = self._provider(f.call.model.provider)
+        return self._with_retries(
+            f.call.model.provider,
+            f.call.model.model,
+            f.call.role,
+            f.pcfg,
+            f.est_in + f.call.max_tokens,
+            lambda: provider.complete(f.call),
+            tally,
+        )
+
+    async def _land(self, f: Flight, won: Race[Completion]) -> Completion:
+        """Cache and record the answer (and the losing copy of a hedged call)."""
+        completion = won.result.model_copy(update={"dollars": f.dollars})
+        self.cache.put(f.key, completion)
+        row = Row.of(completion, f.tallies[won.winner], f.price, f.est_in, time.monotonic() - f.started)
+        self._record(f.request, f.call, row, key=f.key, hedge="won" if won.hedged else None)
         progress.info(
             "%s answered in %.1f s: %d tokens out%s",
-            request.role,
+            f.request.role,
             row.wall_s,
             row.output_tokens,
             f", after {row.attempts} attempts" if row.attempts > 1 else "",
         )
         if won.hedged:
-            await self._record_loser(request, call, won, key, hedge or 0.0, tallies[1 - won.winner], worst)
+            loser = f.tallies[1 - won.winner]
+            await self._record_loser(f.request, f.call, won, f.key, f.hedge or 0.0, loser, f.worst)
         return completion
 
     def _copy_fits(self, pcfg: ProviderConfig, worst: float) -> bool:
@@ -447,7 +495,9 @@ class Gateway:
                 key=batch_key if not missing else _combined([keys[i] for i in found]),
             )
         if missing and self.cache.mode == "replay":
-            self._record(request, call, Row(), key=batch_key, error="cache miss in replay mode")
+            self._record(
+                request, call, Row(), key=batch_key, error="cache miss in replay mode", cause="refused"
+            )
             raise CacheMiss(
                 f"replay: {len(missing)} text(s) of a {request.role!r} embeddings call (node "
                 f"{request.node_id}) are not in the cache; the replayed run embedded something new"
@@ -505,7 +555,7 @@ class Gateway:
         try:
             reservation = await self.budget.reserve(price.dollars(est, 0, 0), request.role)
         except BudgetExceeded as exc:
-            self._record(request, call, Row(), key=key, error=f"budget: {exc}")
+            self._record(request, call, Row(), key=key, error=f"budget: {exc}", cause="refused")
             raise
         provider = self._provider(call.model.provider)
         assert isinstance(provider, EmbeddingProvider)  # checked by _resolve_embed
@@ -526,7 +576,7 @@ class Gateway:
         except Exception as exc:  # recorded whatever it is, then re-raised unchanged
             row = Row.unanswered([tally], price, est, time.monotonic() - started)
             dollars = row.dollars
-            self._record(request, call, row, key=key, error=str(exc) or type(exc).__name__)
+            self._record(request, call, row, key=key, error=str(exc) or type(exc).__name__, cause="failed")
             raise
         finally:
             await self.budget.settle(reservation, dollars)
@@ -588,18 +638,6 @@ class Gateway:
         caps = model.capabilities
         if not caps.chat:
             raise LLMConfigError(chat_caps_problem(request.role, role.model))
-        n_images = sum(len(m.images) for m in request.messages)
-        if n_images and not caps.vision:
-            raise LLMCallError(
-                f"role {request.role!r} sent {n_images} image(s) but model {role.model!r} has no "
-                "vision capability; map the role to a vision model"
-            )
-        prompt_tokens = estimate_tokens(request.messages, chars_per_token=4.0)
-        if prompt_tokens + role.max_tokens > caps.context_tokens:
-            raise LLMCallError(
-                f"role {request.role!r}: prompt of ~{prompt_tokens} tokens plus max_tokens "
-                f"{role.max_tokens} exceeds the {caps.context_tokens}-token context of {role.model!r}"
-            )
         pcfg = self.cfg.providers[model.provider]
         call = ProviderCall(
             model=model,
@@ -613,6 +651,24 @@ class Gateway:
             context=request.context,
         )
         return call, pcfg
+
+    def _refusal(self, request: LLMRequest, call: ProviderCall) -> str | None:
+        """Why the call cannot be answered by its model, found before anything is sent or paid:
+        images for a model without vision, a prompt the model's context cannot hold."""
+        role, caps = self.cfg.roles[request.role], call.model.capabilities
+        n_images = sum(len(m.images) for m in request.messages)
+        if n_images and not caps.vision:
+            return (
+                f"role {request.role!r} sent {n_images} image(s) but model {role.model!r} has no "
+                "vision capability; map the role to a vision model"
+            )
+        prompt_tokens = estimate_tokens(request.messages, chars_per_token=4.0)
+        if prompt_tokens + role.max_tokens > caps.context_tokens:
+            return (
+                f"role {request.role!r}: prompt of ~{prompt_tokens} tokens plus max_tokens "
+                f"{role.max_tokens} exceeds the {caps.context_tokens}-token context of {role.model!r}"
+            )
+        return None
 
     def _resolve_embed(self, request: EmbedRequest) -> tuple[EmbedCall, ProviderConfig, Price]:
         role = self.cfg.roles.get(request.role)
@@ -746,9 +802,13 @@ class Gateway:
         key: str,
         error: str | None = None,
         hedge: Literal["won", "lost"] | None = None,
+        cause: Cause | None = None,
     ) -> None:
         self.ledger.append(
             CallRecord(
+                chain=request.chain if isinstance(request, LLMRequest) else None,
+                reask=request.reask if isinstance(request, LLMRequest) else 0,
+                cause=cause,
                 role=request.role,
                 node_id=request.node_id,
                 stage=request.stage,

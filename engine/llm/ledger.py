@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 LEDGER_FILE = "llm_ledger.jsonl"
+Cause = Literal["refused", "failed", "invalid"]
 
 
 class CallRecord(BaseModel):
@@ -48,6 +49,14 @@ class CallRecord(BaseModel):
     # A hedged call (engine/llm/hedge.py) was sent twice: "won" on the answer's record; "lost" on
     # the other copy's, whose cost is its real one if it answered too, else an estimate.
     hedge: Literal["won", "lost"] | None = None
+    # Of a structured call: the id its asks share, and which ask this is (0: the first); a chain
+    # that ended without a valid answer has a last line with cause "invalid" (engine/llm/client.py).
+    chain: str | None = None
+    reask: int = 0
+    # Why a line bought no answer: refused before sending (a prompt over the context, the
+    # budget, a replay miss), failed after sending, or the end of a chain whose answers never
+    # validated. None for an answer (old ledgers: read from `error` and `attempts`).
+    cause: Cause | None = None
 
 
 class Ledger:

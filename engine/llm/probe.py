@@ -11,8 +11,12 @@ prompt, and a model whose `capabilities.context_tokens` claims more than the ser
 gateway refuses an over-long prompt by that number before paying for it). A probe that fails is
 reported, not refused: the run's own calls will retry, fail and be accounted as usual.
 
-Each probe is a real call, paid like any other: `ProbeResult.record` is its row (role `probe`)
-for the run's LLM ledger, so `silva cost` and the dollar budget count it (docs/llm.md).
+One slow sample (a stall of the server) must not refuse a run: a model measured too slow for a
+role is probed again, up to `PROBE_SAMPLES` times, and judged by its fastest sample. A resume of a
+run that has already had answers from the model is warned, not refused, on speed.
+
+Each probe sample is a real call, paid like any other: `ProbeResult.records` are its rows (role
+`probe`) for the ledger, so `silva cost` and the dollar budget count them (docs/llm.md).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -37,6 +41,7 @@ MIN_MEASURED = 8  # output tokens a probe must produce for its speed to be judge
 PROBE_ROLE = "probe"  # the probe's calls in the ledger
 PROMPT_ROOM = 1024  # context tokens a role must leave for its prompt (Silva's shortest prompts)
 MARGIN = 0.8  # suggested settings keep a fifth of the deadline spare
+PROBE_SAMPLES = 3  # samples at most before a model is judged too slow: the fastest counts
 
 
 class ProbeResult(BaseModel):
@@ -55,6 +60,12 @@ class ProbeResult(BaseModel):
     dollars: float = 0.0
     lost_dollars: float = 0.0  # of `dollars`: a prompt the provider read before the probe timed out
     error: str | None = None
+    others: list[ProbeResult] = Field(default_factory=list)  # the slower samples, paid too
+    warnings: list[str] = Field(default_factory=list)  # what would refuse a new run, on a resume
+
+    def records(self) -> list[CallRecord]:
+        """Every sample's row, this one first."""
+        return [self.record(), *(o.record() for o in self.others)]
 
     def record(self) -> CallRecord:
         """The probe's row in the run's LLM ledger (engine/llm/ledger.py), like a gateway call's."""
@@ -89,7 +100,10 @@ class ProbeResult(BaseModel):
             if self.context_tokens is not None
             else "context not reported"
         )
-        return head + f"{speed}; {context}; ${self.dollars:.6f}"
+        samples = f" (fastest of {1 + len(self.others)} samples)" if self.others else ""
+        dollars = self.dollars + sum(o.dollars for o in self.others)
+        warned = "".join(f"\n  warning: {w}" for w in self.warnings)
+        return head + f"{speed}{samples}; {context}; ${dollars:.6f}{warned}"
 
 
 def probe_models(cfg: LLMConfig, keys: Mapping[str, str]) -> list[ProbeResult]:
@@ -114,11 +128,26 @@ async def _probe_all(
     for model in wanted.values():
         pcfg = cfg.providers[model.provider]
         provider = build_provider(model.provider, pcfg, keys.get(model.provider))
+        # The speed every role on this model needs to write its max_tokens within timeout_s.
+        need = max(rc.max_tokens for rc in cfg.roles.values() if rc.model == model.name) / pcfg.timeout_s
         try:
-            out.append(await _probe(provider, model, pcfg, keys.get(model.provider)))
+            out.append(await _fastest(provider, model, pcfg, keys.get(model.provider), need))
         finally:
             await provider.aclose()
     return out
+
+
+async def _fastest(
+    provider: Any, model: ResolvedModel, pcfg: ProviderConfig, key: str | None, need: float
+) -> ProbeResult:
+    """Samples until one is fast enough for `need` tokens/s (or fails, or writes too few tokens
+    to judge), at most `PROBE_SAMPLES`: the fastest, carrying the others."""
+    samples = [await _probe(provider, model, pcfg, key)]
+    while len(samples) < PROBE_SAMPLES and (samples[-1].tokens_per_s or need) < need:
+        samples.append(await _probe(provider, model, pcfg, key))
+    best = max(samples, key=lambda r: r.tokens_per_s or 0.0)
+    best.others = [r for r in samples if r is not best]
+    return best
 
 
 async def _probe(provider: Any, model: ResolvedModel, pcfg: ProviderConfig, key: str | None) -> ProbeResult:
@@ -191,8 +220,10 @@ async def served_context(base_url: str, model_id: str, key: str | None) -> tuple
     return None, None
 
 
-def probe_problems(cfg: LLMConfig, results: list[ProbeResult]) -> list[str]:
-    """What the measured numbers rule out, each with the setting to change."""
+def probe_problems(cfg: LLMConfig, results: list[ProbeResult], worked: Collection[str] = ()) -> list[str]:
+    """What the measured numbers rule out, each with the setting to change. A model in `worked`
+    (`provider/model id`: it has answered this run before) is only warned about its speed, in
+    its result's `warnings`: a resume is not refused on one measurement."""
     problems: list[str] = []
     by_model = {r.model: r for r in results if r.error is None}
     for role, rc in cfg.roles.items():
@@ -200,18 +231,11 @@ def probe_problems(cfg: LLMConfig, results: list[ProbeResult]) -> list[str]:
         if role == EMBEDDING_ROLE or r is None:
             continue
         model = resolve_model(cfg, rc.model)
-        pcfg = cfg.providers[model.provider]
-        if r.tokens_per_s is not None:
-            need = rc.max_tokens / r.tokens_per_s
-            if need > pcfg.timeout_s:
-                fit = max(1, math.floor(pcfg.timeout_s * r.tokens_per_s * MARGIN))
-                problems.append(
-                    f"llm.roles.{role}: max_tokens {rc.max_tokens} at the {r.tokens_per_s:.1f} tokens/s "
-                    f"measured on {model.provider}/{rc.model} takes about {need:.0f} s, more than "
-                    f"llm.providers.{model.provider}.timeout_s ({pcfg.timeout_s:g} s): lower "
-                    f"llm.roles.{role}.max_tokens to at most {fit}, or raise "
-                    f"llm.providers.{model.provider}.timeout_s to at least {math.ceil(need / MARGIN)}"
-                )
+        slow = _too_slow(role, rc.max_tokens, model.provider, rc.model, cfg.providers[model.provider], r)
+        if slow is not None and f"{r.provider}/{r.model_id}" in worked:
+            r.warnings.append(f"{slow} (not refused: this run has had answers from this model before)")
+        elif slow is not None:
+            problems.append(slow)
         if r.context_tokens is not None and rc.max_tokens + PROMPT_ROOM > r.context_tokens:
             problems.append(
                 f"llm.roles.{role}: max_tokens {rc.max_tokens} leaves "
@@ -229,3 +253,20 @@ def probe_problems(cfg: LLMConfig, results: list[ProbeResult]) -> list[str]:
                 f"{r.context_tokens} so over-long prompts are refused before they are paid for"
             )
     return problems
+
+
+def _too_slow(
+    role: str, max_tokens: int, provider: str, model: str, pcfg: ProviderConfig, r: ProbeResult
+) -> str | None:
+    if r.tokens_per_s is None or max_tokens / r.tokens_per_s <= pcfg.timeout_s:
+        return None
+    need = max_tokens / r.tokens_per_s
+    fit = max(1, math.floor(pcfg.timeout_s * r.tokens_per_s * MARGIN))
+    samples = f" (fastest of {1 + len(r.others)} samples)" if r.others else ""
+    return (
+        f"llm.roles.{role}: max_tokens {max_tokens} at the {r.tokens_per_s:.1f} tokens/s "
+        f"measured on {provider}/{model}{samples} takes about {need:.0f} s, more than "
+        f"llm.providers.{provider}.timeout_s ({pcfg.timeout_s:g} s): lower "
+        f"llm.roles.{role}.max_tokens to at most {fit}, or raise "
+        f"llm.providers.{provider}.timeout_s to at least {math.ceil(need / MARGIN)}"
+    )

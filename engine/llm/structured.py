@@ -90,19 +90,71 @@ def parse_output(completion: Completion, output_type: type[T]) -> T:
 
 
 def reask(completion: Completion, failure: ParseFailure) -> list[Message]:
-    """The turns that show the model its previous answer and what was wrong with it."""
+    """The turns that show the model its previous answer and what was wrong with it (for an
+    answer that ended by itself; a cut one goes to `after_cut`)."""
     previous = completion.text or (json.dumps(completion.data) if completion.data is not None else "(empty)")
-    hint = (
-        " Your answer was cut off at the output token limit: answer more concisely."
-        if completion.truncated
-        else ""
-    )
     return [
         Message.assistant(previous),
-        Message.user(
-            f"That answer could not be used: {failure}.{hint} Reply again with only the corrected JSON."
-        ),
+        Message.user(f"That answer could not be used: {failure}. Reply again with only the corrected JSON."),
     ]
+
+
+MIN_STRING = 40  # characters: the shortest bound a re-ask puts on a string (a name, a short claim)
+MAX_ITEMS = 8  # a list the schema leaves open holds at most this many items in a re-ask
+
+
+def shorter_schema(schema: OutputSchema, completion: Completion) -> tuple[OutputSchema, int]:
+    """`schema` with every string bounded so that the whole answer fits in about half the
+    characters of the cut one, and every open list bounded to `MAX_ITEMS`; and the string bound.
+    A grammar-constrained server (llama.cpp) then has to close each string; an answer valid
+    under the bounded schema is valid under the original."""
+    doc = json.loads(json.dumps(schema.schema_))  # a deep copy the walk may change
+    slots = _bound(doc, None, 1)
+    limit = max(MIN_STRING, len(completion.text) // 2 // max(1, slots))
+    _bound(doc, limit, 1)
+    return OutputSchema(name=schema.name, schema_=doc, description=schema.description), limit
+
+
+def _bound(node: Any, limit: int | None, repeat: int) -> int:
+    """Strings reached from schema `node` (a list's items counted `maxItems` times); with
+    `limit`, each string gets `maxLength` at most `limit` (never under its `minLength`) and each
+    list `maxItems` at most `MAX_ITEMS` (never under its `minItems`)."""
+    if not isinstance(node, dict):
+        return 0
+    slots, inner = 0, repeat
+    if node.get("type") == "string" and "enum" not in node and "const" not in node:
+        slots = repeat
+        if limit is not None:
+            node["maxLength"] = max(node.get("minLength", 0), min(node.get("maxLength", limit), limit))
+    if node.get("type") == "array":
+        items = max(node.get("minItems", 0), min(node.get("maxItems", MAX_ITEMS), MAX_ITEMS))
+        if limit is not None:
+            node["maxItems"] = items
+        inner = repeat * max(1, items)
+    for key in ("properties", "$defs", "definitions", "patternProperties"):
+        for child in (node.get(key) or {}).values():
+            slots += _bound(child, limit, 1 if key in ("$defs", "definitions") else repeat)
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        for child in node.get(key) or []:
+            slots += _bound(child, limit, inner if key == "prefixItems" else repeat)
+    slots += _bound(node.get("items"), limit, inner)
+    slots += _bound(node.get("additionalProperties"), limit, repeat * MAX_ITEMS)
+    return slots
+
+
+def after_cut(turns: list[Message], completion: Completion, limit: int) -> list[Message]:
+    """The turns for a re-ask of an answer cut off at the output token limit: the original ones
+    and a note with the bound, without the cut text (a small model shown its runaway answer
+    repeats it, and the prompt grows by the whole answer each time)."""
+    note = (
+        f"Your previous answer ran past the output limit ({completion.usage.output_tokens} tokens) and "
+        f"was discarded. Answer again, briefly: one JSON object, every string at most {limit} "
+        f"characters, every list at most {MAX_ITEMS} items."
+    )
+    last = turns[-1]
+    if last.role == "user" and not last.images:
+        return [*turns[:-1], Message.user(f"{last.text}\n\n{note}")]
+    return [*turns, Message.user(note)]
 
 
 @dataclass(frozen=True)

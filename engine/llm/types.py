@@ -134,6 +134,13 @@ class LLMRequest(_Frozen):
     # by it; no real provider sends it, so no test seam reaches a paid model (docs/llm.md). Part of
     # the cache identity, as the messages are: two steps may send the same text.
     context: dict[str, str] = Field(default_factory=dict)
+    # A structured call's asks share a `chain` id; `reask` counts them (0: the first ask). For the
+    # ledger only, so `silva cost` tells the answers that did not validate from the one that did.
+    chain: str | None = None
+    reask: int = 0
+    # Set on a note, not a call: the chain's answers never validated (why). The gateway writes it
+    # as one ledger line and sends nothing, so a failed chain is on the bill through any transport.
+    unusable: str | None = None
 
 
 class EmbedRequest(_Frozen):

@@ -12,11 +12,12 @@ finish within its timeout at the measured speed, or that the served context cann
 from __future__ import annotations
 
 import socket
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Collection, Mapping, MutableMapping
 from urllib.parse import urlsplit
 
 from engine.llm.config import EMBEDDING_KINDS, LLMConfig, ProviderConfig, resolve_model
 from engine.llm.errors import LLMConfigError
+from engine.llm.prices import DEFAULT_MODELS
 from engine.llm.probe import ProbeResult, probe_models, probe_problems
 from engine.llm.prompt_budget import budgets, too_small
 from engine.llm.types import EMBEDDING_ROLE, ROLES
@@ -99,6 +100,24 @@ def _problems(cfg: LLMConfig, env: Mapping[str, str]) -> list[str]:
             )
         if pcfg.kind == "openai_compatible" and not pcfg.base_url:
             problems.append(f"llm.providers.{name}: an openai_compatible provider needs base_url")
+    return problems + _unpaid(cfg)
+
+
+def _unpaid(cfg: LLMConfig) -> list[str]:
+    """A zero price on a hosted provider for a model the price table knows: what an edit of a
+    local example leaves behind, and a dollar budget that could never stop the run."""
+    problems = []
+    for name, spec in cfg.models.items():
+        pcfg, table, price = cfg.providers.get(spec.provider), DEFAULT_MODELS.get(spec.model), spec.price
+        if pcfg is None or table is None or price is None or pcfg.kind not in KEYED_KINDS or price.free:
+            continue
+        if price.input == 0 and price.output == 0:
+            listed = table[1]
+            problems.append(
+                f"llm.models.{name}: price 0 for {spec.model} on {pcfg.kind}, which lists "
+                f"${listed.input:g}/${listed.output:g} per million tokens in/out: remove its price "
+                "to use the table's, or set price.free: true if this endpoint does not bill"
+            )
     return problems
 
 
@@ -125,10 +144,17 @@ def _unreachable(name: str, pcfg: ProviderConfig, timeout_s: float) -> str | Non
 
 
 def validate_llm_config(
-    cfg: LLMConfig, env: Mapping[str, str], *, check_endpoints: bool = True, connect_timeout_s: float = 3.0
+    cfg: LLMConfig,
+    env: Mapping[str, str],
+    *,
+    check_endpoints: bool = True,
+    connect_timeout_s: float = 3.0,
+    worked: Collection[str] = (),
 ) -> list[ProbeResult]:
     """Raise `LLMConfigError` listing every problem, or return what the start-of-run probe
-    measured (engine/llm/probe.py; nothing when endpoints are not checked or `llm.probe` is off)."""
+    measured (engine/llm/probe.py; nothing when endpoints are not checked or `llm.probe` is off).
+    `worked`: models (`provider/model id`) that have answered this run before, on a resume: the
+    probe warns about their speed instead of refusing."""
     problems = _problems(cfg, env)
     if not problems:
         problems = too_small(budgets(cfg))
@@ -139,7 +165,7 @@ def validate_llm_config(
                 problems.append(problem)
         if cfg.probe and not problems:
             results = probe_models(cfg, resolve_keys(cfg, env))
-            problems = probe_problems(cfg, results)
+            problems = probe_problems(cfg, results, worked)
     if problems:
         raise LLMConfigError("LLM config is not usable:\n  - " + "\n  - ".join(problems))
     return results

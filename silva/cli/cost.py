@@ -1,5 +1,6 @@
 """`silva cost RUN_DIR`: LLM spend by role, model, stage and idea, with cache savings, and the time
-and money lost to timeouts, retries and hedged copies."""
+and money that bought no usable answer (refusals, failures, answers that did not validate, retries,
+hedged copies)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from rich.table import Table
 
 if TYPE_CHECKING:
     from silva.cost import LostRow
+
+LOST_TITLE = "lost: what bought no usable answer, by role and cause"
 
 
 def cost(
@@ -83,13 +86,17 @@ def cost(
 
 
 def lost_table(rows: list[LostRow]) -> Table:
-    """Time and money that bought no answer, by role: failed calls, retries, hedged copies, and
-    the wait in the gateway's queue."""
-    table = Table(title="lost to timeouts, retries and hedged copies, by role", title_justify="left")
+    """Time and money that bought no usable answer, by role and cause: calls refused before
+    sending, calls that failed, answers that did not validate (and the calls that gave up),
+    retries, hedged copies, and the wait in the gateway's queue."""
+    table = Table(title=LOST_TITLE, title_justify="left")
     for col in (
         "role",
+        "refused",
         "failed",
         "failed time",
+        "not valid",
+        "their out tokens",
         "retries",
         "retry time",
         "hedged copies",
@@ -100,8 +107,11 @@ def lost_table(rows: list[LostRow]) -> Table:
     for r in rows:
         table.add_row(
             r.key,
+            str(r.refused),
             str(r.failed),
             f"{r.failed_s:.1f} s",
+            f"{r.invalid} ({r.gave_up} gave up)" if r.gave_up else str(r.invalid),
+            str(r.invalid_tokens),
             str(r.retries),
             f"{r.retry_s:.1f} s",
             str(r.copies),
@@ -109,7 +119,7 @@ def lost_table(rows: list[LostRow]) -> Table:
             f"${r.dollars:.4f}",
         )
     if not rows:
-        table.add_row("(nothing lost)", *[""] * 7)
+        table.add_row("(nothing lost)", *[""] * 10)
     return table
 
 

@@ -24,12 +24,12 @@ def ideate(
     ),
 ) -> int:
     """Generate ideas by LLM mutation of the archive, reflect on them, drop duplicates, check novelty."""
-    from engine.llm import build_gateway, resolve_keys, validate_llm_config
+    from engine.llm import build_gateway, resolve_keys
     from engine.llm.providers.scripted import ScriptedProvider
     from silva.ideation.archive import Archive, summary_line
     from silva.ideation.config import load_topic
     from silva.ideation.ideate import Ideator
-    from silva.llm_session import load_function, show_progress
+    from silva.llm_session import load_function, probe_llm, show_progress
     from writeup.literature import LiteratureError, open_literature
 
     show_progress()  # one line per LLM call on stderr
@@ -38,7 +38,7 @@ def ideate(
     if num is not None:
         cfg = cfg.model_copy(update={"num_ideas": num})
     directory = out or topic_file.parent / "ideas"
-    validate_llm_config(cfg.llm, os.environ)
+    probe_llm(cfg.llm, directory)  # printed, and paid into the archive's ledger
     fn = load_function(cfg.scripted_fn) if cfg.scripted_fn else None
     providers = {
         name: ScriptedProvider(name, rules=p.rules, fn=fn, default=p.default_response)

@@ -22,11 +22,12 @@ from typer.core import TyperGroup
 from engine.config import load_model, load_yaml
 from engine.errors import ConfigError
 from engine.journal import Journal
-from engine.llm import LLM, LLMConfig, build_gateway, resolve_keys, validate_llm_config
+from engine.llm import LLM, LLMConfig, build_gateway, resolve_keys
 from engine.llm.providers.base import Provider
 from engine.llm.providers.scripted import ScriptedProvider
 from review.config import ReviewConfig, llm_for_review
 from review.paper import Paper
+from silva.llm_session import probe_llm
 from writeup.job import FAILURE_FILE
 
 CONFIG_SNAPSHOT = "config.yaml"  # what `silva run` writes into a run directory
@@ -93,7 +94,7 @@ def load_settings(config: Path | None, papers: Sequence[Paper], reviews: int | N
             f"{config}: llm.roles.review is not set; map the `review` role to a model "
             f"(roles configured: {', '.join(sorted(settings.llm.roles)) or 'none'})"
         )
-    validate_llm_config(settings.llm, os.environ)
+    probe_llm(settings.llm, ledger_dir(papers) if papers else None)  # printed and paid into the ledger
     if settings.scripted_fn is not None and ".py:" in settings.scripted_fn:
         file, _, fn = settings.scripted_fn.rpartition(":")
         settings.scripted_fn = f"{(config.parent / file).resolve()}:{fn}"
@@ -131,15 +132,21 @@ def open_llm(settings: ReviewSettings, ledger_dir: Path) -> Iterator[LLM]:
         gateway.close()
 
 
+def ledger_dir(papers: Sequence[Paper]) -> Path:
+    """Where the review's LLM ledger goes: the run directory of the papers, or beside the first."""
+    run_dirs = {p.run_dir for p in papers}
+    run_dir = next(iter(run_dirs)) if len(run_dirs) == 1 else None
+    return run_dir or papers[0].out_dir
+
+
 def _review(papers: Sequence[Paper], settings: ReviewSettings) -> list[Any]:
     from review.ensemble import review_papers
 
     run_dirs = {p.run_dir for p in papers}
     run_dir = next(iter(run_dirs)) if len(run_dirs) == 1 else None
-    ledger_dir = run_dir or papers[0].out_dir
     journal = Journal.open(run_dir) if run_dir is not None else None  # refused while a run is live
     try:
-        with open_llm(settings, ledger_dir) as llm:
+        with open_llm(settings, ledger_dir(papers)) as llm:
             return review_papers(papers, llm, settings.review, journal=journal)
     finally:
         if journal is not None:

@@ -10,6 +10,7 @@ import pytest
 
 from engine.llm import LLMCallError
 from engine.llm.ledger import LEDGER_FILE, read_records
+from silva.cli.cost import LOST_TITLE
 from silva.cli.main import main
 from tests.llm.fake_servers import FakeLLMServer, Reply
 from tests.llm.support import gateway_for, make_cfg
@@ -55,8 +56,8 @@ def test_cost_shows_what_timeouts_retries_and_copies_lost(
     assert feedback["copies"] == 1 and feedback["copy_dollars"] == pytest.approx(copy.dollars)
     assert main(["cost", str(run_dir)]) == 0
     out = capsys.readouterr().out
-    assert "lost to timeouts, retries and hedged copies, by role" in out
-    table = out.split("lost to timeouts, retries and hedged copies, by role")[1]
+    assert LOST_TITLE in out
+    table = out.split(LOST_TITLE)[1]
     line = next(ln for ln in table.splitlines() if ln.strip("│ ").startswith("code"))
     assert f"{failed.wall_s:.1f} s" in line
     total = code["failed_dollars"] + code["retry_dollars"]

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.llm import Capabilities, LLMConfigError, validate_llm_config
-from engine.llm.ledger import LEDGER_FILE, read_records
-from engine.llm.probe import PROBE_ROLE, PROBE_TOKENS
+from engine.llm import Capabilities, LLMConfig, LLMConfigError, Price, validate_llm_config
+from engine.llm.ledger import LEDGER_FILE, CallRecord, Ledger, read_records
+from engine.llm.probe import PROBE_ROLE, PROBE_SAMPLES, PROBE_TOKENS
 from silva.cli.main import main
+from silva.llm_session import answered, probe_llm
 from tests.llm.fake_servers import FakeLLMServer, Reply
 from tests.llm.support import PRICE, TEST_KEY, TEST_KEY_ENV, make_cfg
 from tests.search.agentic_helpers import LLM as SCRIPTED_LLM
@@ -39,7 +40,7 @@ def test_a_role_that_cannot_finish_in_time_is_refused(fake: FakeLLMServer) -> No
         and "raise llm.providers.p.timeout_s" in message
     )
     assert "llm.roles.feedback" not in message
-    assert len(fake.requests) == 1  # one probe per model, nothing else
+    assert len(fake.requests) == PROBE_SAMPLES  # samples of one model, nothing else
 
 
 def test_the_served_context_is_read_and_checked(fake: FakeLLMServer) -> None:
@@ -110,3 +111,76 @@ def test_the_probe_is_paid_into_the_run_ledger(
     capsys.readouterr()
     assert main(["cost", str(run_dir)]) == 0
     assert re.search(r"│ probe\s*│\s*1 │", capsys.readouterr().out)  # the `by role` table
+
+
+def test_one_slow_sample_does_not_refuse(fake: FakeLLMServer) -> None:
+    """A stall of the server: 32 tokens in 1 s (32 tokens/s) cannot write 1,024 tokens in 30 s;
+    the next sample, answered at once, can. The fastest sample is judged, and both are paid."""
+    fake.script(Reply.ok("1 2 3", delay_s=1.0, usage=(20, PROBE_TOKENS, 0)))
+    fake.default = Reply.ok("1 2 3", usage=(20, PROBE_TOKENS, 0))
+    cfg = make_cfg(
+        "openai_compatible", fake.url, timeout_s=30.0, roles={"code": {"model": "m", "max_tokens": 1024}}
+    )
+    (result,) = validate_llm_config(cfg, ENV)
+    assert len(fake.requests) == 2 and len(result.others) == 1
+    assert result.tokens_per_s is not None and result.tokens_per_s > result.others[0].tokens_per_s  # type: ignore[operator]
+    assert "(fastest of 2 samples)" in result.line()
+    assert [r.role for r in result.records()] == [PROBE_ROLE, PROBE_ROLE]
+
+
+def test_a_slow_model_is_refused_after_its_samples_but_a_resume_is_warned(fake: FakeLLMServer) -> None:
+    fake.default = Reply.ok("1 2 3", delay_s=0.5, usage=(20, PROBE_TOKENS, 0))
+    cfg = make_cfg(
+        "openai_compatible", fake.url, timeout_s=30.0, roles={"code": {"model": "m", "max_tokens": 4096}}
+    )
+    with pytest.raises(LLMConfigError, match=r"fastest of 3 samples\) takes about"):
+        validate_llm_config(cfg, ENV)
+    assert len(fake.requests) == PROBE_SAMPLES
+    (result,) = validate_llm_config(cfg, ENV, worked={"p/fake-model"})  # a run that has used it
+    (warning,) = result.warnings
+    assert "llm.roles.code: max_tokens 4096" in warning and "not refused" in warning
+    assert "warning: llm.roles.code" in result.line()
+
+
+def test_a_resume_reads_from_its_ledger_which_models_have_answered(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / LEDGER_FILE)
+    ledger.append(CallRecord(role="code", provider="p", model="fake-model", attempts=1, output_tokens=9))
+    ledger.append(CallRecord(role="code", provider="q", model="other", attempts=1, error="timed out"))
+    ledger.append(CallRecord(role="code", provider="r", model="cached", output_tokens=9, cache_hit=True))
+    assert answered(read_records(tmp_path / LEDGER_FILE)) == {"p/fake-model"}
+
+
+def test_a_command_prints_and_records_its_probe(
+    fake: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What `silva ideate` and `silva review` call before their work (silva/llm_session.py)."""
+    monkeypatch.setenv(TEST_KEY_ENV, TEST_KEY)
+    fake.default = Reply.ok("1 2 3", usage=(20, PROBE_TOKENS, 0))
+    (result,) = probe_llm(make_cfg("openai_compatible", fake.url), tmp_path / "ideas")
+    assert result.line() in capsys.readouterr().out
+    (row,) = read_records(tmp_path / "ideas" / LEDGER_FILE)
+    assert (row.role, row.output_tokens, row.dollars) == (PROBE_ROLE, PROBE_TOKENS, result.dollars)
+
+
+def test_a_zero_price_for_a_hosted_model_the_table_prices_is_refused() -> None:
+    """The local example switched to Anthropic by editing provider and model, keeping price 0."""
+    cfg = LLMConfig.model_validate(
+        {
+            "providers": {"anthropic": {"kind": "anthropic", "api_key_env": TEST_KEY_ENV}},
+            "models": {
+                "smol": {
+                    "provider": "anthropic",
+                    "model": "claude-sonnet-4-5",
+                    "price": {"input": 0, "output": 0},
+                }
+            },
+            "roles": {"code": {"model": "smol"}},
+        }
+    )
+    with pytest.raises(LLMConfigError) as err:
+        validate_llm_config(cfg, ENV, check_endpoints=False)
+    (line,) = [ln for ln in str(err.value).splitlines() if "llm.models.smol" in ln]
+    assert "price 0 for claude-sonnet-4-5 on anthropic, which lists $3/$15 per million tokens" in line
+    assert "set price.free: true" in line
+    cfg.models["smol"].price = Price(input=0, output=0, free=True)  # said explicitly: accepted
+    assert validate_llm_config(cfg, ENV, check_endpoints=False) == []

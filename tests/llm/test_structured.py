@@ -99,18 +99,6 @@ def test_reasks_are_bounded_and_a_final_answer_spends_none(
     assert len(fake.requests) == requests
 
 
-def test_truncated_structured_answer_reasks_for_brevity(fake: FakeLLMServer, tmp_path: Path) -> None:
-    fake.script(Reply.truncated('{"name": "mlp", "ep'), Reply.ok('{"name": "mlp", "epochs": 2}'))
-    gw = gateway_for(make_cfg("anthropic", fake.url), tmp_path)
-    try:
-        plan = gw.client().complete("plan it", role="code", output_type=Plan)
-    finally:
-        gw.close()
-    assert plan.epochs == 2
-    reask_text = fake.requests[1].body["messages"][-1]["content"][0]["text"]
-    assert "cut off at the output token limit" in reask_text
-
-
 def test_extract_code_prefers_language_and_complete_blocks() -> None:
     text = (
         "Plan: train a model.\n```bash\npip install x\n```\n"
