@@ -22,6 +22,10 @@ Role = Literal["selection", "test", "other"]
 
 class GroupSummary(BaseModel):
     label: str
+    name: str = Field(
+        "",
+        description="what the group is: the method's name, baseline, tuned baseline, an ablation's name",
+    )
     n: int
     mean: float
     sd: float | None = Field(description="None for a group of one run: one value has no spread")
@@ -67,6 +71,9 @@ class Ledger(BaseModel):
     headline_id: str | None = None
     headline_note: str = Field("", description="which metric the headline uses and why")
     claims: list[Claim] = Field(default_factory=list)
+    heldout_metric: str | None = Field(
+        None, description="the metric the held-out choice measured on data the search never saw, if any"
+    )
 
     @property
     def headline(self) -> Claim | None:

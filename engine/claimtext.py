@@ -11,10 +11,12 @@ is none of the claim's. See docs/review.md, "Integrity checks".
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
+from engine.claimnames import METRIC_WORDS, Resolver
+from engine.claimnumbers import fits, fits_group, literals, rounds_to
+from engine.claimread import Reading, read
 from engine.claims import Claim, Ledger
 
 CLAIM_MARK = "[claim:{}]"
@@ -53,28 +55,9 @@ def _unescape(latex: str) -> str:
     )
 
 
-_NULL = re.compile(
-    r"no (?:detectable|significant|statistically significant|clear|reliable) difference|did not "
-    r"(?:outperform|differ|improve|beat)|not significantly|no better|no worse|indistinguishable|on par|"
-    r"comparable",
-    re.IGNORECASE,
-)
-_WORSE = re.compile(r"worse than|underperform\w*|inferior to|fell short|falls short|trail\w*", re.IGNORECASE)
-_BETTER = re.compile(
-    r"better than|outperform\w*|improv\w*|exceed\w*|surpass\w*|\bbeats?\b|\bbeat\b|superior to",
-    re.IGNORECASE,
-)
-_HIGHER, _LOWER = re.compile(r"\bhigher\b", re.IGNORECASE), re.compile(r"\blower\b", re.IGNORECASE)
-_SIGNIFICANT = re.compile(r"significant|p\s*<\s*0?\.0\d", re.IGNORECASE)
-_STRONG = re.compile(
-    r"outperform\w*|better than|worse than|superior to|inferior to|surpass\w*|\bbeats?\b|"
-    r"significantly (?:better|worse|higher|lower)",
-    re.IGNORECASE,
-)
-_GENERIC = re.compile(r"\b(?:method|baseline)\b", re.IGNORECASE)
+# The idea's own words (its hypothesis and description): what is tested, not a result.
+IDEA_SECTION = re.compile(r"(?<=\\section\{Idea\}).*?(?=\\section|\\end\{document\}|\Z)", re.DOTALL)
 _HYPOTHESIS = re.compile(r"\bhypothes[ie]s\b", re.IGNORECASE)
-_HELD_OUT = re.compile(r"held.out|test set|unseen data", re.IGNORECASE)
-_DECIMAL = re.compile(r"(?<![\w.])([-−]?)(\d+\.\d+)(?![\w.]|\.\d)")
 _BOUNDARY = re.compile(r"[.!?](?=\s|\[claim|$)(?:\[claim:[A-Za-z0-9-]+\])?|\n\s*\n")
 
 
@@ -87,111 +70,87 @@ def sentences(text: str) -> list[str]:
     return [s for s in out if s]
 
 
-def asserted(sentence: str, claim: Claim) -> str | None:
-    """What the sentence says of the claim's first-named group: better, worse, no difference."""
-    if _NULL.search(sentence):
-        return "no detectable difference"
-    if _WORSE.search(sentence):
-        return "worse"
-    if _BETTER.search(sentence):
-        return "better"
-    higher, lower = _HIGHER.search(sentence), _LOWER.search(sentence)
-    if higher and not lower:
-        return "better" if claim.direction == "maximize" else "worse"
-    if lower and not higher:
-        return "worse" if claim.direction == "maximize" else "better"
-    return None
+def _read(sentence: str, names: Resolver) -> Reading:
+    """The sentence read with each group it names replaced by "G" (a label's words are no cue)."""
+    masked = names.group_re.sub("G", CLAIM_MARK_RE.sub("", sentence))
+    return read(masked, measured=bool(names.metrics(sentence) or literals(masked)))
+
+
+def asserted(reading: Reading, claim: Claim) -> str | None:
+    """What the sentence says of the claim's first-named group: better, worse, no difference, or
+    a denial of one of them; higher and lower turned by the metric's direction."""
+    said = reading.said
+    if said in ("higher", "lower"):
+        return "better" if (said == "higher") == (claim.direction == "maximize") else "worse"
+    return said
 
 
 def _flip(v: str | None) -> str | None:
-    return {"better": "worse", "worse": "better"}.get(v or "", v)
+    return {"better": "worse", "worse": "better", "not better": "not worse", "not worse": "not better"}.get(
+        v or "", v
+    )
 
 
-def _order(sentence: str, claim: Claim) -> tuple[int, int]:
-    """Where the subject and the reference are named (-1: not named); generic words for the
-    headline's method and baseline."""
-    s, r = sentence.find(claim.subject.label), sentence.find(claim.reference.label)
-    if s < 0 and r < 0 and claim.headline:
-        low = sentence.lower()
-        s, r = low.find("method"), low.find("baseline")
-    return s, r
+def _sign(claim: Claim) -> str:
+    return "better" if (claim.diff > 0) == (claim.direction == "maximize") else "worse"
 
 
-def _decimals(x: str) -> int:
-    return len(x.partition(".")[2])
-
-
-def _rounds_to(value: float | None, literal: str) -> bool:
-    if value is None or not math.isfinite(value):
-        return False
-    tol = 0.5 * 10.0 ** -_decimals(literal) + 1e-9
-    x = float(literal)
-    return abs(value - x) <= tol or abs(abs(value) - abs(x)) <= tol
-
-
-def claim_values(claim: Claim) -> list[float]:
-    values = [claim.subject.mean, claim.reference.mean, claim.diff, claim.alpha, 95.0]
-    values += [
-        v for v in (claim.subject.sd, claim.reference.sd, claim.statistic, claim.df, claim.effect) if v
-    ]
-    for pair in (claim.diff_ci, claim.effect_ci):
-        values += list(pair or ())
-    if claim.p is not None and claim.log10_p is not None:
-        exponent = math.floor(claim.log10_p)
-        values += [claim.p, 10 ** (claim.log10_p - exponent)]
-    return values
-
-
-def check_sentence(sentence: str, claim: Claim, ledger: Ledger) -> list[str]:
-    """Why `sentence` contradicts `claim` (empty: it states the claim faithfully)."""
-    problems = []
-    reversed_ = _reversed(sentence, claim)
-    said = asserted(sentence, claim)
-    said = _flip(said) if reversed_ else said
+def _direction_problems(said: str | None, reading: Reading, claim: Claim) -> list[str]:
     truth = claim.verdict
     if said in ("better", "worse"):
+        if reading.hedged and not reading.significant:  # "higher, though not significantly": the means
+            if claim.diff != 0 and said != _sign(claim):
+                return [f"states '{said}' but the first group's mean is {_sign(claim)}"]
+            return []
         if truth in ("no detectable difference", "untested"):
-            problems.append(f"states '{said}' but the test found {truth} (p = {_p(claim)})")
-        elif said != truth:
-            problems.append(f"states '{said}' but the claim's verdict is '{truth}'")
-    elif said == "no detectable difference" and truth in ("better", "worse"):
-        problems.append(f"states no difference but the test found '{truth}' (p = {_p(claim)})")
-    if _SIGNIFICANT.search(sentence) and not _NULL.search(sentence) and not claim.significant:
+            return [f"states '{said}' but the test found {truth} (p = {_p(claim)})"]
+        if said != truth:
+            return [f"states '{said}' but the claim's verdict is '{truth}'"]
+    if said == "no detectable difference" and truth in ("better", "worse"):
+        return [f"states no difference but the test found '{truth}' (p = {_p(claim)})"]
+    if said in ("not better", "not worse") and truth == said.removeprefix("not "):
+        return [f"states '{said}' but the test found '{truth}' (p = {_p(claim)})"]
+    return []
+
+
+def check_sentence(sentence: str, claim: Claim, ledger: Ledger, names: Resolver | None = None) -> list[str]:
+    """Why `sentence` contradicts `claim` (empty: it states the claim faithfully)."""
+    names = names or Resolver(ledger)
+    reading = _read(sentence, names)
+    reversed_ = _reversed(sentence, claim, names) != reading.fronted
+    said = asserted(reading, claim)
+    problems = _direction_problems(_flip(said) if reversed_ else said, reading, claim)
+    if reading.significant and said != "no detectable difference" and not claim.significant:
         problems.append(
             f"claims significance the test does not support (p = {_p(claim)}, alpha {claim.alpha})"
         )
-    named = [
-        m
-        for m in {c.metric for c in ledger.claims}
-        if re.search(rf"(?<![\w]){re.escape(m)}(?![\w])", sentence)
-    ]
+    named = names.metrics(sentence)
     if named and claim.metric not in named:
         problems.append(f"names {', '.join(sorted(named))} but the claim is on {claim.metric}")
-    if claim.role == "selection" and _HELD_OUT.search(sentence):
-        problems.append(f"presents {claim.metric}, the metric the search selected on, as a held-out test")
-    unlabelled = sentence.replace(claim.subject.label, " ").replace(claim.reference.label, " ")
-    problems += _numbers(unlabelled, claim, reversed_)
+    problems += [f"names {w}, a metric the run did not measure" for w in names.unmeasured(sentence)]
+    problems += _numbers(names.group_re.sub(" ", sentence), claim, reversed_, ledger, named)
     return problems
 
 
-def _numbers(sentence: str, claim: Claim, reversed_: bool) -> list[str]:
+def _numbers(sentence: str, claim: Claim, reversed_: bool, ledger: Ledger, named: list[str]) -> list[str]:
     out = swapped_means(sentence, claim, reversed_)
-    values = claim_values(claim)
-    for lit in _literals(sentence):
-        if not any(_rounds_to(v, lit) for v in values):
-            out.append(f"prints {lit}, which is none of the claim's figures")
+    also = [c for c in ledger.claims if c.metric in named and c.stage == claim.stage]
+    for lit in literals(sentence):
+        if not any(fits(lit, c) for c in [claim, *also]):
+            out.append(f"prints {lit.text}{_UNIT[lit.unit]}, which is none of the claim's figures")
     return out
 
 
-def _literals(sentence: str) -> list[str]:
-    return [m.group(1).replace("−", "-") + m.group(2) for m in _DECIMAL.finditer(sentence)]
+_UNIT = {"plain": "", "percent": "%", "points": " points", "fold": "-fold"}
 
 
 def swapped_means(sentence: str, claim: Claim, reversed_: bool) -> list[str]:
     """The first-named group is given the other group's mean (an inverted conclusion)."""
     means = []
-    for lit in _literals(sentence):
-        is_s, is_r = _rounds_to(claim.subject.mean, lit), _rounds_to(claim.reference.mean, lit)
+    for lit in literals(sentence):
+        if lit.unit != "plain":
+            continue
+        is_s, is_r = rounds_to(claim.subject.mean, lit), rounds_to(claim.reference.mean, lit)
         if is_s != is_r:
             means.append("subject" if is_s else "reference")
     first = "reference" if reversed_ else "subject"
@@ -200,29 +159,36 @@ def swapped_means(sentence: str, claim: Claim, reversed_: bool) -> list[str]:
     return []
 
 
-def _reversed(sentence: str, claim: Claim) -> bool:
-    s_at, r_at = _order(sentence, claim)
-    return r_at >= 0 and (s_at < 0 or r_at < s_at)
+def _reversed(sentence: str, claim: Claim, names: Resolver) -> bool:
+    """The claim's reference is named before its subject (or alone)."""
+    order = [labels for _, labels in names.groups(CLAIM_MARK_RE.sub("", sentence))]
+    s = next((i for i, ls in enumerate(order) if claim.subject.label in ls), -1)
+    r = next((i for i, ls in enumerate(order) if claim.reference.label in ls and i != s), -1)
+    return r >= 0 and (s < 0 or r < s)
 
 
 def _p(claim: Claim) -> str:
     return "untested" if claim.p is None else f"{claim.p:.3g}"
 
 
-def match_claim(sentence: str, ledger: Ledger) -> Claim | None:
-    """The claim a sentence states: its `[claim:id]` marker, else the two groups it names (the
-    metric it names first), else the headline for "the method" against "the baseline"."""
+def match_claim(sentence: str, ledger: Ledger, names: Resolver | None = None) -> Claim | None:
+    """The claim a sentence states: its `[claim:id]` marker, else the groups it names (on the
+    metric it names, the headline first), else the headline for "the method" against "the baseline"."""
     mark = CLAIM_MARK_RE.search(sentence)
     if mark:
         return ledger.get(mark.group(1))
-    named = [c for c in ledger.claims if c.subject.label in sentence and c.reference.label in sentence]
-    if named:
-        metric = [c for c in named if c.metric in sentence]
-        return (metric or named)[0]
-    low = sentence.lower()
-    if ledger.headline is not None and "method" in low and "baseline" in low:
-        return ledger.headline
-    return None
+    names = names or Resolver(ledger)
+    candidates = names.claims_of([labels for _, labels in names.groups(sentence)])
+    if not candidates:
+        return ledger.headline if _GENERIC.search(sentence) and ledger.headline else None
+    metrics = names.metrics(sentence)
+    on_metric = [c for c in candidates if c.metric in metrics] or candidates
+    return next((c for c in on_metric if c.headline), None) or next(
+        (c for c in on_metric if c.same_runs_as is None), on_metric[0]
+    )
+
+
+_GENERIC = re.compile(r"\bthe (?:method|baseline)\b|\bour\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -232,32 +198,106 @@ class SentenceCheck:
     problems: tuple[str, ...]
 
 
-def check_text(text: str, ledger: Ledger) -> list[SentenceCheck]:
-    """Every comparison sentence of `text` (reading text, see `plain`) with its claim and problems."""
-    out = []
-    for sentence in sentences(text):
-        if _HYPOTHESIS.search(sentence):  # what is tested, not a result
-            continue
-        mark = CLAIM_MARK_RE.search(sentence)
-        shown = CLAIM_MARK_RE.sub("", sentence)
-        claim = match_claim(sentence, ledger)
-        if not (mark or _STRONG.search(sentence) or _NULL.search(sentence)):
-            # No comparison words, but both groups' figures ("reaches X against Y"): their order.
-            if claim is None and ledger.headline is not None and _GENERIC.search(shown):
-                claim = ledger.headline  # "the method reaches X ... against Y" names one side only
-            if claim is not None and len(_literals(shown)) >= 2:
-                unlabelled = shown.replace(claim.subject.label, " ").replace(claim.reference.label, " ")
-                swapped = swapped_means(unlabelled, claim, _reversed(shown, claim))
-                out.append(SentenceCheck(shown, claim, tuple(swapped)))
-            continue
-        if claim is None:
-            if mark or _STRONG.search(sentence):
-                why = (
-                    f"names claim {mark.group(1)}, not in the ledger"
-                    if mark
-                    else "matches no claim of the ledger"
-                )
-                out.append(SentenceCheck(shown, None, (f"is a comparison that {why}",)))
-            continue
-        out.append(SentenceCheck(shown, claim, tuple(check_sentence(shown, claim, ledger))))
+def check_text(text: str, ledger: Ledger, names: Resolver | None = None) -> list[SentenceCheck]:
+    """Every comparison sentence and table row of `text` (reading text, see `plain`) with its claim
+    and problems; every sentence for the selection metric called held-out."""
+    if names is None:
+        names = Resolver(ledger)
+        names.define(text)
+    prose = "\n".join(line if "&" not in line else "" for line in text.splitlines())
+    rows = [line for line in text.splitlines() if "&" in line]
+    out = [c for row in rows if (c := check_row(row, ledger, names)) is not None]
+    for sentence in sentences(prose):
+        check = _check_one(sentence, ledger, names)
+        if check is not None:
+            out.append(check)
     return out
+
+
+def _check_one(sentence: str, ledger: Ledger, names: Resolver) -> SentenceCheck | None:
+    mark = CLAIM_MARK_RE.search(sentence)
+    shown = CLAIM_MARK_RE.sub("", sentence).strip()
+    claim = match_claim(sentence, ledger, names)
+    extra = _held_out(shown, claim, ledger, names)
+    if _HYPOTHESIS.search(sentence) and not mark:  # what is tested, not a result
+        return SentenceCheck(shown, None, extra) if extra else None
+    reading = _read(sentence, names)
+    if not (mark or reading.comparison):
+        if claim is not None and len([x for x in literals(shown) if x.unit == "plain"]) >= 2:
+            # No comparison words, but both groups' figures ("reaches X against Y"): their order.
+            unnamed = names.group_re.sub(" ", shown)
+            swapped = swapped_means(unnamed, claim, _reversed(shown, claim, names))
+            return SentenceCheck(shown, claim, tuple(swapped) + extra)
+        return SentenceCheck(shown, claim, extra) if extra else None
+    if claim is None:
+        why = _unmatched(mark, shown, names, reading)
+        return SentenceCheck(shown, None, why + extra) if why or extra else None
+    return SentenceCheck(shown, claim, tuple(check_sentence(shown, claim, ledger, names)) + extra)
+
+
+def _held_out(sentence: str, claim: Claim | None, ledger: Ledger, names: Resolver) -> tuple[str, ...]:
+    """The selection metric called held-out or test, in any sentence; only the held-out choice's
+    own measure of it (no group compared) may be called so."""
+    metric = names.selection_as_held_out(sentence)
+    if metric is None or (claim is None and metric == ledger.heldout_metric):
+        return ()
+    return (f"presents {metric}, the metric the search selected on, as a held-out test",)
+
+
+_OBJECT = re.compile(
+    r"\b(?:than|over|against|versus|vs\.?|compared (?:with|to)|relative to|to)\s+"
+    r"((?:the\s+)?[^\s,.;:()]+(?:\s+[^\s,.;:()]+){0,3})",
+    re.IGNORECASE,
+)
+_NAMED_THING = re.compile(
+    r"\b[A-Z][A-Za-z0-9-]*[A-Z0-9][A-Za-z0-9-]*\b|\b(?:baseline|model|method|approach|variant|ablation|classifier|network)s?\b"
+)
+
+
+def _unmatched(
+    mark: re.Match[str] | None, sentence: str, names: Resolver, reading: Reading
+) -> tuple[str, ...]:
+    """A comparison no claim supports: a marker not in the ledger, or a group the run lacks."""
+    if mark:
+        return (f"is a comparison that names claim {mark.group(1)}, not in the ledger",)
+    if reading.said is None:
+        return ()
+    for m in _OBJECT.finditer(sentence):
+        phrase = m.group(1)
+        if names.group_re.search(phrase) or literals(phrase) or METRIC_WORDS.search(phrase):
+            continue
+        if _NAMED_THING.search(phrase):
+            groups = "; ".join(names.labels)
+            return (f"compares with '{phrase}', which is no group of the run (its groups: {groups})",)
+    return ()
+
+
+def check_row(row: str, ledger: Ledger, names: Resolver) -> SentenceCheck | None:
+    """A table row: each number against the group(s) its first cell names (a pair: one of the
+    pair's claims, its verdict too), never against any value of the run."""
+    cells = [c.strip() for c in row.split("&")]
+    labels = list(dict.fromkeys(found for _, found in names.groups(cells[0])))
+    body = " & ".join(cells[1:])
+    lits = literals(body)
+    if not labels or not lits:
+        return None
+    shown = " | ".join(cells)
+    if len(labels) >= 2:
+        pair = names.claims_of(labels)
+        verdict = re.search(r"no detectable difference|untested|better|worse", body)
+        ok = [
+            c
+            for c in pair
+            if all(fits(x, c) for x in lits) and (verdict is None or verdict.group(0) == c.verdict)
+        ]
+        if pair and not ok:
+            return SentenceCheck(
+                shown, pair[0], ("has figures or a verdict that are not those of its row's claim",)
+            )
+        return SentenceCheck(shown, ok[0] if ok else None, ())
+    groups = [g for c in ledger.claims for g in (c.subject, c.reference) if g.label in labels[0]]
+    bad = [x.text for x in lits if not fits_group(x, groups)]
+    if bad:
+        who = " or ".join(sorted(labels[0]))
+        return SentenceCheck(shown, None, (f"prints {', '.join(bad)}, not a figure of {who}, in its row",))
+    return None

@@ -21,10 +21,12 @@ from engine.events import Event, ReviewFinished, ReviewStarted
 from engine.executor import Executor, Handle, InProcessExecutor
 from engine.journal import Journal
 from engine.llm import LLM, LLMError, Message
+from engine.llm.gateway import IMAGE_TOKENS, progress
+from engine.llm.prompt_budget import PromptBudget, PromptTooLarge
 from engine.node import AttemptResult, StepResult
 from review import guidelines
 from review.config import ReviewConfig
-from review.form import MetaReviewForm, ReviewForm
+from review.form import MetaReviewForm, PartNotes, ReviewForm
 from review.integrity import IntegrityReport, run_checks
 from review.paper import Paper
 from review.result import MetaReview, ReviewRecord, ReviewResult, aggregate
@@ -34,6 +36,8 @@ REVIEW_RESOURCES = Resources(num_cpus=0, memory_mb=256)
 REVIEWS_DIR = "reviews"
 MAX_LOST = 2  # re-submissions of a review whose worker died, before it is recorded as failed
 WAIT_S = 1.0
+MIN_PART_CHARS = 1500  # a part shorter than this is not worth a call of its own
+PART_SLACK = 200  # tokens: the chat template and the form's schema, which llama.cpp adds as a grammar
 
 
 def _finished(ok: bool, reason: str, out: Path, started: float) -> AttemptResult:
@@ -55,19 +59,46 @@ class ReviewJob:
     llm: LLM
     index: int
     persona: str
-    request: str
+    title: str
+    parts: list[str]  # the paper's text: one part, or several when the model cannot read it at once
     images: list[bytes]
     reflection_rounds: int
     out: Path
     idea: str | None = None
 
+    def notes(self, system: Message) -> list[list[str]]:
+        """The reviewer's notes on each part but the last, one call per part."""
+        out: list[list[str]] = []
+        for i, text in enumerate(self.parts[:-1], start=1):
+            notes = self.llm.complete(
+                [system, Message.user(guidelines.part_request(self.title, i, len(self.parts), text))],
+                role="review",
+                output_type=PartNotes,
+                node_id=self.node_id,
+                idea=self.idea,
+                attempt=self.index,
+                context={"review": "part", "part": i},
+            )
+            out.append(list(notes.notes))
+        return out
+
     def run(self, gpu_ids: Sequence[int]) -> AttemptResult:
         started = time.time()
         record = ReviewRecord(index=self.index, persona=self.persona, status="failed", started_at=started)
-        turns = [
-            Message.system(guidelines.reviewer_system(self.persona)),
-            Message.user(self.request, self.images),
-        ]
+        system = Message.system(guidelines.reviewer_system(self.persona))
+        n_images = len(self.images)
+        try:
+            request = (
+                guidelines.review_request(self.title, self.parts[0], n_images)
+                if len(self.parts) == 1
+                else guidelines.last_part_request(
+                    self.title, len(self.parts), self.notes(system), self.parts[-1], n_images
+                )
+            )
+        except LLMError as exc:
+            record.error = f"notes on the paper's parts failed: {exc}"
+            return self._write(record, started)
+        turns = [system, Message.user(request, self.images)]
 
         def ask(round_: int = 0) -> ReviewForm:
             # `attempt` = reviewer index: identical prompts are distinct samples, and a re-run is a cache hit.
@@ -98,6 +129,9 @@ class ReviewJob:
                 else f"reflection round {record.reflections + 1} (earlier review kept)"
             )
             record.error = f"{where} failed: {exc}"
+        return self._write(record, started)
+
+    def _write(self, record: ReviewRecord, started: float) -> AttemptResult:
         record.finished_at = time.time()
         self.out.parent.mkdir(parents=True, exist_ok=True)
         self.out.write_text(record.model_dump_json(indent=2))
@@ -177,7 +211,11 @@ class _Session:
                 + f"\n[... cut: {len(text) - cfg.max_paper_chars} more characters]"
             )
         images = paper.page_images(min(cfg.page_images, len(paper.pages)))
-        request = guidelines.review_request(paper.title, text, len(images))
+        parts = split_paper(text, self.llm.budget("review"), cfg, paper.title, len(images))
+        if len(parts) > 1:
+            progress.info(
+                "%s: the paper is read in %d parts (the review model's context)", paper.name, len(parts)
+            )
         for k in range(cfg.reviews):
             self._submit(
                 state,
@@ -187,7 +225,8 @@ class _Session:
                     llm=self.llm,
                     index=k,
                     persona=cfg.persona(k),
-                    request=request,
+                    title=paper.title,
+                    parts=parts,
                     images=images,
                     reflection_rounds=cfg.reflection_rounds,
                     out=paper.out_dir / REVIEWS_DIR / f"review-{k + 1}.json",
@@ -323,6 +362,53 @@ class _Session:
         job.out.parent.mkdir(parents=True, exist_ok=True)
         job.out.write_text(record.model_dump_json())
         self._done(state, job, result)
+
+
+def split_paper(text: str, budget: PromptBudget, cfg: ReviewConfig, title: str, images: int) -> list[str]:
+    """The paper's text in as few parts as the review role's prompt budget allows, split at
+    paragraphs. Room is kept for the longest persona's system message, the attached page images,
+    each reflection round's earlier form, and, in the last part's request, the notes on the others."""
+    system = max(len(guidelines.reviewer_system(cfg.persona(k))) for k in range(max(1, cfg.reviews)))
+    reflections = cfg.reflection_rounds * int(budget.max_tokens * budget.chars_per_token + 600)
+    fixed = (
+        system
+        + len(title)
+        + 600
+        + int((images * IMAGE_TOKENS + PART_SLACK) * budget.chars_per_token)
+        + reflections
+    )
+    room = budget.chars - fixed
+    notes_chars = len(PartNotes.model_json_schema()) + 6 * 250
+    if len(text) <= room:
+        return [text]
+    parts = 2
+    while True:
+        size = room - (parts - 1) * notes_chars
+        if size < MIN_PART_CHARS:
+            raise PromptTooLarge(
+                f"role 'review': the {budget.context_tokens}-token context less max_tokens "
+                f"{budget.max_tokens} leaves no room to read a {len(text)}-character paper in parts: map "
+                "llm.roles.review to a model with a larger context, lower its max_tokens or "
+                "review.reflection_rounds, or lower review.max_paper_chars"
+            )
+        if size * parts < len(text):
+            parts += 1
+            continue
+        chunks = _paragraph_chunks(text, size)  # paragraph ends may make more, shorter parts
+        if len(chunks) <= parts:
+            return chunks
+        parts = len(chunks)
+
+
+def _paragraph_chunks(text: str, size: int) -> list[str]:
+    chunks: list[str] = []
+    rest = text
+    while len(rest) > size:
+        at = rest.rfind("\n\n", size // 2, size)
+        at = at if at > 0 else size
+        chunks.append(rest[:at])
+        rest = rest[at:].lstrip("\n")
+    return [*chunks, rest] if rest else chunks
 
 
 def _key(paper: Paper) -> str:

@@ -6,11 +6,15 @@ field is for in the reviewer's terms.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 Decision = Literal["accept", "reject"]
+# Bounded strings and lists: a small model's grammar-constrained answer must close every string
+# within max_tokens; a bound it cannot exceed keeps the whole form inside the answer.
+Point = Annotated[str, Field(max_length=240)]
+SUMMARY_CHARS = 800
 SCORES: tuple[str, ...] = ("soundness", "presentation", "contribution", "overall", "confidence")
 
 
@@ -20,15 +24,23 @@ class ReviewForm(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     summary: str = Field(
-        min_length=1, description="what the paper claims and how it supports the claims, in your words"
+        min_length=1,
+        max_length=SUMMARY_CHARS,
+        description="what the paper claims and how it supports the claims, in your words",
     )
-    strengths: list[str] = Field(description="specific strengths, each one point")
-    weaknesses: list[str] = Field(description="specific weaknesses, each one point, most serious first")
-    questions: list[str] = Field(description="questions whose answers could change your assessment")
-    limitations: list[str] = Field(
-        description="limitations the paper does not acknowledge, or acknowledges too weakly"
+    strengths: list[Point] = Field(max_length=5, description="specific strengths, each one point")
+    weaknesses: list[Point] = Field(
+        max_length=5, description="specific weaknesses, each one point, most serious first"
     )
-    ethical_concerns: list[str] = Field(description="ethical concerns; an empty list when there are none")
+    questions: list[Point] = Field(
+        max_length=5, description="questions whose answers could change your assessment"
+    )
+    limitations: list[Point] = Field(
+        max_length=5, description="limitations the paper does not acknowledge, or acknowledges too weakly"
+    )
+    ethical_concerns: list[Point] = Field(
+        max_length=5, description="ethical concerns; an empty list when there are none"
+    )
     soundness: int = Field(ge=1, le=4, description="1 poor, 2 fair, 3 good, 4 excellent")
     presentation: int = Field(ge=1, le=4, description="1 poor, 2 fair, 3 good, 4 excellent")
     contribution: int = Field(ge=1, le=4, description="1 poor, 2 fair, 3 good, 4 excellent")
@@ -39,16 +51,30 @@ class ReviewForm(BaseModel):
     decision: Decision
 
 
+class PartNotes(BaseModel):
+    """A reviewer's notes on one part of a paper too long for the model to read at once."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    notes: list[Point] = Field(
+        max_length=6, description="what this part claims, shows and lacks, each note one point"
+    )
+
+
 class MetaReviewForm(BaseModel):
     """The area chair's meta-review, written from the reviews of one paper."""
 
     model_config = ConfigDict(extra="forbid")
 
-    summary: str = Field(min_length=1, description="the paper and the reviewers' assessment, in a paragraph")
-    strengths: list[str] = Field(description="strengths the reviewers agree on")
-    weaknesses: list[str] = Field(description="weaknesses that weigh on the decision")
-    disagreements: list[str] = Field(
-        description="where reviewers disagree, and which side you find convincing"
+    summary: str = Field(
+        min_length=1,
+        max_length=SUMMARY_CHARS,
+        description="the paper and the reviewers' assessment, in a paragraph",
+    )
+    strengths: list[Point] = Field(max_length=5, description="strengths the reviewers agree on")
+    weaknesses: list[Point] = Field(max_length=5, description="weaknesses that weigh on the decision")
+    disagreements: list[Point] = Field(
+        max_length=5, description="where reviewers disagree, and which side you find convincing"
     )
     soundness: int = Field(ge=1, le=4)
     presentation: int = Field(ge=1, le=4)

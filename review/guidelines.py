@@ -79,6 +79,31 @@ def review_request(title: str, text: str, page_images: int) -> str:
     )
 
 
+def part_request(title: str, index: int, parts: int, text: str) -> str:
+    """One part of a paper too long for the reviewer's model to read at once: notes, not a review."""
+    return (
+        f"The paper is too long to read at once; you read it in {parts} parts. This is part {index} of "
+        f"{parts}. Write short notes on it for your review: what it claims, what it shows, what it "
+        f"lacks.\n\nTitle: {title}\n\n<paper part {index}>\n{text}\n</paper part {index}>"
+    )
+
+
+def last_part_request(
+    title: str, parts: int, notes: Sequence[Sequence[str]], text: str, page_images: int
+) -> str:
+    """The review request for the last part of a paper read in parts, with the notes on the others."""
+    seen = f" The first {page_images} page(s) are attached as images." if page_images else ""
+    earlier = "\n".join(
+        f"Part {i + 1}:\n" + ("\n".join(f"- {n}" for n in part) or "- (no notes)")
+        for i, part in enumerate(notes)
+    )
+    return (
+        f"You read the paper in {parts} parts. Your notes on parts 1 to {parts - 1}:\n{earlier}\n\n"
+        f"Now read part {parts}, the last, and fill in the review form for the whole paper.{seen}\n\n"
+        f"Title: {title}\n\n<paper part {parts}>\n{text}\n</paper part {parts}>"
+    )
+
+
 def reflection_request(round_: int, rounds: int) -> str:
     return (
         f"Reflection round {round_} of {rounds}: read your review again against the paper. Correct "

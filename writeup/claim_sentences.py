@@ -9,7 +9,8 @@ import re
 
 from pydantic import BaseModel
 
-from engine.claimtext import check_text, plain
+from engine.claimnames import Resolver
+from engine.claimtext import IDEA_SECTION, check_text, plain
 from writeup.results import ResultsMacros
 
 # A sentence ends at . ! ? before a space or its \claim{id}, or at a blank line.
@@ -36,14 +37,20 @@ class Contradiction(BaseModel):
 def _body(tex: str) -> tuple[int, int]:
     start = tex.find("\\begin{abstract}")
     start = start if start >= 0 else max(tex.find("\\begin{document}"), 0)
-    ends = [i for i in (tex.find("\\label{silvabodyend}"), tex.find("\\end{document}")) if i >= 0]
-    return start, min(ends) if ends else len(tex)
+    end = tex.find("\\end{document}")
+    return start, end if end >= 0 else len(tex)
+
+
+def _prose(tex: str) -> str:
+    """`tex` with its floats and the idea's own section blanked (same length)."""
+    blanked = _FLOATS.sub(lambda m: " " * len(m.group(0)), tex)
+    return IDEA_SECTION.sub(lambda m: " " * len(m.group(0)), blanked)
 
 
 def sentence_spans(tex: str) -> list[tuple[int, int]]:
-    """(start, end) of each prose sentence of the abstract and body, a \\claim{id} included."""
+    """(start, end) of each prose sentence of the abstract, body and appendix, a \\claim{id} included."""
     lo, hi = _body(tex)
-    blanked = _FLOATS.sub(lambda m: " " * len(m.group(0)), tex[lo:hi])
+    blanked = _prose(tex)[lo:hi]
     out, start = [], 0
     for m in [*_BOUNDARY.finditer(blanked), None]:
         end = m.end() if m else len(blanked)
@@ -56,9 +63,12 @@ def sentence_spans(tex: str) -> list[tuple[int, int]]:
 
 def contradictions(tex: str, macros: ResultsMacros) -> list[Contradiction]:
     bodies = {name: m.latex for name, m in macros.macros.items()}
+    names = Resolver(macros.ledger)
+    names.define(plain(tex, bodies))  # the abbreviations the whole paper defines
     out = []
+    prose = _prose(tex)
     for start, end in sentence_spans(tex):
-        checks = [c for c in check_text(plain(tex[start:end], bodies), macros.ledger) if c.problems]
+        checks = [c for c in check_text(plain(prose[start:end], bodies), macros.ledger, names) if c.problems]
         if checks:
             out.append(
                 Contradiction(

@@ -38,7 +38,7 @@ class WriteupJob:
         import os
 
         from writeup.literature import LiteratureError, open_literature
-        from writeup.paper import write_paper
+        from writeup.paper import fallback_reason, write_paper
 
         started = time.time()
         literature = None
@@ -59,10 +59,15 @@ class WriteupJob:
         paper_dir = pdf.parent
         # A failure report (no stage had a best node) says so in its reason and keeps its summary.
         failure = (paper_dir / FAILURE_FILE).is_file()
+        fallback = fallback_reason(paper_dir)
         names = ["paper.pdf", "paper.tex", "references.bib", "results.tex", "numbers.json", "writeup.jsonl"]
         return AttemptResult(
             status="good",
-            reason=f"{'failure report' if failure else 'paper'} written: {pdf.relative_to(self.run_dir)}",
+            reason=(
+                f"offline report written, the LLM writer failed ({fallback}): {pdf.relative_to(self.run_dir)}"
+                if fallback is not None
+                else f"{'failure report' if failure else 'paper'} written: {pdf.relative_to(self.run_dir)}"
+            ),
             artifacts=[
                 str((paper_dir / n).relative_to(self.run_dir))
                 for n in names + ([FAILURE_FILE] if failure else [])

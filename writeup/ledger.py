@@ -137,6 +137,30 @@ def claim_id(stage: str, subject_index: int, reference_index: int, metric: str) 
     return f"{slug(stage)}-{letters[subject_index]}vs{letters[reference_index]}-{slug(metric)}"
 
 
+def readable_names(idea: IdeaResults) -> dict[str, str]:
+    """Each group's name from what it is: an ablation's name, "baseline" (a stage's first draft or
+    a baseline), "tuned baseline" (its tuned best), else the idea's method; a stage added where two
+    would share one."""
+    out: dict[str, str] = {}
+    for stage in idea.stages:
+        for label in stage.groups:
+            low = label.lower()
+            if _is_ablation(label):
+                name = _BEST_OF.sub("", label).split(":", 1)[-1].strip().replace("_", " ") + " ablation"
+            elif low.startswith("tuned") or ("baseline" in low and "tuned" in low):
+                name = "tuned baseline"
+            elif "baseline" in low or low.startswith("draft"):
+                name = "baseline"
+            else:  # a method's title, up to what it is for ("X for Y under Z": X)
+                name = re.split(r":| for | under | on | with ", idea.method or "method")[0].strip()
+            out.setdefault(label, name)
+    taken = list(out.values())
+    return {
+        label: name if taken.count(name) == 1 else f"{name} ({(_BEST_OF.search(label) or [0, label])[1]})"
+        for label, name in out.items()
+    }
+
+
 def build_ledger(idea: IdeaResults, test: str = "welch", alpha: float = ALPHA) -> Ledger:
     primary = idea.primary.name
     directions = {m.name: m.direction for m in idea.metrics}
@@ -167,6 +191,11 @@ def build_ledger(idea: IdeaResults, test: str = "welch", alpha: float = ALPHA) -
                 claim.same_runs_as = first if first != claim.id and len(runs) == 2 else None
                 ledger.claims.append(claim)
     _choose_headline(ledger, idea)
+    names = readable_names(idea)
+    for c in ledger.claims:
+        c.subject.name, c.reference.name = names[c.subject.label], names[c.reference.label]
+    if idea.heldout and idea.heldout.get("heldout_value") is not None:
+        ledger.heldout_metric = idea.heldout.get("metric")
     return ledger
 
 

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 PAPER_DIR = "paper"
 LOG_FILE = "writeup.jsonl"
+FALLBACK_STEP = "offline_fallback"  # the LLM writer failed before any version: the offline report stands in
 
 
 class WriteupLog:
@@ -241,6 +242,7 @@ def write_paper(
         except LLMError as e:  # budget spent, provider down: keep the best version, else write the report
             paper.log("llm_failed", error=str(e)[:500])
             if paper.best is None:
+                paper.log(FALLBACK_STEP, why=str(e)[:300])
                 paper.figures, _ = make_figures(paper.idea, paper.dir, paper.provider)
                 version = paper.try_version(
                     report(paper.run, paper.idea, paper.macros, paper.figures, cfg.template),
@@ -250,6 +252,20 @@ def write_paper(
             else:
                 version = paper.best
     return finish(paper, version, started)
+
+
+def fallback_reason(paper_dir: Path) -> str | None:
+    """Why the latest writeup in `paper_dir` published the offline report instead of the LLM
+    writer's paper; None when it did not fall back."""
+    log = paper_dir / LOG_FILE
+    why = None
+    for line in log.read_text().splitlines() if log.is_file() else []:
+        entry = json.loads(line)
+        if entry.get("step") == "start":
+            why = None
+        elif entry.get("step") == FALLBACK_STEP:
+            why = str(entry.get("why", ""))
+    return why
 
 
 def finish(paper: Paper, version: Version, started: float) -> Path:

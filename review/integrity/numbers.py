@@ -24,7 +24,8 @@ from review.integrity.report import CheckResult, Finding
 from review.integrity.source import RESULTS_FILE, macro_numbers, reading_text, results_macros
 from review.paper import REFERENCES_HEADING, Paper
 
-_NUMBER = re.compile(r"(?<![\w.])[-\u2212]?(\d+\.\d+)(?![\w.]|\.\d)")
+# A decimal at any position, a full stop after it too ("... reached 0.93.").
+_NUMBER = re.compile(r"(?<![\w.])[-\u2212]?(\d+\.\d+)(?![\w]|\.\d)")
 _ARXIV = re.compile(r"\d{4}\.\d{4,5}")
 _NOT_RESULT = re.compile(
     r"(?:§|\b(?:Section|Sec\.|Figure|Fig\.|Table|Tab\.|Eq\.|Equation|Appendix|Algorithm|Theorem"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from engine.claimtext import plain
+from engine.claimtext import IDEA_SECTION, plain
 from review.paper import Paper
 
 RESULTS_FILE = "results.tex"
@@ -44,7 +44,7 @@ def reading_text(paper: Paper) -> tuple[str, bool]:
     macros = results_macros(paper.out_dir)
     if macros and paper.source:
         body = paper.source
-        start, end = body.find("\\begin{document}"), body.find("\\label{silvabodyend}")
-        body = body[start if start >= 0 else 0 : end if end >= 0 else len(body)]
-        return plain(body, macros), True
+        start, end = body.find("\\begin{document}"), body.find("\\end{document}")
+        body = body[start if start >= 0 else 0 : end if end >= 0 else len(body)]  # the appendix too
+        return plain(IDEA_SECTION.sub("", body), macros), True
     return paper.text, False

@@ -8,10 +8,12 @@ from pathlib import Path
 from engine import events as ev
 from engine.executor import InProcessExecutor
 from engine.journal import Journal
-from engine.llm import summarize
+from engine.llm import LLM, summarize
+from engine.llm.prompt_budget import PromptBudget
 from engine.llm.providers.base import ProviderCall
 from engine.llm.providers.scripted import last_user_text
 from review import REVIEW_JSON, ReviewConfig, load_result, review_all, review_paper
+from review.ensemble import ReviewJob, split_paper
 from review.guidelines import GUIDELINES
 from tests.review.conftest import LLMFactory
 from tests.review.papers import scripted_reviewer
@@ -109,3 +111,28 @@ def test_forest_papers_are_reviewed_concurrently(run_dir: Path, make_llm: LLMFac
     # The area chair of the defective paper is shown the integrity findings.
     meta_prompts = [last_user_text(c.messages) for c in provider.calls if c.context.get("review") == "meta"]
     assert sum("duplicate_figures: 'figures/curve.png'" in p for p in meta_prompts) == 1
+
+
+def test_a_paper_longer_than_the_model_context_is_read_in_parts(tmp_path: Path, make_llm: LLMFactory) -> None:
+    def fn(call: ProviderCall) -> str:
+        if call.context.get("review") == "part":
+            return json.dumps({"notes": ["the part states a comparison on accuracy"]})
+        return scripted_reviewer(call)
+
+    gateway_llm, provider = make_llm(fn)
+    budget = PromptBudget(role="review", context_tokens=4096, max_tokens=400)  # a small model's window
+    llm = LLM(gateway_llm.transport, max_reasks=2, budgets={"review": budget})
+    text = "\n\n".join(f"Paragraph {i}: the method and the baseline on accuracy. " * 6 for i in range(40))
+    cfg = ReviewConfig(reviews=1, page_images=0)
+    parts = split_paper(text, budget, cfg, "A long paper", 0)
+    assert len(parts) > 1 and "".join(parts).replace("\n", "") == text.replace("\n", "")
+    job = ReviewJob("r-1", 1, llm, 0, "balanced", "A long paper", parts, [], 0, tmp_path / "review-1.json")
+    assert job.run([]).status == "good"
+
+    steps = [c.context.get("review") for c in provider.calls]
+    assert steps == ["part"] * (len(parts) - 1) + ["write"]
+    for call in provider.calls:  # every prompt fits the model's context with room for the answer
+        assert sum(len(m.text) for m in call.messages) / budget.chars_per_token <= budget.tokens
+    last = last_user_text(provider.calls[-1].messages)
+    assert f"You read the paper in {len(parts)} parts" in last and "the part states a comparison" in last
+    assert parts[-1] in last

@@ -1,0 +1,171 @@
+"""Resolving what a sentence names: the ledger's groups (their labels, readable names, the role
+words "our method" and "the baseline", and the abbreviations a paper defines, such as "random
+Fourier features (RFF)") and the run's metrics ("test accuracy" for test_accuracy, "held-out" to the
+metric's role). Matching is case-insensitive. See docs/review.md, "Integrity checks".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from engine.claims import Claim, Ledger
+
+_BEST_OF = re.compile(r"\s*\((?:best of|tuned:)[^()]*\)\s*$", re.IGNORECASE)
+# "long name (ABBR)": the abbreviation a paper defines for a phrase it just wrote.
+_DEFINED = re.compile(r"((?:[A-Za-z][\w'-]*\s+){0,6}[A-Za-z][\w'-]*)\s*\(([A-Za-z][A-Za-z0-9-]{0,11})\)")
+METHOD_WORDS = (
+    "the method",
+    "our method",
+    "our approach",
+    "the proposed method",
+    "the proposed approach",
+    "our model",
+)
+_HELD_OUT = r"(?:held[- ]out|test(?:[- ]set)?|unseen)"
+_UNITS = {"s", "ms", "sec", "secs", "seconds", "pct", "percent"}
+# Metric words a reader takes for a measured quantity; one that maps to no metric of the run is a finding.
+METRIC_WORDS = re.compile(
+    r"\b(accuracy|error rate|f1(?:[- ]score)?|auc|auroc|roc[- ]auc|precision|recall|perplexity|bleu|rouge|"
+    r"rmse|mse|mae|r2|r²|log[- ]likelihood|calibration error|ece|latency|throughput|runtime|"
+    r"(?:fit|training|inference) time|memory)\b",
+    re.IGNORECASE,
+)
+
+
+def _words(s: str) -> str:
+    """The key a name is matched by: lower case, underscores and hyphens as spaces."""
+    return " ".join(re.sub(r"[_\s-]+", " ", s).split()).lower()
+
+
+def short_label(label: str) -> str:
+    """A group label without its provenance: "method (best of tuning)" -> "method"."""
+    return _BEST_OF.sub("", label).strip()
+
+
+def metric_phrases(metric: str) -> list[str]:
+    """How a paper writes a metric: its name, with spaces for underscores, without a unit suffix."""
+    words = _words(metric).split()
+    out = {_words(metric), metric.lower()}
+    if len(words) > 1 and words[-1] in _UNITS:
+        out.add(" ".join(words[:-1]))
+    return sorted(out, key=len, reverse=True)
+
+
+def _pattern(phrases: list[str]) -> re.Pattern[str]:
+    keys = sorted({_words(p) for p in phrases}, key=len, reverse=True)
+    alts = [r"[\s_-]+".join(map(re.escape, k.split())) for k in keys]
+    return re.compile(r"(?<![\w])(?:" + "|".join(alts) + r")(?![\w])", re.IGNORECASE)
+
+
+@dataclass
+class Resolver:
+    """Group and metric names of one ledger, with the aliases one paper defines."""
+
+    ledger: Ledger
+    aliases: dict[str, str] = field(default_factory=dict)  # alias (lower case) -> group label
+
+    def __post_init__(self) -> None:
+        self.labels = sorted(
+            {g.label for c in self.ledger.claims for g in (c.subject, c.reference)}, key=len, reverse=True
+        )
+        # A name may denote several groups ("baseline": the first stage's and the tuned one).
+        self.names: dict[str, set[str]] = {}
+        for c in self.ledger.claims:
+            for g in (c.subject, c.reference):
+                for n in (g.label, short_label(g.label), g.name):
+                    if len(n) > 1:
+                        self.names.setdefault(_words(n), set()).add(g.label)
+        head = self.ledger.headline
+        if head is not None:
+            for w in METHOD_WORDS:
+                self.names.setdefault(w, set()).add(head.subject.label)
+            if "baseline" in (head.reference.name or head.reference.label).lower():
+                self.names.setdefault("baseline", set()).add(head.reference.label)
+        self._compile()
+
+    def _compile(self) -> None:
+        self.all_names = {**self.names, **{k: {v} for k, v in self.aliases.items()}}
+        self.group_re = _pattern(list(self.all_names))
+
+    def define(self, text: str) -> None:
+        """Record the abbreviations `text` defines for a group's name."""
+        for m in _DEFINED.finditer(text):
+            words, abbr = m.group(1).split(), m.group(2)
+            for k in range(len(words)):
+                labels = self.names.get(_words(" ".join(words[k:])))
+                if labels is not None and len(labels) == 1 and _words(abbr) not in self.names:
+                    self.aliases[_words(abbr)] = next(iter(labels))
+                    break
+        self._compile()
+
+    def groups(self, sentence: str) -> list[tuple[int, frozenset[str]]]:
+        """(position, labels it may denote) of each group the sentence names, in order."""
+        return [
+            (m.start(), frozenset(self.all_names[_words(m.group(0))]))
+            for m in self.group_re.finditer(sentence)
+        ]
+
+    def metrics(self, sentence: str) -> list[str]:
+        """The run's metrics the sentence names, "held-out X" resolved to X's test metric."""
+        found = []
+        for claim_metric in sorted({c.metric for c in self.ledger.claims}, key=len, reverse=True):
+            if _pattern(metric_phrases(claim_metric)).search(sentence):
+                found.append(claim_metric)
+        for m in re.finditer(_HELD_OUT + r"\s+([a-z][\w-]*(?:\s+[a-z][\w-]*)?)", sentence, re.IGNORECASE):
+            test = self.test_metric(m.group(1))
+            if test and test not in found:
+                found.append(test)
+        return found
+
+    def test_metric(self, base: str) -> str | None:
+        """The held-out test metric whose name holds `base` ("accuracy" -> test_accuracy)."""
+        for c in self.ledger.claims:
+            if c.role == "test" and _words(base).split()[0] in _words(c.metric).split():
+                return c.metric
+        return None
+
+    def unmeasured(self, sentence: str) -> list[str]:
+        """Metric words of the sentence that name no metric of the run."""
+        measured = " ".join(p for c in self.ledger.claims for p in metric_phrases(c.metric))
+        out = []
+        for m in METRIC_WORDS.finditer(sentence):
+            word = _words(m.group(1))
+            if not any(w in measured for w in (word, word.replace(" ", "_"), word.split()[0])):
+                out.append(m.group(1))
+        return out
+
+    def selection_as_held_out(self, sentence: str) -> str | None:
+        """The selection metric written as a held-out test result ("held-out accuracy", "accuracy
+        on the test set", "accuracy (held-out test)"), when the run has no such test metric."""
+        for c in self.ledger.claims:
+            if c.role != "selection":
+                continue
+            metric = _pattern(metric_phrases(c.metric)).pattern
+            before = re.compile(r"(?<!no )" + _HELD_OUT + r"\s+" + metric, re.IGNORECASE)
+            after = re.compile(
+                metric + r"\s*(?:\(\s*(?:held[- ]out|test)|(?:on|over) the (?:held[- ]out |unseen )?"
+                r"(?:test|held[- ]out)\b)",
+                re.IGNORECASE,
+            )
+            m = before.search(sentence)
+            if m and self.test_metric(c.metric) is None:
+                return c.metric
+            if after.search(sentence):
+                return c.metric
+        return None
+
+    def claims_of(self, mentions: list[frozenset[str]]) -> list[Claim]:
+        """Claims between the first two groups named (one group: every claim it is in)."""
+        first = list(dict.fromkeys(mentions))
+        if len(first) >= 2:
+            a, b = first[0], first[1]
+            return [
+                c
+                for c in self.ledger.claims
+                if (c.subject.label in a and c.reference.label in b)
+                or (c.subject.label in b and c.reference.label in a)
+            ]
+        if first:
+            return [c for c in self.ledger.claims if first[0] & {c.subject.label, c.reference.label}]
+        return []

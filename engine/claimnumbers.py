@@ -1,0 +1,113 @@
+"""Every number a sentence or table cell prints, at any position (before a full stop too):
+decimals, integers, percentages, points and x-fold ratios; and the figures of a claim or a group
+each may legitimately be. A literal matches a figure that rounds to it at the printed precision.
+See docs/review.md, "Integrity checks".
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from engine.claims import Claim, GroupSummary
+
+Unit = Literal["plain", "percent", "points", "fold"]
+# A number not glued to a word ("n0020", "F1", "CIFAR-10"), its sign, and what follows it.
+_NUMBER = re.compile(
+    r"(?<![\w.\-/^×])([-−]?)(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"
+    r"(?:\s*(%|×(?!\s*10))|\s*(percent|percentage points?|points?|pp|x|-?fold|times)(?![A-Za-z0-9])"
+    r"|(?![\w]|\.\d))",
+    re.IGNORECASE,
+)
+# A reference to a part of the paper or a threshold, not a result.
+_NOT_RESULT = re.compile(
+    r"(?:§|\b(?:Section|Sec\.|Figure|Fig\.|Table|Tab\.|Eq\.|Equation|Appendix|Algorithm|Stage|Step"
+    r"|Theorem|Lemma|version|v|node|seed|top|page))\s*\(?$|[<>≤≥]\s*$|\b(?:alpha|α)\s*=?\s*$",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Literal_:
+    text: str
+    value: float
+    decimals: int
+    unit: Unit
+    start: int
+
+
+def literals(text: str) -> list[Literal_]:
+    out = []
+    for m in _NUMBER.finditer(text):
+        if _NOT_RESULT.search(text[max(0, m.start() - 12) : m.start()]):
+            continue
+        digits = m.group(2).replace(",", "")
+        if re.fullmatch(r"(?:19|20)\d\d", digits):  # a year
+            continue
+        suffix = (m.group(3) or m.group(4) or "").lower()
+        unit: Unit = (
+            "percent"
+            if suffix in ("%", "percent")
+            else "points"
+            if suffix.startswith(("point", "pp", "percentage"))
+            else "fold"
+            if suffix and suffix[0] in "x×tf-"
+            else "plain"
+        )
+        sign = "-" if m.group(1) else ""
+        out.append(
+            Literal_(sign + digits, float(sign + digits), len(digits.partition(".")[2]), unit, m.start())
+        )
+    return out
+
+
+def rounds_to(value: float | None, lit: Literal_) -> bool:
+    if value is None or not math.isfinite(value):
+        return False
+    tol = 0.5 * 10.0**-lit.decimals + 1e-9
+    return abs(value - lit.value) <= tol or abs(abs(value) - abs(lit.value)) <= tol
+
+
+def group_values(g: GroupSummary) -> list[float]:
+    return [v for v in (g.mean, g.sd, float(g.n), g.budget_nodes) if v is not None]
+
+
+def claim_values(claim: Claim) -> list[float]:
+    values = [claim.subject.mean, claim.reference.mean, claim.diff, claim.alpha, 95.0]
+    values += [
+        v for v in (claim.subject.sd, claim.reference.sd, claim.statistic, claim.df, claim.effect) if v
+    ]
+    values += [float(claim.subject.n), float(claim.reference.n)]
+    values += [v for v in (claim.subject.budget_nodes, claim.reference.budget_nodes) if v is not None]
+    for pair in (claim.diff_ci, claim.effect_ci):
+        values += list(pair or ())
+    if claim.p is not None and claim.log10_p is not None and math.isfinite(claim.log10_p):
+        exponent = math.floor(claim.log10_p)
+        values += [claim.p, 10 ** (claim.log10_p - exponent)]
+    return values
+
+
+def changes(claim: Claim) -> dict[Unit, list[float]]:
+    """What a change between the two groups may be printed as: in percent (relative to either
+    group, or percentage points of a fraction), in points, or as a ratio."""
+    a, b, d = claim.subject.mean, claim.reference.mean, abs(claim.diff)
+    relative = [100 * d / abs(x) for x in (a, b) if x]
+    ratio = [x / y for x, y in ((a, b), (b, a)) if y]
+    return {"percent": relative + [100 * d], "points": [100 * d, d], "fold": ratio}
+
+
+def fits(lit: Literal_, claim: Claim) -> bool:
+    """The literal is one of the claim's figures (a percentage: a change or a figure in percent)."""
+    if lit.unit == "plain":
+        return any(rounds_to(v, lit) for v in claim_values(claim))
+    pool = changes(claim)[lit.unit]
+    if lit.unit == "percent":
+        pool = pool + [100 * v for v in claim_values(claim)] + [95.0, 100 * claim.alpha]
+    return any(rounds_to(v, lit) for v in pool)
+
+
+def fits_group(lit: Literal_, groups: list[GroupSummary]) -> bool:
+    scale = 100.0 if lit.unit == "percent" else 1.0
+    return any(rounds_to(scale * v, lit) for g in groups for v in group_values(g))

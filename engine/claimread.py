@@ -1,0 +1,130 @@
+"""Reading a sentence for what it compares, by the structure of comparisons rather than a list of
+phrases: comparatives ("-er than", "more/less X than", "superior to"), verbs of winning, losing,
+gaining or lagging in any inflection ("edges out", "trails", "lost to"), rankings (superlatives,
+"ranks first"), changes in %, points or x-fold, equivalence and denial ("no meaningful
+difference", "on par", "did not beat"), passives ("is outperformed by") and fronted references
+("Compared with X, Y ..."). The groups a sentence names are masked before it is read, so a label
+such as "best of tuning" is never taken for a ranking. See docs/review.md, "Integrity checks".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+Said = Literal["better", "worse", "higher", "lower", "no detectable difference", "not better", "not worse"]
+
+# Quality words: better or worse whatever the metric's direction. Magnitude words: higher or lower,
+# which the metric's direction turns into better or worse.
+_QUALITY_UP = (
+    r"better|outperform\w*|out-perform\w*|surpass\w*|beat(?:s|ing|en)?|exceed\w*|edg(?:e|es|ed|ing)"
+    r"(?: out)?|improv\w*|superior|ahead|wins?|winning|won|tops|topped|lead(?:s|ing)?(?! to)|led(?! to)|"
+    r"advantage|gain(?:s|ed|ing)?|stronger|strongest|outscor\w*|outpac\w*|dominat\w*|best|boost\w*|"
+    r"benefit\w*|faster|fastest|quicker|preferable|excel\w*|more (?:accurate|effective|robust|reliable|"
+    r"precise|efficient|stable|competitive)"
+)
+_QUALITY_DOWN = (
+    r"worse|worst|underperform\w*|under-perform\w*|inferior|trail\w*|lag(?:s|ged|ging)?|behind|"
+    r"fall(?:s|ing)? short|fell short|los(?:e|es|t|ing)(?! \d)|weaker|weakest|hurt\w*|degrad\w*|deficit|"
+    r"disadvantage|penalt\w*|slower|slowest|less (?:accurate|effective|robust|reliable|precise|efficient|"
+    r"stable|competitive)"
+)
+_MAGNITUDE_UP = r"higher|highest|greater|greatest|larger|largest|bigger"
+_MAGNITUDE_DOWN = r"lower|lowest|smaller|smallest|fewer"
+# Verbs of change compare only where a quantity is named ("reduces the error", "drops by 3 points").
+_CHANGE_UP = r"increas\w*|rais(?:e|es|ed|ing)|rose|rises?"
+_CHANGE_DOWN = r"decreas\w*|reduc\w*|drop(?:s|ped|ping)?|declin\w*|shrank|shrinks?|cut(?:s|ting)?"
+_CHANGE_OBJECT = re.compile(r"\s+(?:by|of|in|to|from|the|its|their|our|G)\b", re.I)
+_EQUAL = (
+    r"no (?:\w+ ){0,3}differences?|(?:did|does|do) not (?:\w+ )?differ\w*|indistinguishable|on par|"
+    r"comparabl[ey]|similar|equivalent(?:ly)?|(?:the same|equal) (?:\w+ )?(?:performance|accuracy|scores?|"
+    r"levels?|results?|means?)|tied?|parity|within (?:the )?noise|"
+    r"statistically (?:equal|tied)|(?:roughly|nearly|essentially|about|approximately) equal|"
+    r"no (?:\w+ ){0,2}(?:gain|advantage|improvement|benefit|edge)s?|no better|no worse|"
+    r"not (?:statistically )?significantly (?:\w+ )?(?:differ\w*|better|worse|higher|lower)|"
+    r"neither .{0,40}? nor"
+)
+_CUE = re.compile(
+    rf"(?P<eq>\b(?:{_EQUAL})\b)|(?P<up>\b(?:{_QUALITY_UP})\b)|(?P<down>\b(?:{_QUALITY_DOWN})\b)|"
+    rf"(?P<hi>\b(?:{_MAGNITUDE_UP})\b)|(?P<lo>\b(?:{_MAGNITUDE_DOWN})\b)|(?P<more>\bmore\b)|(?P<less>\bless\b)|"
+    rf"(?P<chi>\b(?:{_CHANGE_UP})\b)|(?P<clo>\b(?:{_CHANGE_DOWN})\b)",
+    re.IGNORECASE,
+)
+_THAN = re.compile(
+    r"\b(?:\w{2,}er|more \w+|less \w+)\s+than\b|\b(?:superior|inferior|preferable)\s+to\b", re.I
+)
+_RELATION = re.compile(r"\b(?:than|over|against|versus|vs\.?|compared (?:with|to)|relative to)\s", re.I)
+_RANK = re.compile(r"\b(?:rank(?:s|ed)? (?:first|top|highest)|first place|came first|top-ranked)\b", re.I)
+_NEGATION = re.compile(
+    r"\b(?:not|never|no|neither|nor|cannot|without|fail(?:s|ed)? to)\b(?:\s+\w+){0,2}\s*$"
+    r"|n't\s*(?:\w+\s*)?$",
+    re.I,
+)
+_SIGNIFICANT = re.compile(r"\b(?:statistically )?significant(?:ly)?\b|\bp\s*[<≤]\s*0?\.0\d", re.I)
+_NOT_SIGNIFICANT = re.compile(
+    r"\b(?:not|no|non-?|in)\s*(?:statistically\s+)?significan\w*|did not reach significance|"
+    r"\bn\.s\.|\bp\s*[=>≥]\s*0?\.(?:[1-9]|0[5-9])|within (?:the )?noise|\bnumerically\b|\bnominally\b|"
+    r"not (?:reliably|statistically)",
+    re.I,
+)
+# "best of 12 nodes", "the stage's best node": how a group was chosen, not a ranking of groups.
+_PROVENANCE = re.compile(r"\bbest (?:of\b|node)", re.I)
+_FRONTED = re.compile(r"^\W*(?:compared (?:with|to)|relative to|against|versus|unlike|over)\b", re.I)
+
+
+@dataclass(frozen=True)
+class Reading:
+    said: Said | None  # of the first-named group, before any reversal of the order
+    comparison: bool  # the sentence relates two groups or values, whatever its words
+    significant: bool  # it asserts a significant difference
+    hedged: bool  # it says the difference is not significant (a direction is then only the means')
+    fronted: bool  # "Compared with X, Y ...": the first-named group is the reference
+
+
+def read(masked: str, measured: bool = True) -> Reading:
+    """What `masked` (the sentence with each group it names replaced by "G") says; `measured`:
+    it names a metric or prints a number, so a verb of change compares."""
+    masked = _PROVENANCE.sub(" ", masked)
+    hedged = bool(_NOT_SIGNIFICANT.search(masked))
+    significant = bool(_SIGNIFICANT.search(_NOT_SIGNIFICANT.sub(" ", masked)))
+    said: Said | None = None
+    for m in _CUE.finditer(masked):
+        kind = m.lastgroup or ""
+        if kind in ("more", "less") and not re.match(r"\s+\w+\s+than\b", masked[m.end() :]):
+            continue
+        if kind in ("chi", "clo") and not (measured and _CHANGE_OBJECT.match(masked, m.end())):
+            continue
+        negated = bool(_NEGATION.search(masked[max(0, m.start() - 30) : m.start()]))
+        said = _said(kind, negated, _passive(masked, m.end()))
+        if said is not None:
+            break
+    if said is None and _RANK.search(masked):
+        said = "better"
+    comparison = (
+        said is not None
+        or bool(_THAN.search(masked))
+        or masked.count("G") >= 2
+        and bool(_RELATION.search(masked))
+    )
+    return Reading(said, comparison, significant, hedged, bool(_FRONTED.search(masked)))
+
+
+def _passive(masked: str, end: int) -> bool:
+    """ "outperformed by G": the group after "by" is the one that wins."""
+    return bool(re.match(r"\s+by\s+(?:the\s+)?G\b", masked[end:]))
+
+
+def _said(kind: str, negated: bool, passive: bool) -> Said | None:
+    if kind == "eq":
+        return "no detectable difference"
+    up = kind in ("up", "hi", "more", "chi")
+    if passive:
+        up = not up
+    if kind in ("up", "down"):
+        if negated:
+            return "not better" if up else "not worse"
+        return "better" if up else "worse"
+    if negated:
+        return None  # "not higher" says too little to check
+    return "higher" if up else "lower"
