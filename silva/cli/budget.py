@@ -8,11 +8,15 @@ runs under it. Bad values change nothing and exit 2.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 
 from engine.events import BudgetChanged
+
+if TYPE_CHECKING:
+    from engine.journal import Journal
 
 OPTIONS = {
     "gpu_hours": "--gpu-hours",
@@ -20,6 +24,19 @@ OPTIONS = {
     "dollars": "--dollars",
     "wall_clock_s": "--wall-clock-s",
 }
+
+
+def _used(run_dir: Path, journal: Journal) -> dict[str, float]:
+    """What the run has used of each budget so far."""
+    from engine.llm.ledger import LEDGER_FILE, read_records
+
+    spend = journal.totals.spend
+    return {
+        "gpu_hours": spend.total.gpu_hours,
+        "cpu_hours": spend.total.cpu_hours,
+        "dollars": sum(r.dollars for r in read_records(run_dir / LEDGER_FILE)),
+        "wall_clock_s": journal.elapsed_s(),
+    }
 
 
 def budget(
@@ -39,7 +56,6 @@ def budget(
     )
     from engine.errors import ConfigError
     from engine.journal import Journal
-    from engine.llm.ledger import LEDGER_FILE, read_records
     from engine.writerlock import RunLocked
     from silva import lifecycle
 
@@ -52,14 +68,7 @@ def budget(
         raise ConfigError(
             f"{run_dir}: the run has finished ({journal.finished.reason}); a budget has nothing to continue"
         )
-    spend = journal.totals.spend
-    used = {
-        "gpu_hours": spend.total.gpu_hours,
-        "cpu_hours": spend.total.cpu_hours,
-        "dollars": sum(r.dollars for r in read_records(run_dir / LEDGER_FILE)),
-        "wall_clock_s": journal.elapsed_s(),
-    }
-    check_change(changes, used)
+    check_change(changes, _used(run_dir, journal))
     console = Console()
     try:
         writer = Journal.open(run_dir)  # no driver holds the run: journal the change ourselves
