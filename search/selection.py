@@ -64,15 +64,8 @@ class SelectionJob:
             finished_at=time.time(),
         )
 
-    def choose(self) -> Selection:
-        spec, top = self.spec, self.ranked[0]
-        value = top.metric(spec.name)
-        tied = [
-            n
-            for n in self.ranked
-            if value is not None and abs((n.metric(spec.name) or 0.0) - value) <= self.tolerance
-        ]
-        candidates = self.ranked[: max(len(tied), SANITY_WIDTH)]
+    def _ask(self, candidates: list[Node]) -> BestChoice:
+        """The LLM's choice among the candidates; an id outside them does not validate."""
         ids = [n.id for n in candidates]
 
         class Choice(BestChoice):
@@ -84,26 +77,41 @@ class SelectionJob:
                     raise ValueError(f"node_id must be one of {ids}")
                 return self
 
+        return self.llm.complete(
+            selection_prompt(idea=self.idea, stage=self.stage, metric=self.spec, candidates=candidates),
+            role=self.role,
+            output_type=Choice,
+            node_id=self.node_id,
+            stage=self.stage,
+            idea=self.idea.name,
+            attempt=self.attempt,
+            blocking=True,  # the stage's decision, and every slot, may wait for it
+            context={
+                "select": "best",
+                "stage": self.stage,
+                "idea": self.idea.name,
+                "candidates": ",".join(ids),
+            },
+        )
+
+    def choose(self) -> Selection:
+        spec, top = self.spec, self.ranked[0]
+        value = top.metric(spec.name)
+        tied = [
+            n
+            for n in self.ranked
+            if value is not None and abs((n.metric(spec.name) or 0.0) - value) <= self.tolerance
+        ]
+        candidates = self.ranked[: max(len(tied), SANITY_WIDTH)]
         base = Selection(
-            node_id=top.id, by="metric", metric_best=top.id, candidates=ids, tied=[n.id for n in tied]
+            node_id=top.id,
+            by="metric",
+            metric_best=top.id,
+            candidates=[n.id for n in candidates],
+            tied=[n.id for n in tied],
         )
         try:
-            answer = self.llm.complete(
-                selection_prompt(idea=self.idea, stage=self.stage, metric=spec, candidates=candidates),
-                role=self.role,
-                output_type=Choice,
-                node_id=self.node_id,
-                stage=self.stage,
-                idea=self.idea.name,
-                attempt=self.attempt,
-                blocking=True,  # the stage's decision, and every slot, may wait for it
-                context={
-                    "select": "best",
-                    "stage": self.stage,
-                    "idea": self.idea.name,
-                    "candidates": ",".join(n.id for n in candidates),
-                },
-            )
+            answer = self._ask(candidates)
         except BudgetExceeded:
             raise
         except LLMError as e:
