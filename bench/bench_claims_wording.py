@@ -13,7 +13,8 @@ body, right after a section heading, or in the appendix (also by hash).
 Papers: the label-noise agentic example, the digits template example and the asymmetric
 label-noise idea (agentic), each written by the offline writer and by the scripted LLM writer of
 tests/writeup (Welch test). Reported per half and per kind: planted errors found, honest
-paraphrases flagged, and the findings on the unmodified papers. Targets on the held-out half:
+paraphrases flagged (a variant counts only findings its unmodified paper does not have), and the
+findings on the unmodified papers. Targets on the held-out half:
 >= 95% found, <= 2% honest flagged, 0 findings on Silva's own papers.
 Writes bench/results/claims_wording.json.
 
@@ -32,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import NamedTuple
 
@@ -124,7 +125,8 @@ _COMPARES = ("winner", "Winner", "loser", "Loser", "w", "l", "pct", "pts", "fold
 def needs_of(kind: str, spec: KindSpec, phrasing: Phrasing) -> set[str]:
     """The kind's needs, the phrasing's own, and those its wording implies: accuracy words need an
     accuracy metric, 'higher'/'lower' a maximized one, points and percentages a metric in [0, 1],
-    and a winner or a relative gain a significant claim unless the phrasing is about a claim without one."""
+    and a winner or a relative gain two means that differ, and a significant claim unless the
+    phrasing is about a claim without a detectable difference."""
     needs = set(spec.needs) | set(phrasing.needs)
     text, slots = phrasing.text, set(SLOT.findall(phrasing.text))
     if re.search(r"(?i)accura", text):
@@ -141,8 +143,10 @@ def needs_of(kind: str, spec: KindSpec, phrasing: Phrasing) -> set[str]:
         needs.add("nonzero")
     if slots & {"p", "pexpr"}:
         needs.add("tested")
-    if slots & set(_COMPARES) and not needs & {"no_difference", "significant", "better", "worse"}:
-        needs.add("significant")
+    if slots & set(_COMPARES):
+        needs.add("distinct")  # two equal means have no leader
+        if not needs & {"no_difference", "significant", "better", "worse"}:
+            needs.add("significant")
     return needs
 
 
@@ -207,7 +211,8 @@ def eligible(claim: Claim, needs: set[str]) -> bool:
 
 
 def readable_metric(name: str) -> str:
-    text = re.sub(r"(?i)(?<![a-z])(val|valid)(?![a-z])", "validation", name.replace("_", " "))
+    text = re.sub(r"_s$", " (s)", name).replace("_", " ")
+    text = re.sub(r"(?i)(?<![a-z])(val|valid)(?![a-z])", "validation", text)
     return latex_escape(text)
 
 
@@ -429,8 +434,9 @@ def own_papers(runs: list[Path]) -> list[Paper]:
     return papers
 
 
-def review(paper: Paper, variant: Variant) -> list[str]:
-    """The integrity check's findings on `paper` with `variant` inserted (in a copy)."""
+def review(paper: Paper, variant: Variant, before: list[str]) -> list[str]:
+    """The integrity check's new findings on `paper` with `variant` inserted (in a copy): those
+    it did not already report on the unmodified paper (`before`), which are scored apart."""
     from bench_claims import findings
 
     target = paper.dir.parent / "variant"
@@ -443,7 +449,7 @@ def review(paper: Paper, variant: Variant) -> list[str]:
         (target / "references.bib").write_text(bib)
     (target / "paper.tex").write_text(tex)
     try:
-        return findings(target)
+        return list((Counter(findings(target)) - Counter(before)).elements())
     finally:
         shutil.rmtree(target)
 
@@ -510,7 +516,7 @@ def bench(runs: list[Path], halves: tuple[str, ...] = HALVES) -> dict[str, objec
         made, unfilled[name] = variants(load_half(name), papers)
         for v in made:
             placements[v.placement] += 1
-            results.append((v, review(by_key[v.paper], v)))
+            results.append((v, review(by_key[v.paper], v, own[v.paper])))
     reviewed = time.monotonic()
     return {
         "papers": sorted(own),
