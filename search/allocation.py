@@ -284,6 +284,14 @@ class Allocation:
                 ),
             )
 
+    def add(self, info: IdeaInfo) -> None:
+        """A rolling forest admitted a new idea (search/rolling.py): it competes from now on."""
+        self.ideas.append(info)
+        self.by_name[info.name] = info
+        self.index[info.name] = len(self.index)
+        self.arms[info.name] = _Arm()
+        self.open.add(info.name)
+
     # -- journal ----------------------------------------------------------------------------
     def _record(self, **data: Any) -> None:
         event = AllocationDecided(**data)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from engine.budgets import ComputeMeter
 from engine.dispatch import Finish
@@ -32,6 +32,9 @@ from search.selection import LLMChooser
 from search.stages import StageManager
 from search.template.seed import TemplateSeed
 from search.template.spec import Template
+
+if TYPE_CHECKING:
+    from search.rolling import IdeaSupply
 
 
 class TreeSettings:
@@ -303,9 +306,11 @@ def build_forest(
     meter: ComputeMeter | None = None,
     more_phases: Callable[[str], list[Phase]] | None = None,
     template: Template | None = None,
+    supply: IdeaSupply | None = None,
 ) -> Forest:
     """`more_phases(idea)`: phases after the held-out choice (writeup, review), built in silva/.
-    `template`: every idea grows from the template's code (search/template/seed.py)."""
+    `template`: every idea grows from the template's code (search/template/seed.py).
+    `supply`: an idea source (`ideation:`) that grows the forest as it runs (search/rolling.py)."""
     sources = cfg.idea_sources()
     seed = TemplateSeed.from_template(template) if template is not None else None
     ideas = [seed.adapt(i) if seed else i for i in load_ideas(sources)]
@@ -316,4 +321,14 @@ def build_forest(
         IdeaTree(cfg, journal, idea, src, llm, spent, policy, more_phases, seed)
         for idea, src in zip(ideas, sources)
     ]
-    return Forest(trees, cfg.executor.max_in_flight or 1, policy)  # or: the dispatcher tells it the cluster's
+    slots = cfg.executor.max_in_flight or 1  # or: the dispatcher tells it the cluster's
+    if supply is None:
+        return Forest(trees, slots, policy)
+    from search.rolling import RollingForest
+
+    def grow(idea: Idea, src: IdeaSource) -> GrowingTree:
+        return IdeaTree(
+            cfg, journal, seed.adapt(idea) if seed else idea, src, llm, spent, policy, more_phases, seed
+        )
+
+    return RollingForest(trees, ideas, slots, policy, supply, grow)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from engine.llm import LLM
     from engine.node import MetricSpec
     from search.phases import Phase
+    from search.rolling import IdeaSupply
 
 ENTRY_POINTS = "silva.search_modes"
 BUILTIN = ("search.template.mode", "search.agentic.mode", "search.discovery.mode")
@@ -46,6 +47,7 @@ class ModeConfig(SearchSettings, Protocol):
     ideas: list[IdeaSource]
     variants: list[TemplateVariant]
     allocation: AllocationConfig
+    ideation: Any  # a rolling forest's idea source section (silva/rolling.py), or None
 
     def section(self, key: str) -> Any:
         """The validated section `key` of a registered mode, or None when the config has none."""
@@ -61,6 +63,7 @@ class BuildContext:
     spent_by: Callable[[str], float]  # dollars paid so far by one idea
     meter: ComputeMeter | None
     phases: Callable[[str], list[Phase]]  # the phases after the search (writeup, review) of one idea
+    ideas: IdeaSupply | None = None  # an idea source that grows the forest as it runs (`ideation:`)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from sandbox.config import SandboxConfig
 from search.config import AllocationConfig, IdeaSource, SearchConfig, StageConfig, TemplateVariant
 from search.modes import Mode, mode_of, sections
 from search.plan import StagePlan
+from silva.rolling import IdeationSection
 from silva.tracking.config import TrackingConfig
 from writeup.config import WriteupConfig
 
@@ -49,6 +50,9 @@ class RunConfig(Strict):
         default_factory=list, description="a template forest: one idea per variant"
     )
     allocation: AllocationConfig = Field(default_factory=AllocationConfig)
+    ideation: IdeationSection | None = Field(
+        None, description="a rolling forest: new ideas as the slots need them (docs/search.md)"
+    )
     writeup: WriteupConfig | None = Field(
         None, description="write the paper as a phase after the search (docs/writeup.md)"
     )
@@ -208,6 +212,8 @@ def load_config(
     mode = cfg.search_mode
     if mode.section is not None and mode.resolve is not None:  # its paths, like `template`'s
         updates[mode.section] = mode.resolve(cfg.section(mode.section), base)
+    if cfg.ideation is not None:
+        updates["ideation"] = cfg.ideation.resolved(base)
     if cfg.ideas:
         updates["ideas"] = [i.model_copy(update={"path": (base / i.path).resolve()}) for i in cfg.ideas]
     if cfg.scripted_fn is not None and ".py:" in cfg.scripted_fn:

@@ -73,6 +73,7 @@ def build_strategy(
     here, are the phases after the search that it runs per idea."""
     from search.modes import BuildContext
     from silva.paper_phases import paper_phases
+    from silva.rolling import idea_supply
 
     mode = cfg.search_mode
     if mode.needs_llm and llm is None:
@@ -86,6 +87,7 @@ def build_strategy(
             spent_by=llm.ledger.spent_by if llm is not None else lambda idea: 0.0,
             meter=meter,
             phases=paper_phases(cfg, journal, client),
+            ideas=idea_supply(cfg.ideation, cfg.llm, cfg.template, client, journal),
         )
     )
 

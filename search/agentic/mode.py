@@ -15,7 +15,7 @@ from search.modes import BuildContext, Mode, ModeConfig
 
 
 def _selected(cfg: ModeConfig) -> bool:
-    return cfg.idea is not None or bool(cfg.ideas)
+    return cfg.idea is not None or bool(cfg.ideas) or cfg.ideation is not None
 
 
 def _check(cfg: ModeConfig) -> None:
@@ -29,7 +29,8 @@ def _check(cfg: ModeConfig) -> None:
 
 
 def _ideas(cfg: ModeConfig) -> list[Idea]:
-    """The run's ideas; with a template, each takes the template's code, metrics and settings."""
+    """The run's configured ideas; with a template, each takes the template's code, metrics and
+    settings. A rolling forest's ideas come later: its metrics are the `ideation:` section's."""
     ideas = load_ideas(cfg.idea_sources())
     if cfg.template is None:
         return ideas
@@ -41,6 +42,9 @@ def _ideas(cfg: ModeConfig) -> list[Idea]:
 
 
 def _metrics(cfg: ModeConfig) -> list[MetricSpec]:
+    if cfg.ideation is not None and not (cfg.idea or cfg.ideas):
+        metrics: list[MetricSpec] = cfg.ideation.metrics
+        return metrics
     return run_metrics(_ideas(cfg))
 
 
@@ -59,13 +63,14 @@ def _build(ctx: BuildContext) -> Strategy:
         ctx.meter,
         more_phases=ctx.phases,
         template=Template.load(cfg.template) if cfg.template is not None else None,
+        supply=ctx.ideas,
     )
 
 
 MODE = Mode(
     name="agentic",
     plan=PLAN,
-    source="`idea` or `ideas` (LLM search; with `template`, grown from the template's code)",
+    source="`idea`, `ideas` or `ideation` (LLM search; with `template`, grown from the template's code)",
     selected=_selected,
     build=_build,
     metrics=_metrics,
