@@ -209,30 +209,41 @@ class StageManager:
         if key not in j.stage_started:
             j.record(StageStarted(idea=self.idea, stage=stage, root=root.id if root else None))
         if key not in j.stage_best:
-            early = self.search.search_done(
-                j, stage, root
-            )  # first: it may discard proposals it no longer needs
-            view = self.view(stage)
-            budget_left = self.cfg.stages[stage].max_nodes - len(view.search)
-            if early is None and budget_left > 0:
-                return self.search.propose(j, stage, root, min(slots, budget_left)), True
-            out = list(view.unfinished.values())
-            judged_only = self._cannot_win(stage, out)
-            if out and not judged_only:
-                # Decide once every search node of the stage is in (or out only for a judgement
-                # that cannot make it the best); meanwhile free slots take speculative work
-                # from the stage's leader (docs/engine.md).
-                return self._speculate(stage, slots), True
-            searched = list(view.search)
-            why = early or f"node budget of {len(searched)} used"
-            if out:
-                why += (
-                    f" (not waiting for the judgement of {', '.join(n.id for n in out)}: "
-                    "the metric its run reported does not beat the best)"
-                )
-            selection = self._decide(stage, searched, why)
-            if selection is not None:  # an LLM's second opinion first: speculate while it thinks
-                return selection + self._speculate(stage, slots - len(selection)), True
+            searching = self._search(stage, root, slots)
+            if searching is not None:
+                return searching, True
+        return self._after_decision(stage, slots), False
+
+    def _search(self, stage: str, root: Node | None, slots: int) -> list[Node] | None:
+        """The stage's search work until its best node is decided; None once it is."""
+        j = self.journal
+        early = self.search.search_done(j, stage, root)  # first: it may discard proposals it no longer needs
+        view = self.view(stage)
+        budget_left = self.cfg.stages[stage].max_nodes - len(view.search)
+        if early is None and budget_left > 0:
+            return self.search.propose(j, stage, root, min(slots, budget_left))
+        out = list(view.unfinished.values())
+        judged_only = self._cannot_win(stage, out)
+        if out and not judged_only:
+            # Decide once every search node of the stage is in (or out only for a judgement
+            # that cannot make it the best); meanwhile free slots take speculative work
+            # from the stage's leader (docs/engine.md).
+            return self._speculate(stage, slots)
+        searched = list(view.search)
+        why = early or f"node budget of {len(searched)} used"
+        if out:
+            why += (
+                f" (not waiting for the judgement of {', '.join(n.id for n in out)}: "
+                "the metric its run reported does not beat the best)"
+            )
+        selection = self._decide(stage, searched, why)
+        if selection is not None:  # an LLM's second opinion first: speculate while it thinks
+            return selection + self._speculate(stage, slots - len(selection))
+        return None
+
+    def _after_decision(self, stage: str, slots: int) -> list[Node]:
+        """Replicates of the decided best, their aggregate, then the stage's end."""
+        j, key = self.journal, self._key(stage)
         decision = j.stage_best[key]
         nxt = self.plan.after(stage)
         if nxt is not None and self._key(nxt) not in j.stage_started:
@@ -240,20 +251,20 @@ class StageManager:
             self._discard_speculation(stage, j.nodes[decision.node_id] if decision.node_id else None)
         if decision.node_id is None:
             j.record(StageEnded(idea=self.idea, stage=stage, best_node_id=None, reason=decision.reason))
-            return [], False
+            return []
         best = j.nodes[decision.node_id]
         replicates = self._replicates(stage, best)
         if len(replicates) < self.cfg.replicates:
             need = min(slots, self.cfg.replicates - len(replicates))
-            return [self._replicate(best, stage, len(replicates) + 1 + i) for i in range(need)], False
+            return [self._replicate(best, stage, len(replicates) + 1 + i) for i in range(need)]
         earlier_open = any(self._key(s) not in j.stage_ended for s in self.plan.before(stage))
         if any(not n.is_finished for n in replicates) or earlier_open:
-            return [], False  # the aggregate compares with the previous stage's, so it waits for it
+            return []  # the aggregate compares with the previous stage's, so it waits for it
         aggregates = self.view(stage).kinds.get(AGGREGATION, [])
         if not aggregates:
-            return [self._aggregate(stage, best, replicates)], False
+            return [self._aggregate(stage, best, replicates)]
         if not aggregates[0].is_finished:
-            return [], False
+            return []
         j.record(
             StageEnded(
                 idea=self.idea,
@@ -263,7 +274,7 @@ class StageManager:
                 reason=decision.reason,
             )
         )
-        return [], False
+        return []
 
     def _contenders(self, stage: str, searched: list[Node]) -> list[Node]:
         """The nodes that can be the stage's best: its search nodes, and its root where the plan
