@@ -10,13 +10,15 @@ archive is the run's `ideas/` directory unless `archive:` names a shared one.
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 
 from engine.errors import ConfigError
-from engine.events import IdeaAdmitted, IdeaRejected
+from engine.events import IdeaAdmitted, IdeaPublished, IdeaRejected, IdeationEnded
 from engine.journal import Journal
 from engine.llm import EMBEDDING_ROLE, LLM, StructuredOutputError
 from engine.llm.config import LLMConfig
@@ -175,3 +177,43 @@ def idea_supply(
         decided = journal.log.read(IdeaAdmitted, IdeaRejected)
         supply.pending({e.idea for e in decided if isinstance(e, IdeaAdmitted | IdeaRejected)})
     return supply
+
+
+def ideation_counts(journal: Journal) -> dict[str, Any] | None:
+    """A rolling forest's ideas as `silva status` and the view show them (None: not one)."""
+    admitted: list[str] = []
+    rejected: Counter[str] = Counter()
+    published: set[str] = set()
+    ended: str | None = None
+    for e in journal.log.read(IdeaAdmitted, IdeaRejected, IdeaPublished, IdeationEnded):
+        if isinstance(e, IdeaAdmitted):
+            admitted.append(e.idea)
+        elif isinstance(e, IdeaRejected):
+            rejected[e.verdict] += 1
+        elif isinstance(e, IdeaPublished):
+            published.add(e.idea)
+        elif isinstance(e, IdeationEnded):
+            ended = e.reason
+    if not admitted and not rejected and ended is None:
+        return None
+    retired = [i for i in admitted if i in journal.idea_stopped and i not in published]
+    return {
+        "admitted": len(admitted),
+        "running": len(admitted) - len(retired) - len([i for i in admitted if i in published]),
+        "retired": len(retired),
+        "published": len(published),
+        "rejected": dict(rejected),
+        "ended": ended,
+    }
+
+
+def ideation_line(journal: Journal) -> str | None:
+    c = ideation_counts(journal)
+    if c is None:
+        return None
+    rejected = ", ".join(f"{v} {k}" for k, v in sorted(c["rejected"].items())) or "none"
+    return (
+        f"ideas (rolling forest): {c['admitted']} admitted: {c['running']} running or waiting, "
+        f"{c['retired']} retired, {c['published']} published; rejected: {rejected}; "
+        + (f"ideation ended: {c['ended']}" if c["ended"] else "ideation goes on")
+    )

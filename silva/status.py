@@ -22,6 +22,7 @@ from search.stages import SUPPORT_KINDS
 from silva.budget_lines import budget_text
 from silva.config import RunConfig
 from silva.cost import throughput, throughput_lines
+from silva.rolling import ideation_line
 
 MAX_STAGE_ROWS = 40
 
@@ -146,6 +147,8 @@ def llm_lines(
     lines = [render_summary(llm)] if llm else []
     if journal.finished is None and (queued := queue_line(run_dir)):
         lines.append(queued)
+    if (ideation := ideation_line(journal)) is not None:
+        lines.append(ideation)
     for idea, e in sorted(journal.idea_stopped.items()):
         lines.append(f"idea {idea} stopped: {e.reason}")
     for idea, h in sorted(journal.heldout.items()):

@@ -23,6 +23,7 @@ from engine.totals import ATTEMPT_ENDS
 from search.stages import SUPPORT_KINDS
 from silva.config import RunConfig
 from silva.cost import Span, Spend, attempt_spans, remaining_nodes, spend, throughput, throughput_lines
+from silva.rolling import ideation_line
 from silva.status import state_line
 from silva.view.adapter import facts, summary
 from silva.view.claims import IdeaClaims, idea_claims
@@ -192,6 +193,7 @@ def _run_facts(run_dir: Path, cfg: RunConfig, journal: Journal, metric: dict[str
         "idea_metrics": metric,
         "generated_at": time.time(),
         "plan": list(cfg.plan.names),
+        "ideation": ideation_line(journal),  # a rolling forest's ideas; None otherwise
     }
 
 

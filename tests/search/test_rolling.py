@@ -7,10 +7,12 @@ import json
 import os
 import signal
 from collections.abc import Sequence
+from io import StringIO
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from engine import events as ev
 from engine.executor import Job
@@ -23,6 +25,9 @@ from search.idea import Idea
 from search.rolling import Offer, RollingForest, RollingSettings
 from silva import lifecycle as run
 from silva.config import RunConfig, load_config
+from silva.rolling import ideation_line
+from silva.status import print_status
+from silva.view.data import _run_facts
 from tests.helpers import load_file, write_config
 from tests.ideation.fake_literature import fake_literature
 from tests.search.agentic_helpers import LLM, providers, responder
@@ -99,6 +104,16 @@ def test_a_rolling_forest_admits_novel_ideas_and_publishes_each_as_it_ends(tmp_p
     assert {e.idea for e in events(j, ev.IdeaPublished)} == set(admitted)
     assert all(any(n.idea == name for n in j) for name in admitted)
     assert (run_dir / "ideas" / "ideas.jsonl").is_file()
+    # `silva status` and the view say where the ideas stand.
+    line = ideation_line(j)
+    assert line is not None and line.startswith(
+        "ideas (rolling forest): 2 admitted: 0 running or waiting, 0 retired, 2 published; rejected: "
+    )
+    assert "rejected: 4 duplicate, 1 not_novel;" in line and "ideation ended: the last 3" in line
+    out = StringIO()
+    print_status(run_dir, cfg, j, Console(file=out, width=400))
+    assert line in out.getvalue()
+    assert _run_facts(run_dir, cfg, j, {})["ideation"] == line
 
 
 @pytest.mark.e2e

@@ -171,7 +171,8 @@
     document.title = "Silva · " + run.name;
     $("run-name").textContent = run.name;
     $("run-state").textContent = run.state + " · " + dur(run.elapsed_s) + " · " + run.mode + " mode" +
-      (run.metric ? " · primary metric " + run.metric.name + " (" + run.metric.direction + ")" : "");
+      (run.metric ? " · primary metric " + run.metric.name + " (" + run.metric.direction + ")" : "") +
+      (run.ideation ? " · " + run.ideation : "");
     $("run-counts").textContent = N.id.length + " nodes: " + data.statuses.map(function (s) {
       return (counts[s] || 0) + " " + s;
     }).join(", ");
