@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import json
 import math
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -37,18 +37,7 @@ ClaimStatus = Literal[
     "duplicate",
     "spurious",
 ]
-STATUSES: tuple[ClaimStatus, ...] = (
-    "proposed",
-    "accepted",
-    "rejected",
-    "supported",
-    "weakened",
-    "refuted",
-    "inconclusive",
-    "explained",
-    "duplicate",
-    "spurious",
-)
+STATUSES: tuple[ClaimStatus, ...] = get_args(ClaimStatus)
 GOOD: tuple[ClaimStatus, ...] = ("accepted", "supported")  # the statuses of a claim Silva stands behind
 # Tests that re-analyse an association adjusted for, or within strata of, other variables.
 ADJUSTED_TESTS = frozenset(
