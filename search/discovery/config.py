@@ -34,7 +34,8 @@ class DiscoveryConfig(Strict):
     group_column: str | None = Field(
         None,
         description="rows sharing this column's value (a subject, a site) stay in one part of the "
-        "split; exact duplicate rows always do",
+        "split and held-out tests one row of each; exact duplicate rows always stay together. "
+        "Default: a column that identifies units with several rows each, found with a warning",
     )
     heldout_fraction: float = Field(
         0.3, gt=0, lt=0.9, description="rows kept out of every prompt and search test"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,14 @@ MAX_PROMPT_COLUMNS = 60
 CODE_LEVELS = 6  # integer columns with at most this many levels are described as discrete codes
 DISCRETE_LEVELS = 20  # a column with at most this many distinct values is discrete for the split
 DUPLICATE_WARN_FRACTION = 0.05  # warn when this share of rows repeats another row exactly
+# A column named like an identifier ("subject_id", "patientID", "user"), or text values that look
+# like codes ("S017", "P-3"), names units rather than measuring them.
+_ID_NAME = re.compile(
+    r"(?i:(?:^|[_\W])(?:id|ids|uuid|guid|subject|participant|patient|person|user|customer|household)"
+    r"(?:$|[_\W]))|(?<=[a-z])(?:Id|ID|Ids|IDs)$"
+)
+_CODE = re.compile(r"^[A-Za-z]{0,6}[-_]?\d+$|^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?")
+UNIT_MIN_ROWS = 1.5  # rows per value from which an identifier marks repeated measures
 
 log = logging.getLogger(__name__)
 
@@ -50,9 +59,11 @@ def read_table(path: Path) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class Split:
-    """Where the two parts live in the run directory (host paths)."""
+    """Where the two parts live in the run directory (host paths), and the column whose rows are
+    one unit (given as `group_column`, or found by `unit_column`)."""
 
     root: Path
+    group_column: str | None = None
 
     def table(self, part: str) -> Path:
         return self.root / SPLIT_DIR / f"{part}.parquet"
@@ -75,25 +86,27 @@ def make_split(
 
     Groups never straddle the split (docs/discovery.md, "The split and the held-out rule"): rows
     sharing `group_column`, and exact duplicate rows, go to the same part."""
-    split = Split(run_dir)
-    if next(journal.log.read(DiscoverySplit), None) is not None:
-        return split
+    done = next(journal.log.read(DiscoverySplit), None)
+    if done is not None:
+        return Split(run_dir, done.group_column)
     df = read_table(data)
     for name, col in (("image_column", image_column), ("group_column", group_column)):
         if col is not None and col not in df.columns:
             raise ConfigError(
                 f"discovery.{name} = {col!r}: no such column in {data}; columns: {list(df.columns)}"
             )
+    found = unit_column(df) if group_column is None else None
+    group_column = group_column or found
     groups = split_groups(df, group_column)
     held = heldout_mask(groups, fraction, seed)
     dup = duplicate_rows(df)
-    # The confirmatory test counts observations, not copies: held-out keeps one row of each
-    # exact duplicate (none are dropped from an all-discrete table, where repeats are expected).
-    heldout = df[held].drop_duplicates() if dup else df[held]
-    parts = {HELDOUT: heldout, TRAIN: df[~held]}
-    warning = duplicates_warning(dup, len(df), group_column)
+    parts = {HELDOUT: heldout_part(df, held, groups, group_column is not None, dup, seed), TRAIN: df[~held]}
+    warning = " ".join(
+        w for w in (unit_warning(df, found), duplicates_warning(dup, len(df), group_column)) if w
+    )
     if warning:
         log.warning("%s: %s", data, warning)
+    split = Split(run_dir, group_column)
     (run_dir / SPLIT_DIR).mkdir(parents=True, exist_ok=True)
     for part, rows in parts.items():
         rows.reset_index(drop=True).to_parquet(split.table(part), index=False)
@@ -111,11 +124,59 @@ def make_split(
             group_column=group_column,
             groups=int(groups.max()) + 1,
             duplicate_rows=dup,
-            heldout_duplicates_dropped=int(held.sum()) - len(heldout),
+            heldout_duplicates_dropped=int(held.sum()) - len(parts[HELDOUT]),
             warning=warning,
         )
     )
     return split
+
+
+def heldout_part(
+    df: pd.DataFrame, held: np.ndarray, groups: np.ndarray, grouped: bool, dup: int, seed: int
+) -> pd.DataFrame:
+    """The held-out rows the confirmatory test counts: one seeded row per unit when rows are
+    grouped (units, not their repeated rows, are the observations), else one row of each exact
+    duplicate (none are dropped from an all-discrete table, where repeats are expected)."""
+    rows = df[held]
+    if grouped:
+        order = np.random.default_rng(seed).permutation(len(rows))
+        first = ~pd.Series(groups[held][order]).duplicated().to_numpy()
+        return rows.iloc[np.sort(order[first])]
+    return rows.drop_duplicates() if dup else rows
+
+
+def identifier_columns(df: pd.DataFrame) -> list[str]:
+    """Columns that name units rather than measure them: an identifier's name, or text values that
+    look like codes, with at least two values and no fractional numbers."""
+    out = []
+    for col in df.columns:
+        s = df[col].dropna()
+        if s.nunique() < 2 or pd.api.types.is_bool_dtype(s) or pd.api.types.is_float_dtype(s):
+            continue
+        text = not pd.api.types.is_numeric_dtype(s)
+        coded = text and s.astype(str).str.fullmatch(_CODE).mean() >= 0.9 and s.nunique() >= 20
+        if _ID_NAME.search(col) or coded:
+            out.append(col)
+    return out
+
+
+def unit_column(df: pd.DataFrame) -> str | None:
+    """The identifier whose values each span several rows (repeated measures: subjects x visits),
+    the finest such one; None when every identifier is unique per row or there is none."""
+    repeated = [c for c in identifier_columns(df) if len(df) / df[c].nunique() >= UNIT_MIN_ROWS]
+    return max(repeated, key=lambda c: df[c].nunique(), default=None)
+
+
+def unit_warning(df: pd.DataFrame, column: str | None) -> str:
+    if column is None:
+        return ""
+    units = df[column].nunique()
+    return (
+        f"column {column!r} identifies units: {len(df)} rows hold {units} values, {len(df) / units:.1f} "
+        f"rows each on average (repeated measures?). Silva uses it as discovery.group_column: each "
+        f"{column!r} stays in one part of the split and the held-out test counts one row per "
+        f"{column!r}; set discovery.group_column to confirm it or to name the right column"
+    )
 
 
 def _all_discrete(df: pd.DataFrame) -> bool:
@@ -176,10 +237,16 @@ def _copy_images(paths: pd.Series, base: Path, dest: Path) -> None:
 def describe(df: pd.DataFrame, image_column: str | None = None) -> str:
     """Column names, types and a short summary of the train part, for the proposal prompt."""
     lines = [f"{len(df)} rows (the training part; a held-out part is kept aside and never shown)"]
+    ids = identifier_columns(df)
     for col in list(df.columns)[:MAX_PROMPT_COLUMNS]:
         s = df[col]
         missing = f", {int(s.isna().sum())} missing" if s.isna().any() else ""
-        if col == image_column:
+        if col in ids:
+            lines.append(
+                f"- {col}: identifier of units, {s.nunique()} values (not a variable: never test it "
+                f"against another column; use it only to group rows){missing}"
+            )
+        elif col == image_column:
             lines.append(f"- {col}: image file paths under data/images/{missing}")
         elif pd.api.types.is_bool_dtype(s) or (pd.api.types.is_numeric_dtype(s) and s.nunique() <= 2):
             counts = s.value_counts().to_dict()

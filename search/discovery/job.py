@@ -87,6 +87,7 @@ class DiscoveryJob:
     known: dict[str, str] = field(default_factory=dict)  # hypothesis_key -> id, hypotheses tested before
     checks: list[CheckSpec] = field(default_factory=list)  # adjustment / control
     group_column: str | None = None  # a control permutes whole groups
+    identifiers: list[str] = field(default_factory=list)  # columns that name units: never a tested variable
 
     def run(self, gpu_ids: Sequence[int]) -> AttemptResult:
         started = time.time()
@@ -103,7 +104,9 @@ class DiscoveryJob:
                 if out.hypothesis is not None and self.kind != "heldout":
                     out.duplicate_of = self.known.get(hypothesis_key(out.hypothesis), "")
                 if out.hypothesis is not None and not out.duplicate_of:
-                    execution = self._analyse(ws, gpu_ids, out)
+                    out.error = self._identifier_tested(out.hypothesis)
+                    if not out.error:
+                        execution = self._analyse(ws, gpu_ids, out)
         except BudgetExceeded as e:
             # No result: the run stops cleanly and the node re-runs on resume.
             return AttemptResult(status="buggy", refusal=BudgetRefusal(budget="dollars", message=str(e)))
@@ -187,6 +190,17 @@ class DiscoveryJob:
         ]
         chosen: ScoredHypothesis = seeds.candidates[best]
         return Hypothesis.model_validate(chosen.model_dump(exclude={"plausibility"}))
+
+    def _identifier_tested(self, h: Hypothesis) -> str:
+        """Why a hypothesis is not analysed: it relates an identifier column (its first two
+        variables are the ones its test relates; an identifier may still group rows)."""
+        named = [v for v in h.variables[:2] if v in self.identifiers]
+        if not named:
+            return ""
+        return (
+            f"not analysed: {named[0]!r} identifies units (subjects, records), it is not a variable; "
+            "an identifier may only group rows"
+        )
 
     def _analyse(self, ws: Path, gpu_ids: Sequence[int], out: DiscoveryOutcome) -> ExecSummary:
         assert out.hypothesis is not None

@@ -38,7 +38,16 @@ from search.discovery.checks import (
 )
 from search.discovery.claims import Claim, ClaimStore, counts
 from search.discovery.config import DiscoveryConfig
-from search.discovery.data import HELDOUT, TRAIN, Split, describe, load_prior, make_split, read_table
+from search.discovery.data import (
+    HELDOUT,
+    TRAIN,
+    Split,
+    describe,
+    identifier_columns,
+    load_prior,
+    make_split,
+    read_table,
+)
 from search.discovery.evidence import GOOD, hypothesis_key
 from search.discovery.job import PROPOSING_KINDS, DiscoveryJob, DiscoveryOutcome
 from search.discovery.plan import IDEA, PLAN
@@ -69,6 +78,7 @@ class DiscoveryStrategy:
             group_column=dcfg.group_column,
         )
         self.train = pd.read_parquet(self.split.table(TRAIN))
+        self.identifiers = identifier_columns(self.train)
         self.dataset = describe(self.train, dcfg.image_column)
         self.prior = load_prior(dcfg.prior)
         self.state = DiscoveryState(journal)
@@ -115,7 +125,8 @@ class DiscoveryStrategy:
             novelty_weight=self.dcfg.novelty_weight,
             embed_with_gateway=self.embed_with_gateway,
             checks=checks,
-            group_column=self.dcfg.group_column,
+            group_column=self.split.group_column,
+            identifiers=self.identifiers,
         )
         seq = int(node.params.get("context_seq", self.state.last_seq()))
         if node.kind == "heldout":
@@ -326,7 +337,11 @@ class DiscoveryStrategy:
             found = None
             if pair is not None and self.dcfg.adjust_covariates:
                 x, y, given = pair
-                skip = [*given, *(c for c in (self.dcfg.group_column, self.dcfg.image_column) if c)]
+                skip = [
+                    *given,
+                    *self.identifiers,
+                    *(c for c in (self.split.group_column, self.dcfg.image_column) if c),
+                ]
                 covariates = candidate_covariates(
                     self.train, x, y, skip, alpha=self.dcfg.alpha, limit=self.dcfg.adjust_covariates
                 )

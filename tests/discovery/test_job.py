@@ -91,3 +91,12 @@ def test_a_broken_result_file_is_no_evidence(tmp_path: Path) -> None:
     out = result.outcome
     assert isinstance(out, DiscoveryOutcome) and out.evidence is None and result.status == "buggy"
     assert "silva_test.json is invalid" in out.error
+
+
+def test_a_hypothesis_relating_an_identifier_column_is_never_analysed(tmp_path: Path) -> None:
+    j = job(tmp_path, "import silva_stats as st\nst.record(st.correlation(st.load(), 'x', 'y'))\n")
+    j.identifiers = ["x"]
+    result = j.run(())
+    out = result.outcome
+    assert isinstance(out, DiscoveryOutcome) and out.evidence is None and result.status == "buggy"
+    assert "'x' identifies units (subjects, records), it is not a variable" in out.error

@@ -103,3 +103,51 @@ def test_repeated_null_rows_no_longer_pass_the_two_split_gate(tmp_path: Path) ->
                 accepted += two_split_heldout(ev, ho, 0, alpha=0.05, min_effect=0.2, ratio=0.6).passed
     assert tested == 220
     assert accepted / tested <= 0.05, f"{accepted} of {tested} null pairs accepted"
+
+
+def subjects_by_visits(subjects: int = 100, visits: int = 6, seed: int = 0) -> pd.DataFrame:
+    """Repeated measures that are not copies: a per-subject level plus visit noise in each column."""
+    rng = np.random.default_rng(seed)
+    level = rng.normal(size=(subjects, 3))
+    rows = np.repeat(level, visits, axis=0) + 0.3 * rng.normal(size=(subjects * visits, 3))
+    df = pd.DataFrame(rows, columns=["weight", "glucose", "sleep"])
+    df.insert(0, "subject_id", np.repeat([f"S{i:03d}" for i in range(subjects)], visits))
+    df["visit"] = np.tile(np.arange(visits), subjects)
+    return df.sample(frac=1, random_state=seed).reset_index(drop=True)
+
+
+def test_a_column_identifying_units_is_found_and_splits_by_unit(tmp_path: Path) -> None:
+    train, held, event = split(tmp_path, subjects_by_visits())
+    assert event.group_column == "subject_id" and event.groups == 100
+    assert "column 'subject_id' identifies units: 600 rows hold 100 values" in (event.warning or "")
+    assert not set(train["subject_id"]) & set(held["subject_id"])
+    assert len(held) == held["subject_id"].nunique() == 30  # one row per held-out subject
+
+
+def test_the_heldout_part_counts_groups_when_a_group_column_is_given(tmp_path: Path) -> None:
+    df = planted_table(3, n=300)
+    df["site"] = np.arange(300) % 50
+    _, held, event = split(tmp_path, df, group_column="site")
+    assert event.group_column == "site" and not event.warning
+    assert len(held) == held["site"].nunique() == 15
+
+
+def test_identifier_columns_are_told_apart_from_variables() -> None:
+    from search.discovery.data import describe, identifier_columns, unit_column
+
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame(
+        {
+            "record_id": np.arange(200),  # one per row: an identifier, not a unit of repeats
+            "patientID": np.repeat(np.arange(40), 5),
+            "code": [f"P-{i % 50:03d}" for i in range(200)],
+            "age": rng.integers(20, 80, 200),  # integers with repeats: a variable
+            "valid": rng.integers(0, 2, 200),
+            "width": rng.normal(size=200),
+        }
+    )
+    assert identifier_columns(df) == ["record_id", "patientID", "code"]
+    assert unit_column(df) == "code"  # the finest identifier with several rows per value
+    text = describe(df)
+    assert "- patientID: identifier of units, 40 values (not a variable" in text
+    assert "- age: numeric" in text
