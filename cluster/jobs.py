@@ -9,6 +9,7 @@ private to the job and goes away with it, a run directory must survive the drive
 
 from __future__ import annotations
 
+import logging
 import re
 import shutil
 import tempfile
@@ -36,8 +37,15 @@ class JobState(BaseModel):
     run_dir: str | None = None  # from the driver's first lines, once printed
 
 
+# Ray's SDK logs each upload and the end of a log stream at INFO on the user's terminal.
+QUIET_LOGGERS = ("ray.dashboard.modules", "ray._private.runtime_env")
+
+
 def client(address: str) -> Any:
     from ray.job_submission import JobSubmissionClient
+
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
 
     try:
         return JobSubmissionClient(address)

@@ -13,7 +13,7 @@ import pytest
 from cluster.jobs import RUN_DIR_LINE
 from engine import events as ev
 from engine.journal import EVENTS_FILE, Journal
-from tests.cluster.support import driver_env, ray_start_cluster, stop_group, wait_for
+from tests.cluster.support import RayHead, driver_env, stop_group, wait_for
 from tests.helpers import make_config, make_template
 
 CONNECT = """
@@ -40,14 +40,16 @@ def connect_in_subprocess(env: dict[str, str], address: str) -> dict[str, object
 
 @pytest.mark.e2e
 @pytest.mark.timeout(600)
-def test_address_null_starts_a_private_cluster_even_with_a_ray_start_cluster_present() -> None:
-    with ray_start_cluster() as (env, started):
-        # The trap: plain ray.init() joins the `ray start` cluster (Ray's documented order).
-        assert connect_in_subprocess(env, "ray")["address"] == started
-        private = connect_in_subprocess(env, "null")
-        assert private["kind"] == "private" and private["address"] != started and private["nodes"] == 1
-        joined = connect_in_subprocess(env, "auto")
-        assert joined["kind"] == "joined" and joined["address"] == started
+def test_address_null_starts_a_private_cluster_even_with_a_ray_start_cluster_present(
+    ray_head: RayHead,
+) -> None:
+    env, started = ray_head.env, ray_head.gcs
+    # The trap: plain ray.init() joins the `ray start` cluster (Ray's documented order).
+    assert connect_in_subprocess(env, "ray")["address"] == started
+    private = connect_in_subprocess(env, "null")
+    assert private["kind"] == "private" and private["address"] != started and private["nodes"] == 1
+    joined = connect_in_subprocess(env, "auto")
+    assert joined["kind"] == "joined" and joined["address"] == started
 
 
 def start_driver(tmp: Path, *, ignore_sigint: bool) -> tuple[subprocess.Popen[str], Path]:
