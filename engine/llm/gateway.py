@@ -730,10 +730,9 @@ class Gateway:
         attempt_once: Callable[[], Awaitable[R]],
         tally: Tally,
     ) -> R:
-        """Attempts until one answers, each within `timeout_s` of being sent, all of them (their
-        waits for the provider's limits and backoff included) within the call's deadline of
-        `(max_retries + 1) * timeout_s`: a call queued behind slow ones fails in the time its
-        config allows."""
+        """Attempts until one answers, each within `timeout_s` of being sent, all of them (queue
+        and backoff included) within the call's deadline of `(max_retries + 1) * timeout_s`: a
+        call queued behind slow ones fails in the time its config allows."""
         limiter = self._limiter(name, pcfg)
         error = ProviderError("not attempted", retryable=False)
         loop = asyncio.get_running_loop()
@@ -759,15 +758,9 @@ class Gateway:
             except TimeoutError:
                 if sent:
                     tally.timeouts += 1
-                    error = ProviderError(f"no answer within {pcfg.timeout_s}s", retryable=True)
                 else:
                     tally.queued_s += loop.time() - queued
-                    error = ProviderError(
-                        "not sent: the call's deadline passed while it waited in the gateway's queue for "
-                        "the provider's concurrency and rate limits (raise max_concurrency, rpm or tpm, "
-                        "or timeout_s)",
-                        retryable=False,
-                    )
+                error = _timed_out(sent, pcfg.timeout_s)
             finally:
                 self._queue.leave(tally)  # however the wait ended: cancelled, timed out, admitted
             if not error.retryable or attempt == pcfg.max_retries:
@@ -845,6 +838,18 @@ def embedding_caps_problem(role: str, model: str, model_id: str) -> str:
         f"role {role!r} maps to model {model!r} ({model_id}), which cannot embed "
         "(capabilities.embeddings is false); map it to an embedding model such as text-embedding-3-small, "
         "or set capabilities.embeddings: true on a model that serves embeddings"
+    )
+
+
+def _timed_out(sent: bool, timeout_s: float) -> ProviderError:
+    """An attempt's deadline passed: after it was sent (retried), or while it still waited in
+    the gateway's queue (the call's whole deadline: not retried)."""
+    if sent:
+        return ProviderError(f"no answer within {timeout_s}s", retryable=True)
+    return ProviderError(
+        "not sent: the call's deadline passed while it waited in the gateway's queue for the "
+        "provider's concurrency and rate limits (raise max_concurrency, rpm or tpm, or timeout_s)",
+        retryable=False,
     )
 
 
