@@ -301,6 +301,10 @@ class Dispatcher:
             if refusal is not None:  # the attempt was refused its LLM call: no result, re-run after a resume
                 self.journal.record(AttemptCancelled(node_id=node_id, attempt=attempt))
                 raise BudgetStop(refusal.budget, refusal.message)
+            fault = c.result.fault if isinstance(c.result, AttemptResult) else None
+            if fault is not None:  # the machine failed, not the experiment: no verdict, re-run after a resume
+                self.journal.record(AttemptCancelled(node_id=node_id, attempt=attempt))
+                raise OSError(fault.errno, fault.strerror, fault.filename)
             self.clock.add(running, c.result)
             if isinstance(c.result, StepResult):
                 self.journal.step_finished(node_id, attempt, c.result)

@@ -2,6 +2,23 @@
 
 from __future__ import annotations
 
+import errno
+
+# OS errors that say the machine failed, whatever code was running: an attempt that meets one
+# while staging or collecting files is not judged (engine/executor.py `run_job`).
+MACHINE_FAULT_ERRNOS = frozenset(
+    {
+        errno.ENOSPC,
+        errno.EDQUOT,
+        errno.EFBIG,
+        errno.EIO,
+        errno.EROFS,
+        errno.EMFILE,
+        errno.ENFILE,
+        errno.ENOMEM,
+    }
+)
+
 
 class SilvaError(Exception):
     exit_code = 1

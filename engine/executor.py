@@ -22,7 +22,8 @@ from typing import Protocol, runtime_checkable
 from engine import cancel
 from engine.cancel import CancelToken, JobCancelled
 from engine.config import Resources
-from engine.node import AttemptResult, StepResult
+from engine.errors import MACHINE_FAULT_ERRNOS
+from engine.node import AttemptResult, MachineFault, StepResult
 
 
 @runtime_checkable
@@ -100,10 +101,14 @@ def run_job(job: Job, gpu_ids: Sequence[int] = ()) -> AttemptResult | StepResult
         result = job.run(gpu_ids)
     except JobCancelled:  # nobody waits for this result any more
         result = AttemptResult(status="buggy", reason="cancelled: its node no longer needs it")
-    except Exception:  # anything a job raises is that node's failure
-        result = AttemptResult(
-            status="buggy", reason="internal error in the attempt:\n" + traceback.format_exc(limit=8)
-        )
+    except Exception as e:  # anything else a job raises is that node's failure, unless the machine's
+        if isinstance(e, OSError) and e.errno in MACHINE_FAULT_ERRNOS:
+            fault = MachineFault(errno=e.errno, strerror=e.strerror or str(e), filename=e.filename)
+            result = AttemptResult(status="buggy", reason=f"machine fault: {fault.strerror}", fault=fault)
+        else:
+            result = AttemptResult(
+                status="buggy", reason="internal error in the attempt:\n" + traceback.format_exc(limit=8)
+            )
     result.started_at = result.started_at or started
     result.finished_at = result.finished_at or time.time()
     result.worker = result.worker or f"{socket.gethostname()}:{os.getpid()}"

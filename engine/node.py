@@ -90,6 +90,15 @@ class BudgetRefusal(BaseModel):
     message: str
 
 
+class MachineFault(BaseModel):
+    """The machine failed an attempt while staging or collecting its files (a full disk, an I/O
+    error): no verdict on the experiment; the run stops and the node re-runs on resume."""
+
+    errno: int
+    strerror: str
+    filename: str | None = None
+
+
 class Origin(BaseModel):
     """How the strategy came to create a node (set on the driver, never by the attempt)."""
 
@@ -135,6 +144,7 @@ class AttemptResult(BaseModel):
     code: Text | None = Field(None, description="the node's code, when the attempt wrote it (LLM operators)")
     plan: Text | None = Field(None, description="the node's plan, when the attempt wrote it")
     refusal: BudgetRefusal | None = None
+    fault: MachineFault | None = None
     outcome: OutcomeField = None
 
     @model_validator(mode="before")

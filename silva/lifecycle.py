@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -206,20 +207,24 @@ def _execute(
         if cluster is not None:
             print(cluster.describe(), flush=True)
             journal.record(ClusterJoined(**cluster.model_dump()))
-        try:
-            # Group commit (engine/groupcommit.py): events are fsynced in batches, each before any job starts.
-            with stop_on_signals() as stop, journal.log.group():
-                return Dispatcher(
-                    cfg,
-                    journal,
-                    strategy,
-                    stop.guard(meter.watch(GroupCommit(executor, journal.log))),
-                    on_change=lambda: on_change(journal),
-                    spent_usd=llm.ledger.spent if llm else lambda: 0.0,
-                    compute=meter,
-                ).run()
-        finally:
-            executor.shutdown()
+        # The handlers stay over the executor's shutdown: a signal there still ends the run as a
+        # stop (exit 130/143, the lock released), never by the default handler.
+        with stop_on_signals() as stop:
+            try:
+                # Group commit (engine/groupcommit.py): events fsynced in batches, each before any job starts.
+                with journal.log.group():
+                    outcome = Dispatcher(
+                        cfg,
+                        journal,
+                        strategy,
+                        stop.guard(meter.watch(GroupCommit(executor, journal.log))),
+                        on_change=lambda: on_change(journal),
+                        spent_usd=llm.ledger.spent if llm else lambda: 0.0,
+                        compute=meter,
+                    ).run()
+            finally:
+                executor.shutdown()
+        return outcome if outcome.signal or not stop.received else replace(outcome, signal=stop.received)
     finally:
         if llm is not None:
             llm.close()
