@@ -187,6 +187,43 @@ def confirm_heldout(
     )
 
 
+def _decide(
+    gate: str,
+    ev: TestOutcome | None,
+    expected_sign: int,
+    numbers: dict[str, Any],
+    not_significant: str | None,
+    *,
+    min_effect: float,
+    passed_reason: str,
+) -> GateDecision:
+    """One claim's decision at a multiple-testing gate: significant (`not_significant` is None),
+    at least the effect floor, and of the predicted sign."""
+    if ev is None:
+        return GateDecision(
+            gate=gate,
+            passed=False,
+            status="inconclusive",
+            numbers=numbers,
+            reason="the analysis produced no test result",
+        )
+    numbers.update(
+        effect=ev.effect, effect_d=ev.effect_d, log_p=ev.log_p, n=ev.n, expected_sign=expected_sign
+    )
+    fails = [not_significant] if not_significant else []
+    if abs(ev.effect_d) < min_effect:
+        fails.append(_small(ev, min_effect))
+    if not _sign_ok(ev, expected_sign):
+        fails.append(f"effect sign {ev.sign:+d} opposite to the predicted {expected_sign:+d}")
+    return GateDecision(
+        gate=gate,
+        passed=not fails,
+        status="rejected" if fails else "accepted",
+        numbers=numbers,
+        reason="; ".join(fails) or passed_reason,
+    )
+
+
 def bonferroni_chain(
     steps: Sequence[tuple[str, TestOutcome | None, int]],
     *,
@@ -212,36 +249,21 @@ def bonferroni_chain(
             "global_tests": global_tests,
             "min_effect": min_effect,
         }
-        if ev is None:
-            decisions[sid] = GateDecision(
-                gate="bonferroni",
-                passed=False,
-                status="inconclusive",
-                numbers=numbers,
-                reason="the analysis produced no test result",
-            )
-            continue
-        numbers.update(
-            effect=ev.effect, effect_d=ev.effect_d, log_p=ev.log_p, n=ev.n, expected_sign=expected_sign
+        not_significant = (
+            f"p {ev.p:.3g} >= alpha/T = {threshold:.3g}"
+            if ev is not None and ev.log_p >= log_threshold
+            else None
         )
-        fails = []
-        if ev.log_p >= log_threshold:
-            fails.append(f"p {ev.p:.3g} >= alpha/T = {threshold:.3g}")
-        if abs(ev.effect_d) < min_effect:
-            fails.append(_small(ev, min_effect))
-        if not _sign_ok(ev, expected_sign):
-            fails.append(f"effect sign {ev.sign:+d} opposite to the predicted {expected_sign:+d}")
-        passed = not fails
-        decisions[sid] = GateDecision(
-            gate="bonferroni",
-            passed=passed,
-            status="accepted" if passed else "rejected",
-            numbers=numbers,
-            reason=f"p < alpha/T = {threshold:.3g} (global tests so far: {global_tests})"
-            if passed
-            else "; ".join(fails),
+        decisions[sid] = _decide(
+            "bonferroni",
+            ev,
+            expected_sign,
+            numbers,
+            not_significant,
+            min_effect=min_effect,
+            passed_reason=f"p < alpha/T = {threshold:.3g} (global tests so far: {global_tests})",
         )
-        if passed and (best is None or ev.log_p < best[0]):
+        if decisions[sid].passed and ev is not None and (best is None or ev.log_p < best[0]):
             best = (ev.log_p, sid)
     return (best[1] if best else None), decisions
 
@@ -275,31 +297,17 @@ def bh_decisions(
             "log_p_cutoff": cutoff,
             "min_effect": min_effect,
         }
-        if ev is None:
-            out[i] = GateDecision(
-                gate="bh",
-                passed=False,
-                status="inconclusive",
-                numbers=numbers,
-                reason="the analysis produced no test result",
-            )
-            continue
-        numbers.update(
-            effect=ev.effect, effect_d=ev.effect_d, log_p=ev.log_p, n=ev.n, expected_sign=expected_sign
+        not_discovered = (
+            f"not a BH discovery at FDR {alpha} among {len(tested)} tests" if i not in discovered else None
         )
-        fails = []
-        if i not in discovered:
-            fails.append(f"not a BH discovery at FDR {alpha} among {len(tested)} tests")
-        if abs(ev.effect_d) < min_effect:
-            fails.append(_small(ev, min_effect))
-        if not _sign_ok(ev, expected_sign):
-            fails.append(f"effect sign {ev.sign:+d} opposite to the predicted {expected_sign:+d}")
-        out[i] = GateDecision(
-            gate="bh",
-            passed=not fails,
-            status="rejected" if fails else "accepted",
-            numbers=numbers,
-            reason="; ".join(fails) or f"BH discovery at FDR {alpha} among {len(tested)} tests",
+        out[i] = _decide(
+            "bh",
+            ev,
+            expected_sign,
+            numbers,
+            not_discovered,
+            min_effect=min_effect,
+            passed_reason=f"BH discovery at FDR {alpha} among {len(tested)} tests",
         )
     return out
 
