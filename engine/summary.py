@@ -7,6 +7,10 @@ from dataclasses import dataclass
 from engine.journal import Journal
 from engine.node import NodeStatus
 
+# The writeup and review phases' stages (and node kinds): they make documents, not experiments,
+# so no count of good, buggy or best experiment nodes includes them.
+DOCUMENT_STAGES = ("paper", "review")
+
 
 @dataclass
 class StageRow:
@@ -19,6 +23,10 @@ class StageRow:
     best_node: str | None
     best_value: float | None
     ended: str | None  # why the stage ended, if it did
+
+    @property
+    def document(self) -> bool:
+        return self.stage in DOCUMENT_STAGES
 
 
 def stage_rows(journal: Journal, open_only: bool = False) -> list[StageRow]:
@@ -67,3 +75,15 @@ def stage_rows(journal: Journal, open_only: bool = False) -> list[StageRow]:
 
 def fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
+
+
+def document_failures(journal: Journal) -> list[str]:
+    """Each writeup or review that ran and failed, one line: "review failed: <its reason>"."""
+    forest = len(journal.ideas) > 1
+    return [
+        f"{stage} failed{f' for {idea}' if forest else ''}: {node.reason}"
+        for idea in journal.ideas or ["default"]
+        for stage in DOCUMENT_STAGES
+        for node in journal.in_stage(stage, idea=idea)
+        if node.status == NodeStatus.BUGGY
+    ]

@@ -30,7 +30,8 @@ def duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def line(b: BudgetLine) -> str:
+def line(b: BudgetLine, project: bool = True) -> str:
+    """`project`: whether to say when the budget runs out (not for a finished run)."""
     label, form = NAMES[b.name]
     text = f"{label}: {form.format(b.used)}"
     if b.limit is not None:
@@ -39,7 +40,7 @@ def line(b: BudgetLine) -> str:
         text += f", {form.format(b.rate_per_h)} per hour lately"
     if b.limit is not None and b.used >= b.limit:
         text += ", used up"
-    elif b.eta_s is not None:
+    elif b.eta_s is not None and project:
         text += f", used up in about {duration(b.eta_s)} at that rate"
     return text
 
@@ -72,5 +73,7 @@ def allocation_lines(journal: Journal) -> list[str]:
 
 def budget_text(run_dir: Path, cfg: RunConfig, journal: Journal) -> Text:
     points = [(r.ts, r.dollars) for r in read_records(run_dir / LEDGER_FILE)]
-    lines = [line(b) for b in budget_lines(journal, cfg.budgets, points) if b.limit is not None or b.used > 0]
+    project = journal.finished is None
+    budgets = budget_lines(journal, cfg.budgets, points)
+    lines = [line(b, project) for b in budgets if b.limit is not None or b.used > 0]
     return Text("\n".join(lines + allocation_lines(journal)))

@@ -50,7 +50,10 @@ class _OneNodePhase:
     def summary(self) -> str:
         node = self.node()
         assert node is not None
-        return f"{self.stage}: {node.reason}"
+        if node.status == NodeStatus.BUGGY:
+            return f"{self.stage} failed: {node.reason}"
+        # A reason that names its phase ("paper written: ...") is not prefixed again.
+        return node.reason if node.reason.startswith(self.stage) else f"{self.stage}: {node.reason}"
 
 
 class WriteupPhase(_OneNodePhase):

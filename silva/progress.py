@@ -18,11 +18,12 @@ from rich.table import Table
 from engine.errors import ConfigError
 from engine.journal import Journal
 from engine.node import NodeStatus
-from engine.summary import fmt, stage_rows
+from engine.summary import DOCUMENT_STAGES, fmt, stage_rows
 
 MIN_INTERVAL_S = 0.2  # terminal redraws
 INTERVAL_ENV = "SILVA_PROGRESS_INTERVAL"
 DEFAULT_INTERVAL_S = 5.0  # log lines
+DOCUMENT_STATE = {NodeStatus.GOOD: "done", NodeStatus.BUGGY: "failed", NodeStatus.RUNNING: "running"}
 
 
 def interval_from_env() -> float:
@@ -123,14 +124,19 @@ class Progress:
     def line(self, journal: Journal) -> str:
         """Run totals, then each active stage (prefixed by its idea in a forest)."""
         counts = {s: 0 for s in NodeStatus}
+        documents = []  # papers and reviews: documents, never counted as good or buggy experiments
         for n in journal:
-            counts[n.status] += 1
+            if n.kind in DOCUMENT_STAGES:
+                documents.append(f"{n.kind} {DOCUMENT_STATE.get(n.status, n.status.value)}")
+            else:
+                counts[n.status] += 1
         rows = stage_rows(journal, open_only=True)
         forest = len(journal.ideas) > 1
         parts = [
-            f"{len(journal.nodes)} nodes: {counts[NodeStatus.GOOD]} good, {counts[NodeStatus.BUGGY]} buggy, "
-            f"{counts[NodeStatus.RUNNING]} running"
+            f"{len(journal.nodes) - len(documents)} experiment nodes: {counts[NodeStatus.GOOD]} good, "
+            f"{counts[NodeStatus.BUGGY]} buggy, {counts[NodeStatus.RUNNING]} running"
         ]
+        parts += documents
         parts += [
             f"{r.idea + '/' if forest else ''}{r.stage} {r.done} done {r.running} running {r.buggy} buggy "
             f"best={fmt(r.best_value)}"

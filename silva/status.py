@@ -17,7 +17,7 @@ from engine.journal import Journal
 from engine.llm.gateway import QUEUE_FILE
 from engine.llm.ledger import LEDGER_FILE, read_records, render_summary, summarize
 from engine.node import Node, NodeStatus
-from engine.summary import fmt, stage_rows
+from engine.summary import DOCUMENT_STAGES, document_failures, fmt, stage_rows
 from search.stages import SUPPORT_KINDS
 from silva.budget_lines import budget_text
 from silva.config import RunConfig
@@ -45,37 +45,55 @@ def node_state(journal: Journal, node: Node) -> str:
     return node.status.value
 
 
-def render(run_dir: Path, cfg: RunConfig, journal: Journal) -> Group:
+def head_text(run_dir: Path, journal: Journal) -> Text:
+    """The run, its state, its experiment nodes by status and kind (papers and reviews apart:
+    they are documents, not experiments), and a failed writeup or review."""
     spec = journal.primary_metric
-    statuses = Counter(node_state(journal, n) for n in journal)
-    kinds = Counter(n.kind for n in journal)
-    head = Text.assemble(
+    experiments = [n for n in journal if n.kind not in DOCUMENT_STAGES]
+    statuses = Counter(node_state(journal, n) for n in experiments)
+    kinds = Counter(n.kind for n in experiments)
+    documents = Counter(f"{n.kind} {node_state(journal, n)}" for n in journal if n.kind in DOCUMENT_STAGES)
+    return Text.assemble(
         (f"{run_dir}\n", "bold"),
         f"state: {state_line(journal)}\n",
-        f"nodes: {len(journal.nodes)} "
+        *(f"{line}\n" for line in document_failures(journal)),
+        f"experiment nodes: {len(experiments)} "
         f"({', '.join(f'{v} {k}' for k, v in sorted(statuses.items())) or 'none'}); kinds: "
         f"{', '.join(f'{v} {k}' for k, v in sorted(kinds.items())) or 'none'}\n",
+        f"documents: {', '.join(f'{v} {k}' for k, v in sorted(documents.items()))}\n" if documents else "",
         f"primary metric: {spec.name} ({spec.direction})\n" if spec else "",
     )
+
+
+def render(run_dir: Path, cfg: RunConfig, journal: Journal) -> Group:
+    spec = journal.primary_metric
+    head = head_text(run_dir, journal)
     stages = Table(title="stages", title_justify="left")
     run_ended = journal.finished is not None or journal.stop is not None  # nothing runs: see node_state
     for col in (
         "idea",
         "stage",
-        "done",
+        "nodes done",
         "good",
         "buggy",
         "unfinished" if run_ended else "running",
         "best node",
-        f"best {spec.name if spec else ''}",
+        f"its {spec.name if spec else 'score'} (one seed)",
     ):
         stages.add_column(col)
-    rows = stage_rows(journal)
+    # Counts say what they count: a stage's nodes are its search nodes, their seed replicates and
+    # the aggregation; the budget table below counts search nodes only.
+    stages.caption = (
+        "nodes done: search nodes, seed replicates and aggregation; the budgets count search nodes"
+    )
+    rows = [r for r in stage_rows(journal) if not r.document]  # papers and reviews: in the head
     if len(rows) > MAX_STAGE_ROWS:  # a forest of a thousand ideas: its open stages, then the latest ended
         active = [r for r in rows if not r.ended or r.running][:MAX_STAGE_ROWS]
         ended = [r for r in rows if r.ended and not r.running]
         shown = {id(r) for r in active + ended[len(ended) - (MAX_STAGE_ROWS - len(active)) :]}
-        stages.caption = f"{len(rows) - len(shown)} more stage(s) not shown (`silva export` has every node)"
+        stages.caption += (
+            f"\n{len(rows) - len(shown)} more stage(s) not shown (`silva export` has every node)"
+        )
         rows = [r for r in rows if id(r) in shown]
     for r in rows:
         stages.add_row(
@@ -95,7 +113,7 @@ def render(run_dir: Path, cfg: RunConfig, journal: Journal) -> Group:
         budgets.add_column(col)
     b = cfg.budgets
     budgets.add_row("wall clock (s)", f"{journal.elapsed_s():.0f}", fmt(b.wall_clock_s))
-    budgets.add_row("nodes", str(len(journal.nodes)), str(b.max_nodes) if b.max_nodes else "-")
+    budgets.add_row("nodes (every kind)", str(len(journal.nodes)), str(b.max_nodes) if b.max_nodes else "-")
     for stage, sc in cfg.stages.items():
         used = sum(1 for n in journal.in_stage(stage) if n.kind not in SUPPORT_KINDS)
         budgets.add_row(f"{stage} search nodes", str(used), str(sc.max_nodes))

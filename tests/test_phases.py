@@ -28,7 +28,7 @@ def test_a_template_run_ends_with_its_paper(tmp_path: Path, capsys: pytest.Captu
     j = Journal.open(run_dir, read_only=True)
     [paper] = j.in_stage("paper")
     assert paper.status == NodeStatus.GOOD and (run_dir / "paper" / "default" / "paper.pdf").is_file()
-    assert j.finished is not None and "paper: paper written" in j.finished.reason
+    assert j.finished is not None and "; paper written: paper/default/paper.pdf" in j.finished.reason
     # The phase runs after the search: no search node starts once the paper job did.
     started = {e.node_id: e.ts for e in j.log.read(ev.AttemptStarted)}
     assert all(ts < started[paper.id] for nid, ts in started.items() if nid != paper.id)

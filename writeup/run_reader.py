@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 from engine.errors import ConfigError
 from engine.journal import EVENTS_FILE, Journal
 from engine.node import MetricSpec, Node, NodeStatus
+from engine.summary import DOCUMENT_STAGES
 from search.heldout import HELDOUT
 from search.stages import AGGREGATION, REPLICATION, SELECTION
 
@@ -110,7 +111,7 @@ def read_run(run_dir: Path, journal: Journal | None = None) -> RunResults:
     described = _descriptions(cfg, journal)
     for name in names:
         ideas[name] = _idea(run_dir, journal, name, described.get(name) or described.get("*") or {})
-    nodes = list(journal)
+    nodes = [n for n in journal if n.kind not in DOCUMENT_STAGES]  # the paper itself is no experiment
     return RunResults(
         run_dir=run_dir.resolve(),
         name=str(cfg.get("name", run_dir.name)),

@@ -35,6 +35,9 @@ def cost(
             f'"throughput": {t.model_dump_json()}}}'
         )
         return 0
+    if not records:  # five empty tables would say less than one line
+        console.print(f"{run_dir}: no LLM calls, $0 spent on models", highlight=False, soft_wrap=True)
+        return 0
     if not console.is_terminal:
         console = Console(file=console.file, width=max(console.width, 120))  # never cut in a pipe
     total = breakdown.total

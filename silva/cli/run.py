@@ -24,8 +24,9 @@ EXIT_BAD_INPUT = 2  # config, template, idea or run directory: nothing was spent
 EXIT_STOPPED = 3  # a budget or the machine stopped it: `silva resume` continues
 EXIT_NO_RESULT = 4  # ended with no good node in some stage (or the search could not go on)
 EXIT_CODES_HELP = (
-    "Exit codes: 0 finished with a result; 2 bad input; 3 stopped by a budget or the machine (resumable); "
-    "4 ended with no good node in some stage; 130/143 stopped by SIGINT/SIGTERM; 1 a bug."
+    "Exit codes: 0 finished with a result (also when its writeup or review failed: the last lines say so); "
+    "2 bad input; 3 stopped by a budget or the machine (resumable); 4 ended with no good node in some stage; "
+    "130/143 stopped by SIGINT/SIGTERM; 1 a bug."
 )
 
 
@@ -40,6 +41,8 @@ def report(console: Console, run_dir: Path, outcome: RunOutcome) -> int:
     console.print(result.text, highlight=False, soft_wrap=True)
     for paper in sorted(run_dir.glob("paper/*/paper.pdf")):
         console.print(f"{paper_kind(paper)}: {paper}", highlight=False, soft_wrap=True)
+    for line in result.phases:  # a failed writeup or review: said as such, the result stands
+        console.print(line, highlight=False, soft_wrap=True, markup=False)
     if outcome.status in ("interrupted", "budget"):
         console.print(
             f"results: {run_dir}\ncontinue with: silva resume {run_dir}", highlight=False, soft_wrap=True

@@ -82,7 +82,7 @@ rm {disk}/fill
     assert f"stop journaled; once fixed, continue with: silva resume {run_dir}" in err
     status = (out / "status.out").read_text()
     assert got["status"] == "0" and "state: stopped: No space left on device" in status
-    nodes_line = next(line for line in status.splitlines() if line.startswith("nodes:"))
+    nodes_line = next(line for line in status.splitlines() if line.startswith("experiment nodes:"))
     assert "running" not in nodes_line
     events = [json.loads(line) for line in (out / EVENTS_FILE).read_text().splitlines()]
     assert events[-1]["type"] == "run_stopped" and events[-1]["cause"] == "environment"
@@ -229,6 +229,6 @@ def test_status_after_repair_shows_no_running_node(
     capsys.readouterr()
     assert main(["status", str(run_dir)]) == 0
     out = capsys.readouterr().out
-    nodes_line = next(line for line in out.splitlines() if line.startswith("nodes:"))
+    nodes_line = next(line for line in out.splitlines() if line.startswith("experiment nodes:"))
     assert "running" not in nodes_line and "1 unfinished" in nodes_line and "state: finished" in out
     assert "running" not in out.lower() and "unfinished" in out.split("stages")[1]  # the table's column too

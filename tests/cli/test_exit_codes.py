@@ -19,8 +19,10 @@ def test_finished_with_a_result_exits_0_and_names_it(
     out = capsys.readouterr().out
     j = Journal.open(next((tmp_path / "runs").iterdir()), read_only=True)
     decision = j.stage_best[("default", "ablation")]
+    # Without a paper, the best figure is said to be one seed's selection score, untested.
     assert (
-        f"result: score = {decision.value:.4g} (maximize), node {decision.node_id} in stage ablation" in out
+        f"result: best single-seed search score: score = {decision.value:.4g} (maximize; one seed, the score "
+        f"the search selected on), node {decision.node_id} in stage ablation; no paper tested it" in out
     )
 
 
@@ -46,7 +48,7 @@ def test_exit_codes_are_in_run_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--help"]) == 0
     out = " ".join(capsys.readouterr().out.replace("│", " ").split())
     for text in (
-        "0 finished with a result",
+        "0 finished with a result (also when its writeup or review failed",
         "2 bad input",
         "3 stopped by a budget",
         "4 ended with no good node",
