@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sandbox import seccomp
+from sandbox import seccomp, warm
 from sandbox.base import (
     ExecResult,
     HostWorkspace,
@@ -74,6 +74,9 @@ class LocalOptions(BaseModel):
     bwrap: str = "bwrap"
     lock_dir: str = Field(
         default=os.path.join(tempfile.gettempdir(), "silva-uids"), description="uid lease locks"
+    )
+    font_cache: bool = Field(
+        default=True, description="bind a prebuilt matplotlib font cache read-only (sandbox/warm.py)"
     )
 
 
@@ -210,12 +213,18 @@ class BwrapSandbox(HostWorkspace):
     """One workspace seen through bubblewrap; every exec is a fresh set of namespaces."""
 
     def __init__(
-        self, workspace: Path, opts: LocalOptions, root_args: list[str], gpu_ids: Sequence[int]
+        self,
+        workspace: Path,
+        opts: LocalOptions,
+        root_args: list[str],
+        gpu_ids: Sequence[int],
+        font_cache: Path | None = None,
     ) -> None:
         super().__init__(workspace)
         self._opts = opts
         self._root_args = root_args
         self._gpu_ids = tuple(gpu_ids)
+        self._font_cache = font_cache
         # Found on Silva's PATH, as check() looks for it: the sandbox's own PATH may not hold it.
         self._bwrap = shutil.which(opts.bwrap) or opts.bwrap
         self._as_root = os.geteuid() == 0
@@ -269,6 +278,10 @@ class BwrapSandbox(HostWorkspace):
         args += self._root_args
         for dev in self._gpu_devices():
             args += ["--dev-bind", dev, dev]
+        if self._font_cache is not None:
+            # The sandbox's own writable config dir; only the cache file in it is shared, read-only.
+            args += ["--perms", "1777", "--dir", warm.MPL_DIR]
+            args += ["--ro-bind", str(self._font_cache), f"{warm.MPL_DIR}/{self._font_cache.name}"]
         seccomp_fd, passwd_fd, group_fd, hosts_fd, _ = fds
         args += [
             "--ro-bind-data",
@@ -315,6 +328,8 @@ class BwrapSandbox(HostWorkspace):
         fixed["PATH"] = f"{os.path.dirname(self._opts.python)}:/usr/local/bin:/usr/bin:/bin"
         if self._gpu_ids:
             fixed["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, self._gpu_ids))
+        if self._font_cache is not None:
+            fixed["MPLCONFIGDIR"] = warm.MPL_DIR
         return sandbox_env(extra, **fixed)
 
     def _hand_over(self, path: str) -> None:
@@ -330,8 +345,9 @@ class BwrapSandbox(HostWorkspace):
             self._lease.release()
 
 
-# Probes passed, by options, per process: the engine asks for a provider per attempt.
-_PROBED: set[str] = set()
+# Probes passed, by options, per process: the engine asks for a provider per attempt. With each,
+# the font cache its sandboxes share (None: none to share).
+_PROBED: dict[str, Path | None] = {}
 
 
 @sandbox_provider("local", options=LocalOptions)
@@ -374,8 +390,17 @@ class LocalProvider:
                 "reports a permission problem, allow unprivileged user namespaces "
                 f"(sysctl kernel.unprivileged_userns_clone=1) or run as root; otherwise {hint}"
             )
-        _PROBED.add(self._key)
+        build = self._build_font_cache
+        _PROBED[self._key] = warm.font_cache(self.options.python, build) if self.options.font_cache else None
+
+    def _build_font_cache(self, workspace: Path) -> None:
+        box = BwrapSandbox(workspace, self.options, self._root_args, ())
+        try:
+            env = {"MPLCONFIGDIR": f"{WORKSPACE}/mpl"}
+            box.exec(warm.BUILD_FONT_CACHE, limits=Limits(wall_s=600, memory_mb=2048), env=env)
+        finally:
+            box.close()
 
     def open(self, workspace: Path, *, gpu_ids: Sequence[int] = ()) -> BwrapSandbox:
         self.check()
-        return BwrapSandbox(workspace, self.options, self._root_args, gpu_ids)
+        return BwrapSandbox(workspace, self.options, self._root_args, gpu_ids, _PROBED[self._key])

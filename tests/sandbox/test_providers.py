@@ -166,6 +166,7 @@ def test_local_environment_is_exactly_the_allow_list(local_provider: LocalProvid
     )
     env = json.loads(r.stdout)
     expected = set(BASE_ENV) | {"HOME", "TMPDIR", "USER", "LOGNAME", "SEED", "PWD"}  # PWD: set by sh
+    expected |= {"MPLCONFIGDIR"}  # the sandbox's own config dir, with the shared font cache in it
     assert set(env) - {"PWD"} == expected - {"PWD"}
     assert env["SEED"] == "3" and env["HOME"] == "/tmp"
     box.close()
