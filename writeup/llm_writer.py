@@ -184,7 +184,7 @@ class LLMWriter:
         return [
             Part(idea, priority=0, min_chars=min(len(idea), 1200)),
             Part(claims, priority=0, min_chars=len(claims)),
-            Part(macros, priority=1, min_chars=min(len(macros), 2400)),
+            Part(macros, priority=2, min_chars=min(len(macros), 2400)),
             Part(journal, priority=8),
         ]
 
@@ -386,10 +386,10 @@ class LLMWriter:
     def section_prompt(self, name: str, keys: str, figure_list: str, written: str) -> str:
         """One section's prompt: what was written so far is the first to be cut, from its start."""
         return self.prompt(
-            Part(f"Citable keys:\n{keys}\n\n", priority=3),
+            Part(f"Citable keys:\n{keys}\n\n", priority=1, min_chars=min(len(keys) + 16, 400)),
             Part(
                 f"Figures (each must be referenced once in Results with \\ref):\n{figure_list}\n\n",
-                priority=2,
+                priority=1,
                 min_chars=min(len(figure_list) + 70, 600),
             ),
             Part(f"Written so far:\n{written}\n\n", priority=9, keep="tail"),

@@ -199,7 +199,7 @@ class ScriptedWriter:
                     "captions": [
                         {
                             "figure": n,
-                            "caption": "Accuracy of the method and the baseline; whiskers: one sd over seeds.",
+                            "caption": "Accuracy of the method and the baseline; whiskers: one sd.",
                         }
                         for n in names
                     ]
@@ -287,7 +287,13 @@ def headline_sentence(prompt: str) -> str:
     )
 
 
-def scripted_llm(run_dir: Path, writer: ScriptedWriter, price: float = 0.0) -> tuple[LLM, Gateway]:
+def scripted_llm(
+    run_dir: Path,
+    writer: ScriptedWriter,
+    price: float = 0.0,
+    context_tokens: int = 128_000,
+    max_tokens: int = 16384,
+) -> tuple[LLM, Gateway]:
     cfg = LLMConfig.model_validate(
         {
             "providers": {"offline": {"kind": "scripted"}},
@@ -296,11 +302,15 @@ def scripted_llm(run_dir: Path, writer: ScriptedWriter, price: float = 0.0) -> t
                     "provider": "offline",
                     "model": "scripted-writer",
                     "price": {"input": price, "output": price},
-                    "capabilities": {"vision": True, "max_output_tokens": 16384},
+                    "capabilities": {
+                        "vision": True,
+                        "max_output_tokens": 16384,
+                        "context_tokens": context_tokens,
+                    },
                 }
             },
             "roles": {
-                "writeup": {"model": "w", "max_tokens": 16384},
+                "writeup": {"model": "w", "max_tokens": max_tokens},
                 "vision": {"model": "w", "max_tokens": 1024},
             },
         }

@@ -14,12 +14,14 @@ import pytest
 from engine.llm import LEDGER_FILE, CallRecord
 from sandbox.base import SandboxUnavailable, get_provider
 from silva.cli.main import main
+from silva.cli.run import paper_kind
 from tests.writeup.fake_s2 import fake_s2
 from tests.writeup.support import SEEDS, ScriptedWriter, make_run, scripted_llm
 from writeup.compile import TexBox
 from writeup.config import LiteratureConfig, WriteupConfig
 from writeup.literature import open_literature
 from writeup.paper import write_paper
+from writeup.run_reader import NOTES_DIR
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("latexmk") is None, reason="TeX Live missing: make system-deps"),
@@ -162,6 +164,38 @@ def test_resume_after_kill_pays_no_call_twice(tmp_path: Path, monkeypatch: pytes
     assert sum(r.dollars for r in paid) > 0
     assert sum(r.cache_hit for r in records) == 5  # the five calls answered before the kill
     assert len(paid) == len(records) - 5  # everything else paid exactly once
+
+
+def test_every_prompt_fits_a_small_model_context(tmp_path: Path) -> None:
+    """An 8k context with 5k of it kept for the answer, and a long experimental journal: every
+    prompt is cut to fit, by priority, and the LLM writer still drafts every section."""
+    run = make_run(tmp_path)
+    notes = run / NOTES_DIR / "default" / "journal.md"
+    notes.parent.mkdir(parents=True, exist_ok=True)
+    notes.write_text(
+        "".join(f"- node {i}: tried a learning rate, accuracy rose a little\n" for i in range(1200))
+    )
+    llm, gateway = scripted_llm(run, ScriptedWriter(), context_tokens=8192, max_tokens=5120)
+    pdf = write_paper(run, llm=llm, cfg=WriteupConfig(reflection_rounds=0), sandbox=_sandbox())
+    gateway.close()
+    log = _log(pdf)
+    assert not any(e["step"] in ("llm_failed", "offline_fallback") for e in log)
+    tex = (pdf.parent / "paper.tex").read_text()
+    assert all(f"\\section{{{s}}}" in tex for s in ("Introduction", "Results", "Conclusion"))
+    records = [CallRecord.model_validate_json(line) for line in (run / LEDGER_FILE).read_text().splitlines()]
+    assert records and all(r.error is None for r in records)
+    assert paper_kind(pdf) == "paper"
+
+
+def test_a_writer_that_cannot_run_falls_back_and_says_so(tmp_path: Path) -> None:
+    run = make_run(tmp_path)
+    llm, gateway = scripted_llm(run, ScriptedWriter(), context_tokens=1500, max_tokens=512)
+    pdf = write_paper(run, llm=llm, cfg=WriteupConfig(reflection_rounds=0), sandbox=_sandbox())
+    gateway.close()
+    (fallback,) = [e for e in _log(pdf) if e["step"] == "offline_fallback"]
+    assert "role 'writeup': the prompt needs at least ~" in fallback["why"]
+    line = paper_kind(pdf)  # what the run's last lines and `silva writeup` print
+    assert line.startswith("offline report (the LLM writer failed: role 'writeup'") and "1500-token" in line
 
 
 def test_host_file_reads_fail_during_compile(tmp_path: Path) -> None:
