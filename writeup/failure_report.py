@@ -35,6 +35,8 @@ EXAMPLE_CHARS = 240
 _EXCEPTION = re.compile(r"^exit code (-?\d+): (?:[\w.]+\.)?([A-Z]\w*(?:Error|Exception|Exit|Interrupt))\b")
 # Prefixes whose rest is an LLM's free text: grouped by the prefix alone (docs/search.md, status rules).
 _FREE_TEXT = ("judged buggy", "plots rejected by the critique")
+# Who asked (an LLM client's "role 'code' (node n0003): ") and node ids differ from node to node.
+_WHO = re.compile(r"role '[^']*' \(node [^)]*\): |\(node n\d+\)\s*|\bnode n\d+\b\s*|\bn\d{4,}\b\s*")
 
 
 class FailureGroup(BaseModel):
@@ -89,6 +91,7 @@ def cause_of(reason: str) -> str:
     first = next((line.strip() for line in reason.splitlines() if line.strip()), "")
     if not first:
         return "no reason recorded"
+    first = _WHO.sub("", first)
     if m := _EXCEPTION.match(first):
         return f"exit code {m.group(1)}: {m.group(2)}"
     if first.startswith("timed out"):

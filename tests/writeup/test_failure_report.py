@@ -74,6 +74,20 @@ def test_failure_reasons_group_by_what_nodes_have_in_common() -> None:
     assert (second.cause, second.nodes) == ("exit code 1: LinAlgError", 1)
 
 
+def test_a_cause_that_names_its_node_is_listed_once_with_its_count() -> None:
+    reasons = [
+        f"proposal failed: role 'code' (node {n}): the answer did not validate as Proposal after 3 tries: cut"
+        for n in ("n0003", "n0007", "n0012")
+    ]
+    nodes = [
+        Node(id=f"n{i}", stage="s1", kind="draft", status=NodeStatus.BUGGY, reason=r)
+        for i, r in enumerate(reasons)
+    ]
+    (group,) = failure_groups(nodes)
+    assert group.nodes == 3
+    assert group.cause == "proposal failed: the answer did not validate as Proposal after 3 tries"
+
+
 @needs_tex
 @pytest.mark.e2e
 def test_a_run_with_no_good_node_exits_4_with_a_failure_report(
