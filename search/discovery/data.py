@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from engine.config import load_yaml
 from engine.errors import ConfigError
 from engine.events import DiscoverySplit
 from engine.journal import Journal
@@ -281,14 +282,11 @@ def load_prior(path: Path | None) -> str:
         return ""
     if not path.is_file():
         raise ConfigError(f"discovery.prior = {str(path)!r}: file not found")
-    text = path.read_text()
     if path.suffix.lower() in (".yaml", ".yml"):
-        import yaml
-
-        data = yaml.safe_load(text) or {}
+        data = load_yaml(path) or {}  # a key written twice is refused, as in every Silva YAML
         if not isinstance(data, dict) or not set(data) <= {"question", "facts"}:
             raise ConfigError(f"discovery.prior = {str(path)!r}: expected `question:` and/or `facts: [...]`")
         parts = [f"Focus question: {data['question']}"] if data.get("question") else []
         parts += [f"Known fact: {f}" for f in data.get("facts") or []]
         return "\n".join(parts)
-    return text.strip()
+    return path.read_text().strip()

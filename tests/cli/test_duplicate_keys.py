@@ -36,3 +36,12 @@ def test_anchors_merges_and_equal_keys_in_different_mappings_are_fine(tmp_path: 
     path = tmp_path / "ok.yaml"
     path.write_text("base: &b {x: 1, y: 2}\na: {<<: *b, x: 3}\nb: {<<: *b, x: 4}\nc: [*b, *b]\n")
     assert load_yaml(path)["a"] == {"x": 3, "y": 2}
+
+
+def test_a_discovery_prior_with_a_key_twice_is_refused(tmp_path: Path) -> None:
+    from search.discovery.data import load_prior
+
+    path = tmp_path / "prior.yaml"
+    path.write_text("question: why\nfacts: [a]\nquestion: how\n")
+    with pytest.raises(ConfigError, match="key 'question' is written twice, on lines 1 and 3"):
+        load_prior(path)
