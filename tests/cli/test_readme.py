@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.llm import LLMConfig
 from search.idea import load_idea
+from silva.cli.main import main
 from silva.config import load_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,7 +27,15 @@ NOT_RUN = {
     "make test": "the whole suite",
     "make test-fast": "most of the suite",
 }
-OFFLINE = ("silva init", "silva run my-study/", "silva status", "silva view", "silva cost", "silva export")
+OFFLINE = (
+    "silva init",
+    "silva run my-study/",
+    "silva writeup",
+    "silva status",
+    "silva view",
+    "silva cost",
+    "silva export",
+)
 
 
 def blocks(kind: str) -> list[str]:
@@ -73,24 +81,52 @@ def test_the_offline_path_runs_as_written(tmp_path: Path) -> None:
     run_out = [shown(line) for line in outputs["silva run my-study/run.yaml"].splitlines()]
     for line in sample:
         assert any(out.startswith(shown(line)) for out in run_out), line
-    assert (next((tmp_path / "runs").iterdir()) / "view" / "index.html").is_file()
+    run_dir = next((tmp_path / "runs").iterdir())
+    assert (run_dir / "view" / "index.html").is_file()
+    assert (run_dir / "paper" / "label_noise" / "paper.pdf").is_file()  # step 2 ends with a paper
     assert {p.name for p in (tmp_path / "tables").iterdir()} == {"nodes.parquet", "events.parquet"}
 
 
 def test_the_yaml_examples_validate(tmp_path: Path) -> None:
-    idea, llm, cluster, config = (yaml.safe_load(b) for b in blocks("yaml"))
-    (tmp_path / "idea.yaml").write_text(yaml.safe_dump(idea))
-    assert load_idea(tmp_path / "idea.yaml").title == idea["title"]
-    LLMConfig.model_validate(llm["llm"])
-    ideas = yaml.safe_load((REPO / "examples/ideas/run.yaml").read_text())
-    ideas.pop("scripted_fn")
-    ideas.update(llm, idea=str(REPO / "examples/ideas/label_noise.yaml"), **cluster)
-    (tmp_path / "real.yaml").write_text(yaml.safe_dump(ideas))
-    cfg = load_config(tmp_path / "real.yaml")
-    assert cfg.executor.address == "auto" and cfg.budgets.dollars == 20.0 and cfg.review is not None
-    config["template"] = str(REPO / "examples/digits_rff")
-    (tmp_path / "demo.yaml").write_text(yaml.safe_dump(config))
+    idea, llm, cluster, config = blocks("yaml")
+    (tmp_path / "idea.yaml").write_text(idea)
+    assert load_idea(tmp_path / "idea.yaml").title == yaml.safe_load(idea)["title"]
+    config_data = yaml.safe_load(config)
+    config_data["template"] = str(REPO / "examples/digits_rff")
+    (tmp_path / "demo.yaml").write_text(yaml.safe_dump(config_data))
     assert load_config(tmp_path / "demo.yaml").stages["hyperparameter"].max_nodes == 8
+
+
+def without_sections(text: str, keys: set[str]) -> str:
+    """The YAML text less the top-level entries `keys`: each key's line and its indented lines."""
+    kept, dropping = [], False
+    for line in text.splitlines(keepends=True):
+        if line.strip() and not line[0].isspace() and not line.startswith("#"):
+            dropping = line.split(":")[0] in keys
+        if not dropping:
+            kept.append(line)
+    return "".join(kept)
+
+
+def test_steps_4_and_5_pasted_as_the_text_says_give_a_valid_config(tmp_path: Path) -> None:
+    """Step 4's block replaces everything from the `llm:` line to the end of the example; step 5's
+    entries replace the ones it names. No key is written twice (that is refused), none is lost."""
+    assert "replace everything from the `llm:` line to the\nend" in README
+    assert "these entries replace the example's `output_dir:`, `executor:` and `sandbox:`" in README
+    assert main(["init", "--example", "ideas", str(tmp_path / "my-study")]) == 0
+    run_yaml = tmp_path / "my-study" / "run.yaml"
+    example = run_yaml.read_text()
+    _, llm, cluster, _ = blocks("yaml")
+    run_yaml.write_text(example[: example.index("\nllm:\n") + 1] + llm)
+    assert load_config(run_yaml).review is not None
+    step5 = without_sections(run_yaml.read_text(), {"output_dir", "executor", "sandbox"}) + cluster
+    run_yaml.write_text(step5)
+    cfg = load_config(run_yaml)
+    original = yaml.safe_load(example)
+    assert cfg.budgets.dollars == original["budgets"]["dollars"] == 5.0
+    assert cfg.budgets.node_timeout_s == original["budgets"]["node_timeout_s"]
+    assert cfg.scripted_fn is None and cfg.review is not None and cfg.writeup is not None
+    assert not cfg.writeup.offline and cfg.executor.address == "auto"
 
 
 def test_readme_is_short() -> None:
