@@ -391,7 +391,8 @@ class LocalProvider:
                 f"(sysctl kernel.unprivileged_userns_clone=1) or run as root; otherwise {hint}"
             )
         build = self._build_font_cache
-        _PROBED[self._key] = warm.font_cache(self.options.python, build) if self.options.font_cache else None
+        key = warm.interpreter_key(self.options.python)
+        _PROBED[self._key] = warm.font_cache(key, build) if self.options.font_cache else None
 
     def _build_font_cache(self, workspace: Path) -> None:
         box = BwrapSandbox(workspace, self.options, self._root_args, ())

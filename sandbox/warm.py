@@ -24,19 +24,20 @@ BUILD_FONT_CACHE = ["python3", "-c", "import matplotlib.font_manager"]
 CACHE_ROOT = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "silva" / "sandbox"
 
 
-def _key(python: str) -> str:
+def interpreter_key(python: str) -> str:
+    """What a font cache built with a host interpreter depends on: the interpreter, its matplotlib."""
     try:
         version = metadata.version("matplotlib")
     except metadata.PackageNotFoundError:
         version = "none"
-    return hashlib.sha256(f"{os.path.realpath(python)}|{version}".encode()).hexdigest()[:16]
+    return f"{os.path.realpath(python)}|{version}"
 
 
-def font_cache(python: str, build: Callable[[Path], None], root: Path | None = None) -> Path | None:
-    """The shared font cache file for `python`'s matplotlib, built by `build(workspace)` if
-    missing: it runs BUILD_FONT_CACHE in a sandbox on `workspace` with MPLCONFIGDIR at the
-    sandbox's view of `workspace/mpl`. None when the interpreter has no matplotlib."""
-    folder = (root or CACHE_ROOT) / f"mpl-{_key(python)}"
+def font_cache(key: str, build: Callable[[Path], None], root: Path | None = None) -> Path | None:
+    """The shared font cache file for the environment `key` names (an interpreter, an image id),
+    built by `build(workspace)` if missing: it runs BUILD_FONT_CACHE in a sandbox on `workspace`
+    with MPLCONFIGDIR at the sandbox's view of `workspace/mpl`. None when there is no matplotlib."""
+    folder = (root or CACHE_ROOT) / f"mpl-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
     found = sorted(folder.glob("fontlist-v*.json")) if folder.is_dir() else []
     if found:
         return found[-1]
