@@ -42,7 +42,13 @@ def _p(log_p: float | None) -> str:
 
 
 def _num(v: float | None, spec: str = "+.3f") -> str:
-    return "--" if v is None else format(v, spec)
+    """In math mode: a text hyphen is not a minus sign."""
+    return "--" if v is None else f"${format(v, spec)}$"
+
+
+def _breakable(text: str) -> str:
+    """Escaped for LaTeX, with a line break allowed after each underscore (long test names)."""
+    return latex_escape(text).replace(r"\_", r"\_\allowbreak{}")
 
 
 def control_text(findings: dict[str, Any]) -> str:
@@ -74,7 +80,7 @@ def _row(c: Claim) -> str:
     cells = [
         c.id,
         latex_escape(c.statement),
-        latex_escape(c.test),
+        _breakable(c.test),
         _num(c.effect_train),
         _p(c.log_p_train),
         str(c.n_train or "--"),
@@ -85,15 +91,18 @@ def _row(c: Claim) -> str:
     return " & ".join(cells) + r" \\"
 
 
+# The claim and test columns wrap so that the table spans the text width and no number runs
+# off the page (a held-out n of 600 once printed as 60).
 TABLE_HEAD = (
-    r"\begin{tabular}{@{}l p{5.2cm} l r r r r r r@{}}" + "\n\\hline\n"
+    r"\begin{tabularx}{\linewidth}{@{}l >{\raggedright\arraybackslash}X "
+    r">{\raggedright\arraybackslash}p{2.1cm} r r r r r r@{}}" + "\n\\hline\n"
     r"id & claim & test & effect & $p$ & $n$ & effect & $p$ & $n$ \\" + "\n"
     r" & & & \multicolumn{3}{c}{train} & \multicolumn{3}{c}{held-out} \\" + "\n\\hline"
 )
 
 
 def _table(claims: list[Claim]) -> list[str]:
-    return ["{\\small", TABLE_HEAD, *[_row(c) for c in claims], "\\hline", "\\end{tabular}}"]
+    return ["{\\small", TABLE_HEAD, *[_row(c) for c in claims], "\\hline", "\\end{tabularx}}"]
 
 
 def _controls(claims: list[Claim], findings: dict[str, Any]) -> list[str]:
@@ -131,18 +140,20 @@ def render(claims: list[Claim], findings: dict[str, Any]) -> str:
     duplicates = [x for x in claims if x.status == "duplicate"]
     failed = [x for x in claims if x.status in NOT_REPLICATED]
     data = latex_escape(Path(str(split.get("data", "the table"))).name)
-    tested = sum(x.log_p_train is not None for x in claims)
+    # A repeated proposal shows its first test's evidence: one test, counted once.
+    tested = sum(x.log_p_train is not None and x.status != "duplicate" for x in claims)
     lines = [
         r"\documentclass[11pt]{article}",
         r"\usepackage[margin=2cm]{geometry}",
         r"\usepackage[T1]{fontenc}",
+        r"\usepackage{tabularx}",
         r"\begin{document}",
         f"\\title{{Findings of a data-driven discovery run on \\texttt{{{data}}}}}",
         r"\author{Silva}",
         r"\date{}",
         r"\maketitle",
         r"\begin{abstract}",
-        f"Silva proposed {len(claims)} hypotheses about \\texttt{{{data}}} and tested {tested} of them "
+        f"Silva proposed {len(claims)} hypotheses about \\texttt{{{data}}} and tested {tested} distinct ones "
         f"on {rows.get('train')} training rows. {len(good)} claim(s) stand accepted by the "
         f"{latex_escape(str(findings.get('gate')))} gate; {len(explained)} further claim(s) were accepted, "
         "then explained by a confounder or failed their negative controls; "
@@ -159,7 +170,13 @@ def render(claims: list[Claim], findings: dict[str, Any]) -> str:
             if split.get("group_column")
             else ""
         )
-        + " were kept on one side. Hypotheses were written and tested on the training rows only.",
+        + " were kept on one side"
+        + (
+            f", and held-out kept one row per \\texttt{{{latex_escape(split['group_column'])}}}"
+            if split.get("group_column")
+            else ""
+        )
+        + ". Hypotheses were written and tested on the training rows only.",
         *([f"Warning: {latex_escape(split['warning'])}."] if split.get("warning") else []),
         "",
         control_text(findings),
