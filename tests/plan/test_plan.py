@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import json
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from engine.config import Budgets, Resources
+from engine.journal import Journal
+from engine.node import AttemptResult, ExecSummary, Node
 from silva import lifecycle
 from silva.cli.main import main
 from silva.config import load_config
+from silva.plan import Lognormal, PlanExecutor, PlanSettings, Source
 from tests.helpers import make_config, make_template
 
 # What a plan may differ from the real run by (docs/plan.md, "How close"): durations are drawn
@@ -140,3 +147,52 @@ def test_an_agentic_forest_is_planned_to_reviewed_papers_at_its_models_prices(
     assert {k: v for k, v in one.items() if not k.startswith("driver_")} == {
         k: v for k, v in two.items() if not k.startswith("driver_")
     }
+
+
+@dataclass
+class Sleep:
+    """A job the plan gives its kind's duration (no LLM, no code)."""
+
+    node_id: str
+    attempt: int = 1
+
+    def run(self, gpu_ids: Sequence[int]) -> AttemptResult:
+        raise AssertionError("a plan runs no job")
+
+
+def virtual(tmp: Path, settings: PlanSettings, source_journal: Journal | None = None) -> PlanExecutor:
+    journal = Journal.open(tmp / "plan")
+    for kind in ("short", "long"):
+        journal.add_node(Node(id=kind, stage="s", kind=kind))
+    return PlanExecutor(journal, Source(settings, source_journal), 0, Budgets(), {})
+
+
+def test_without_a_wait_the_virtual_clock_hands_out_only_jobs_already_ended(tmp_path: Path) -> None:
+    """The driver's group commit asks for completions ready together with a zero timeout: a
+    job that ends later must not move the clock (it moved to the last of the jobs in flight,
+    and plans came out 43-100% longer than the runs they planned)."""
+    fixed = {k: Lognormal(median_s=s, sigma=0) for k, s in (("short", 1.0), ("long", 5.0), ("default", 9))}
+    ex = virtual(tmp_path, PlanSettings(durations=fixed))
+    short, long = ex.submit(Sleep("short"), Resources()), ex.submit(Sleep("long"), Resources())
+    first = ex.wait([short, long], 0.5)
+    assert first is not None and first.handle == short and ex.now - ex.start == pytest.approx(1.0)
+    assert ex.wait([long], 0) is None and ex.now - ex.start == pytest.approx(1.0)
+    done = ex.wait([long], 0.5)
+    assert done is not None and done.handle == long and ex.now - ex.start == pytest.approx(5.0)
+
+
+def test_an_experiment_kind_the_source_run_never_made_takes_that_runs_experiment_times(
+    tmp_path: Path,
+) -> None:
+    """A debug node in the plan of a run without bugs: the run's own experiment times, not the
+    defaults' 20-minute median (one such draw ran a 2-minute run's plan into its 1-hour budget)."""
+    run = Journal.open(tmp_path / "run")
+    run.add_node(Node(id="d", stage="s", kind="draft"))
+    run.attempt_started("d", 1, "")
+    run.attempt_finished(
+        "d", 1, AttemptResult(status="good", execution=ExecSummary(wall_s=3.0), started_at=1, finished_at=4)
+    )
+    source = Source(PlanSettings(), Journal.open(tmp_path / "run", read_only=True))
+    rng = random.Random(0)
+    assert source.duration("debug", rng) == 3.0 and source.buggy("debug", rng) is False
+    assert source.duration("aggregation", rng) < 60  # a support kind keeps its own default
