@@ -14,7 +14,7 @@ import pytest
 from search.discovery.claims import Claim, ClaimStore
 from writeup.findings import render, write_findings_paper
 
-pytestmark = pytest.mark.skipif(
+needs_tex = pytest.mark.skipif(
     shutil.which("latexmk") is None or shutil.which("pdftotext") is None,
     reason="TeX Live or poppler-utils missing: make system-deps",
 )
@@ -61,6 +61,7 @@ def test_a_repeated_proposal_is_not_counted_as_tested() -> None:
 
 
 @pytest.mark.slow
+@needs_tex
 def test_the_claims_tables_fit_the_page_and_print_every_number_whole(tmp_path: Path) -> None:
     ClaimStore(tmp_path).write(claims(), FINDINGS)
     pdf = write_findings_paper(tmp_path, sandbox="none")
