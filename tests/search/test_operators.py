@@ -19,7 +19,7 @@ from search.agentic.operators.claims import ClaimBook
 from search.agentic.operators.diff import DiffError, apply_unified_diff
 from search.agentic.operators.job import Ask, Attempt, CycleJob
 from search.agentic.operators.outcome import OperatorOutcome
-from search.agentic.operators.schemas import Proposal, accept
+from search.agentic.operators.schemas import Judgement, Proposal, accept, proposal_type
 from tests.search.agentic_helpers import LLM
 
 PARENT = "import json\nx = 1\n\nprint(x)\njson.dump({'metrics': {'acc': x / 2}}, open('results.json', 'w'))\n"
@@ -221,3 +221,16 @@ def test_declared_artifacts_outside_the_workspace_are_not_kept(tmp_path: Path) -
 def op(r: AttemptResult) -> OperatorOutcome:
     assert isinstance(r.outcome, OperatorOutcome)
     return r.outcome
+
+
+def test_each_step_gets_its_own_bounded_schema() -> None:
+    """A first draft is asked for no setting and no ablation; each step's strings are bounded."""
+    draft = proposal_type("draft", "", "n1", None).model_json_schema()
+    assert set(draft["properties"]) == {"plan", "code", "diff", "plot_code"}
+    assert draft["properties"]["plan"]["maxLength"] == 600
+    tuning = proposal_type("hyperparameter", PARENT, "n2", None).model_json_schema()
+    assert "hyperparameters" in tuning["properties"] and "ablation" not in tuning["properties"]
+    ablation = proposal_type("ablation", PARENT, "n3", None).model_json_schema()
+    assert ablation["properties"]["ablation"]["anyOf"][0]["maxLength"] == 60
+    assert "hyperparameters" not in ablation["properties"]
+    assert Judgement.model_json_schema()["properties"]["reason"]["maxLength"] == 300

@@ -149,8 +149,8 @@ def think(a: Attempt, ask: Ask, llm: LLM | None) -> Proposed:
         plot_code=accepted.plot_code or ask.parent_plot_code,
         code_change=accepted.change,
         diff_error=accepted.diff_error,
-        hyperparameters=proposal.hyperparameters or {},
-        ablation=proposal.ablation or "",
+        hyperparameters=proposal.setting(),
+        ablation=proposal.ablated(),
         llm_calls=1,
     )
 

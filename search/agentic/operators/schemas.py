@@ -8,7 +8,7 @@ validation, so the LLM client re-asks with the reason, a bounded number of times
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -16,29 +16,64 @@ from engine.llm import FinalAnswer
 from search.agentic.operators.claims import ClaimBook, canonical_ablation, canonical_setting
 from search.agentic.operators.diff import DiffError, apply_unified_diff
 
+# Bounded strings: a small model's grammar-constrained answer must close each string within
+# max_tokens. Code is the answer's substance and is bounded by max_tokens alone.
+PLAN_CHARS = 600
+REASON_CHARS = 300
+
 
 class Proposal(BaseModel):
     """Your plan and the experiment code that carries it out."""
 
-    plan: str = Field(min_length=1, description="what you will do and why, in a few sentences")
+    plan: str = Field(
+        min_length=1, max_length=PLAN_CHARS, description="what you will do and why, in a few sentences"
+    )
     code: str | None = Field(None, description="the whole new experiment.py")
     diff: str | None = Field(
         None, description="instead of `code`: a unified diff against the shown experiment.py"
     )
     plot_code: str | None = Field(None, description="the whole plot.py; omit to keep the shown one")
-    hyperparameters: dict[str, Any] | None = Field(None, description="hyperparameter step: the setting tried")
-    ablation: str | None = Field(
-        None, description="ablation step: short name of the component removed or replaced"
+
+    def setting(self) -> dict[str, Any]:
+        """The hyperparameter setting this step tries: only a hyperparameter step has one."""
+        return {}
+
+    def ablated(self) -> str:
+        """The component this step removes: only an ablation step has one."""
+        return ""
+
+
+class SettingProposal(Proposal):
+    """Your plan, the experiment code, and the hyperparameter setting it tries."""
+
+    hyperparameters: dict[str, Any] | None = Field(
+        None, max_length=8, description='the setting tried, e.g. {"lr": 0.01}'
     )
+
+    def setting(self) -> dict[str, Any]:
+        return self.hyperparameters or {}
+
+
+class AblationProposal(Proposal):
+    """Your plan, the experiment code, and the component it removes or replaces."""
+
+    ablation: str | None = Field(
+        None, max_length=60, description="short name of the component removed or replaced"
+    )
+
+    def ablated(self) -> str:
+        return self.ablation or ""
 
 
 class Judgement(BaseModel):
     """Your verdict on one experiment run."""
 
     is_buggy: bool = Field(description="true if the run failed, or its results cannot be trusted")
-    reason: str = Field(min_length=1, description="why, citing the output")
+    reason: str = Field(min_length=1, max_length=REASON_CHARS, description="why, citing the output")
     summary: str = Field(
-        min_length=1, description="1-3 sentences for the experimental journal: what was done, what came out"
+        min_length=1,
+        max_length=400,
+        description="1-3 sentences for the experimental journal: what was done, what came out",
     )
     converged: bool | None = Field(
         None, description="hyperparameter stage only: is further tuning unlikely to help?"
@@ -51,15 +86,15 @@ class PlotCritique(BaseModel):
     acceptable: bool = Field(
         description="false if a figure is empty, unreadable, mislabelled or contradicts the metrics"
     )
-    reason: str = Field(min_length=1)
-    suggestions: list[str] = Field(default_factory=list)
+    reason: str = Field(min_length=1, max_length=REASON_CHARS)
+    suggestions: list[Annotated[str, Field(max_length=200)]] = Field(default_factory=list, max_length=3)
 
 
 class BestChoice(BaseModel):
     """Which candidate is the stage's best node."""
 
-    node_id: str
-    reason: str = Field(min_length=1)
+    node_id: str = Field(max_length=80)
+    reason: str = Field(min_length=1, max_length=REASON_CHARS)
     metric_best_is_sane: bool = Field(
         description="false if the top node's metric looks invalid (a leak, a bug)"
     )
@@ -81,28 +116,34 @@ def proposal_type(
     node_id: str,
     claims: ClaimBook | None,
 ) -> type[Proposal]:
-    """A Proposal subclass whose validation knows this job: parent code, operator, claims."""
+    """A Proposal subclass whose validation knows this job: parent code, operator, claims. Its
+    fields are the step's: only a hyperparameter step names a setting, only an ablation step a
+    component (a first draft has neither to fill)."""
     # What the model has been shown as tried: its prompt's list, then every claim a re-ask lists;
     # and whether a re-ask has already told it that an answer of its was taken.
     seen = _Seen(set(claims.listed) if claims is not None else set())
 
-    class CheckedProposal(Proposal):
-        __doc__ = Proposal.__doc__
+    base: type[Proposal] = {"hyperparameter": SettingProposal, "ablation": AblationProposal}.get(
+        operator, Proposal
+    )
+
+    class CheckedProposal(base):  # type: ignore[valid-type,misc]  # a base chosen per step
+        __doc__ = base.__doc__
         model_config = ConfigDict(title="Proposal")
 
         @model_validator(mode="after")
         def _fits(self) -> CheckedProposal:
             accept(self, parent_code)  # raises ValueError with what to fix
             if operator == "hyperparameter":
-                if not self.hyperparameters:
+                if not self.setting():
                     raise ValueError(
                         'set `hyperparameters` to the setting this step tries, e.g. {"lr": 0.01}'
                     )
-                _claim(claims, canonical_setting(self.hyperparameters), node_id, "setting", seen)
+                _claim(claims, canonical_setting(self.setting()), node_id, "setting", seen)
             if operator == "ablation":
-                if not self.ablation or not canonical_ablation(self.ablation):
+                if not canonical_ablation(self.ablated()):
                     raise ValueError("set `ablation` to a short name of the component removed or replaced")
-                _claim(claims, canonical_ablation(self.ablation), node_id, "ablation", seen)
+                _claim(claims, canonical_ablation(self.ablated()), node_id, "ablation", seen)
             return self
 
     CheckedProposal.__name__ = "Proposal"
