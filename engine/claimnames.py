@@ -14,6 +14,12 @@ from engine.claims import Claim, Ledger
 _BEST_OF = re.compile(r"\s*\((?:best of|tuned:)[^()]*\)\s*$", re.IGNORECASE)
 # "long name (ABBR)": the abbreviation a paper defines for a phrase it just wrote.
 _DEFINED = re.compile(r"((?:[A-Za-z][\w'-]*\s+){0,6}[A-Za-z][\w'-]*)\s*\(([A-Za-z][A-Za-z0-9-]{0,11})\)")
+# "we refer to X as ABBR", "X, hereafter ABBR": the same, in words.
+_CALLED = re.compile(
+    r"(?:refer to|call|denote|name)\s+(.{2,80}?)\s+(?:as|by)\s+([A-Za-z][A-Za-z0-9-]{0,11})\b"
+    r"|(.{2,80}?),?\s+(?:hereafter|henceforth)\s+([A-Za-z][A-Za-z0-9-]{0,11})\b",
+    re.IGNORECASE,
+)
 METHOD_WORDS = (
     "the method",
     "our method",
@@ -22,7 +28,9 @@ METHOD_WORDS = (
     "the proposed approach",
     "our model",
 )
+_ROLE_WORDS = {*METHOD_WORDS, "baseline"}
 _HELD_OUT = r"(?:held[- ]out|test(?:[- ]set)?|unseen)"
+_SYNONYMS = {"val": "validation", "valid": "validation", "acc": "accuracy"}
 _UNITS = {"s", "ms", "sec", "secs", "seconds", "pct", "percent"}
 # Metric words a reader takes for a measured quantity; one that maps to no metric of the run is a finding.
 METRIC_WORDS = re.compile(
@@ -45,8 +53,8 @@ def short_label(label: str) -> str:
 
 def metric_phrases(metric: str) -> list[str]:
     """How a paper writes a metric: its name, with spaces for underscores, without a unit suffix."""
-    words = _words(metric).split()
-    out = {_words(metric), metric.lower()}
+    words = [_SYNONYMS.get(w, w) for w in _words(metric).split()]
+    out = {_words(metric), metric.lower(), " ".join(words)}
     if len(words) > 1 and words[-1] in _UNITS:
         out.add(" ".join(words[:-1]))
     return sorted(out, key=len, reverse=True)
@@ -90,8 +98,10 @@ class Resolver:
 
     def define(self, text: str) -> None:
         """Record the abbreviations `text` defines for a group's name."""
-        for m in _DEFINED.finditer(text):
-            words, abbr = m.group(1).split(), m.group(2)
+        found = [(m.group(1), m.group(2)) for m in _DEFINED.finditer(text)]
+        found += [(m.group(1) or m.group(3), m.group(2) or m.group(4)) for m in _CALLED.finditer(text)]
+        for phrase, abbr in found:
+            words = phrase.split()
             for k in range(len(words)):
                 labels = self.names.get(_words(" ".join(words[k:])))
                 if labels is not None and len(labels) == 1 and _words(abbr) not in self.names:
@@ -100,11 +110,13 @@ class Resolver:
         self._compile()
 
     def groups(self, sentence: str) -> list[tuple[int, frozenset[str]]]:
-        """(position, labels it may denote) of each group the sentence names, in order."""
-        return [
-            (m.start(), frozenset(self.all_names[_words(m.group(0))]))
-            for m in self.group_re.finditer(sentence)
-        ]
+        """(position, labels it may denote) of each group the sentence names, in order; a role
+        word ("our method") yields to two groups named outright ("our method, X, beats Y")."""
+        found = [(m.start(), _words(m.group(0))) for m in self.group_re.finditer(sentence)]
+        strong = {frozenset(self.all_names[k]) for _, k in found if k not in _ROLE_WORDS}
+        if len(strong) >= 2:
+            found = [(at, k) for at, k in found if k not in _ROLE_WORDS]
+        return [(at, frozenset(self.all_names[k])) for at, k in found]
 
     def metrics(self, sentence: str) -> list[str]:
         """The run's metrics the sentence names, "held-out X" resolved to X's test metric."""

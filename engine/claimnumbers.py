@@ -95,16 +95,23 @@ def changes(claim: Claim) -> dict[Unit, list[float]]:
     a, b, d = claim.subject.mean, claim.reference.mean, abs(claim.diff)
     relative = [100 * d / abs(x) for x in (a, b) if x]
     ratio = [x / y for x, y in ((a, b), (b, a)) if y]
+    if 0 <= a <= 1 and 0 <= b <= 1:  # of a fraction: its error rate's ratio too ("2.1x fewer errors")
+        ratio += [(1 - x) / (1 - y) for x, y in ((a, b), (b, a)) if y < 1]
     return {"percent": relative + [100 * d], "points": [100 * d, d], "fold": ratio}
 
 
-def fits(lit: Literal_, claim: Claim) -> bool:
-    """The literal is one of the claim's figures (a percentage: a change or a figure in percent)."""
+def fits(lit: Literal_, claim: Claim, means: bool = True) -> bool:
+    """The literal is one of the claim's figures (a percentage: a change or a figure in percent);
+    `means=False`: one of the comparison's own figures only, never a group's mean or sd."""
+    values = claim_values(claim)
+    if not means:
+        own = {claim.subject.mean, claim.reference.mean, claim.subject.sd, claim.reference.sd}
+        values = [v for v in values if v not in own]
     if lit.unit == "plain":
-        return any(rounds_to(v, lit) for v in claim_values(claim))
+        return any(rounds_to(v, lit) for v in values)
     pool = changes(claim)[lit.unit]
     if lit.unit == "percent":
-        pool = pool + [100 * v for v in claim_values(claim)] + [95.0, 100 * claim.alpha]
+        pool = pool + [100 * v for v in values] + [95.0, 100 * claim.alpha]
     return any(rounds_to(v, lit) for v in pool)
 
 

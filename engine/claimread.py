@@ -21,7 +21,7 @@ _QUALITY_UP = (
     r"better|outperform\w*|out-perform\w*|surpass\w*|beat(?:s|ing|en)?|exceed\w*|edg(?:e|es|ed|ing)"
     r"(?: out)?|improv\w*|superior|ahead|wins?|winning|won|tops|topped|lead(?:s|ing)?(?! to)|led(?! to)|"
     r"advantage|gain(?:s|ed|ing)?|stronger|strongest|outscor\w*|outpac\w*|dominat\w*|best|boost\w*|"
-    r"benefit\w*|faster|fastest|quicker|preferable|excel\w*|more (?:accurate|effective|robust|reliable|"
+    r"benefit\w*|favou?r(?:s|ed)?|faster|fastest|quicker|preferable|excel\w*|more (?:accurate|effective|robust|reliable|"
     r"precise|efficient|stable|competitive)"
 )
 _QUALITY_DOWN = (
@@ -54,14 +54,21 @@ _CUE = re.compile(
 _THAN = re.compile(
     r"\b(?:\w{2,}er|more \w+|less \w+)\s+than\b|\b(?:superior|inferior|preferable)\s+to\b", re.I
 )
-_RELATION = re.compile(r"\b(?:than|over|against|versus|vs\.?|compared (?:with|to)|relative to)\s", re.I)
-_RANK = re.compile(r"\b(?:rank(?:s|ed)? (?:first|top|highest)|first place|came first|top-ranked)\b", re.I)
+_RELATION = re.compile(
+    r"\b(?:than|over(?!\s+(?:\d|(?:\w+\s+){0,2}(?:seeds|runs|replicates|repetitions|trials|folds)\b))|against|versus|vs\.?|compared (?:with|to)|relative to)\s",
+    re.I,
+)
+_RANK = re.compile(
+    r"\b(?:rank(?:s|ed)? (?:first|top|highest)|first place|c[oa]mes? (?:out )?first|top-ranked)\b", re.I
+)
 _NEGATION = re.compile(
-    r"\b(?:not|never|no|neither|nor|cannot|without|fail(?:s|ed)? to)\b(?:\s+\w+){0,2}\s*$"
+    r"\bwhether\b.*$|\b(?:not|never|no|neither|nor|cannot|without|fail(?:s|ed)? to)\b(?:\s+\w+){0,2}\s*$"
     r"|n't\s*(?:\w+\s*)?$",
     re.I,
 )
-_SIGNIFICANT = re.compile(r"\b(?:statistically )?significant(?:ly)?\b|\bp\s*[<≤]\s*0?\.0\d", re.I)
+_SIGNIFICANT = re.compile(
+    r"\b(?:statistically )?significant(?:ly)?\b|\bp\s*[<≤]\s*0?\.0\d|\breject\w* the null", re.I
+)
 _NOT_SIGNIFICANT = re.compile(
     r"\b(?:not|no|non-?|in)\s*(?:statistically\s+)?significan\w*|did not reach significance|"
     r"\bn\.s\.|\bp\s*[=>≥]\s*0?\.(?:[1-9]|0[5-9])|within (?:the )?noise|\bnumerically\b|\bnominally\b|"
@@ -70,7 +77,11 @@ _NOT_SIGNIFICANT = re.compile(
 )
 # "best of 12 nodes", "the stage's best node": how a group was chosen, not a ranking of groups.
 _PROVENANCE = re.compile(r"\bbest (?:of\b|node)", re.I)
-_FRONTED = re.compile(r"^\W*(?:compared (?:with|to)|relative to|against|versus|unlike|over)\b", re.I)
+# "Compared with G, G ...", "Replacing G with G ...": the group named first is the reference.
+_FRONTED = re.compile(
+    r"^\W*(?:compared (?:with|to)|relative to|against|versus|unlike|over)\b|\b(?:replac|substitut)\w* G (?:with|by) G",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -82,9 +93,9 @@ class Reading:
     fronted: bool  # "Compared with X, Y ...": the first-named group is the reference
 
 
-def read(masked: str, measured: bool = True) -> Reading:
+def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
     """What `masked` (the sentence with each group it names replaced by "G") says; `measured`:
-    it names a metric or prints a number, so a verb of change compares."""
+    it prints a number, `metric`: it names a metric (then a verb of change compares)."""
     masked = _PROVENANCE.sub(" ", masked)
     hedged = bool(_NOT_SIGNIFICANT.search(masked))
     significant = bool(_SIGNIFICANT.search(_NOT_SIGNIFICANT.sub(" ", masked)))
@@ -93,7 +104,7 @@ def read(masked: str, measured: bool = True) -> Reading:
         kind = m.lastgroup or ""
         if kind in ("more", "less") and not re.match(r"\s+\w+\s+than\b", masked[m.end() :]):
             continue
-        if kind in ("chi", "clo") and not (measured and _CHANGE_OBJECT.match(masked, m.end())):
+        if kind in ("chi", "clo") and not (measured and _CHANGE_OBJECT.match(masked, m.end()) or metric):
             continue
         negated = bool(_NEGATION.search(masked[max(0, m.start() - 30) : m.start()]))
         said = _said(kind, negated, _passive(masked, m.end()))
@@ -104,7 +115,12 @@ def read(masked: str, measured: bool = True) -> Reading:
     comparison = (
         said is not None
         or bool(_THAN.search(masked))
+        or bool(re.search(r"\bbetween G and\b", masked))
         or masked.count("G") >= 2
+        and bool(_RELATION.search(masked) or re.search(r"\bbetween G\b", masked) or significant)
+        # "G reaches 0.85 against 0.91": one group named, the other's figure printed.
+        or measured
+        and "G" in masked
         and bool(_RELATION.search(masked))
     )
     return Reading(said, comparison, significant, hedged, bool(_FRONTED.search(masked)))

@@ -14,8 +14,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from engine.claimfacts import GENERIC_NP, SYSTEM, group_numbers, held_out_figure, seed_counts
 from engine.claimnames import METRIC_WORDS, Resolver
-from engine.claimnumbers import fits, fits_group, literals, rounds_to
+from engine.claimnumbers import fits, literals, rounds_to
+from engine.claimtables import blocks, check_table
 from engine.claimread import Reading, read
 from engine.claims import Claim, Ledger
 
@@ -57,8 +59,10 @@ def _unescape(latex: str) -> str:
 
 # The idea's own words (its hypothesis and description): what is tested, not a result.
 IDEA_SECTION = re.compile(r"(?<=\\section\{Idea\}).*?(?=\\section|\\end\{document\}|\Z)", re.DOTALL)
-_HYPOTHESIS = re.compile(r"\bhypothes[ie]s\b", re.IGNORECASE)
-_BOUNDARY = re.compile(r"[.!?](?=\s|\[claim|$)(?:\[claim:[A-Za-z0-9-]+\])?|\n\s*\n")
+_HYPOTHESIS = re.compile(r"(?<!null )\bhypothes[ie]s\b", re.IGNORECASE)
+# "vs.", "e.g.", "et al." and "Fig." end no sentence.
+ABBREVIATED = r"(?<!\bvs)(?<!\be\.g)(?<!\bi\.e)(?<!\bal)(?<!\bFig)(?<!\bEq)(?<!\bcf)(?<!\bresp)"
+_BOUNDARY = re.compile(ABBREVIATED + r"[.!?](?=\s|\[claim|$)(?:\[claim:[A-Za-z0-9-]+\])?|\n\s*\n")
 
 
 def sentences(text: str) -> list[str]:
@@ -73,7 +77,7 @@ def sentences(text: str) -> list[str]:
 def _read(sentence: str, names: Resolver) -> Reading:
     """The sentence read with each group it names replaced by "G" (a label's words are no cue)."""
     masked = names.group_re.sub("G", CLAIM_MARK_RE.sub("", sentence))
-    return read(masked, measured=bool(names.metrics(sentence) or literals(masked)))
+    return read(masked, measured=bool(literals(masked)), metric=bool(names.metrics(sentence)))
 
 
 def asserted(reading: Reading, claim: Claim) -> str | None:
@@ -183,8 +187,11 @@ def match_claim(sentence: str, ledger: Ledger, names: Resolver | None = None) ->
         return ledger.headline if _GENERIC.search(sentence) and ledger.headline else None
     metrics = names.metrics(sentence)
     on_metric = [c for c in candidates if c.metric in metrics] or candidates
-    return next((c for c in on_metric if c.headline), None) or next(
-        (c for c in on_metric if c.same_runs_as is None), on_metric[0]
+    lits = literals(names.group_re.sub(" ", CLAIM_MARK_RE.sub("", sentence)))
+    # Without a metric named, the claim whose figures the sentence prints.
+    return max(
+        on_metric,
+        key=lambda c: (sum(fits(x, c) for x in lits), c.headline, c.same_runs_as is None),
     )
 
 
@@ -205,8 +212,11 @@ def check_text(text: str, ledger: Ledger, names: Resolver | None = None) -> list
         names = Resolver(ledger)
         names.define(text)
     prose = "\n".join(line if "&" not in line else "" for line in text.splitlines())
-    rows = [line for line in text.splitlines() if "&" in line]
-    out = [c for row in rows if (c := check_row(row, ledger, names)) is not None]
+    out = [
+        SentenceCheck(r.row, r.claim, r.problems)
+        for rows, caption in blocks(text)
+        for r in check_table(rows, caption, ledger, names)
+    ]
     for sentence in sentences(prose):
         check = _check_one(sentence, ledger, names)
         if check is not None:
@@ -218,21 +228,21 @@ def _check_one(sentence: str, ledger: Ledger, names: Resolver) -> SentenceCheck 
     mark = CLAIM_MARK_RE.search(sentence)
     shown = CLAIM_MARK_RE.sub("", sentence).strip()
     claim = match_claim(sentence, ledger, names)
-    extra = _held_out(shown, claim, ledger, names)
+    extra = _held_out(shown, claim, ledger, names) + tuple(seed_counts(shown, ledger))
     if _HYPOTHESIS.search(sentence) and not mark:  # what is tested, not a result
         return SentenceCheck(shown, None, extra) if extra else None
     reading = _read(sentence, names)
     if not (mark or reading.comparison):
-        if claim is not None and len([x for x in literals(shown) if x.unit == "plain"]) >= 2:
-            # No comparison words, but both groups' figures ("reaches X against Y"): their order.
-            unnamed = names.group_re.sub(" ", shown)
-            swapped = swapped_means(unnamed, claim, _reversed(shown, claim, names))
-            return SentenceCheck(shown, claim, tuple(swapped) + extra)
-        return SentenceCheck(shown, claim, extra) if extra else None
+        # Figures said of groups ("X reaches 0.93, Y 0.91"): each against its own group.
+        facts = tuple(group_numbers(shown, names, ledger)) + _absent(shown, names)
+        if literals(names.group_re.sub(" ", shown)):
+            facts += tuple(f"names {w}, a metric the run did not measure" for w in names.unmeasured(shown))
+        return SentenceCheck(shown, claim, facts + extra) if claim or facts or extra else None
     if claim is None:
-        why = _unmatched(mark, shown, names, reading)
+        why = _unmatched(mark, shown, names)
         return SentenceCheck(shown, None, why + extra) if why or extra else None
-    return SentenceCheck(shown, claim, tuple(check_sentence(shown, claim, ledger, names)) + extra)
+    problems = tuple(check_sentence(shown, claim, ledger, names)) + _absent_object(shown, names)
+    return SentenceCheck(shown, claim, problems + extra)
 
 
 def _held_out(sentence: str, claim: Claim | None, ledger: Ledger, names: Resolver) -> tuple[str, ...]:
@@ -240,64 +250,54 @@ def _held_out(sentence: str, claim: Claim | None, ledger: Ledger, names: Resolve
     own measure of it (no group compared) may be called so."""
     metric = names.selection_as_held_out(sentence)
     if metric is None or (claim is None and metric == ledger.heldout_metric):
+        metric = held_out_figure(sentence, names, ledger)
+    if metric is None:
         return ()
     return (f"presents {metric}, the metric the search selected on, as a held-out test",)
 
 
 _OBJECT = re.compile(
-    r"\b(?:than|over|against|versus|vs\.?|compared (?:with|to)|relative to|to)\s+"
-    r"((?:the\s+)?[^\s,.;:()]+(?:\s+[^\s,.;:()]+){0,3})",
+    r"\b(?:than|over|against|versus|vs\.?|compared (?:with|to)|relative to|to|between \S.*? and)\s+"
+    r"((?:the\s+|an?\s+)?[^\s,.;:()]+(?:\s+[^\s,.;:()]+){0,3})",
     re.IGNORECASE,
 )
-_NAMED_THING = re.compile(
-    r"\b[A-Z][A-Za-z0-9-]*[A-Z0-9][A-Za-z0-9-]*\b|\b(?:baseline|model|method|approach|variant|ablation|classifier|network)s?\b"
-)
 
 
-def _unmatched(
-    mark: re.Match[str] | None, sentence: str, names: Resolver, reading: Reading
-) -> tuple[str, ...]:
+def _unmatched(mark: re.Match[str] | None, sentence: str, names: Resolver) -> tuple[str, ...]:
     """A comparison no claim supports: a marker not in the ledger, or a group the run lacks."""
     if mark:
         return (f"is a comparison that names claim {mark.group(1)}, not in the ledger",)
-    if reading.said is None:
-        return ()
-    for m in _OBJECT.finditer(sentence):
-        phrase = m.group(1)
-        if names.group_re.search(phrase) or literals(phrase) or METRIC_WORDS.search(phrase):
+    return _absent_object(sentence, names)
+
+
+def _absent_object(sentence: str, names: Resolver) -> tuple[str, ...]:
+    """The other side of a comparison names a system that is no group of the run."""
+    for m in _OBJECT.finditer(names.group_re.sub("G", sentence)):
+        phrase = re.sub(r"^by\s+", "", m.group(1))
+        if re.search(r"\bG\b", phrase) or literals(phrase) or METRIC_WORDS.search(phrase):
             continue
-        if _NAMED_THING.search(phrase):
+        if SYSTEM.search(phrase) and not GENERIC_NP.match(phrase):
             groups = "; ".join(names.labels)
             return (f"compares with '{phrase}', which is no group of the run (its groups: {groups})",)
     return ()
 
 
-def check_row(row: str, ledger: Ledger, names: Resolver) -> SentenceCheck | None:
-    """A table row: each number against the group(s) its first cell names (a pair: one of the
-    pair's claims, its verdict too), never against any value of the run."""
-    cells = [c.strip() for c in row.split("&")]
-    labels = list(dict.fromkeys(found for _, found in names.groups(cells[0])))
-    body = " & ".join(cells[1:])
-    lits = literals(body)
-    if not labels or not lits:
-        return None
-    shown = " | ".join(cells)
-    if len(labels) >= 2:
-        pair = names.claims_of(labels)
-        verdict = re.search(r"no detectable difference|untested|better|worse", body)
-        ok = [
-            c
-            for c in pair
-            if all(fits(x, c) for x in lits) and (verdict is None or verdict.group(0) == c.verdict)
-        ]
-        if pair and not ok:
-            return SentenceCheck(
-                shown, pair[0], ("has figures or a verdict that are not those of its row's claim",)
-            )
-        return SentenceCheck(shown, ok[0] if ok else None, ())
-    groups = [g for c in ledger.claims for g in (c.subject, c.reference) if g.label in labels[0]]
-    bad = [x.text for x in lits if not fits_group(x, groups)]
-    if bad:
-        who = " or ".join(sorted(labels[0]))
-        return SentenceCheck(shown, None, (f"prints {', '.join(bad)}, not a figure of {who}, in its row",))
-    return None
+_ACHIEVES = re.compile(
+    r"^(?:[^,;:]*,\s*)?(?P<np>[^,;:]{2,60}?)\s+(?:obtain|reach|achiev|attain|scor|yield|record|hit)\w*\b",
+    re.IGNORECASE,
+)
+
+
+def _absent(sentence: str, names: Resolver) -> tuple[str, ...]:
+    """A result said of something that is no group of the run ("A ResNet-18 reaches 0.91")."""
+    m = _ACHIEVES.match(sentence)
+    if m is None or not literals(sentence[m.end() :]):
+        return ()
+    np = m.group("np").strip()
+    if names.group_re.search(np) or METRIC_WORDS.search(np) or names.metrics(np) or GENERIC_NP.match(np):
+        return ()
+    if not SYSTEM.search(np):
+        return ()
+    return (
+        f"gives a result for '{np}', which is no group of the run (its groups: {'; '.join(names.labels)})",
+    )

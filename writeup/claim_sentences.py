@@ -10,11 +10,11 @@ import re
 from pydantic import BaseModel
 
 from engine.claimnames import Resolver
-from engine.claimtext import IDEA_SECTION, check_text, plain
+from engine.claimtext import ABBREVIATED, IDEA_SECTION, check_text, plain
 from writeup.results import ResultsMacros
 
 # A sentence ends at . ! ? before a space or its \claim{id}, or at a blank line.
-_BOUNDARY = re.compile(r"[.!?](?=\s|\\claim|$)(?:\\claim\{[A-Za-z0-9-]+\})?|\n\s*\n")
+_BOUNDARY = re.compile(ABBREVIATED + r"[.!?](?=\s|\\claim|$)(?:\\claim\{[A-Za-z0-9-]+\})?|\n\s*\n")
 # Floats and tables are no prose: their spans are blanked before splitting, never removed.
 _FLOATS = re.compile(r"\\begin\{(table|figure|tabular)\*?\}.*?\\end\{\1\*?\}", re.DOTALL)
 

@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from engine.claims import LEDGER_FILE
+from engine.claimnumbers import changes
+from engine.claims import LEDGER_FILE, load_ledger
 from engine.journal import Journal
 from review.integrity.report import CheckResult, Finding
 from review.integrity.source import RESULTS_FILE, macro_numbers, reading_text, results_macros
@@ -66,9 +67,11 @@ def artifact_values(paper: Paper) -> tuple[list[float], list[str]]:
     if macros:  # the values the paper's macros print (numbers.json holds their names, not values)
         values += macro_numbers(macros)
         sources.append(f"{len(macros)} macro(s) of {RESULTS_FILE}")
-    ledger = paper.out_dir / LEDGER_FILE
-    if ledger.is_file():
-        values += _json_numbers(ledger)
+    ledger = load_ledger(paper.out_dir)
+    if ledger is not None:
+        values += _json_numbers(paper.out_dir / LEDGER_FILE)
+        # A change between two groups may be printed relative (8% higher), in points or as a ratio.
+        values += [v for c in ledger.claims for vs in changes(c).values() for v in vs]
         sources.append(LEDGER_FILE)
     if paper.run_dir is not None:
         files = [
@@ -87,7 +90,7 @@ def artifact_values(paper: Paper) -> tuple[list[float], list[str]]:
         sources.append(
             f"{len(journal.nodes)} node(s) of the journal and {len(files)} results/aggregate file(s)"
         )
-    return sorted(values), sources
+    return sorted(values + [-v for v in values if v < 0]), sources  # a difference printed unsigned
 
 
 def main_text(text: str) -> str:

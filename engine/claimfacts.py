@@ -1,0 +1,127 @@
+"""Statements of fact about groups that compare nothing: "X reaches 0.93", "over 5 seeds",
+"on the held-out test set, X scores 0.91". Each number is checked against the group it is said of
+(the group named just before it, or the one it is "for"), never against any value of the run;
+a count of seeds against the groups' replicates; a held-out or test figure must not be a figure of
+the metric the search selected on. See docs/review.md, "Integrity checks".
+"""
+
+from __future__ import annotations
+
+import re
+
+from engine.claimnames import Resolver
+from engine.claimnumbers import Literal_, fits, fits_group, literals, rounds_to
+from engine.claims import Claim, GroupSummary, Ledger
+
+# "0.91 for X", "0.91 is reached by X": the number is said of the group after it.
+_FOR = re.compile(r"\s*(?:[A-Za-z]+\s+){0,2}?(?:for|by)\s+$")
+_SEEDS = re.compile(
+    r"(?<![\w.])(\d+)\s+(?:(?:random|independent|different|training)\s+)?(?:seeds|replicates|repetitions)\b",
+    re.IGNORECASE,
+)
+HELD_OUT_WORDS = re.compile(
+    r"(?<!no )\b(?:held[- ]out|test[- ](?:set|data|split|results?|performance|accuracy|score)|unseen|"
+    r"out[- ]of[- ]sample|generali[sz]ation|final test|on test)\b",
+    re.IGNORECASE,
+)
+
+# What names a system (a model, a method, a loss), and what only points at one.
+SYSTEM = re.compile(
+    r"\b[A-Za-z]*[A-Z][A-Za-z]*[A-Z0-9][\w-]*\b|\b(?:forest|network|net|classifier|regression|boost\w*|"
+    r"transformer|loss|entropy|trees?|model|baseline|method|approach)\b"
+)
+GENERIC_NP = re.compile(
+    r"^(?:(?:the|our|this|each|every|a|its)\s+)?(?:\w+\s+)?(?:model|method|approach|baseline)$", re.I
+)
+
+
+def _blanked(sentence: str, names: Resolver) -> str:
+    """The sentence with each group name blanked at the same length (positions kept)."""
+    return names.group_re.sub(lambda m: " " * len(m.group(0)), sentence)
+
+
+def attributed(sentence: str, names: Resolver) -> list[tuple[Literal_, frozenset[str]]]:
+    """Each number with the group it is said of: the one it is "for" ("0.91 for X", "reached by
+    X"), else the one named last before it, else the first one after it."""
+    mentions = names.groups(sentence)
+    if not mentions:
+        return []
+    blank = _blanked(sentence, names)
+    out = []
+    for lit in literals(blank):
+        after = [(at, g) for at, g in mentions if at > lit.start]
+        before = [(at, g) for at, g in mentions if at < lit.start]
+        if after and _FOR.match(blank[lit.start : after[0][0]].split(lit.text, 1)[-1]):
+            out.append((lit, after[0][1]))
+        else:
+            out.append((lit, (before[-1] if before else after[0])[1]))
+    return out
+
+
+def _summaries(ledger: Ledger, labels: frozenset[str], metrics: list[str]) -> list[GroupSummary]:
+    return [
+        g
+        for c in ledger.claims
+        if not metrics or c.metric in metrics
+        for g in (c.subject, c.reference)
+        if g.label in labels
+    ]
+
+
+def _claims(ledger: Ledger, labels: frozenset[str], metrics: list[str]) -> list[Claim]:
+    return [
+        c
+        for c in ledger.claims
+        if (not metrics or c.metric in metrics) and labels & {c.subject.label, c.reference.label}
+    ]
+
+
+def group_numbers(sentence: str, names: Resolver, ledger: Ledger) -> list[str]:
+    """Numbers said of a group that are none of its figures (on the metric the sentence names)."""
+    metrics = names.metrics(sentence)
+    out = []
+    for lit, labels in attributed(sentence, names):
+        own = _summaries(ledger, labels, metrics)
+        if fits_group(lit, own) or any(fits(lit, c, means=False) for c in _claims(ledger, labels, metrics)):
+            continue
+        who = " or ".join(sorted(labels))
+        other = sorted(
+            {g.label for g in _summaries(ledger, frozenset(names.labels), metrics) if rounds_to(g.mean, lit)}
+            - labels
+        )
+        if other:
+            out.append(f"gives {who} the figure {lit.text} of {', '.join(other)}")
+        else:
+            out.append(f"prints {lit.text} for {who}, which is none of its figures")
+    return out
+
+
+def seed_counts(sentence: str, ledger: Ledger) -> list[str]:
+    """A count of seeds that no group of the run was replicated over."""
+    ns = {g.n for c in ledger.claims for g in (c.subject, c.reference)}
+    return [
+        f"states {m.group(1)} seeds, but the groups were replicated over {', '.join(map(str, sorted(ns)))}"
+        for m in _SEEDS.finditer(sentence)
+        if ns and int(m.group(1)) not in ns
+    ]
+
+
+def held_out_figure(sentence: str, names: Resolver, ledger: Ledger) -> str | None:
+    """The selection metric that a held-out or test statement prints a figure of (and no test
+    metric has that figure)."""
+    if not HELD_OUT_WORDS.search(sentence):
+        return None
+    labels = frozenset(label for _, found in names.groups(sentence) for label in found)
+    if not labels:
+        return None  # no group: the held-out choice's own measure, or no result at all
+    lits = [x for x in literals(_blanked(sentence, names)) if x.unit == "plain"]
+    for c in ledger.claims:
+        groups = [g for g in (c.subject, c.reference) if g.label in labels]
+        if c.role != "selection" or not groups:
+            continue
+        tests = [g for t in ledger.claims if t.role == "test" for g in (t.subject, t.reference)]
+        tests = [g for g in tests if g.label in labels]
+        for lit in lits:
+            if any(rounds_to(g.mean, lit) for g in groups) and not any(rounds_to(g.mean, lit) for g in tests):
+                return c.metric
+    return None
