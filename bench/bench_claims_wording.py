@@ -4,7 +4,8 @@ integrity check (`run_checks`, the path `silva review` takes offline).
 
 The phrase bank (bench/claims_corpus/tune.yaml and heldout.yaml) was written apart from Silva's
 writer templates and from the checker's code. A phrasing is a template with slots ({method},
-{baseline}, {metric}, {a}, {b}, {pct}...) filled from one claim of a paper's ledger, so a planted
+{baseline}, {metric}, {a}, {b}, {pct}...) filled from one claim of a paper's ledger (a group by
+its readable name where the ledger has one, as the writers show it, else by its label), so a planted
 error is wrong by construction and an honest paraphrase true by construction. Each error
 phrasing makes one variant and each honest phrasing two (on two different claims), in a paper and
 claim chosen by a seeded hash among those the phrasing fits; the variant sits at the end of the
@@ -44,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from engine.claims import Claim, Ledger  # noqa: E402
+from engine.claims import Claim, GroupSummary, Ledger  # noqa: E402
 from writeup.results import decimals_for, format_number, format_p, latex_escape  # noqa: E402
 
 CORPUS = ROOT / "bench" / "claims_corpus"
@@ -207,7 +208,12 @@ def eligible(claim: Claim, needs: set[str]) -> bool:
         "pct": loser.mean != 0 and round(abs(claim.diff / loser.mean) * 100, 1) > 0,
         "nonzero": round(abs(claim.diff), nums.digits) > 0 and round(abs(claim.diff) * 100, 1) > 0,
     }
-    return all(tests[n] for n in needs) and s.label != r.label
+    return all(tests[n] for n in needs) and shown(s) != shown(r)
+
+
+def shown(group: GroupSummary) -> str:
+    """A group as papers show it: its readable name (what the writers receive), else its label."""
+    return group.name or group.label
 
 
 def readable_metric(name: str) -> str:
@@ -256,12 +262,12 @@ def slots(claim: Claim, fakes: Fakes, seed: int, taken: set[str]) -> dict[str, s
     fold = _fold(claim) or 1.0
     ref = fakes.references[seed % len(fakes.references)]
     out = {
-        "method": latex_escape(s.label),
-        "baseline": latex_escape(r.label),
-        "winner": latex_escape(w.label),
-        "loser": latex_escape(lo.label),
+        "method": latex_escape(shown(s)),
+        "baseline": latex_escape(shown(r)),
+        "winner": latex_escape(shown(w)),
+        "loser": latex_escape(shown(lo)),
         "metric": readable_metric(claim.metric),
-        "abbr": abbreviation(s.label),
+        "abbr": abbreviation(shown(s)),
         "a": nums.a,
         "b": nums.b,
         "w": text_w,
@@ -327,7 +333,7 @@ class Paper(NamedTuple):
     @property
     def names(self) -> set[str]:
         claims = self.ledger.claims
-        return {g.label for c in claims for g in (c.subject, c.reference)} | {
+        return {x for c in claims for g in (c.subject, c.reference) for x in (g.label, shown(g))} | {
             n for c in claims for n in (c.metric, readable_metric(c.metric))
         }
 

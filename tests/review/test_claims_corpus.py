@@ -27,7 +27,9 @@ def bench() -> ModuleType:
 
 
 def _claim(cid: str, metric: str, role: str, a: float, b: float, p: float, n: int = 3) -> Claim:
-    sa = GroupSummary(label="small-loss filtering (best of agenda)", n=n, mean=a, sd=0.01)
+    sa = GroupSummary(
+        label="improve n0020 (best of agenda)", name="small-loss filtering", n=n, mean=a, sd=0.01
+    )
     sb = GroupSummary(label="tuned baseline (best of hyperparameter)", n=n, mean=b, sd=0.01)
     return Claim.model_validate(
         dict(
@@ -106,6 +108,7 @@ def test_wrong_values_differ_from_the_true_ones_as_printed(bench: ModuleType) ->
     half = bench.load_half("tune")
     values = bench.slots(claim, half.fakes, 7, {"val_accuracy"})
     assert (values["a"], values["b"], values["pct"], values["pts"]) == ("0.912", "0.861", "5.9", "5.1")
+    assert (values["Method"], values["abbr"]) == ("Small-loss filtering", "SLF")  # the readable name
     assert values["a_wrong"] not in (values["a"], values["b"])
     assert values["b_wrong"] not in (values["a"], values["b"])
     assert values["pct_wrong"] != values["pct"] and values["pts_wrong"] != values["pts"]
