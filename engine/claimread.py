@@ -21,7 +21,8 @@ _QUALITY_UP = (
     r"better|outperform\w*|out-perform\w*|surpass\w*|beat(?:s|ing|en)?|exceed\w*|edg(?:e|es|ed|ing)"
     r"(?: out)?|improv\w*|superior|ahead|wins?|winning|won|tops|topped|lead(?:s|ing)?(?! to)|led(?! to)|"
     r"advantage|gain(?:s|ed|ing)?|stronger|strongest|outscor\w*|outpac\w*|dominat\w*|best|boost\w*|"
-    r"benefit\w*|favou?r(?:s|ed)?|faster|fastest|quicker|preferable|excel\w*|more (?:accurate|effective|robust|reliable|"
+    r"benefit\w*|favou?r(?:s|ed)?|faster|fastest|quicker|preferable|excel\w*|"
+    r"more (?:accurate|effective|robust|reliable|"
     r"precise|efficient|stable|competitive)"
 )
 _QUALITY_DOWN = (
@@ -55,7 +56,8 @@ _THAN = re.compile(
     r"\b(?:\w{2,}er|more \w+|less \w+)\s+than\b|\b(?:superior|inferior|preferable)\s+to\b", re.I
 )
 _RELATION = re.compile(
-    r"\b(?:than|over(?!\s+(?:\d|(?:\w+\s+){0,2}(?:seeds|runs|replicates|repetitions|trials|folds)\b))|against|versus|vs\.?|compared (?:with|to)|relative to)\s",
+    r"\b(?:than|over(?!\s+(?:\d|(?:\w+\s+){0,2}(?:seeds|runs|replicates|repetitions|trials|folds)\b))"
+    r"|against|versus|vs\.?|compared (?:with|to)|relative to)\s",
     re.I,
 )
 _RANK = re.compile(
@@ -79,7 +81,8 @@ _NOT_SIGNIFICANT = re.compile(
 _PROVENANCE = re.compile(r"\bbest (?:of\b|node)", re.I)
 # "Compared with G, G ...", "Replacing G with G ...": the group named first is the reference.
 _FRONTED = re.compile(
-    r"^\W*(?:compared (?:with|to)|relative to|against|versus|unlike|over)\b|\b(?:replac|substitut)\w* G (?:with|by) G",
+    r"^\W*(?:compared (?:with|to)|relative to|against|versus|unlike|over)\b"
+    r"|\b(?:replac|substitut)\w* G (?:with|by) G",
     re.I,
 )
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from engine.claimfacts import GENERIC_NP, SYSTEM, group_numbers, held_out_figure, seed_counts
 from engine.claimnames import METRIC_WORDS, Resolver
 from engine.claimnumbers import fits, literals, rounds_to
-from engine.claimtables import blocks, check_table
 from engine.claimread import Reading, read
 from engine.claims import Claim, Ledger
+from engine.claimtables import blocks, check_table
 
 CLAIM_MARK = "[claim:{}]"
 CLAIM_MARK_RE = re.compile(r"\[claim:([A-Za-z0-9-]+)\]")
