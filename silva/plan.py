@@ -30,17 +30,22 @@ from engine.attempt import ExperimentJob
 from engine.config import Budgets, Resources
 from engine.dispatch import BudgetStop
 from engine.errors import ConfigError
+from engine.events import IdeaAdmitted
 from engine.executor import Handle, Job, JobDone, holds_resources
 from engine.journal import EVENTS_FILE, Journal
+from engine.llm import LLM
 from engine.llm.config import LLMConfig, Price, ProviderConfig, resolve_model
 from engine.llm.ledger import read_records
 from engine.node import AttemptResult, ExecSummary, MetricSpec, MetricValue, Node, NodeStatus, StepResult
 from search.agentic.operators.job import CycleJob, JudgeJob, Proposed, Ran, RunJob, ThinkJob
 from search.agentic.operators.outcome import OperatorOutcome
+from search.idea import Idea
+from search.rolling import IdeaSupply, Offer
 from search.selection import SelectionJob
 from search.stages import Selection
 from silva.config import RunConfig, load_config
 from silva.paper_phases import ReviewJob
+from silva.rolling import IdeationSection
 from writeup.job import WriteupJob
 
 LEDGER_FILE = "llm_ledger.jsonl"
@@ -81,6 +86,9 @@ DEFAULT_ROLES = {
     "review": LLMRole(
         latency=Lognormal(median_s=40.0, sigma=0.42), input_tokens=15000, output_tokens=2000, calls=6
     ),
+    # One idea of a rolling forest: a draft, its reflections, its novelty rounds (`calls` is
+    # replaced by the section's own count); made ahead of the slots, so only its price counts.
+    "ideation": LLMRole(latency=Lognormal(median_s=30.0, sigma=0.42), input_tokens=4000, output_tokens=1500),
 }
 
 
@@ -350,6 +358,43 @@ class PlanExecutor:
         )
 
 
+class PlannedIdeas:
+    """The idea source of a planned rolling forest (search/rolling.py `IdeaSupply`): every idea
+    asked for is admitted at once, with the section's metrics: the plan assumes ideation keeps
+    ahead of the slots and reports the supply rate that takes (ideas admitted per hour)."""
+
+    def __init__(self, section: IdeationSection) -> None:
+        self.settings, self.made, self.ready = section, 0, list[Offer]()
+
+    def ask(self, n: int, known: Sequence[Idea]) -> None:
+        for _ in range(n):
+            self.made += 1
+            idea = Idea(
+                name=f"planned_{self.made}",
+                title=f"planned idea {self.made}",
+                hypothesis="simulated by silva plan",
+                metrics=self.settings.metrics,
+            )
+            self.ready.append(Offer(idea, True, "novel"))
+
+    def busy(self) -> bool:
+        return False
+
+    def take(self, wait: bool) -> list[Offer]:
+        out, self.ready = self.ready, []
+        return out
+
+
+class PlannedIdeation(IdeationSection):
+    """A run's `ideation:` section as `silva plan` binds it: to `PlannedIdeas`, no model called."""
+
+    def supply(self, llm_cfg: LLMConfig, template: Path | None, llm: LLM, journal: Journal) -> IdeaSupply:
+        return PlannedIdeas(self)
+
+    def calls_per_idea(self) -> int:
+        return 2 + self.reflections + self.novelty_rounds  # a draft, reflections, rounds and a decision
+
+
 class PlanReport(BaseModel):
     """What the run would give and cost; the same for the same config, source and seed (but
     the `driver_` figures, which measure this machine)."""
@@ -368,6 +413,8 @@ class PlanReport(BaseModel):
     nodes_by_kind: dict[str, int]
     papers_written: int
     papers_reviewed: int
+    ideas_admitted: int = Field(0, description="a rolling forest's ideas (`ideation:`)")
+    ideas_per_hour: float | None = Field(None, description="the idea supply rate the run took")
     utilization: float = Field(description="slot-seconds held by experiments / (slots x wall time)")
     share_by_idea: dict[str, float] = Field(description="each idea's share of the slot-seconds held")
     outcome: str
@@ -452,6 +499,9 @@ def plan(
                 "executor": cfg.executor.model_copy(update={"max_in_flight": slots, "kind": "inprocess"}),
                 "llm": offline(cfg.llm) if cfg.llm is not None else None,
                 "scripted_fn": None,
+                "ideation": PlannedIdeation.model_validate(cfg.ideation.model_dump())
+                if cfg.ideation is not None
+                else None,
             }
         )
         _, journal = create_run(base.model_copy(update={"writeup": None}))
@@ -459,10 +509,25 @@ def plan(
         cpu = time.process_time()
         outcome = execute(base, journal, executor=executor)
         cpu = time.process_time() - cpu
+        if isinstance(base.ideation, PlannedIdeation):
+            _charge_ideation(executor, journal, base.ideation, prices(cfg))
         return _report(config, from_dir, seed, slots, journal, executor, outcome, cpu)
     finally:
         quiet.setLevel(level)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _charge_ideation(
+    ex: PlanExecutor, journal: Journal, section: PlannedIdeation, price: dict[str, Price]
+) -> None:
+    """Each admitted idea's ideation calls at the ideation role's model's price (else code's)."""
+    admitted = sum(1 for _ in journal.log.read(IdeaAdmitted))
+    role = ex.source.settings.llm.get("ideation") or DEFAULT_ROLES["ideation"]
+    model = price.get("ideation") or price.get("code")
+    calls = admitted * section.calls_per_idea()
+    ex.llm_calls["ideation"] += calls
+    if model is not None:
+        ex.dollars += calls * model.dollars(role.input_tokens, role.output_tokens, 0)
 
 
 def _report(
@@ -494,6 +559,8 @@ def _report(
         nodes_by_kind=dict(sorted(kinds.items())),
         papers_written=good[PAPER],
         papers_reviewed=good[REVIEW],
+        ideas_admitted=(admitted := sum(1 for _ in journal.log.read(IdeaAdmitted))),
+        ideas_per_hour=round(admitted / (wall / 3600), 3) if admitted and wall > 0 else None,
         utilization=round(held / (slots * wall), 4) if wall > 0 else 0.0,
         share_by_idea={k: round(v / held, 4) for k, v in sorted(ex.held_s.items())} if held else {},
         outcome=outcome.status,

@@ -24,7 +24,7 @@ from engine.llm import EMBEDDING_ROLE, LLM, StructuredOutputError
 from engine.llm.config import LLMConfig
 from engine.node import MetricSpec
 from search.idea import Idea
-from search.rolling import Offer, RollingSettings
+from search.rolling import IdeaSupply, Offer, RollingSettings
 from silva.ideation.archive import Archive, IdeaRecord
 from silva.ideation.config import TopicConfig
 from silva.ideation.ideate import Ideator
@@ -62,6 +62,22 @@ class IdeationSection(RollingSettings):
             self.archive if self.archive is None or self.archive.is_absolute() else (base / self.archive)
         )
         return self.model_copy(update={"datasets": datasets, "archive": archive})
+
+    def supply(self, llm_cfg: LLMConfig, template: Path | None, llm: LLM, journal: Journal) -> IdeaSupply:
+        """The idea source this section describes (`silva plan` binds a simulated one)."""
+        from writeup.literature import LiteratureError, open_literature
+
+        try:
+            literature, why = open_literature(self.literature), ""
+        except LiteratureError as e:
+            literature, why = None, str(e)
+        archive = Archive(self.archive or journal.log.path.parent / ARCHIVE_DIR)
+        ideator = Ideator(self.topic_config(llm_cfg, template), llm, literature, archive, why)
+        supply = IdeationSupply(self, ideator, llm if EMBEDDING_ROLE in llm_cfg.roles else None)
+        if self.archive is None:  # a shared archive's other ideas belong to other runs
+            decided = journal.log.read(IdeaAdmitted, IdeaRejected)
+            supply.pending({e.idea for e in decided if isinstance(e, IdeaAdmitted | IdeaRejected)})
+        return supply
 
     def topic_config(self, llm: LLMConfig, template: Path | None) -> TopicConfig:
         return TopicConfig(
@@ -159,24 +175,11 @@ def idea_supply(
     template: Path | None,
     llm: LLM | None,
     journal: Journal,
-) -> IdeationSupply | None:
+) -> IdeaSupply | None:
     """The run's idea source, or None when the config has no `ideation:` section."""
     if section is None or llm is None or llm_cfg is None:
         return None
-    from writeup.literature import LiteratureError, open_literature
-
-    try:
-        literature, why = open_literature(section.literature), ""
-    except LiteratureError as e:
-        literature, why = None, str(e)
-    archive = Archive(section.archive or journal.log.path.parent / ARCHIVE_DIR)
-    topic = section.topic_config(llm_cfg, template)
-    ideator = Ideator(topic, llm, literature, archive, why)
-    supply = IdeationSupply(section, ideator, llm if EMBEDDING_ROLE in llm_cfg.roles else None)
-    if section.archive is None:  # a shared archive's other ideas belong to other runs
-        decided = journal.log.read(IdeaAdmitted, IdeaRejected)
-        supply.pending({e.idea for e in decided if isinstance(e, IdeaAdmitted | IdeaRejected)})
-    return supply
+    return section.supply(llm_cfg, template, llm, journal)
 
 
 def ideation_counts(journal: Journal) -> dict[str, Any] | None:

@@ -196,3 +196,47 @@ def test_an_experiment_kind_the_source_run_never_made_takes_that_runs_experiment
     rng = random.Random(0)
     assert source.duration("debug", rng) == 3.0 and source.buggy("debug", rng) is False
     assert source.duration("aggregation", rng) < 60  # a support kind keeps its own default
+
+
+@pytest.mark.slow
+def test_a_rolling_forest_is_planned_to_its_manuscripts_with_the_supply_rate_it_took(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`ideation:` in the planned config: ideas are admitted as the slots need them (no model is
+    called), each is written up and reviewed, the run stops at its `manuscripts` target, and the
+    report says how many ideas per hour that took and what their ideation cost."""
+    import yaml
+
+    llm = {
+        "providers": {"anthropic": {"kind": "anthropic", "api_key_env": "SILVA_TEST_NO_SUCH_KEY"}},
+        "models": {"haiku": {"provider": "anthropic", "model": "claude-haiku-4-5"}},
+        "roles": {r: {"model": "haiku"} for r in ("code", "feedback", "selection", "writeup", "review")},
+    }
+    cfg = {
+        "name": "rolling",
+        "output_dir": str(tmp_path / "runs"),
+        "replicates": 1,
+        "stages": {s: {"max_nodes": 2} for s in ("preliminary", "hyperparameter", "agenda", "ablation")},
+        "budgets": {"wall_clock_s": 86400},
+        "executor": {"kind": "inprocess", "max_in_flight": 8},
+        "sandbox": "none",
+        "llm": llm,
+        "writeup": {},
+        "review": {},
+        "ideation": {
+            "topic": "label noise",
+            "metrics": [{"name": "accuracy", "direction": "maximize", "primary": True}],
+            "reflections": 1,
+            "novelty_rounds": 2,
+            "manuscripts": 5,
+        },
+    }
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    r = plan_json(capsys, str(path), "--seed", "2")
+    assert r["outcome"] == "finished" and r["message"].startswith(f"{r['ideas_admitted']} idea(s): ")
+    assert r["papers_reviewed"] >= 5 and r["ideas_admitted"] >= 5
+    assert (
+        r["llm_calls"]["ideation"] == 5 * r["ideas_admitted"]
+    )  # a draft, 1 reflection, 2 rounds, a decision
+    assert r["ideas_per_hour"] == pytest.approx(r["ideas_admitted"] / (r["wall_s"] / 3600), rel=1e-3)
