@@ -25,6 +25,9 @@ class TrackingConfig(Strict):
     experiment: str | None = Field(
         None, description="experiment (W&B: project) name; default: the run's name"
     )
+    retry_max_s: float = Field(
+        30.0, gt=0, description="longest pause between tries while the tracker does not answer"
+    )
     drain_s: float = Field(
         10.0, ge=0, description="how long the run waits at its end for the tracker to catch up"
     )

@@ -13,6 +13,7 @@ from typing import Any
 from engine import blobs
 from engine import events as ev
 from engine.claims import LEDGER_FILE
+from engine.contract import RESULTS_FILE
 from engine.errors import ConfigError
 from engine.eventlog import EVENTS_FILE, parse_line
 from engine.node import AttemptResult, Node
@@ -68,9 +69,10 @@ class Follower:
         except FileNotFoundError:
             return 0
 
-    def step(self) -> int:
-        """Send every complete event after the cursor; then the run's totals when it stopped or
-        finished since they were last sent. Returns the number of events passed."""
+    def step(self, sends: int | None = None) -> int:
+        """Send every complete event after the cursor (or up to `sends` events that have records);
+        then the run's totals when it stopped or finished since they were last sent. Returns the
+        number of events passed."""
         passed = 0
         for end, data in self._lines():
             event = ev.parse(data)
@@ -80,6 +82,8 @@ class Follower:
             if sent:
                 self.cursor.save(self.cursor_path)
                 self.recovering = False
+                if sends is not None and (sends := sends - 1) == 0:
+                    return passed
         due = self.cursor.stopped > self.cursor.summarized
         if due:
             self._summarize(self.cursor.stopped)
@@ -211,13 +215,24 @@ class Follower:
         elif result.reason:
             tags["silva.note"] = short(result.reason)
         self.backend.set_tags(run, tags)
-        if result.code:
-            self._send_text(run, result.code, "code.py", "code")
-        for path in self._files(result.artifacts):
-            self.backend.log_file(run, path, "files")
+        self._node_files(run, result)
         end: RunEnd = "FINISHED" if result.status == "good" else "FAILED"
         self.backend.end_run(run, end)
         return True
+
+    def _node_files(self, run: str, result: AttemptResult) -> None:
+        """Its code, its results.json and the files it listed (plots)."""
+        workspace = self.run_dir / result.workspace if result.workspace else None
+        if result.code:
+            self._send_text(run, result.code, "code.py", "code")
+        elif workspace is not None and workspace.is_dir():  # a template's script, run as it is
+            for script in sorted(workspace.glob("*.py")):
+                self.backend.log_file(run, script, "code")
+        files = self._files(result.artifacts)
+        if workspace is not None and (workspace / RESULTS_FILE).is_file():
+            files.append(workspace / RESULTS_FILE)
+        for path in dict.fromkeys(files):
+            self.backend.log_file(run, path, "files")
 
     def _phase_files(self, idea_run: str, phase: str, result: AttemptResult) -> None:
         """The paper, the reviews and the claim ledger go on the idea's run."""

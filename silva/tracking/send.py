@@ -19,7 +19,6 @@ from silva.tracking.config import TrackingConfig
 from silva.tracking.cursor import Cursor, lock
 from silva.tracking.follower import Follower
 
-RETRY_MAX_S = 30.0  # longest wait between tries while the tracker is down
 POLL_S = 0.5  # how often a live follower looks for new events
 
 
@@ -78,7 +77,7 @@ def follow(
             if deadline is None and stopped():
                 deadline = time.monotonic() + cfg.drain_s
             try:
-                follower.step()
+                follower.step(sends=1 if down_since else None)  # one record first: is it back?
             except Exception as e:  # the tracker's own errors: any of them means "try again later"
                 if not down_since:
                     down_since = time.monotonic()
@@ -87,11 +86,13 @@ def follow(
                         f"{str(e).splitlines()[0][:200] if str(e) else ''}); the run goes on and the "
                         "records wait until it answers"
                     )
-                wait = min(RETRY_MAX_S, wait * 2)
+                wait = min(cfg.retry_max_s, wait * 2)
             else:
                 if down_since:
-                    say(f"tracker {follower.backend.uri} answers again: the records that waited are sent")
-                down_since, wait = 0.0, POLL_S
+                    behind = follower.behind()
+                    say(f"tracker {follower.backend.uri} answers again: sending {behind} bytes that waited")
+                    down_since, wait = 0.0, POLL_S
+                    continue
                 if deadline is not None:
                     return 0
             if deadline is not None and time.monotonic() >= deadline:

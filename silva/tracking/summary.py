@@ -29,7 +29,8 @@ def run_totals(run_dir: Path) -> dict[str, float]:
         out[f"llm.{row.key}.dollars"] = row.dollars
         out[f"llm.{row.key}.input_tokens"] = row.input_tokens
         out[f"llm.{row.key}.output_tokens"] = row.output_tokens
-    if t.utilization is not None:
+    # Left out above 1: attempts a killed driver left open are counted busy until now.
+    if t.utilization is not None and t.utilization <= 1:
         out["utilization"] = t.utilization
     for name, limit in cfg.budgets.model_dump().items():
         if limit is not None:
