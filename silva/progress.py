@@ -105,7 +105,7 @@ class Progress:
             "done",
             "running",
             "buggy",
-            f"best {spec.name if spec else ''}",
+            f"best {spec.name if spec else ''} (one seed)",
             "state",
         ):
             t.add_column(col)
@@ -139,7 +139,7 @@ class Progress:
         parts += documents
         parts += [
             f"{r.idea + '/' if forest else ''}{r.stage} {r.done} done {r.running} running {r.buggy} buggy "
-            f"best={fmt(r.best_value)}"
+            f"best (one seed)={fmt(r.best_value)}"
             for r in rows
             if not r.ended or r.running
         ]

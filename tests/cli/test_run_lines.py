@@ -143,3 +143,9 @@ def test_utilization_is_of_the_slots_the_cluster_holds(
     )
     journal.log.close()
     assert "of 1 slots" in status(run_copy, capsys)
+
+
+def test_the_live_table_says_its_best_is_one_seed(finished: tuple[Path, str]) -> None:
+    journal = Journal.open(finished[0], read_only=True)
+    table = Progress(Console(file=None)).table(journal)
+    assert any(str(c.header).endswith("(one seed)") for c in table.columns)
