@@ -31,7 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sandbox import seccomp
+from sandbox import seccomp, warm
 from sandbox.base import ExecResult, HostWorkspace, Limits, SandboxUnavailable, list_files, sandbox_provider
 from sandbox.process import OutputCap, looks_oom, sandbox_env
 
@@ -71,6 +71,9 @@ class DockerOptions(BaseModel):
         default_factory=lambda: uuid.uuid4().hex[:12], description="label for this run's containers"
     )
     api_timeout_s: float = Field(default=120.0, gt=0, description="timeout of ordinary engine API calls")
+    font_cache: bool = Field(
+        default=True, description="bind a prebuilt matplotlib font cache read-only (sandbox/warm.py)"
+    )
 
 
 class DockerSandbox(HostWorkspace):
@@ -137,6 +140,13 @@ class DockerSandbox(HostWorkspace):
             "log_config": docker.types.LogConfig(type="none"),  # output comes through attach
             "stdin_open": False,
         }
+        cache = _FONT_CACHES.get((opts.base_url, opts.image))
+        if cache is not None:
+            # The container's own writable config dir (Docker mounts parents first); only the
+            # cache file in it is shared, read-only.
+            config["tmpfs"][warm.MPL_DIR] = "size=8m,mode=1777"
+            target = f"{warm.MPL_DIR}/{cache.name}"
+            config["mounts"].append(docker.types.Mount(target, str(cache), type="bind", read_only=True))
         if limits.memory_mb is not None:
             # Equal limits: no swap on top of the memory limit (unset would allow twice as much).
             config["mem_limit"] = config["memswap_limit"] = f"{limits.memory_mb}m"
@@ -227,6 +237,8 @@ class _CpuSampler(threading.Thread):
 # per attempt, and each attempt must not pay for a new connection, a ping and a sweep.
 _ENGINES: dict[str | None, tuple[Any, Any]] = {}
 _READY: set[tuple[str | None, str]] = set()
+# The font cache each (engine, image) shares with its containers; None: none to share.
+_FONT_CACHES: dict[tuple[str | None, str], Path | None] = {}
 _lock = threading.Lock()
 
 
@@ -291,7 +303,16 @@ class DockerProvider:
                 f"`{BUILD_SCRIPT} {self.options.image}` or pull/build one from cluster/images/Dockerfile.*"
             ) from None
         self.sweep(mine=False)
+        if self.options.font_cache:
+            key = f"docker|{client.images.get(self.options.image).id}"
+            cache = warm.font_cache(key, self._build_font_cache)
+            _FONT_CACHES[(self.options.base_url, self.options.image)] = cache
         _READY.add((self.options.base_url, self.options.image))
+
+    def _build_font_cache(self, workspace: Path) -> None:
+        box = DockerSandbox(self, workspace, ())
+        env = {"MPLCONFIGDIR": f"{WORKSPACE}/mpl"}
+        box.exec(warm.BUILD_FONT_CACHE, limits=Limits(wall_s=600, memory_mb=2048), env=env)
 
     def open(self, workspace: Path, *, gpu_ids: Sequence[int] = ()) -> DockerSandbox:
         self.check()

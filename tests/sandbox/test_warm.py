@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import Limits, get_provider, local, warm
+from sandbox import Limits, SandboxProvider, get_provider, local, warm
+from sandbox import docker_provider as docker_module
+from sandbox.docker_provider import DockerProvider, DockerSandbox
 
 PROBE = """
 import os, pathlib
@@ -23,6 +25,18 @@ except OSError as e:
 """
 
 
+def run_probe_twice(provider: SandboxProvider, tmp_path: Path) -> None:
+    for i in range(2):
+        box = provider.open(tmp_path / f"attempt-{i}")
+        try:
+            res = box.exec(["python3", "-c", PROBE], limits=Limits(wall_s=300))
+        finally:
+            box.close()
+        assert res.exit_code == 0, res.stderr
+        assert "building the font cache" not in res.stderr
+        assert "cache read-only: Read-only file system" in res.stdout
+
+
 @pytest.mark.slow
 def test_fresh_sandboxes_share_one_prebuilt_font_cache_read_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -34,13 +48,30 @@ def test_fresh_sandboxes_share_one_prebuilt_font_cache_read_only(
     provider.check()
     (built,) = (tmp_path / "cache").glob("mpl-*/fontlist-v*.json")
     before = built.read_bytes()
-    for i in range(2):
-        box = provider.open(tmp_path / f"attempt-{i}")
-        try:
-            res = box.exec(["python3", "-c", PROBE], limits=Limits(wall_s=300))
-        finally:
-            box.close()
-        assert res.exit_code == 0, res.stderr
-        assert "building the font cache" not in res.stderr
-        assert "cache read-only: Read-only file system" in res.stdout
+    run_probe_twice(provider, tmp_path)
     assert built.read_bytes() == before
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_containers_share_the_images_prebuilt_font_cache_read_only(
+    docker_provider: DockerProvider, tmp_path: Path
+) -> None:
+    run_probe_twice(docker_provider, tmp_path)
+
+
+def test_a_containers_config_dir_is_its_own_tmpfs_with_the_cache_bound_read_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "fontlist-v3.11.0.json"
+    cache.write_text("{}")
+    monkeypatch.setitem(docker_module._FONT_CACHES, (None, "img:tag"), cache)
+    box = DockerSandbox(DockerProvider(image="img:tag"), tmp_path / "ws", ())
+    cfg = box.container_config(["true"], Limits(disk_mb=64), {})
+    assert cfg["tmpfs"] == {"/tmp": "size=64m,mode=1777", "/tmp/matplotlib": "size=8m,mode=1777"}
+    (bound,) = [m for m in cfg["mounts"] if m["Target"].startswith("/tmp/matplotlib/")]
+    assert (bound["Target"], bound["Source"], bound["ReadOnly"]) == (
+        "/tmp/matplotlib/fontlist-v3.11.0.json",
+        str(cache),
+        True,
+    )
