@@ -12,12 +12,13 @@ import random
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from engine.errors import ConfigError
 from engine.llm import EMBEDDING_ROLE, LLM, Message, StructuredOutputError
+from engine.llm.prompt_budget import Part
 from engine.node import MetricSpec
 from search.idea import Idea
 from silva.ideation.archive import Archive, IdeaRecord, Novelty, NoveltyRound, Scores
@@ -31,17 +32,23 @@ SYSTEM = (
 )
 MAX_TEMPLATE_CHARS = 20_000
 T = TypeVar("T", bound=BaseModel)
+# Bounded strings: a small model's grammar-constrained answer must close each within max_tokens.
+Point = Annotated[str, Field(max_length=240)]
 
 
 class IdeaDraft(BaseModel):
     """A research idea that one experiment tree can test."""
 
-    name: str = Field(description="short slug: lowercase letters, digits and underscores")
-    title: str = Field(min_length=1)
-    hypothesis: str = Field(min_length=1, description="one falsifiable sentence")
-    abstract: str = Field(min_length=1, description="a conference-style abstract of the intended paper")
-    experiments: list[str] = Field(min_length=1, description="the planned experiments, one per item")
-    risks: list[str] = Field(default_factory=list, description="risk factors and limitations")
+    name: str = Field(max_length=40, description="short slug: lowercase letters, digits and underscores")
+    title: str = Field(min_length=1, max_length=150)
+    hypothesis: str = Field(min_length=1, max_length=300, description="one falsifiable sentence")
+    abstract: str = Field(
+        min_length=1, max_length=1200, description="a conference-style abstract of the intended paper"
+    )
+    experiments: list[Point] = Field(
+        min_length=1, max_length=5, description="the planned experiments, one per item"
+    )
+    risks: list[Point] = Field(default_factory=list, max_length=5, description="risk factors and limitations")
     metrics: list[MetricSpec] = Field(
         default_factory=list, description="metrics results.json reports; one primary"
     )
@@ -53,7 +60,7 @@ class IdeaDraft(BaseModel):
 class Reflection(BaseModel):
     """Your critique of the idea and the improved idea."""
 
-    critique: str = Field(min_length=1)
+    critique: str = Field(min_length=1, max_length=600)
     idea: IdeaDraft
     done: bool = Field(description="true if the idea needs no further change")
 
@@ -62,9 +69,11 @@ class NoveltyStep(BaseModel):
     """Either a literature query to run next, or your decision on the idea's novelty."""
 
     decision: Literal["search", "novel", "not_novel"]
-    query: str = Field("", description="with decision=search: the search query")
-    reason: str = Field("", description="with a decision: why, naming the closest papers")
-    closest: list[str] = Field(default_factory=list, description="ids of the papers closest to the idea")
+    query: str = Field("", max_length=150, description="with decision=search: the search query")
+    reason: str = Field("", max_length=400, description="with a decision: why, naming the closest papers")
+    closest: list[Annotated[str, Field(max_length=80)]] = Field(
+        default_factory=list, max_length=5, description="ids of the papers closest to the idea"
+    )
 
     @model_validator(mode="after")
     def _query(self) -> NoveltyStep:
@@ -230,24 +239,32 @@ class Ideator:
         return Novelty(verdict="novel", reason=reason, rounds=rounds), list(papers.values())
 
     # -- prompts ---------------------------------------------------------------------------------
-    def _topic(self) -> str:
+    def fit(self, *parts: Part) -> str:
+        """A prompt cut by priority to the ideation model's context less its max_tokens."""
+        return self.llm.budget(self.cfg.role).fit(parts, fixed=SYSTEM)
+
+    def _topic(self) -> list[Part]:
+        """The topic and metrics whole; the template's code as far as the context allows."""
         parts = []
         if self.cfg.topic.strip():
-            parts.append(f"Research topic:\n{self.cfg.topic.strip()}")
+            topic = f"Research topic:\n{self.cfg.topic.strip()}\n\n"
+            parts.append(Part(topic, min_chars=min(len(topic), 2000)))
         if self.context:
-            parts.append(
+            context = (
                 "Ideas must extend this human-written experiment template (its code and declared "
                 "hyperparameters, method switch, ablations and metrics); propose what to add or change:\n"
                 + self.context
+                + "\n\n"
             )
+            parts.append(Part(context, priority=3, min_chars=min(len(context), 1500)))
         if self.fixed_metrics:
-            parts.append(
-                "Every idea reports these metrics: "
-                + ", ".join(
-                    f"{m.name} ({m.direction}{', primary' if m.primary else ''})" for m in self.fixed_metrics
-                )
+            metrics = ", ".join(
+                f"{m.name} ({m.direction}{', primary' if m.primary else ''})" for m in self.fixed_metrics
             )
-        return "\n\n".join(parts)
+            parts.append(
+                Part(f"Every idea reports these metrics: {metrics}\n\n", min_chars=len(metrics) + 40)
+            )
+        return parts
 
     def _generate_prompt(self, parents: list[IdeaRecord]) -> str:
         archive = (
@@ -267,17 +284,31 @@ class Ideator:
             )
         else:
             base, task = "", "Propose a first idea for this topic."
-        return (
-            f"{self._topic()}\n\nArchived ideas:\n{archive}\n\n{base}\n\n{task} Score it honestly from 1 to "
-            "10 for interestingness, novelty and feasibility (a small compute budget, one experiment tree)."
+        return self.fit(
+            *self._topic(),
+            Part(f"Archived ideas:\n{archive}\n\n", priority=4, min_chars=min(len(archive) + 20, 600)),
+            Part(f"{base}\n\n", priority=2, min_chars=min(len(base), 1500)),
+            Part(
+                f"{task} Score it honestly from 1 to 10 for interestingness, novelty and feasibility "
+                "(a small compute budget, one experiment tree).",
+                min_chars=400,
+            ),
         )
 
     def _reflect_prompt(self, draft: IdeaDraft, round_: int) -> str:
-        return (
-            f"{self._topic()}\n\nReflection round {round_ + 1} of {self.cfg.reflections}. Your idea:\n"
-            f"{draft.model_dump_json(indent=1)}\n\nCriticise it: is the hypothesis falsifiable, are the "
-            "experiments feasible and sufficient, are the scores honest? Return the improved idea, and "
-            "done=true if it needs no further change."
+        idea = draft.model_dump_json(indent=1)
+        return self.fit(
+            *self._topic(),
+            Part(
+                f"Reflection round {round_ + 1} of {self.cfg.reflections}. Your idea:\n{idea}\n\n",
+                min_chars=len(idea) + 60,
+            ),
+            Part(
+                "Criticise it: is the hypothesis falsifiable, are the experiments feasible and sufficient, "
+                "are the scores honest? Return the improved idea, and done=true if it needs no further "
+                "change.",
+                min_chars=300,
+            ),
         )
 
     def _novelty_prompt(
@@ -297,7 +328,10 @@ class Ideator:
                 "decision=not_novel). not_novel means a found paper already tests essentially this "
                 "hypothesis."
             )
-        return (
-            f"Is this idea novel?\n{idea.describe()}\n\nQueries so far:\n{queries}\n\nPapers found:\n"
-            f"{found or '(none yet)'}\n\n{task} List the ids of the closest papers."
+        described = f"Is this idea novel?\n{idea.describe()}\n\n"
+        return self.fit(
+            Part(described, min_chars=min(len(described), 2000)),
+            Part(f"Queries so far:\n{queries}\n\n", priority=2),
+            Part(f"Papers found:\n{found or '(none yet)'}\n\n", priority=1, min_chars=min(len(found), 1000)),
+            Part(f"{task} List the ids of the closest papers.", min_chars=len(task) + 40),
         )

@@ -151,3 +151,29 @@ def test_an_idea_the_model_never_validates_is_reported_not_a_crash(
     assert code == 4, out  # finished without a result, as `silva run` with no good node
     assert out.count("not made:") == 2 and "0 of 0 new ideas kept; 2 not made" in out
     assert "Traceback" not in out
+
+
+def test_a_long_template_is_cut_to_a_small_model_context(tmp_path: Path) -> None:
+    """A template whose code alone fills a 4k context: the prompt keeps the topic, metrics and the
+    task whole and cuts the code, so a small model still writes the idea."""
+    template = make_template(tmp_path / "tpl")
+    (template / "helpers.py").write_text("".join(f"# helper line {i}: unused padding\n" for i in range(700)))
+    llm = {
+        "providers": {"offline": {"kind": "scripted"}},
+        "models": {
+            "thinker": {
+                "provider": "offline",
+                "model": "scripted-thinker",
+                "price": {"input": 0, "output": 0},
+                "capabilities": {"context_tokens": 4096},
+            }
+        },
+        "roles": {"ideation": {"model": "thinker", "max_tokens": 1024}},
+    }
+    with fake_literature() as (url, _):
+        topic = write_topic(tmp_path, url, topic="", num_ideas=1, llm=llm)
+        code = main(["ideate", str(topic), "--template", str(template), "--out", str(tmp_path / "ideas")])
+    assert code == 0
+    (record,) = read_archive(tmp_path / "ideas" / "ideas.jsonl")
+    ledger = [json.loads(line) for line in (tmp_path / "ideas" / "llm_ledger.jsonl").read_text().splitlines()]
+    assert ledger and all(r.get("error") is None for r in ledger)
