@@ -48,10 +48,13 @@ def font_cache(key: str, build: Callable[[Path], None], root: Path | None = None
         built = sorted(config_dir.glob("fontlist-v*.json")) if config_dir.is_dir() else []
         if not built:
             return None
-        folder.mkdir(parents=True, exist_ok=True)
         target = folder / built[-1].name
         partial = folder / f".{target.name}.{os.getpid()}"
-        shutil.copyfile(built[-1], partial)
-        os.chmod(partial, 0o644)  # read by the sandbox's uid through the bind
-        os.replace(partial, target)  # parallel workers may race: each rename is whole
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(built[-1], partial)
+            os.chmod(partial, 0o644)  # read by the sandbox's uid through the bind
+            os.replace(partial, target)  # parallel workers may race: each rename is whole
+        except OSError:
+            return None  # a home without room or write access: sandboxes rebuild, as before
     return target

@@ -75,3 +75,16 @@ def test_a_containers_config_dir_is_its_own_tmpfs_with_the_cache_bound_read_only
         str(cache),
         True,
     )
+
+
+def test_a_cache_directory_that_cannot_be_written_means_no_warm_start_not_a_failure(tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("")  # a file where the cache directory would go: mkdir fails
+
+    def build(workspace: Path) -> None:
+        (workspace / "mpl").mkdir(parents=True)
+        (workspace / "mpl" / "fontlist-v3.11.0.json").write_text("{}")
+
+    assert warm.font_cache("key", build, root=blocked) is None
+    stored = warm.font_cache("key", build, root=tmp_path / "ok")
+    assert stored is not None and stored.read_text() == "{}" and stored.stat().st_mode & 0o777 == 0o644
