@@ -570,3 +570,50 @@ def _report(
         driver_cpu_ms_per_completion=round(cpu_s / max(1, ex.completions) * 1e3, 3),
         driver_peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     )
+
+
+def scaled(settings: PlanSettings, experiments: float = 1.0, llm: float = 1.0) -> PlanSettings:
+    """The settings with every experiment duration (not aggregation, selection, paper, review)
+    and every LLM latency multiplied."""
+    support = {"aggregation", "selection", PAPER, REVIEW}
+    durations = {
+        k: d if k in support else d.model_copy(update={"median_s": d.median_s * experiments})
+        for k, d in settings.durations.items()
+    }
+    roles = {
+        k: r.model_copy(
+            update={"latency": r.latency.model_copy(update={"median_s": r.latency.median_s * llm})}
+        )
+        for k, r in settings.llm.items()
+    }
+    return settings.model_copy(update={"durations": durations, "llm": roles})
+
+
+def assumptions(settings: PlanSettings) -> list[str]:
+    """What a plan without --from assumed, one line each."""
+    lines = [
+        f"{kind} duration: lognormal, median {d.median_s:g} s, sigma {d.sigma:g}"
+        for kind, d in settings.durations.items()
+    ]
+    lines += [f"{kind} attempts failing: {share:.0%}" for kind, share in settings.buggy.items()]
+    lines += [
+        f"LLM {role}: {r.calls} call(s) a job, latency median {r.latency.median_s:g} s (sigma "
+        f"{r.latency.sigma:g}), {r.input_tokens} tokens in, {r.output_tokens} out"
+        for role, r in settings.llm.items()
+    ]
+    return lines
+
+
+def what_decides(config: Path, base: PlanReport, settings: PlanSettings, **kw: Any) -> list[str]:
+    """Which assumptions decide the projection: the plan again with the experiment durations
+    doubled, then with the LLM latencies doubled, each change in wall time and utilization."""
+    out = []
+    for name, factor in (("experiment durations", {"experiments": 2.0}), ("LLM latencies", {"llm": 2.0})):
+        r = plan(config, settings=scaled(settings, **factor), **kw)
+        change = r.wall_s / base.wall_s - 1 if base.wall_s > 0 else 0.0
+        out.append(
+            f"{name} doubled: wall time {change:+.0%} ({r.wall_s:,.0f} s), utilization "
+            f"{r.utilization:.0%}, {r.nodes} nodes, stops: {r.outcome}"
+            + (f" by {r.stopped_by}" if r.stopped_by else "")
+        )
+    return out

@@ -50,12 +50,28 @@ def plan(
         f"  GPU-hours      {r.gpu_hours:,.2f}   CPU-hours {r.cpu_hours:,.2f}   LLM ${r.llm_dollars:,.2f}",
         f"  nodes          {r.nodes} ({', '.join(f'{k} {v}' for k, v in r.nodes_by_kind.items())})",
         f"  papers         {r.papers_written} written, {r.papers_reviewed} reviewed",
+        *(
+            [
+                f"  ideas          {r.ideas_admitted} admitted, {r.ideas_per_hour or 0:.2f} per hour "
+                "(ideation assumed to keep ahead of the slots)"
+            ]
+            if r.ideas_admitted
+            else []
+        ),
         f"  utilization    {r.utilization:.1%} of the slots held by experiments",
         "  share by idea  " + ", ".join(f"{k} {v:.1%}" for k, v in r.share_by_idea.items()),
         f"  stops          {r.outcome}" + (f" by {r.stopped_by}" if r.stopped_by else "") + f": {r.message}",
         f"  driver         {r.driver_cpu_ms_per_completion:.2f} ms CPU per completion "
         f"({r.completions} completions), peak {r.driver_peak_rss_mb:.0f} MB",
     ]
+    if from_dir is None:  # no run to draw from: say what was assumed, and what of it matters
+        from silva.plan import assumptions, what_decides
+
+        lines += ['assumed (docs/plan.md, "Defaults"; --settings or --from change them):']
+        lines += [f"  {line}" for line in assumptions(assumed)]
+        lines += ["what decides it (the same plan with one assumption changed):"]
+        decides = what_decides(config, report, assumed, slots=slots, gpus=gpus, seed=seed)
+        lines += [f"  {line}" for line in decides]
     print("\n".join(lines))
     return 0
 

@@ -240,3 +240,16 @@ def test_a_rolling_forest_is_planned_to_its_manuscripts_with_the_supply_rate_it_
         r["llm_calls"]["ideation"] == 5 * r["ideas_admitted"]
     )  # a draft, 1 reflection, 2 rounds, a decision
     assert r["ideas_per_hour"] == pytest.approx(r["ideas_admitted"] / (r["wall_s"] / 3600), rel=1e-3)
+
+
+def test_without_a_run_to_draw_from_the_plan_says_what_it_assumed_and_what_decides(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = str(small_config(tmp_path, budgets={"wall_clock_s": None}))
+    capsys.readouterr()
+    assert main(["plan", cfg, "--slots", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "default duration: lognormal, median 1200 s, sigma 0.75" in out
+    assert "LLM code: 1 call(s) a job, latency median 60 s" in out
+    decides = out.split("what decides it", 1)[1]
+    assert "experiment durations doubled: wall time +" in decides and "LLM latencies doubled" in decides
