@@ -40,9 +40,16 @@ def due(phases: Sequence[Phase], search: Finish | None) -> list[Phase] | None:
 
 
 def phase_nodes(phases: Sequence[Phase] | None, slots: int) -> list[Node]:
-    """The first unfinished phase's nodes (phases run in order)."""
-    phase = next((p for p in phases or () if not p.done()), None)
-    return phase.propose(slots) if phase is not None else []
+    """The first unfinished phase's nodes (phases run in order). A phase that ends in this very
+    call (the held-out choice records its selection and proposes nothing) hands on to the next:
+    else the run would find nothing to do, with nothing in flight, and end as stuck."""
+    for phase in phases or ():
+        if phase.done():
+            continue
+        nodes = phase.propose(slots)
+        if nodes or not phase.done():
+            return nodes
+    return []
 
 
 def phased_finish(phases: Sequence[Phase], search: Finish | None) -> Finish | None:

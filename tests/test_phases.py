@@ -12,7 +12,8 @@ import pytest
 from engine import events as ev
 from engine.journal import Journal
 from engine.llm.providers.base import ProviderCall
-from engine.node import NodeStatus
+from engine.node import Node, NodeStatus
+from search.phases import phase_nodes
 from silva.cli.main import main
 from tests.helpers import make_config, make_template
 from tests.review.papers import scripted_reviewer
@@ -64,3 +65,30 @@ def test_a_forest_writes_and_reviews_each_paper(tmp_path: Path) -> None:
         assert result["meta_review"]["reviews_used"] == 2 and result["decision"] in ("accept", "reject")
     spans = [(n.started_at, n.finished_at) for n in j.in_stage("review")]
     assert all(s is not None and f is not None for s, f in spans)
+
+
+class _Phase:
+    """A phase whose one call to `propose` ends it with no nodes (as the held-out choice does)."""
+
+    after_no_result = False
+
+    def __init__(self, stage: str, nodes: list[Node]) -> None:
+        self.stage, self.nodes, self.ended = stage, nodes, False
+
+    def propose(self, slots: int) -> list[Node]:
+        self.ended = not self.nodes
+        return self.nodes
+
+    def job_for(self, node: Node, attempt: int) -> Any:
+        raise NotImplementedError
+
+    def done(self) -> bool:
+        return self.ended
+
+    def summary(self) -> str:
+        return self.stage
+
+
+def test_a_phase_that_ends_while_proposing_hands_on_to_the_next() -> None:
+    paper = Node(stage="paper", kind="paper", idea="default", plan="paper")
+    assert phase_nodes([_Phase("heldout", []), _Phase("paper", [paper])], 4) == [paper]
