@@ -91,7 +91,9 @@ def test_the_probe_is_paid_into_the_run_ledger(
     `silva cost` lists the role."""
     monkeypatch.setenv(TEST_KEY_ENV, TEST_KEY)
     fake.default = Reply.ok("1 2 3", usage=(20, PROBE_TOKENS, 0))
-    served = make_cfg("openai_compatible", fake.url)
+    served = make_cfg(
+        "openai_compatible", fake.url, timeout_s=60.0
+    )  # one sample is fast enough, however loaded
     llm = {
         **SCRIPTED_LLM,
         "providers": {**SCRIPTED_LLM["providers"], **served.model_dump(mode="json")["providers"]},
