@@ -448,6 +448,19 @@ def offline(llm: LLMConfig) -> LLMConfig:
     return llm.model_copy(update={"providers": scripted, "probe": False})
 
 
+def instant_scripted(cfg: RunConfig, settings: PlanSettings) -> PlanSettings:
+    """Roles a scripted provider answers (the offline examples) take no time: a fact of the
+    config, where the defaults assume a hosted model's latency."""
+    if cfg.llm is None:
+        return settings
+    roles = dict(settings.llm)
+    for role, rc in cfg.llm.roles.items():
+        if cfg.llm.providers[resolve_model(cfg.llm, rc.model).provider].kind == "scripted":
+            r = roles.get(role) or roles["feedback"]
+            roles[role] = r.model_copy(update={"latency": Lognormal(median_s=1e-3, sigma=0.0)})
+    return settings.model_copy(update={"llm": roles})
+
+
 def prices(cfg: RunConfig) -> dict[str, Price]:
     """Each role's model's price (the config's, else the built-in table's)."""
     if cfg.llm is None:
@@ -479,7 +492,8 @@ def plan(
             "search's steps are not simulated yet (docs/plan.md)"
         )
     journal = check_source(from_dir, cfg) if from_dir else None
-    source = Source(settings or PlanSettings(), journal, from_dir / LEDGER_FILE if from_dir else None)
+    settings = instant_scripted(cfg, settings or PlanSettings())
+    source = Source(settings, journal, from_dir / LEDGER_FILE if from_dir else None)
     per = cfg.resources_for("default")
     if gpus is not None:
         if per.num_gpus <= 0:

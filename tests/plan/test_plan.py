@@ -17,7 +17,7 @@ from engine.node import AttemptResult, ExecSummary, Node
 from silva import lifecycle
 from silva.cli.main import main
 from silva.config import load_config
-from silva.plan import Lognormal, PlanExecutor, PlanSettings, Source
+from silva.plan import Lognormal, PlanExecutor, PlanSettings, Source, instant_scripted
 from tests.helpers import make_config, make_template
 
 # What a plan may differ from the real run by (docs/plan.md, "How close"): durations are drawn
@@ -253,3 +253,11 @@ def test_without_a_run_to_draw_from_the_plan_says_what_it_assumed_and_what_decid
     assert "LLM code: 1 call(s) a job, latency median 60 s" in out
     decides = out.split("what decides it", 1)[1]
     assert "experiment durations doubled: wall time +" in decides and "LLM latencies doubled" in decides
+
+
+def test_roles_a_scripted_provider_answers_take_no_time_in_a_plan() -> None:
+    """The offline example's scripted models answer at once: a plan assumes no hosted latency."""
+    cfg = load_config(Path(__file__).parents[2] / "examples" / "ideas" / "run.yaml")
+    settings = instant_scripted(cfg, PlanSettings())
+    assert settings.llm["code"].latency.median_s == 1e-3 and settings.llm["feedback"].latency.sigma == 0
+    assert PlanSettings().llm["code"].latency.median_s == 60.0  # the hosted default, untouched
