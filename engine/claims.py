@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from engine.node import Direction
 
 LEDGER_FILE = "ledger.json"
+LITERATURE_FILE = "literature.json"
 ALPHA = 0.05
 Verdict = Literal["better", "worse", "no detectable difference", "untested"]
 Role = Literal["selection", "test", "other"]
@@ -88,6 +89,25 @@ class Ledger(BaseModel):
         tmp.write_text(self.model_dump_json(indent=2))
         tmp.replace(path)
         return path
+
+
+class LiteratureRecord(BaseModel):
+    """What the writer's literature search returned and the paper may cite: cite key -> the
+    source's paper id. Written beside the paper as literature.json; the reviewer holds every .bib
+    entry of a Silva paper to it."""
+
+    entries: dict[str, str] = Field(default_factory=dict)
+
+    def write(self, paper_dir: Path) -> Path:
+        path = paper_dir / LITERATURE_FILE
+        path.write_text(self.model_dump_json(indent=2))
+        return path
+
+
+def load_literature(paper_dir: Path) -> LiteratureRecord:
+    """The record beside the paper; an empty one when no literature search ran."""
+    path = paper_dir / LITERATURE_FILE
+    return LiteratureRecord.model_validate_json(path.read_text()) if path.is_file() else LiteratureRecord()
 
 
 def load_ledger(paper_dir: Path) -> Ledger | None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import BaseModel, Field
 
+from engine.claims import LiteratureRecord
 from engine.llm import LEDGER_FILE, LLM, CallRecord, Completion, LLMError, Message, extract_code
 from engine.llm.prompt_budget import Part, PromptTooLarge
 from writeup.claim_sentences import contradictions
@@ -340,6 +341,8 @@ class LLMWriter:
                     title=paper.title,
                     justification=pick.justification,
                 )
+        # The paper may cite only what the search returned: the reviewer holds the .bib to this record.
+        LiteratureRecord(entries={k: p.id for k, p in self.bib.items()}).write(self.p.dir)
 
     def bibtex(self) -> str:
         return "".join(bibtex(paper, key) for key, paper in self.bib.items())

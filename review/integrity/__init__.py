@@ -11,6 +11,7 @@ from review.integrity.claims import claims_check
 from review.integrity.figures import duplicate_figures, figure_size, unreferenced_figures
 from review.integrity.latex import overfull_boxes, page_limit, undefined_references
 from review.integrity.numbers import unmatched_numbers
+from review.integrity.references import unsearched_references
 from review.integrity.report import CheckResult, Finding, IntegrityReport
 from review.paper import Paper
 
@@ -24,6 +25,7 @@ def run_checks(paper: Paper, cfg: ReviewConfig) -> IntegrityReport:
         ("overfull_boxes", lambda: overfull_boxes(paper)),
         ("page_limit", lambda: page_limit(paper, cfg.page_limit)),
         ("unsupported_claims", lambda: claims_check(paper)),
+        ("references", lambda: unsearched_references(paper)),
         ("figure_size", lambda: figure_size(paper, cfg.text_width_in, cfg.min_figure_font_pt)),
     ]
     results = []
