@@ -65,7 +65,7 @@ ERROR_KINDS = (
 )
 NEEDS = {
     "significant", "no_difference", "better", "worse", "selection", "test", "distinct", "unit", "fold",
-    "same_n", "accuracy", "maximize", "tested", "pct", "nonzero",
+    "same_n", "accuracy", "maximize", "tested", "pct", "nonzero", "our_method",
 }  # fmt: skip
 SLOT = re.compile(r"\{([A-Za-z_]+)\}")
 # Braced words in the templates that are LaTeX arguments, not slots.
@@ -125,11 +125,13 @@ _COMPARES = ("winner", "Winner", "loser", "Loser", "w", "l", "pct", "pts", "fold
 
 def needs_of(kind: str, spec: KindSpec, phrasing: Phrasing) -> set[str]:
     """The kind's needs, the phrasing's own, and those its wording implies: accuracy words need an
-    accuracy metric, 'higher'/'lower' a maximized one, points and percentages a metric in [0, 1],
-    and a winner or a relative gain two means that differ, and a significant claim unless the
-    phrasing is about a claim without a detectable difference."""
+    accuracy metric, "our method" the paper's method, 'higher'/'lower' a maximized metric, points
+    and percentages a metric in [0, 1], and a winner or a relative gain two means that differ,
+    and a significant claim unless the phrasing is about a claim without a detectable difference."""
     needs = set(spec.needs) | set(phrasing.needs)
     text, slots = phrasing.text, set(SLOT.findall(phrasing.text))
+    if re.search(r"(?i)\bour (method|approach)\b", text):
+        needs.add("our_method")
     if re.search(r"(?i)accura", text):
         needs |= {"accuracy", "maximize"}
     if re.search(r"\b(higher|lower|raises?|rises?|drop|boost)\b", text):
@@ -187,7 +189,9 @@ def _fold(claim: Claim) -> float | None:
     return (1 - lo.mean) / (1 - w.mean)
 
 
-def eligible(claim: Claim, needs: set[str]) -> bool:
+def eligible(claim: Claim, needs: set[str], method: str | None = None) -> bool:
+    """Whether `claim` fits a phrasing with `needs`; `method` is the label of the paper's method
+    (its headline claim's subject), the only group a phrasing may call "our method"."""
     s, r = claim.subject, claim.reference
     nums = _printed(claim)
     loser = r if nums.winner_is_subject else s
@@ -207,6 +211,7 @@ def eligible(claim: Claim, needs: set[str]) -> bool:
         "tested": claim.p is not None and claim.log10_p is not None,
         "pct": loser.mean != 0 and round(abs(claim.diff / loser.mean) * 100, 1) > 0,
         "nonzero": round(abs(claim.diff), nums.digits) > 0 and round(abs(claim.diff) * 100, 1) > 0,
+        "our_method": s.label == method,
     }
     return all(tests[n] for n in needs) and shown(s) != shown(r)
 
@@ -350,7 +355,12 @@ class Variant(NamedTuple):
 
 
 def _candidates(papers: list[Paper], needs: set[str]) -> list[tuple[Paper, Claim]]:
-    return [(p, c) for p in papers for c in p.ledger.claims if eligible(c, needs)]
+    return [
+        (p, c)
+        for p in papers
+        for c in p.ledger.claims
+        if eligible(c, needs, p.ledger.headline.subject.label if p.ledger.headline else None)
+    ]
 
 
 def variants(half: Half, papers: list[Paper]) -> tuple[list[Variant], list[str]]:

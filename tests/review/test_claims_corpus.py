@@ -44,6 +44,7 @@ def ledger() -> Ledger:
     """One claim of every shape a phrasing can need."""
     return Ledger(
         idea="label-noise",
+        headline_id="agenda-AvsB-test-accuracy",
         claims=[
             _claim("agenda-AvsB-val-accuracy", "val_accuracy", "selection", 0.912, 0.861, 0.0004),
             _claim("agenda-AvsB-test-accuracy", "test_accuracy", "test", 0.884, 0.879, 0.41),
