@@ -32,6 +32,7 @@ _ID_NAME = re.compile(
 )
 _CODE = re.compile(r"^[A-Za-z]{0,6}[-_]?\d+$|^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?")
 UNIT_MIN_ROWS = 1.5  # rows per value from which an identifier marks repeated measures
+ID_MIN_VALUES = 10  # fewer values name categories ("subject": math, physics), not units
 
 log = logging.getLogger(__name__)
 
@@ -148,11 +149,11 @@ def heldout_part(
 
 def identifier_columns(df: pd.DataFrame) -> list[str]:
     """Columns that name units rather than measure them: an identifier's name, or text values that
-    look like codes, with at least two values and no fractional numbers."""
+    look like codes, with at least `ID_MIN_VALUES` values and no fractional numbers."""
     out = []
     for col in df.columns:
         s = df[col].dropna()
-        if s.nunique() < 2 or pd.api.types.is_bool_dtype(s) or pd.api.types.is_float_dtype(s):
+        if s.nunique() < ID_MIN_VALUES or pd.api.types.is_bool_dtype(s) or pd.api.types.is_float_dtype(s):
             continue
         text = not pd.api.types.is_numeric_dtype(s)
         coded = text and s.astype(str).str.fullmatch(_CODE).mean() >= 0.9 and s.nunique() >= 20

@@ -149,6 +149,7 @@ def test_identifier_columns_are_told_apart_from_variables() -> None:
             "code": [f"P-{i % 50:03d}" for i in range(200)],
             "age": rng.integers(20, 80, 200),  # integers with repeats: a variable
             "valid": rng.integers(0, 2, 200),
+            "subject": rng.choice(["math", "physics", "art"], 200),  # a category, not a unit
             "width": rng.normal(size=200),
         }
     )
