@@ -6,9 +6,12 @@ Sonnet writing code, papers and reviews, Haiku judging, at the built-in prices, 
 of hosted models: `silva.plan.DEFAULT_ROLES`), with the LLM writeup and a five-review panel
 after each idea's search; experiments lognormal with a 20-minute median (sigma 0.75), one GPU
 each; a 24-hour wall-clock budget; at each of `--slots`. `--forest template`: template ideas
-(stages of 1, 60, 20 and 1 nodes), no LLM. Each plan runs in its own process (its peak memory).
+(stages of 1, 60, 20 and 1 nodes), no LLM. `--forest rolling`: the north-star day, a rolling
+forest (`ideation:`) admitting up to `--ideas` ideas as the slots need them
+(`write_rolling_config`). Each plan runs in its own process (its peak memory).
 
     .venv/bin/python bench/bench_plan.py [--ideas 100] [--slots 100,1000,10000] [--forest agentic]
+    .venv/bin/python bench/bench_plan.py --forest rolling --ideas 5000 --slots 1000
 """
 
 from __future__ import annotations
@@ -89,6 +92,36 @@ def write_agentic_config(work: Path, ideas: int) -> Path:
     return path
 
 
+def write_rolling_config(work: Path, ideas: int) -> Path:
+    """The north-star day: a rolling forest (`ideation:`) on the agentic config's models, smaller
+    ideas (stages of 2, 4, 3 and 2 search nodes, one seed replicate) so that one manuscript stays
+    under $5 at hosted prices, LLM writeup and review after each idea's search; no admissions
+    after 20 h so the last ideas are written and reviewed inside the day. `ideas` caps admissions."""
+    path = write_agentic_config(work, 1)
+    cfg = yaml.safe_load(path.read_text())
+    del cfg["ideas"]
+    cfg.update(
+        replicates=1,
+        stages={
+            "preliminary": {"max_nodes": 2},
+            "hyperparameter": {"max_nodes": 4},
+            "agenda": {"max_nodes": 3},
+            "ablation": {"max_nodes": 2},
+        },
+        search={"num_drafts": 2},
+        ideation={
+            "topic": "Cheap defences of linear classifiers against label noise.",
+            "metrics": [{"name": "val_accuracy", "direction": "maximize", "primary": True}],
+            "reflections": 1,
+            "novelty_rounds": 2,
+            "max_ideas": ideas,
+            "admit_until_s": 20 * 3600,
+        },
+    )
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
 def write_config(work: Path, ideas: int) -> Path:
     template = make_template(work / "tpl")
     cfg = {
@@ -149,6 +182,8 @@ def plan_once(config: Path, slots: int) -> dict[str, Any]:
         "nodes": r["nodes"],
         "papers_written": r["papers_written"],
         "papers_reviewed": r["papers_reviewed"],
+        "ideas_admitted": r["ideas_admitted"],
+        "ideas_per_hour": r["ideas_per_hour"],
         "gpu_hours": r["gpu_hours"],
         "gpu_utilization": r["utilization"],
         "llm_dollars": r["llm_dollars"],
@@ -165,10 +200,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ideas", type=int, default=100)
     ap.add_argument("--slots", default="100,1000,10000")
-    ap.add_argument("--forest", choices=("agentic", "template"), default="agentic")
+    ap.add_argument("--forest", choices=("agentic", "template", "rolling"), default="agentic")
     args = ap.parse_args()
     rows = []
-    write = write_agentic_config if args.forest == "agentic" else write_config
+    write = {"agentic": write_agentic_config, "template": write_config, "rolling": write_rolling_config}[
+        args.forest
+    ]
     with tempfile.TemporaryDirectory(prefix="silva-bench-plan-") as tmp:
         config = write(Path(tmp), args.ideas)
         for slots in (int(s) for s in args.slots.split(",")):

@@ -233,6 +233,7 @@ class PlanExecutor:
         wall = self.budgets.wall_clock_s
         if wall is not None and end - self.start > wall:
             self.now = self.start + wall
+            self._held_until_now()
             raise BudgetStop("wall_clock_s", f"wall-clock budget of {wall:g} s used up")
         del self.pending[handle]
         heapq.heappop(self.ends)
@@ -247,6 +248,15 @@ class PlanExecutor:
         if self.budgets.dollars is not None and self.dollars >= self.budgets.dollars:
             raise BudgetStop("dollars", f"LLM budget of ${self.budgets.dollars:.2f} used up")
         return JobDone(handle, result)
+
+    def _held_until_now(self) -> None:
+        """The budget stops the run: the experiments in flight held their slots until now."""
+        for start, end, job, res, _, _ in self.pending.values():
+            if holds_resources(job) and start < self.now:
+                took = min(end, self.now) - start
+                self.held_s[self.journal.nodes[job.node_id].idea] += took
+                self.gpu_s += took * res.num_gpus
+                self.cpu_s += took * res.num_cpus
 
     def cancel(self, handle: Handle) -> None:
         self.pending.pop(handle, None)

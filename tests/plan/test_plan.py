@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from engine.config import Budgets, Resources
+from engine.dispatch import BudgetStop
 from engine.journal import Journal
 from engine.node import AttemptResult, ExecSummary, Node
 from silva import lifecycle
@@ -261,3 +262,13 @@ def test_roles_a_scripted_provider_answers_take_no_time_in_a_plan() -> None:
     settings = instant_scripted(cfg, PlanSettings())
     assert settings.llm["code"].latency.median_s == 1e-3 and settings.llm["feedback"].latency.sigma == 0
     assert PlanSettings().llm["code"].latency.median_s == 60.0  # the hosted default, untouched
+
+
+def test_experiments_in_flight_at_the_wall_clock_stop_count_the_time_they_held(tmp_path: Path) -> None:
+    fixed = {k: Lognormal(median_s=s, sigma=0) for k, s in (("short", 1.0), ("long", 10.0), ("default", 9))}
+    ex = virtual(tmp_path, PlanSettings(durations=fixed))
+    ex.budgets = Budgets(wall_clock_s=4)
+    ex.submit(Sleep("long"), Resources(num_cpus=1, num_gpus=1))
+    with pytest.raises(BudgetStop):
+        ex.wait([0], 0.5)
+    assert ex.held_s["default"] == pytest.approx(4.0) and ex.gpu_s == pytest.approx(4.0)
