@@ -18,7 +18,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from engine.errors import ConfigError, EnvironmentFailure, SilvaError
+from engine.errors import ConfigError, EnvironmentFailure
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 LAUNCHER = {name: TEMPLATES / "launcher" / f"{name}.yaml" for name in ("aws", "gcp", "onprem")}
@@ -105,10 +105,14 @@ def validate_kuberay(path: Path) -> list[dict[str, Any]]:
     return docs
 
 
+def _is_kuberay(docs: list[Any]) -> bool:
+    first = docs[0] if docs else None
+    return isinstance(first, dict) and str(first.get("apiVersion", "")).startswith("ray.io/")
+
+
 def validate(path: Path) -> str:
     """Check a cluster file of either kind; returns which kind it is."""
-    docs = _load(path)
-    if docs and isinstance(docs[0], dict) and str(docs[0].get("apiVersion", "")).startswith("ray.io/"):
+    if _is_kuberay(_load(path)):
         validate_kuberay(path)
         return "kuberay"
     validate_launcher(path)
@@ -155,7 +159,7 @@ def preflight(path: Path, command: str, *, yes: bool, interactive: bool) -> None
     """Check what `ray up`/`ray down` would otherwise fail on with a stack trace: the kind of
     file, the provider's client library and credentials, and a terminal to confirm on."""
     docs = _load(path)
-    if docs and isinstance(docs[0], dict) and str(docs[0].get("apiVersion", "")).startswith("ray.io/"):
+    if _is_kuberay(docs):
         raise ConfigError(
             f"{path} is a KubeRay manifest ({docs[0].get('kind')}), not a cluster-launcher config: "
             f"apply it with `kubectl apply -f {path}` (and `kubectl delete -f` to remove it)"
@@ -176,7 +180,7 @@ def ray_cli(*args: str) -> int:
     try:
         code = subprocess.run([RAY, *args]).returncode
     except FileNotFoundError:
-        raise SilvaError(f"Ray's command-line tool is not at {RAY}: install ray[default]") from None
+        raise EnvironmentFailure(f"Ray's command-line tool is not at {RAY}: install ray[default]") from None
     if code != 0:
         # Ray printed its own account above; what failed is the cluster or the cloud, not Silva.
         raise EnvironmentFailure(f"`ray {' '.join(args)}` failed with exit code {code} (its output is above)")
