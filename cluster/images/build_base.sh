@@ -30,6 +30,12 @@ wanted="${packages[*]}"
 include="python3,python3-pip,ca-certificates${SILVA_DEBIAN_INCLUDE:+,$SILVA_DEBIAN_INCLUDE}"
 image_user="${SILVA_IMAGE_USER:-65534:65534}"
 
+# One build at a time per machine: two builders of the same tag (parallel test workers, two runs)
+# would debootstrap into the same cached root; the second waits, then finds the image built.
+mkdir -p "$cache"
+exec 9>"$cache/.build.lock"
+flock 9
+
 if [[ $force -eq 0 ]] && current=$($docker image inspect "$tag" \
       --format '{{ index .Config.Labels "silva.packages" }}' 2>/dev/null); then
   if [[ "$current" == "$wanted" ]]; then

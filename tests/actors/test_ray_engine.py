@@ -40,12 +40,9 @@ def wait_for(predicate, timeout: float = 60.0, what: str = "condition") -> None:
 def test_example_runs_end_to_end_offline(tmp_path: Path) -> None:
     cfg = load_config(ROOT / "examples" / "digits_rff" / "run.yaml")
     cfg = cfg.model_copy(update={"output_dir": tmp_path})
-    start = time.monotonic()
     run_dir, journal = run.create_run(cfg)
     outcome = run.execute(cfg, journal)
-    elapsed = time.monotonic() - start
     assert outcome.status == "finished", outcome.message
-    assert elapsed < 180
     j = Journal.open(run_dir)
     assert all(("default", s) in j.stage_ended for s in STAGES)
     assert not j.buggy_nodes, [(n.id, n.reason) for n in j.buggy_nodes]
