@@ -31,7 +31,7 @@ def blocks(text: str) -> list[tuple[list[str], str]]:
     out: list[tuple[list[str], str]] = []
     rows: list[str] = []
     start = 0
-    for i, line in enumerate([*lines, ""]):
+    for i, line in enumerate([*lines, "end"]):
         if "&" in line:
             start = start if rows else i
             rows.append(line)

@@ -257,7 +257,8 @@ def _held_out(sentence: str, claim: Claim | None, ledger: Ledger, names: Resolve
 
 
 _OBJECT = re.compile(
-    r"\b(?:than|over|against|versus|vs\.?|compared (?:with|to)|relative to|to|between \S.*? and)\s+"
+    r"\b(?:than|over|against|versus|vs\.?|compared (?:with|to)|relative to|to|between \S.*? and|"
+    r"beat(?:s|ing)?|outperform\w*|surpass\w*|exceed\w*|edg(?:e|es|ed|ing) out|trail\w*|behind|ahead of)\s+"
     r"((?:the\s+|an?\s+)?[^\s,.;:()]+(?:\s+[^\s,.;:()]+){0,3})",
     re.IGNORECASE,
 )
@@ -274,8 +275,13 @@ def _absent_object(sentence: str, names: Resolver) -> tuple[str, ...]:
     """The other side of a comparison names a system that is no group of the run."""
     for m in _OBJECT.finditer(names.group_re.sub("G", sentence)):
         phrase = re.sub(r"^by\s+", "", m.group(1))
-        if re.search(r"\bG\b", phrase) or literals(phrase) or METRIC_WORDS.search(phrase):
+        if (
+            re.match(r"(?:the\s+|an?\s+|our\s+)?G\b", phrase)
+            or literals(phrase)
+            or METRIC_WORDS.search(phrase)
+        ):
             continue
+        phrase = re.sub(r"\s*\bG\b.*", "", phrase)  # "a ResNet-18 baseline": the words before a role word
         if SYSTEM.search(phrase) and not GENERIC_NP.match(phrase):
             groups = "; ".join(names.labels)
             return (f"compares with '{phrase}', which is no group of the run (its groups: {groups})",)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.claims import LiteratureRecord
 from review import ReviewConfig
 from review.integrity import run_checks
 from review.paper import resolve
@@ -84,3 +85,26 @@ def test_paper_without_ledger_gets_the_weaker_check_and_says_so(paper_dir: Path)
     (paper,) = resolve(paper_dir)
     check = run_checks(paper, CFG).check("unsupported_claims")
     assert "no ledger.json beside the paper" in check.detail and "weaker check" in check.detail
+
+
+def test_appendix_is_claim_checked(paper_dir: Path) -> None:
+    # After \label{silvabodyend}: the method is significantly better on accuracy, not worse.
+    _plant(
+        paper_dir,
+        "\\label{silvabodyend}",
+        "\\label{silvabodyend}\n\\section{Extra}\nThe method trails the baseline on accuracy.",
+    )
+    found = _findings(paper_dir)["unsupported_claims"]
+    assert any("trails the baseline" in f and "states 'worse'" in f for f in found)
+
+
+def test_bib_entry_the_literature_search_did_not_return_is_a_finding(paper_dir: Path) -> None:
+    (paper_dir / "references.bib").write_text(
+        "@article{moreau2024noisy,\n  title = {Noisy},\n  year = {2024}\n}\n"
+    )
+    _plant(paper_dir, "\\section{Limitations}", "See \\cite{moreau2024noisy}.\n\\section{Limitations}")
+    _plant(paper_dir, "\\end{document}", "\\bibliography{references}\n\\end{document}")
+    found = _findings(paper_dir)["references"]
+    assert len(found) == 1 and "'moreau2024noisy' was not found by the literature search" in found[0]
+    LiteratureRecord(entries={"moreau2024noisy": "s2:123"}).write(paper_dir)
+    assert _findings(paper_dir)["references"] == []

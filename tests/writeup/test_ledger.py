@@ -164,3 +164,24 @@ def test_offline_report_contradicts_no_claim_and_a_wrong_sentence_is_found_and_r
     assert "contradicts claim" in found.issue() and "significantly outperforms" in found.issue()
     cleaned = remove_contradictions(planted, [found])
     assert "outperforms" not in cleaned and "Seeds are few." in cleaned
+
+
+def test_agentic_groups_get_readable_names_from_what_they_are() -> None:
+    # Agentic stage bests are labelled by node and tuning; the ledger names them for readers.
+    i = idea(with_test_metric=False)
+    relabel = {
+        "baseline (best of preliminary)": "draft n0000 (best of preliminary)",
+        "tuned baseline (best of hyperparameter)": "tuned: lr=0.1 (best of hyperparameter)",
+        "method (best of agenda)": "improve n0020 (best of agenda)",
+    }
+    for stage in i.stages:
+        stage.groups = {relabel.get(k, k): v for k, v in stage.groups.items()}
+    i.method = "Small-loss filtering for linear classifiers"
+    names = {g.label: g.name for c in build_ledger(i).claims for g in (c.subject, c.reference)}
+    assert names == {
+        "draft n0000 (best of preliminary)": "baseline",
+        "tuned: lr=0.1 (best of hyperparameter)": "tuned baseline",
+        "improve n0020 (best of agenda)": "Small-loss filtering",
+        "ablation: no_method (best of ablation)": "no method ablation",
+        "ablation: no_scaling": "no scaling ablation",
+    }
