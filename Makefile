@@ -63,13 +63,18 @@ lint: install
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
+# Two pytest workers (pytest-xdist); --dist loadscope keeps a module on one worker, so a module's
+# shared run is made once. PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= 2
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadscope
+
 test: lint realmodel
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PYTEST)
 
 # Everything but the whole-run (e2e), slow and Docker tests: the quick check while editing. Docker's
 # tests build the offline base image on a machine that lacks it (about 100 s); `make test` runs them.
 test-fast: lint
-	$(PY) -m pytest -q -p no:cacheprovider -m "not slow and not e2e and not docker"
+	$(PYTEST) -m "not slow and not e2e and not docker"
 
 bench: install
 	@mkdir -p bench/results
