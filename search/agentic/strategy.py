@@ -259,7 +259,8 @@ class AgenticSearch:
                 ][-HISTORY:],
                 tried=tried,
                 parallel=self._parallel(node, {owner for owner, _ in claimed}) if claims else (1, 1),
-            )
+            ),
+            self.llm.budget("code"),
         )
         return Asked(prompt=prompt, tried=tried)
 

@@ -11,15 +11,18 @@ from typing import Any
 import pytest
 
 from engine.llm import LLMConfig, build_gateway
+from engine.llm.prompt_budget import PromptBudget
 from engine.llm.providers.base import ProviderCall
 from engine.llm.providers.scripted import ScriptedProvider
-from engine.node import AttemptResult, MetricSpec
+from engine.node import AttemptResult, MetricSpec, Node
 from sandbox.base import Limits
 from search.agentic.operators.claims import ClaimBook
 from search.agentic.operators.diff import DiffError, apply_unified_diff
 from search.agentic.operators.job import Ask, Attempt, CycleJob
 from search.agentic.operators.outcome import OperatorOutcome
+from search.agentic.operators.prompts import OPERATOR_TASKS, SYSTEM, CodeRequest, code_prompt, contract
 from search.agentic.operators.schemas import Judgement, Proposal, accept, proposal_type
+from search.idea import Idea
 from tests.search.agentic_helpers import LLM
 
 PARENT = "import json\nx = 1\n\nprint(x)\njson.dump({'metrics': {'acc': x / 2}}, open('results.json', 'w'))\n"
@@ -234,3 +237,19 @@ def test_each_step_gets_its_own_bounded_schema() -> None:
     assert ablation["properties"]["ablation"]["anyOf"][0]["maxLength"] == 60
     assert "hyperparameters" not in ablation["properties"]
     assert Judgement.model_json_schema()["properties"]["reason"]["maxLength"] == 300
+
+
+def test_the_code_prompt_fits_a_small_model_context() -> None:
+    """A parent whose code and history outgrow a 6k context: the task, the idea and the contract
+    stay whole, the parent's code is cut with a note, and the prompt fits."""
+    idea = Idea(name="i", title="t", hypothesis="h", metrics=[MetricSpec(name="acc", primary=True)])
+    parent = Node(stage="preliminary", kind="draft", idea="i", code="x = 1\n" * 8000, plan="p")
+    history = [Node(stage="preliminary", kind="draft", idea="i", plan="q") for _ in range(800)]
+    budget = PromptBudget(role="code", context_tokens=6000, max_tokens=768)
+    rules = contract([MetricSpec(name="acc", primary=True)], 60.0, None, [])
+    prompt = code_prompt(
+        CodeRequest(idea, "preliminary", "improve", rules, parent=parent, history=history), budget
+    )
+    assert len(prompt) + len(SYSTEM) <= budget.chars
+    assert prompt.endswith("Your task: " + OPERATOR_TASKS["improve"]) and rules in prompt
+    assert "characters cut to fit the model's context" in prompt

@@ -131,6 +131,7 @@ def judge(
         rule_problem=ev.run_problem,
         plots=", ".join(ev.plots) or (ev.plot_problem or "none"),
         tuning_history=tuning_history,
+        budget=llm.budget("feedback"),
     )
     try:
         verdict = llm.complete(

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.llm.prompt_budget import Part, PromptBudget
 from engine.node import MetricSpec, MetricValue, Node, NodeStatus
 from search.agentic.operators.outcome import operator_outcome, summary, variant
 from search.idea import Idea
@@ -148,34 +149,41 @@ class CodeRequest:
     parallel: tuple[int, int] = (1, 1)  # (this proposal's place, how many) among those written at once
 
 
-def code_prompt(r: CodeRequest) -> str:
-    parts = [
-        "Research idea:\n" + r.idea.describe(),
-        STAGE_GOALS[r.stage],
-        r.contract,
-    ]
+def _whole(text: str) -> Part:
+    return Part(text + "\n\n", min_chars=len(text) + 2)
+
+
+def code_prompt(r: CodeRequest, budget: PromptBudget) -> str:
+    """The proposal prompt, fitted to the code model's context: the idea, the stage's goal, the
+    contract and the task whole; the parent next (its code, then its output, a log kept by its
+    end), the second parent, and the stage's node history cut first."""
+    parts = [_whole("Research idea:\n" + r.idea.describe()), _whole(STAGE_GOALS[r.stage]), _whole(r.contract)]
     if r.parent is not None:
         title = "Parent A" if r.second is not None else "Current experiment"
-        parts.append(show_node(r.parent, title, with_output=r.operator == "debug"))
+        parts.append(Part(show_node(r.parent, title, with_output=r.operator == "debug") + "\n\n", priority=1))
     if r.second is not None:
-        parts.append(show_node(r.second, "Parent B", with_output=False))
+        parts.append(Part(show_node(r.second, "Parent B", with_output=False) + "\n\n", priority=2))
     if r.history:
-        parts.append("Other nodes of this stage so far:\n" + "\n".join(node_line(n) for n in r.history))
+        history = "Other nodes of this stage so far:\n" + "\n".join(node_line(n) for n in r.history)
+        parts.append(Part(history + "\n\n", priority=3, keep="tail"))
     if r.operator in ("hyperparameter", "ablation"):
         what = "settings" if r.operator == "hyperparameter" else "ablations"
-        parts.append(
-            f"Already tried {what} (do not repeat): " + ("; ".join(r.tried) if r.tried else "none yet")
-        )
+        tried = f"Already tried {what} (do not repeat): " + ("; ".join(r.tried) if r.tried else "none yet")
+        parts.append(Part(tried + "\n\n", min_chars=min(len(tried), 1500)))
         place, count = r.parallel
         if count > 1:
             parts.append(
-                f"Parallel proposals: {count} proposals for new {what} are being written at this moment, "
-                f"this is number {place} of {count}. So that they differ, propose your choice number "
-                f"{place} among the untried {what}, in your order of promise; if you know fewer "
-                "than that, propose any untried one."
+                _whole(
+                    f"Parallel proposals: {count} proposals for new {what} are being written at this "
+                    f"moment, this is number {place} of {count}. So that they differ, propose your choice "
+                    f"number {place} among the untried {what}, in your order of promise; if you know fewer "
+                    "than that, propose any untried one."
+                )
             )
-    parts.append("Your task: " + OPERATOR_TASKS[r.operator])
-    return "\n\n".join(parts)
+    parts.append(
+        Part("Your task: " + OPERATOR_TASKS[r.operator], min_chars=len(OPERATOR_TASKS[r.operator]) + 11)
+    )
+    return budget.fit(parts, fixed=SYSTEM)
 
 
 def judge_prompt(
@@ -190,30 +198,38 @@ def judge_prompt(
     rule_problem: str,
     plots: str,
     tuning_history: str,
+    budget: PromptBudget,
 ) -> str:
+    """The judge's prompt, fitted to the feedback model's context: the outcome (exit, metrics,
+    checks) and the question whole; the output's tails next, the code and the tuning history cut
+    first."""
     parts = [
-        f"Plan: {plan}",
-        "experiment.py:\n" + fence(code),
-        f"Process: {exit_line}",
-        "stdout (end):\n" + fence(stdout[-OUTPUT_CHARS:], "text"),
-        "stderr (end):\n" + fence(stderr[-OUTPUT_CHARS:], "text"),
-        f"Metrics read from results.json: {metrics}",
-        f"Notes in results.json: {results_notes or 'none'}",
-        f"Plots: {plots}",
+        Part(f"Plan: {plan}\n\n", min_chars=min(len(plan), 600) + 8),
+        Part("experiment.py:\n" + fence(code) + "\n\n", priority=3),
+        _whole(f"Process: {exit_line}"),
+        Part("stdout (end):\n" + fence(stdout[-OUTPUT_CHARS:], "text") + "\n\n", priority=2, keep="tail"),
+        Part("stderr (end):\n" + fence(stderr[-OUTPUT_CHARS:], "text") + "\n\n", priority=1, keep="tail"),
+        _whole(f"Metrics read from results.json: {metrics}"),
+        Part(f"Notes in results.json: {results_notes or 'none'}\n\n", priority=2),
+        _whole(f"Plots: {plots}"),
     ]
     if rule_problem:
-        parts.append(f"Silva's checks already mark this run as failed: {rule_problem}")
+        parts.append(_whole(f"Silva's checks already mark this run as failed: {rule_problem}"))
     if tuning_history:
-        parts.append(
-            "Hyperparameter settings tried in this stage:\n"
-            + tuning_history
-            + "\nAlso set `converged`: true if further tuning is unlikely to improve the primary metric."
-        )
+        parts += [
+            Part(
+                f"Hyperparameter settings tried in this stage:\n{tuning_history}\n", priority=4, keep="tail"
+            ),
+            _whole("Also set `converged`: true if further tuning is unlikely to improve the primary metric."),
+        ]
     parts.append(
-        "Is this run buggy (crashed, wrong, leaking evaluation data, implausible metrics), and what did it "
-        "show?"
+        Part(
+            "Is this run buggy (crashed, wrong, leaking evaluation data, implausible metrics), and what did "
+            "it show?",
+            min_chars=200,
+        )
     )
-    return "\n\n".join(parts)
+    return budget.fit(parts)
 
 
 def critique_prompt(*, plan: str, metrics: str, names: Sequence[str]) -> str:
