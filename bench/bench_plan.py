@@ -185,7 +185,9 @@ def plan_once(config: Path, slots: int) -> dict[str, Any]:
         "ideas_admitted": r["ideas_admitted"],
         "ideas_per_hour": r["ideas_per_hour"],
         "gpu_hours": r["gpu_hours"],
-        "gpu_utilization": r["utilization"],
+        # GPU-hours over the GPUs' hours (one per slot here), and the slots' use by experiments.
+        "gpu_utilization": round(r["gpu_hours"] / (slots * r["wall_s"] / 3600), 4) if r["wall_s"] else None,
+        "slot_utilization": r["utilization"],
         "llm_dollars": r["llm_dollars"],
         "dollars_per_paper": r["dollars_per_paper"],
         "llm_calls": r["llm_calls"],

@@ -30,7 +30,7 @@ from engine.attempt import ExperimentJob
 from engine.config import Budgets, Resources
 from engine.dispatch import BudgetStop
 from engine.errors import ConfigError
-from engine.events import IdeaAdmitted
+from engine.events import IdeaAdmitted, StepFinished
 from engine.executor import Handle, Job, JobDone, holds_resources
 from engine.journal import EVENTS_FILE, Journal
 from engine.llm import LLM
@@ -130,22 +130,33 @@ class Source:
         # 20-minute median: one such draw stopped a 2-minute run's plan at its 1-hour budget.
         self.experiments: list[float] = []
         self.experiment_failed: list[bool] = []
+        # The slot a pipelined experiment held: its run step from start to result, sandbox start
+        # and result collection included (8.9 s for 5.5 s of the experiment's own on 2 cores).
+        held = {e.node_id: e.result.finished_at - e.result.started_at for e in _run_steps(journal)}
+        self.ran_s = self.held_s = 0.0  # experiments' own time, and the slot time it took
         for n in journal or []:
             if not n.is_finished or n.status == NodeStatus.DISCARDED or not n.finished_at:
                 continue
-            # An experiment's own wall time; a job that runs no code (aggregation), its attempt.
+            # An experiment's slot time; a job that runs no code (aggregation), its attempt.
             ran = n.execution.wall_s if n.execution is not None else 0.0
-            span = ran or n.finished_at - (n.started_at or n.created_at)
+            span = max(ran, held.get(n.id, 0.0)) or n.finished_at - (n.started_at or n.created_at)
+            if n.execution is not None:
+                self.ran_s, self.held_s = self.ran_s + ran, self.held_s + span
             self.took[n.kind].append(max(0.0, span))
             self.failed[n.kind].append(n.status == NodeStatus.BUGGY)
             if n.execution is not None:
-                self.experiments.append(max(0.0, ran))
+                self.experiments.append(max(0.0, span))
                 self.experiment_failed.append(n.status == NodeStatus.BUGGY)
             if n.status == NodeStatus.GOOD and n.metrics:
                 self.metrics[n.kind].append(n.metrics)
         for r in read_records(ledger) if ledger is not None and ledger.is_file() else []:
             if r.attempts and not r.error and not r.cache_hit:
                 self.calls[r.role].append((r.latency_s, r.input_tokens, r.output_tokens))
+
+    @property
+    def own_share(self) -> float:
+        """The experiments' own time over the slot time they held (1 from the defaults)."""
+        return self.ran_s / self.held_s if self.held_s > 0 else 1.0
 
     def duration(self, kind: str, rng: random.Random) -> float:
         if self.took.get(kind):
@@ -425,7 +436,10 @@ class PlanReport(BaseModel):
     papers_reviewed: int
     ideas_admitted: int = Field(0, description="a rolling forest's ideas (`ideation:`)")
     ideas_per_hour: float | None = Field(None, description="the idea supply rate the run took")
-    utilization: float = Field(description="slot-seconds held by experiments / (slots x wall time)")
+    utilization: float = Field(
+        description="experiments' own time / (slots x wall time), as `silva status` counts it (the slot "
+        "time they took, sandbox start and result collection included, is what wall_s is made of)"
+    )
     share_by_idea: dict[str, float] = Field(description="each idea's share of the slot-seconds held")
     outcome: str
     stopped_by: str | None = Field(description="the budget that stopped the run, if one did")
@@ -433,6 +447,12 @@ class PlanReport(BaseModel):
     completions: int
     driver_cpu_ms_per_completion: float
     driver_peak_rss_mb: float
+
+
+def _run_steps(journal: Journal | None) -> list[StepFinished]:
+    if journal is None:
+        return []
+    return [e for e in journal.log.read(StepFinished) if isinstance(e, StepFinished) and e.step == "run"]
 
 
 def check_source(from_dir: Path, cfg: RunConfig) -> Journal:
@@ -585,7 +605,7 @@ def _report(
         papers_reviewed=good[REVIEW],
         ideas_admitted=(admitted := sum(1 for _ in journal.log.read(IdeaAdmitted))),
         ideas_per_hour=round(admitted / (wall / 3600), 3) if admitted and wall > 0 else None,
-        utilization=round(held / (slots * wall), 4) if wall > 0 else 0.0,
+        utilization=round(held * ex.source.own_share / (slots * wall), 4) if wall > 0 else 0.0,
         share_by_idea={k: round(v / held, 4) for k, v in sorted(ex.held_s.items())} if held else {},
         outcome=outcome.status,
         stopped_by=outcome.budget,
