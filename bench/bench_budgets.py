@@ -230,6 +230,65 @@ def interval(values: Sequence[float], stat: Any = np.median, n: int = 2000, seed
     ]
 
 
+def run_all() -> dict[str, list[dict[str, Any]]]:
+    """Every policy and the oracle (the best idea alone) on every seed."""
+    per: dict[str, list[dict[str, Any]]] = {p: [] for p in (*POLICIES, "oracle")}
+    # Run directories in memory where there is a tmpfs: an fsync per event costs ~10 ms on this disk.
+    shm = "/dev/shm" if Path("/dev/shm").is_dir() else None
+    with tempfile.TemporaryDirectory(prefix="silva-bench-budgets-", dir=shm) as tmp:
+        for seed in range(SEEDS):
+            variants = ideas(seed)
+            for policy in POLICIES:
+                per[policy].append(run_one(Path(tmp) / f"s{seed}", seed, policy, variants, BUDGET_GPU_H))
+            per["oracle"].append(
+                run_one(Path(tmp) / f"s{seed}", seed, "fair", [best_idea(variants)], BUDGET_GPU_H)
+            )
+            print(f"seed {seed}: " + ", ".join(f"{p} {per[p][-1]['final']:.4f}" for p in per), flush=True)
+    return per
+
+
+def policy_summary(
+    runs: list[dict[str, Any]], oracle: list[float], fair_final: list[float]
+) -> dict[str, Any]:
+    finals = [r["final"] for r in runs]
+    regret = [o - f for o, f in zip(oracle, finals)]
+    fractions = [needed(r["trajectory"], t) / BUDGET_GPU_H for r, t in zip(runs, fair_final)]
+    finite = [f for f in fractions if math.isfinite(f)]
+    return {
+        "best_true_quality": {"mean": float(np.mean(finals)), "ci95": interval(finals, np.mean)},
+        "regret": {"mean": float(np.mean(regret)), "ci95": interval(regret, np.mean)},
+        "budget_to_match_fair": {
+            "median_fraction": float(np.median(fractions)) if len(finite) == len(fractions) else None,
+            "ci95": interval(fractions) if len(finite) == len(fractions) else None,
+            "per_seed": fractions,
+            "matched_seeds": len(finite),
+        },
+        "gpu_hours_spent": {"mean": float(np.mean([r["gpu_hours"] for r in runs]))},
+        "ideas_stopped": {"mean": float(np.mean([r["stopped"] for r in runs]))},
+        "best_idea_stopped": {"seeds": sum(r["best_idea_stopped"] for r in runs)},
+        "stages_extended": {"mean": float(np.mean([r["stages_extended"] for r in runs]))},
+        "nodes": {"mean": float(np.mean([r["nodes"] for r in runs]))},
+        "driver_ms_per_node": {"mean": float(np.mean([r["driver_ms_per_node"] for r in runs]))},
+    }
+
+
+def target(summary: dict[str, Any]) -> dict[str, Any]:
+    """The target: the median budget fraction at most one half; the interval is reported beside it
+    (a seed that never matches counts as an infinite fraction, so the median is over all seeds)."""
+    out = {}
+    for policy in TARGETS:
+        sh = summary[policy]["budget_to_match_fair"]
+        median = float(np.median(sh["per_seed"]))
+        out[policy] = {
+            "matches_fair_with_half_the_budget": median <= 0.5,
+            "median_fraction": median,
+            "ci95": interval(sh["per_seed"]),
+            "ci95_upper_at_most_half": interval(sh["per_seed"])[1] <= 0.5,
+            "matched_seeds": sh["matched_seeds"],
+        }
+    return out
+
+
 def main() -> None:
     results: dict[str, Any] = {
         "ideas": IDEAS,
@@ -242,61 +301,16 @@ def main() -> None:
         "policies": POLICIES,
         "runs": {},
     }
-    per: dict[str, list[dict[str, Any]]] = {p: [] for p in (*POLICIES, "oracle")}
     started = time.time()
-    # Run directories in memory where there is a tmpfs: an fsync per event costs ~10 ms on this disk.
-    shm = "/dev/shm" if Path("/dev/shm").is_dir() else None
-    with tempfile.TemporaryDirectory(prefix="silva-bench-budgets-", dir=shm) as tmp:
-        for seed in range(SEEDS):
-            variants = ideas(seed)
-            for policy in POLICIES:
-                per[policy].append(run_one(Path(tmp) / f"s{seed}", seed, policy, variants, BUDGET_GPU_H))
-            per["oracle"].append(
-                run_one(Path(tmp) / f"s{seed}", seed, "fair", [best_idea(variants)], BUDGET_GPU_H)
-            )
-            print(f"seed {seed}: " + ", ".join(f"{p} {per[p][-1]['final']:.4f}" for p in per), flush=True)
-    summary: dict[str, Any] = {}
+    per = run_all()
     fair_final = [r["final"] for r in per["fair"]]
     oracle = [r["final"] for r in per["oracle"]]
-    for policy in POLICIES:
-        runs = per[policy]
-        finals = [r["final"] for r in runs]
-        regret = [o - f for o, f in zip(oracle, finals)]
-        fractions = [needed(r["trajectory"], t) / BUDGET_GPU_H for r, t in zip(runs, fair_final)]
-        finite = [f for f in fractions if math.isfinite(f)]
-        summary[policy] = {
-            "best_true_quality": {"mean": float(np.mean(finals)), "ci95": interval(finals, np.mean)},
-            "regret": {"mean": float(np.mean(regret)), "ci95": interval(regret, np.mean)},
-            "budget_to_match_fair": {
-                "median_fraction": float(np.median(fractions)) if len(finite) == len(fractions) else None,
-                "ci95": interval(fractions) if len(finite) == len(fractions) else None,
-                "per_seed": fractions,
-                "matched_seeds": len(finite),
-            },
-            "gpu_hours_spent": {"mean": float(np.mean([r["gpu_hours"] for r in runs]))},
-            "ideas_stopped": {"mean": float(np.mean([r["stopped"] for r in runs]))},
-            "best_idea_stopped": {"seeds": sum(r["best_idea_stopped"] for r in runs)},
-            "stages_extended": {"mean": float(np.mean([r["stages_extended"] for r in runs]))},
-            "nodes": {"mean": float(np.mean([r["nodes"] for r in runs]))},
-            "driver_ms_per_node": {"mean": float(np.mean([r["driver_ms_per_node"] for r in runs]))},
-        }
+    summary: dict[str, Any] = {policy: policy_summary(per[policy], oracle, fair_final) for policy in POLICIES}
     summary["oracle_best_idea_alone"] = {
         "mean": float(np.mean(oracle)),
         "gpu_hours": float(np.mean([r["gpu_hours"] for r in per["oracle"]])),
     }
-    # The target: the median budget fraction at most one half; the interval is reported beside it
-    # (a seed that never matches counts as an infinite fraction, so the median is over all seeds).
-    summary["target"] = {}
-    for policy in TARGETS:
-        sh = summary[policy]["budget_to_match_fair"]
-        median = float(np.median(sh["per_seed"]))
-        summary["target"][policy] = {
-            "matches_fair_with_half_the_budget": median <= 0.5,
-            "median_fraction": median,
-            "ci95": interval(sh["per_seed"]),
-            "ci95_upper_at_most_half": interval(sh["per_seed"])[1] <= 0.5,
-            "matched_seeds": sh["matched_seeds"],
-        }
+    summary["target"] = target(summary)
     results["summary"] = summary
     results["wall_s"] = time.time() - started
     results["runs"] = {
