@@ -350,11 +350,13 @@ def child_open(run: Path) -> dict[str, Any]:
     }
 
 
-def child_driver(run: Path, completions: int, slots: int) -> dict[str, Any]:
+def child_driver(run: Path, completions: int, slots: int, tracking: str = "off") -> dict[str, Any]:
+    """`tracking`: a backend whose follower process (silva/tracking/) runs beside the driver."""
     from rich.console import Console
 
     from silva.lifecycle import execute, open_run
     from silva.progress import Progress
+    from silva.tracking.config import TrackingConfig
 
     start = time.perf_counter()
     cfg, journal = open_run(run)
@@ -362,12 +364,17 @@ def child_driver(run: Path, completions: int, slots: int) -> dict[str, Any]:
     nodes = len(journal.nodes)
     budgets = cfg.budgets.model_copy(update={"max_nodes": nodes + completions + slots})
     cfg = cfg.model_copy(
-        update={"budgets": budgets, "executor": cfg.executor.model_copy(update={"max_in_flight": slots})}
+        update={
+            "budgets": budgets,
+            "executor": cfg.executor.model_copy(update={"max_in_flight": slots}),
+            "tracking": None if tracking == "off" else TrackingConfig(backend=tracking, drain_s=0),
+        }
     )
     sim = SimExecutor()
     with open(os.devnull, "w") as sink, Progress(Console(file=sink, force_terminal=False)) as progress:
         outcome = execute(cfg, journal, on_change=progress.update, executor=sim)
     journal.log.close()
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     warm = completions // 5
     marks, cpu = sim.marks[warm:completions], sim.cpu_marks[warm:completions]
     per = (marks[-1] - marks[0]) / (len(marks) - 1)
@@ -382,6 +389,10 @@ def child_driver(run: Path, completions: int, slots: int) -> dict[str, Any]:
         "driver_rss_mb": rss_mb(),
         "outcome": outcome.status,
         "slots": slots,
+        "tracking": tracking,
+        "follower_cpu_s": children.ru_utime + children.ru_stime,  # the follower, once it ended
+        "events": journal.log.count,
+        "events_sent": sum(json.loads(c.read_text())["seq"] + 1 for c in run.glob("tracking/*.json")),
     }
 
 
@@ -507,6 +518,23 @@ def time_status(code: Path, run: Path) -> tuple[float, float]:
     return took, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def tracking_rows(args: argparse.Namespace) -> None:
+    """The same continuation of the same journal, without and with a tracker (docs/tracking.md):
+    the follower reads the journal in its own process, so the driver's CPU should not change."""
+    n = int(args.sizes.split(",")[0])
+    run = args.work / f"run-{n}"
+    if not (run / "events.jsonl").is_file():
+        print(" ", in_child(REPO, "generate", str(args.work), str(n)), flush=True)
+    rows: dict[str, Any] = {"nodes": n, "cpus": os.cpu_count()}
+    for mode in ("off", "mlflow"):
+        copy = copy_run(run, args.work)
+        rows[mode] = in_child(args.code, "driver", str(copy), str(args.completions), str(args.slots), mode)
+        rows[mode]["load_avg"] = os.getloadavg()[0]
+        shutil.rmtree(copy, ignore_errors=True)
+        print(f"tracking {mode}: {json.dumps(rows[mode])}", flush=True)
+    save(args.label, rows, key="tracking")
+
+
 def copy_run(run: Path, where: Path) -> Path:
     target = where / f"{run.name}-copy"
     shutil.rmtree(target, ignore_errors=True)
@@ -543,6 +571,11 @@ def main() -> None:
     ap.add_argument("--completions-cap", type=int, default=0, help="--matrix: stop after (0: whole run)")
     ap.add_argument("--stage-nodes", type=int, default=2000, help="--matrix: one idea's tuning stage")
     ap.add_argument("--stage-slots", default="64", help="--matrix: slots of the one-idea run")
+    ap.add_argument(
+        "--tracking",
+        action="store_true",
+        help="driver CPU per completion with the MLflow follower off and on, on the first --sizes journal",
+    )
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -550,7 +583,7 @@ def main() -> None:
         if what == "open":
             print(json.dumps(child_open(Path(rest[0]))))
         elif what == "driver":
-            print(json.dumps(child_driver(Path(rest[0]), int(rest[1]), int(rest[2]))))
+            print(json.dumps(child_driver(Path(rest[0]), int(rest[1]), int(rest[2]), *rest[3:4])))
         elif what == "forest":
             print(json.dumps(child_forest(Path(rest[0]), int(rest[1]), int(rest[2]), int(rest[3]))))
         elif what == "generate-stage":
@@ -562,6 +595,11 @@ def main() -> None:
             start = time.perf_counter()
             run = write_run(Path(rest[0]), int(rest[1]))
             print(json.dumps({"run": str(run), "generate_s": time.perf_counter() - start}))
+        return
+    if args.tracking:
+        args.work.mkdir(parents=True, exist_ok=True)
+        tracking_rows(args)
+        print(f"wrote {RESULTS}")
         return
     if args.matrix:
         args.work.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,5 @@
-"""`python -m silva.tracking RUN_DIR`: the follower process of a live run (silva/tracking/process.py)."""
+"""`python -m silva.tracking RUN_DIR TRACKING_JSON`: the follower process of a live run
+(silva/tracking/process.py)."""
 
 import sys
 

@@ -35,7 +35,7 @@ class TrackerProcess:
     def __init__(self, run_dir: Path, cfg: TrackingConfig, key_names: Iterable[str]) -> None:
         self.cfg = cfg
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "silva.tracking", str(run_dir)],
+            [sys.executable, "-m", "silva.tracking", str(run_dir), cfg.model_dump_json()],
             stdin=subprocess.PIPE,
             env=tracker_env(key_names),
         )

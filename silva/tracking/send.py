@@ -101,12 +101,12 @@ def follow(
 
 
 def main(argv: list[str]) -> int:
-    """The follower process a run starts: `python -m silva.tracking RUN_DIR`. It stops when the
-    driver closes its stdin (or dies), after sending what is left."""
+    """The follower process a run starts: `python -m silva.tracking RUN_DIR TRACKING_JSON`. It
+    stops when the driver closes its stdin (or dies), after sending what is left."""
     logging.getLogger("mlflow").setLevel(logging.WARNING)  # its start-up notes are not the run's news
     logging.getLogger("alembic").setLevel(logging.WARNING)
     run_dir = Path(argv[0])
-    cfg = TrackingConfig.model_validate(config_of(run_dir).get("tracking"))
+    cfg = TrackingConfig.model_validate_json(argv[1])
     done = threading.Event()
 
     def watch_stdin() -> None:

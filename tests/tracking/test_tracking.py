@@ -19,7 +19,7 @@ from engine.journal import Journal
 from silva.cli.main import main
 from silva.tracking.config import TrackingConfig, available_backends
 from silva.tracking.cursor import Cursor
-from silva.tracking.process import tracker_env
+from silva.tracking.process import TrackerProcess, tracker_env
 from silva.tracking.send import follow, opened, send_run
 
 mlflow = pytest.importorskip("mlflow")
@@ -176,6 +176,7 @@ def test_a_tracker_that_does_not_answer_is_a_warning_and_the_records_wait(tmp_pa
     assert len(said) == 1 and "the run goes on and the records wait" in said[0]
     with pytest.raises(EnvironmentFailure, match="did not take a record"):
         send_run(run_dir, cfg)
+    assert main(["track", str(run_dir), "--uri", str(cfg.uri)]) == 3
     assert Cursor.load(Cursor.path(run_dir, "mlflow", cfg.uri or ""), "mlflow", "").offset == 0
 
 
@@ -195,3 +196,13 @@ def test_the_follower_gets_no_llm_key(monkeypatch: pytest.MonkeyPatch) -> None:
     env = tracker_env(["MY_PROVIDER_KEY"])
     assert "ANTHROPIC_API_KEY" not in env and "MY_PROVIDER_KEY" not in env
     assert env["MLFLOW_TRACKING_TOKEN"] == "t"
+
+
+@pytest.mark.slow
+def test_the_follower_process_sends_the_run_and_ends_when_told(tmp_path: Path) -> None:
+    """The process a session starts, with its section as given (not read from config.yaml)."""
+    run_dir = copy_run(tmp_path, "format2_run")
+    follower = TrackerProcess(run_dir, TrackingConfig(drain_s=120), [])
+    follower.stop()
+    assert follower.proc.returncode == 0
+    check_once(f"sqlite:///{run_dir.resolve() / 'mlflow.db'}", "cohort", run_dir)
