@@ -16,13 +16,14 @@ from engine.executor import Job
 from engine.journal import Journal
 from engine.llm import LLM
 from engine.node import AttemptResult, Node, NodeStatus
+from engine.summary import DOCUMENT_STAGES
 from review.config import ReviewConfig
 from search.phases import Phase
 from silva.config import RunConfig
 from writeup.config import WriteupConfig
 from writeup.job import FAILURE_FILE, WriteupJob
 
-PAPER, REVIEW = "paper", "review"  # the phases' stage names (and node kinds)
+PAPER, REVIEW = DOCUMENT_STAGES  # the phases' stage names (and node kinds): documents, not experiments
 
 
 class _OneNodePhase:
