@@ -13,7 +13,7 @@ resumed run rebuilds every admitted tree without asking ideation again.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
@@ -75,7 +75,7 @@ class IdeaSupply(Protocol):
     @property
     def settings(self) -> RollingSettings: ...
 
-    def ask(self, n: int, known: Sequence[Idea]) -> None: ...
+    def ask(self, n: int, known: Collection[Idea]) -> None: ...
 
     def busy(self) -> bool: ...
 
@@ -191,7 +191,7 @@ class RollingForest(Forest):
         out = super().propose(slots)
         while len(out) < slots and self._may_ask():
             if not self.supply.busy():
-                self.supply.ask(self.limits.batch, list(self.ideas.values()))
+                self.supply.ask(self.limits.batch, self.ideas.values())
             if out or self.journal.unfinished_count():
                 break  # the rest runs meanwhile: new ideas join at a later round
             self._take(wait=True)  # nothing runs: ideation is the only way on
@@ -199,11 +199,11 @@ class RollingForest(Forest):
         return out
 
     def _close(self) -> None:
-        before = list(self.open_trees)
+        awake = list(self.awake.values())  # only these can close: what the forest scans anyway
         super()._close()
-        for name in before:
-            if name not in self.open_trees:
-                self._publish(self.by_name[name])
+        for tree in awake:
+            if tree.name not in self.open_trees:
+                self._publish(tree)
 
     def _publish(self, tree: GrowingTree) -> None:
         end = self.allocation.ended(tree.name) or tree.finished()

@@ -20,7 +20,7 @@ import shutil
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -387,7 +387,7 @@ class PlannedIdeas:
     def __init__(self, section: IdeationSection) -> None:
         self.settings, self.made, self.ready = section, 0, list[Offer]()
 
-    def ask(self, n: int, known: Sequence[Idea]) -> None:
+    def ask(self, n: int, known: Collection[Idea]) -> None:
         for _ in range(n):
             self.made += 1
             idea = Idea(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +116,7 @@ class IdeationSupply:
     def busy(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def ask(self, n: int, known: Sequence[Idea]) -> None:
+    def ask(self, n: int, known: Collection[Idea]) -> None:
         texts = [idea_text(i.model_dump(mode="json")) for i in known]
         self._thread = threading.Thread(target=self._make, args=(n, texts), name="ideation", daemon=True)
         self._thread.start()

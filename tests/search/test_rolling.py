@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
-from collections.abc import Sequence
+from collections.abc import Collection
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -170,7 +170,7 @@ class Supply:
         self.queue, self.delivered = offers, list[Offer]()
         self.asked: list[tuple[int, list[str]]] = []
 
-    def ask(self, n: int, known: Sequence[Idea]) -> None:
+    def ask(self, n: int, known: Collection[Idea]) -> None:
         self.asked.append((n, [i.name for i in known]))
         self.delivered += [self.queue.pop(0) for _ in range(min(n, len(self.queue)))]
 
