@@ -17,12 +17,12 @@ from engine.contract import RESULTS_FILE
 from engine.errors import ConfigError
 from engine.eventlog import EVENTS_FILE, parse_line
 from engine.node import AttemptResult, Node
+from engine.summary import DOCUMENT_STAGES
 from silva.config import load_config
 from silva.tracking.base import Backend, RunEnd
 from silva.tracking.cursor import Cursor, NodeSeen
 from silva.tracking.summary import run_totals
 
-PHASES = ("paper", "review")  # stages whose files belong to the idea (silva/paper_phases.py)
 MAX_VALUE = 5000  # characters of a tag or parameter value (trackers cap them)
 READ_CHUNK = 1 << 20
 
@@ -174,7 +174,7 @@ class Follower:
             self.backend.log_file(parent, config, "")
 
     def _node_created(self, node: Node) -> None:
-        phase = node.stage if node.stage in PHASES else ""
+        phase = node.stage if node.stage in DOCUMENT_STAGES else ""  # its files go on the idea
         self.cursor.nodes[node.id] = NodeSeen(order=len(self.cursor.nodes), idea=node.idea, phase=phase)
         idea_run = self._idea_run(node.idea)
         if phase:

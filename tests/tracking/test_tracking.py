@@ -18,7 +18,7 @@ from engine.errors import EnvironmentFailure
 from engine.journal import Journal
 from silva.cli.main import main
 from silva.tracking.config import TrackingConfig, available_backends
-from silva.tracking.cursor import Cursor
+from silva.tracking.cursor import Cursor, lock
 from silva.tracking.process import TrackerProcess, tracker_env
 from silva.tracking.send import follow, opened, send_run
 
@@ -187,6 +187,9 @@ def test_the_tracking_section(tmp_path: Path) -> None:
     run_dir = copy_run(tmp_path, "format2_run")
     assert main(["track", str(run_dir), "--backend", "neptune"]) == 2
     assert main(["track", str(tmp_path / "nowhere")]) == 2
+    held = lock(Cursor.path(run_dir, "mlflow", "default"), wait=False)  # a live run's follower
+    assert main(["track", str(run_dir)]) == 2
+    held.close()
 
 
 def test_the_follower_gets_no_llm_key(monkeypatch: pytest.MonkeyPatch) -> None:
