@@ -134,5 +134,6 @@ def test_silva_ideate(local_model: LocalServer, tmp_path: Path, capsys: pytest.C
     # A small model may fail to write a valid idea: then it says so and exits 4, as a run without a result.
     assert (code, "not made" in out) == ((0, False) if records else (4, True)), out
     ledger = read_records(tmp_path / "ideas" / LEDGER_FILE)
-    assert ledger and all(r.role in ("ideation", "embedding") for r in ledger)
+    assert ledger and all(r.role in ("ideation", "embedding", "probe") for r in ledger)
+    assert any(r.role == "probe" for r in ledger) and "probe local/smol" in out  # printed and paid
     assert len(records) <= 1  # one idea asked; a small model may fail to produce one, said in the output
