@@ -14,8 +14,11 @@ from typing import Any
 
 import pytest
 
+from engine.claims import LEDGER_FILE
 from engine.errors import EnvironmentFailure
+from engine.events import AttemptFinished, RunStarted
 from engine.journal import Journal
+from engine.node import AttemptResult, Node
 from silva.cli.main import main
 from silva.tracking.config import TrackingConfig, available_backends
 from silva.tracking.cursor import Cursor, lock
@@ -209,3 +212,34 @@ def test_the_follower_process_sends_the_run_and_ends_when_told(tmp_path: Path) -
     follower.stop()
     assert follower.proc.returncode == 0
     check_once(f"sqlite:///{run_dir.resolve() / 'mlflow.db'}", "cohort", run_dir)
+
+
+@pytest.mark.slow
+def test_the_paper_reviews_and_claim_ledger_go_on_the_idea_run(tmp_path: Path) -> None:
+    run_dir = tmp_path / "papers"
+    journal = Journal.open(run_dir)
+    journal.record(RunStarted(config={"name": "papers"}))
+    paper_dir = run_dir / "paper" / "default"
+    paper_dir.mkdir(parents=True)
+    for name in ("paper.pdf", LEDGER_FILE, "review.json"):
+        (paper_dir / name).write_text("{}")
+    for stage, files in (("paper", ["paper.pdf"]), ("review", ["review.json"])):
+        node = journal.add_node(Node(stage=stage, kind=stage))
+        result = AttemptResult(
+            status="good",
+            reason=f"{stage} done",
+            artifacts=[f"paper/default/{f}" for f in files],
+            workspace="paper/default",
+        )
+        journal.record(AttemptFinished(node_id=node.id, attempt=1, result=result))
+    journal.log.close()
+    send_run(run_dir, TrackingConfig())
+    runs = read_back(f"sqlite:///{run_dir.resolve() / 'mlflow.db'}", "papers")
+    assert sorted(r.data.tags["silva.level"] for r in runs) == ["idea", "run"]  # documents, not nodes
+    idea = next(r for r in runs if r.data.tags["silva.level"] == "idea")
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{run_dir.resolve() / 'mlflow.db'}")
+    listed = {f.path for d in ("paper", "review") for f in client.list_artifacts(idea.info.run_id, d)}
+    # The reviews were checked against the same ledger: it goes with them too.
+    ledgers = {f"{d}/{LEDGER_FILE}" for d in ("paper", "review")}
+    assert listed == {"paper/paper.pdf", "review/review.json"} | ledgers
+    assert idea.data.tags["silva.paper"] == "paper done" and idea.data.tags["silva.review"] == "review done"
