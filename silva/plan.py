@@ -24,7 +24,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from engine.attempt import ExperimentJob
 from engine.config import Budgets, Resources
@@ -92,19 +92,22 @@ DEFAULT_ROLES = {
 }
 
 
+DEFAULT_DURATIONS = {
+    "default": Lognormal(median_s=1200.0, sigma=0.75),  # an experiment: 20 min median
+    "aggregation": Lognormal(median_s=5.0, sigma=0.3),
+    "selection": Lognormal(median_s=10.0, sigma=0.42),
+    PAPER: Lognormal(median_s=60.0, sigma=0.3),  # the offline results report
+    REVIEW: Lognormal(median_s=120.0, sigma=0.42),
+}
+
+
 class PlanSettings(BaseModel):
     """What a plan assumes where no previous run says otherwise (docs/plan.md, "Defaults")."""
 
     model_config = {"extra": "forbid"}
 
     durations: dict[str, Lognormal] = Field(
-        default_factory=lambda: {
-            "default": Lognormal(median_s=1200.0, sigma=0.75),  # an experiment: 20 min median
-            "aggregation": Lognormal(median_s=5.0, sigma=0.3),
-            "selection": Lognormal(median_s=10.0, sigma=0.42),
-            PAPER: Lognormal(median_s=60.0, sigma=0.3),  # the offline results report
-            REVIEW: Lognormal(median_s=120.0, sigma=0.42),
-        },
+        default_factory=lambda: dict(DEFAULT_DURATIONS),
         description="per node kind; `default` for experiment kinds not named",
     )
     buggy: dict[str, float] = Field(
@@ -113,6 +116,18 @@ class PlanSettings(BaseModel):
     llm: dict[str, LLMRole] = Field(
         default_factory=lambda: dict(DEFAULT_ROLES), description="per LLM role: latency and tokens a call"
     )
+
+    # A file that names some kinds or roles overrides those: the others keep their defaults (a
+    # file naming only `default` left aggregations at 20 minutes, holding 16% of the slots).
+    @field_validator("durations", mode="after")
+    @classmethod
+    def _other_kinds_kept(cls, v: dict[str, Lognormal]) -> dict[str, Lognormal]:
+        return {**DEFAULT_DURATIONS, **v}
+
+    @field_validator("llm", mode="after")
+    @classmethod
+    def _other_roles_kept(cls, v: dict[str, LLMRole]) -> dict[str, LLMRole]:
+        return {**DEFAULT_ROLES, **v}
 
 
 class Source:

@@ -272,3 +272,9 @@ def test_experiments_in_flight_at_the_wall_clock_stop_count_the_time_they_held(t
     with pytest.raises(BudgetStop):
         ex.wait([0], 0.5)
     assert ex.held_s["default"] == pytest.approx(4.0) and ex.gpu_s == pytest.approx(4.0)
+
+
+def test_settings_that_name_some_kinds_keep_the_defaults_of_the_others() -> None:
+    s = PlanSettings.model_validate({"durations": {"default": {"median_s": 60}}, "llm": {}})
+    assert s.durations["default"].median_s == 60 and s.durations["aggregation"].median_s == 5
+    assert s.llm["code"].latency.median_s == 60
