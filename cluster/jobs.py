@@ -21,7 +21,7 @@ import yaml
 from pydantic import BaseModel
 
 from engine.config import load_yaml
-from engine.errors import ConfigError, SilvaError
+from engine.errors import ConfigError, EnvironmentFailure, SilvaError
 
 STAGED_CONFIG = "run.yaml"
 RUN_DIR_LINE = re.compile(r"^(?:run directory|resuming):?\s+(\S+)", re.MULTILINE)
@@ -47,8 +47,15 @@ def client(address: str) -> Any:
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
 
+    from ray.exceptions import AuthenticationError
+
     try:
         return JobSubmissionClient(address)
+    except AuthenticationError:
+        raise EnvironmentFailure(
+            f"the Ray cluster at {address} wants its token: set RAY_AUTH_MODE=token, with the "
+            "cluster's token in ~/.ray/auth_token or RAY_AUTH_TOKEN"
+        ) from None
     except (ConnectionError, RuntimeError, ValueError) as e:
         raise SilvaError(
             f"no Ray Jobs API at {address}: {str(e).splitlines()[0][:300]}\n"

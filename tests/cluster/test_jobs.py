@@ -14,17 +14,20 @@ from tests.cluster.support import RayHead
 from tests.helpers import make_config, make_template
 
 
-def silva(head: RayHead, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def silva(
+    head: RayHead, cwd: Path, *args: str, code: int = 0, token_mode: bool = True
+) -> subprocess.CompletedProcess[str]:
     """The CLI as a user runs it beside the head: a process of its own, Ray's token mode set."""
+    env = {k: v for k, v in head.env.items() if token_mode or k != "RAY_AUTH_MODE"}
     out = subprocess.run(
         [sys.executable, "-m", "silva.cli.main", *args],
-        env=head.env,
+        env=env,
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=600,
     )
-    assert out.returncode == 0, (args, out.stdout[-3000:], out.stderr[-3000:])
+    assert out.returncode == code, (args, out.stdout[-3000:], out.stderr[-3000:])
     assert "Traceback" not in out.stderr and " INFO " not in out.stderr, out.stderr[-3000:]
     return out
 
@@ -52,6 +55,12 @@ def test_a_submitted_run_ends_on_the_head_and_is_followed_and_synced(
     assert f"{job_id}: SUCCEEDED" in state and f"run directory: {run_dir}" in state
     listed = silva(ray_head, tmp_path, "cluster", "status", *address).stdout
     assert f"{job_id}  SUCCEEDED  silva run run.yaml" in listed
+    # Without Ray's token mode the Jobs API refuses the client: one line that says what to set.
+    refused = silva(ray_head, tmp_path, "cluster", "status", *address, code=3, token_mode=False).stderr
+    assert refused.strip().splitlines() == [
+        f"error: the Ray cluster at {ray_head.dashboard} wants its token: set RAY_AUTH_MODE=token, "
+        "with the cluster's token in ~/.ray/auth_token or RAY_AUTH_TOKEN"
+    ]
 
     journal = Journal.open(run_dir, read_only=True)
     (joined,) = journal.log.read(ev.ClusterJoined)
