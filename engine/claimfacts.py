@@ -13,6 +13,10 @@ from engine.claimnames import Resolver
 from engine.claimnumbers import Literal_, fits, fits_group, literals, rounds_to
 from engine.claims import Claim, GroupSummary, Ledger
 
+# A comparison's own figures (p, difference, interval, effect) only where the sentence speaks of one.
+_STATISTIC = re.compile(
+    r"\bp\s*[=<>≤]|differen|\bgap\b|interval|\bCI\b|statistic|\b[tgd]\s*=|effect|margin|%|points|fold", re.I
+)
 # "0.91 for X", "0.91 is reached by X": the number is said of the group after it.
 _FOR = re.compile(r"\s*(?:[A-Za-z]+\s+){0,2}?(?:for|by)\s+$")
 _SEEDS = re.compile(
@@ -82,7 +86,8 @@ def group_numbers(sentence: str, names: Resolver, ledger: Ledger) -> list[str]:
     out = []
     for lit, labels in attributed(sentence, names):
         own = _summaries(ledger, labels, metrics)
-        if fits_group(lit, own) or any(fits(lit, c, means=False) for c in _claims(ledger, labels, metrics)):
+        tested = _claims(ledger, labels, metrics) if _STATISTIC.search(sentence) else []
+        if fits_group(lit, own) or any(fits(lit, c, means=False) for c in tested):
             continue
         who = " or ".join(sorted(labels))
         other = sorted(

@@ -78,7 +78,7 @@ _NOT_SIGNIFICANT = re.compile(
     re.I,
 )
 # "best of 12 nodes", "the stage's best node": how a group was chosen, not a ranking of groups.
-_PROVENANCE = re.compile(r"\bbest (?:of\b|node)", re.I)
+_PROVENANCE = re.compile(r"\bbest (?:of\b|node)|\bnull hypothes[ie]s of (?:no \w+|equal(?: \w+){0,3})", re.I)
 # "Compared with G, G ...", "Replacing G with G ...": the group named first is the reference.
 _FRONTED = re.compile(
     r"^\W*(?:compared (?:with|to)|relative to|against|versus|unlike|over)\b"

@@ -166,6 +166,14 @@ def swapped_means(sentence: str, claim: Claim, reversed_: bool) -> list[str]:
 def _reversed(sentence: str, claim: Claim, names: Resolver) -> bool:
     """The claim's reference is named before its subject (or alone)."""
     order = [labels for _, labels in names.groups(CLAIM_MARK_RE.sub("", sentence))]
+    if order and {claim.subject.label, claim.reference.label} <= order[0]:
+        # An ambiguous first name ("baseline" for either): the first mean printed says which.
+        first = next((x for x in literals(names.group_re.sub(" ", sentence)) if x.unit == "plain"), None)
+        return (
+            first is not None
+            and rounds_to(claim.reference.mean, first)
+            and not rounds_to(claim.subject.mean, first)
+        )
     s = next((i for i, ls in enumerate(order) if claim.subject.label in ls), -1)
     r = next((i for i, ls in enumerate(order) if claim.reference.label in ls and i != s), -1)
     return r >= 0 and (s < 0 or r < s)
@@ -259,7 +267,9 @@ def _held_out(sentence: str, claim: Claim | None, ledger: Ledger, names: Resolve
 _OBJECT = re.compile(
     r"\b(?:than|over|against|versus|vs\.?|compared (?:with|to)|relative to|to|between \S.*? and|"
     r"beat(?:s|ing)?|outperform\w*|surpass\w*|exceed\w*|edg(?:e|es|ed|ing) out|trail\w*|behind|ahead of)\s+"
-    r"((?:the\s+|an?\s+)?[^\s,.;:()]+(?:\s+[^\s,.;:()]+){0,3})",
+    r"((?:the\s+|an?\s+)?[^\s,.;:()]+(?:\s+[^\s,.;:()]+){0,3})"
+    # the first of two sides: "A ResNet-18 and G perform comparably", "between X and G"
+    r"|(?:^|\bbetween\s+)((?:an?\s+)?[^\s,.;:()]+(?:\s+[^\s,.;:()]+){0,2})(?=\s+and\s+G\b)",
     re.IGNORECASE,
 )
 
@@ -274,7 +284,7 @@ def _unmatched(mark: re.Match[str] | None, sentence: str, names: Resolver) -> tu
 def _absent_object(sentence: str, names: Resolver) -> tuple[str, ...]:
     """The other side of a comparison names a system that is no group of the run."""
     for m in _OBJECT.finditer(names.group_re.sub("G", sentence)):
-        phrase = re.sub(r"^by\s+", "", m.group(1))
+        phrase = re.sub(r"^by\s+", "", m.group(1) or m.group(2))
         if (
             re.match(r"(?:the\s+|an?\s+|our\s+)?G\b", phrase)
             or literals(phrase)
