@@ -5,6 +5,7 @@ an environment without the LLM keys."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.errors import ConfigError
 from silva.tracking.config import TrackingConfig
 
 if TYPE_CHECKING:
@@ -55,5 +57,12 @@ def start_tracker(cfg: RunConfig, run_dir: Path) -> TrackerProcess | None:
     """The follower of this session, when the config has a `tracking:` section."""
     if cfg.tracking is None:
         return None
+    backend = cfg.tracking.backend
+    if importlib.util.find_spec(backend) is None:  # a backend module is named after its package
+        raise ConfigError(
+            f"tracking: the {backend} backend needs the {backend} package, not installed here: "
+            "pip install 'silva[tracking]' (or remove `tracking:` from the run config), then "
+            "`silva resume` the run"
+        )
     keys = [p.api_key_env for p in cfg.llm.providers.values() if p.api_key_env] if cfg.llm else []
     return TrackerProcess(run_dir, cfg.tracking, keys)

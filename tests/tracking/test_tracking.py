@@ -4,6 +4,7 @@ a tracker that does not answer, and the config section."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import struct
@@ -15,15 +16,17 @@ from typing import Any
 import pytest
 
 from engine.claims import LEDGER_FILE
-from engine.errors import EnvironmentFailure
+from engine.errors import ConfigError, EnvironmentFailure
 from engine.events import AttemptFinished, RunStarted
 from engine.journal import Journal
 from engine.node import AttemptResult, Node
 from silva.cli.main import main
+from silva.config import load_config
 from silva.tracking.config import TrackingConfig, available_backends
 from silva.tracking.cursor import Cursor, lock
-from silva.tracking.process import TrackerProcess, tracker_env
+from silva.tracking.process import TrackerProcess, start_tracker, tracker_env
 from silva.tracking.send import follow, opened, send_run
+from tests.helpers import make_config, make_template
 
 mlflow = pytest.importorskip("mlflow")
 DATA = Path(__file__).parent.parent / "data"
@@ -243,3 +246,15 @@ def test_the_paper_reviews_and_claim_ledger_go_on_the_idea_run(tmp_path: Path) -
     ledgers = {f"{d}/{LEDGER_FILE}" for d in ("paper", "review")}
     assert listed == {"paper/paper.pdf", "review/review.json"} | ledgers
     assert idea.data.tags["silva.paper"] == "paper done" and idea.data.tags["silva.review"] == "review done"
+
+
+def test_a_run_with_a_tracker_whose_package_is_missing_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = load_config(make_config(tmp_path, make_template(tmp_path / "tpl"), tracking="wandb"))
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real(name, *a)
+    )
+    with pytest.raises(ConfigError, match=r"needs the wandb package.*pip install 'silva\[tracking\]'"):
+        start_tracker(cfg, tmp_path)
