@@ -15,7 +15,7 @@ import socket
 from collections.abc import Collection, Mapping, MutableMapping
 from urllib.parse import urlsplit
 
-from engine.llm.config import EMBEDDING_KINDS, LLMConfig, ProviderConfig, resolve_model
+from engine.llm.config import EMBEDDING_KINDS, LLMConfig, ProviderConfig, RoleConfig, resolve_model
 from engine.llm.errors import LLMConfigError
 from engine.llm.prices import DEFAULT_MODELS
 from engine.llm.probe import ProbeResult, probe_models, probe_problems
@@ -26,7 +26,8 @@ DEFAULT_ENDPOINTS = {"anthropic": "https://api.anthropic.com", "openai": "https:
 KEYED_KINDS = ("anthropic", "openai")
 
 
-def _problems(cfg: LLMConfig, env: Mapping[str, str]) -> list[str]:
+def _role_problems(cfg: LLMConfig) -> list[str]:
+    """Roles that are unknown or name an undefined model."""
     problems: list[str] = []
     for role, rc in cfg.roles.items():
         if role not in ROLES:
@@ -36,6 +37,12 @@ def _problems(cfg: LLMConfig, env: Mapping[str, str]) -> list[str]:
                 f"llm.roles.{role}: model {rc.model!r} is not defined under llm.models "
                 f"(defined: {', '.join(sorted(cfg.models)) or 'none'})"
             )
+    return problems
+
+
+def _model_problems(cfg: LLMConfig) -> list[str]:
+    """Models on an undefined provider or without a known price."""
+    problems: list[str] = []
     for name, spec in cfg.models.items():
         if spec.provider not in cfg.providers:
             problems.append(
@@ -48,45 +55,54 @@ def _problems(cfg: LLMConfig, env: Mapping[str, str]) -> list[str]:
                 f"llm.models.{name}: no price known for model id {spec.model!r}; set "
                 "price: {input: USD/Mtok, output: USD/Mtok} (0 for a free local model)"
             )
-    for role, rc in cfg.roles.items():
-        if rc.model not in cfg.models or cfg.models[rc.model].provider not in cfg.providers:
-            continue
-        model = resolve_model(cfg, rc.model)
-        caps = model.capabilities
-        if role == EMBEDDING_ROLE:
-            kind = cfg.providers[model.provider].kind
-            if kind not in EMBEDDING_KINDS:
-                problems.append(
-                    f"llm.roles.{role}: model {rc.model!r} is on provider {model.provider!r} of kind "
-                    f"{kind}, which has no embeddings API (Anthropic offers none); map the role to an "
-                    "embedding model on an openai or openai_compatible provider (e.g. "
-                    "text-embedding-3-small), or remove it to use the offline TF-IDF fallback"
-                )
-            elif not caps.embeddings:
-                problems.append(
-                    f"llm.roles.{role}: model {rc.model!r} ({model.model}) cannot embed "
-                    "(capabilities.embeddings is false); map the role to an embedding model such as "
-                    "text-embedding-3-small, or set capabilities.embeddings: true on a model that "
-                    "serves embeddings"
-                )
-            continue  # temperature and max_tokens mean nothing to an embeddings call
-        if rc.dimensions is not None:
-            problems.append(f"llm.roles.{role}: dimensions applies to the {EMBEDDING_ROLE} role only")
-        if not caps.chat:
+    return problems
+
+
+def _capability_problems(cfg: LLMConfig, role: str, rc: RoleConfig) -> list[str]:
+    """What a role asks of its model that the model cannot do."""
+    problems: list[str] = []
+    model = resolve_model(cfg, rc.model)
+    caps = model.capabilities
+    if role == EMBEDDING_ROLE:
+        kind = cfg.providers[model.provider].kind
+        if kind not in EMBEDDING_KINDS:
             problems.append(
-                f"llm.roles.{role}: model {rc.model!r} ({model.model}) is an embedding model "
-                "(capabilities.chat is false); map the role to a chat model"
+                f"llm.roles.{role}: model {rc.model!r} is on provider {model.provider!r} of kind "
+                f"{kind}, which has no embeddings API (Anthropic offers none); map the role to an "
+                "embedding model on an openai or openai_compatible provider (e.g. "
+                "text-embedding-3-small), or remove it to use the offline TF-IDF fallback"
             )
-        if rc.max_tokens > caps.max_output_tokens:
+        elif not caps.embeddings:
             problems.append(
-                f"llm.roles.{role}: max_tokens {rc.max_tokens} exceeds model {rc.model!r}'s "
-                f"output limit of {caps.max_output_tokens}"
+                f"llm.roles.{role}: model {rc.model!r} ({model.model}) cannot embed "
+                "(capabilities.embeddings is false); map the role to an embedding model such as "
+                "text-embedding-3-small, or set capabilities.embeddings: true on a model that "
+                "serves embeddings"
             )
-        if role == "vision" and not caps.vision:
-            problems.append(
-                f"llm.roles.vision: model {rc.model!r} has no vision capability; pick a model "
-                "with capabilities.vision: true"
-            )
+        return problems  # temperature and max_tokens mean nothing to an embeddings call
+    if rc.dimensions is not None:
+        problems.append(f"llm.roles.{role}: dimensions applies to the {EMBEDDING_ROLE} role only")
+    if not caps.chat:
+        problems.append(
+            f"llm.roles.{role}: model {rc.model!r} ({model.model}) is an embedding model "
+            "(capabilities.chat is false); map the role to a chat model"
+        )
+    if rc.max_tokens > caps.max_output_tokens:
+        problems.append(
+            f"llm.roles.{role}: max_tokens {rc.max_tokens} exceeds model {rc.model!r}'s "
+            f"output limit of {caps.max_output_tokens}"
+        )
+    if role == "vision" and not caps.vision:
+        problems.append(
+            f"llm.roles.vision: model {rc.model!r} has no vision capability; pick a model "
+            "with capabilities.vision: true"
+        )
+    return problems
+
+
+def _provider_problems(cfg: LLMConfig, env: Mapping[str, str]) -> list[str]:
+    """Providers in use without their key, or an openai_compatible one without base_url."""
+    problems: list[str] = []
     for name, pcfg in _used_providers(cfg).items():
         if pcfg.kind in KEYED_KINDS and not pcfg.api_key_env:
             problems.append(
@@ -100,7 +116,15 @@ def _problems(cfg: LLMConfig, env: Mapping[str, str]) -> list[str]:
             )
         if pcfg.kind == "openai_compatible" and not pcfg.base_url:
             problems.append(f"llm.providers.{name}: an openai_compatible provider needs base_url")
-    return problems + _unpaid(cfg)
+    return problems
+
+
+def _problems(cfg: LLMConfig, env: Mapping[str, str]) -> list[str]:
+    problems = _role_problems(cfg) + _model_problems(cfg)
+    for role, rc in cfg.roles.items():
+        if rc.model in cfg.models and cfg.models[rc.model].provider in cfg.providers:
+            problems += _capability_problems(cfg, role, rc)
+    return problems + _provider_problems(cfg, env) + _unpaid(cfg)
 
 
 def _unpaid(cfg: LLMConfig) -> list[str]:
