@@ -20,6 +20,7 @@ from silva.cli.main import main
 from tests.helpers import make_config, make_template
 
 
+@pytest.mark.e2e
 def test_a_full_disk_while_staging_is_no_verdict_and_the_node_reruns_on_resume(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -62,6 +63,7 @@ sys.exit(main(["run", sys.argv[1]]))
 """
 
 
+@pytest.mark.e2e
 def test_a_sigterm_while_a_finished_run_shuts_down_exits_143_and_releases_the_lock(tmp_path: Path) -> None:
     config = make_config(tmp_path, make_template(tmp_path / "tpl"), stages=_small())
     done = subprocess.run(

@@ -23,6 +23,8 @@ from silva.cli.run import report
 from silva.progress import Progress
 from tests.helpers import make_config, make_template
 
+pytestmark = pytest.mark.e2e  # every test reads one whole run (module fixture)
+
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
