@@ -62,7 +62,9 @@ def metric_phrases(metric: str) -> list[str]:
 
 def _pattern(phrases: list[str]) -> re.Pattern[str]:
     keys = sorted({_words(p) for p in phrases}, key=len, reverse=True)
-    alts = [r"[\s_-]+".join(map(re.escape, k.split())) for k in keys]
+    alts = [r"[\s_-]+".join(map(re.escape, k.split())) for k in keys if k]
+    if not alts:  # a ledger without claims names nothing
+        return re.compile(r"(?!)")
     return re.compile(r"(?<![\w])(?:" + "|".join(alts) + r")(?![\w])", re.IGNORECASE)
 
 

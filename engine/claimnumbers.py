@@ -77,7 +77,9 @@ def group_values(g: GroupSummary) -> list[float]:
 def claim_values(claim: Claim) -> list[float]:
     values = [claim.subject.mean, claim.reference.mean, claim.diff, claim.alpha, 95.0]
     values += [
-        v for v in (claim.subject.sd, claim.reference.sd, claim.statistic, claim.df, claim.effect) if v
+        v
+        for v in (claim.subject.sd, claim.reference.sd, claim.statistic, claim.df, claim.effect)
+        if v is not None  # a Mann-Whitney U of 0 is a figure too
     ]
     values += [float(claim.subject.n), float(claim.reference.n)]
     values += [v for v in (claim.subject.budget_nodes, claim.reference.budget_nodes) if v is not None]

@@ -156,3 +156,9 @@ def test_selection_metric_as_held_out_in_any_sentence_and_unmeasured_metric(ledg
         "a metric the run did not measure" in p
         for p in _problems("The recall of random Fourier features is 0.890.", ledger)
     )
+
+
+def test_a_ledger_without_claims_names_no_group() -> None:
+    # A failure report's ledger: nothing to compare, nothing to resolve, no crash.
+    text = "Random Fourier features beat the baseline (0.93 vs. 0.91). Over 3 seeds."
+    assert check_text(text, Ledger(idea="none")) == []
