@@ -12,6 +12,7 @@ forest (`ideation:`) admitting up to `--ideas` ideas as the slots need them
 
     .venv/bin/python bench/bench_plan.py [--ideas 100] [--slots 100,1000,10000] [--forest agentic]
     .venv/bin/python bench/bench_plan.py --forest rolling --ideas 5000 --slots 1000
+    (no --forest: the agentic forest, then the rolling north-star day, as `make bench` runs it)
 """
 
 from __future__ import annotations
@@ -198,29 +199,40 @@ def plan_once(config: Path, slots: int) -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ideas", type=int, default=100)
-    ap.add_argument("--slots", default="100,1000,10000")
-    ap.add_argument("--forest", choices=("agentic", "template", "rolling"), default="agentic")
-    args = ap.parse_args()
+def run(forest: str, ideas: int, slots: str) -> None:
     rows = []
-    write = {"agentic": write_agentic_config, "template": write_config, "rolling": write_rolling_config}[
-        args.forest
-    ]
+    writers = {"agentic": write_agentic_config, "template": write_config, "rolling": write_rolling_config}
+    write = writers[forest]
     with tempfile.TemporaryDirectory(prefix="silva-bench-plan-") as tmp:
-        config = write(Path(tmp), args.ideas)
-        for slots in (int(s) for s in args.slots.split(",")):
-            row = {"forest": args.forest, **plan_once(config, slots)}
+        config = write(Path(tmp), ideas)
+        for n in (int(s) for s in slots.split(",")):
+            row = {"forest": forest, **plan_once(config, n)}
             rows.append(row)
             print(json.dumps(row), flush=True)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     results = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
-    key = f"{args.forest}_{args.ideas}_ideas"  # rows of other slot counts stay
+    key = f"{forest}_{ideas}_ideas"  # rows of other slot counts stay
     kept = [r for r in results.get(key, {}).get("rows", []) if r["slots"] not in {r["slots"] for r in rows}]
     results[key] = {"cpus": os.cpu_count(), "rows": sorted(kept + rows, key=lambda r: r["slots"])}
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {RESULTS}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ideas", type=int, default=100)
+    ap.add_argument("--slots", default="100,1000,10000")
+    ap.add_argument(
+        "--forest",
+        choices=("agentic", "template", "rolling"),
+        help="default: the agentic forest, then the north-star day (rolling, 1,000 slots, up to 5,000 ideas)",
+    )
+    args = ap.parse_args()
+    if args.forest is not None:
+        run(args.forest, args.ideas, args.slots)
+        return
+    run("agentic", args.ideas, args.slots)
+    run("rolling", 5000, "1000")
 
 
 if __name__ == "__main__":
