@@ -4,9 +4,41 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from engine.llm.providers.scripted import ScriptedProvider
+    from silva.ideation.config import TopicConfig
+    from writeup.literature import Literature
+
+
+def _scripted_providers(cfg: TopicConfig) -> dict[str, ScriptedProvider]:
+    """The topic file's scripted providers, bound to its scripted function (tests, offline demos)."""
+    from engine.llm.providers.scripted import ScriptedProvider
+    from silva.llm_session import load_function
+
+    fn = load_function(cfg.scripted_fn) if cfg.scripted_fn else None
+    return {
+        name: ScriptedProvider(name, rules=p.rules, fn=fn, default=p.default_response)
+        for name, p in cfg.llm.providers.items()
+        if p.kind == "scripted" and fn is not None
+    }
+
+
+def _literature(cfg: TopicConfig, console: Console) -> tuple[Literature | None, str]:
+    """The literature search for novelty checks, or None and why (the ideas are then unchecked)."""
+    from writeup.literature import LiteratureError, open_literature
+
+    try:
+        return open_literature(cfg.literature), ""
+    except LiteratureError as e:
+        console.print(
+            f"warning: no literature check ({e}); ideas are archived as `unchecked`", highlight=False
+        )
+        return None, str(e)
 
 
 def ideate(
@@ -25,12 +57,10 @@ def ideate(
 ) -> int:
     """Generate ideas by LLM mutation of the archive, reflect on them, drop duplicates, check novelty."""
     from engine.llm import build_gateway, resolve_keys
-    from engine.llm.providers.scripted import ScriptedProvider
     from silva.ideation.archive import Archive, summary_line
     from silva.ideation.config import load_topic
     from silva.ideation.ideate import Ideator
-    from silva.llm_session import load_function, probe_llm, show_progress
-    from writeup.literature import LiteratureError, open_literature
+    from silva.llm_session import probe_llm, show_progress
 
     show_progress()  # one line per LLM call on stderr
     console = Console()
@@ -39,19 +69,8 @@ def ideate(
         cfg = cfg.model_copy(update={"num_ideas": num})
     directory = out or topic_file.parent / "ideas"
     probe_llm(cfg.llm, directory)  # printed, and paid into the archive's ledger
-    fn = load_function(cfg.scripted_fn) if cfg.scripted_fn else None
-    providers = {
-        name: ScriptedProvider(name, rules=p.rules, fn=fn, default=p.default_response)
-        for name, p in cfg.llm.providers.items()
-        if p.kind == "scripted" and fn is not None
-    }
-    try:
-        literature, why = open_literature(cfg.literature), ""
-    except LiteratureError as e:
-        literature, why = None, str(e)
-        console.print(
-            f"warning: no literature check ({why}); ideas are archived as `unchecked`", highlight=False
-        )
+    providers = _scripted_providers(cfg)
+    literature, why = _literature(cfg, console)
     archive = Archive(directory)
     before = len(archive.records)
     gateway = build_gateway(cfg.llm, directory, None, resolve_keys(cfg.llm, os.environ), providers=providers)
