@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from silva.cost import LostRow
+    from silva.cost import LostRow, Spend
 
 LOST_TITLE = "lost: what bought no usable answer, by role and cause"
 
@@ -54,38 +54,44 @@ def cost(
             highlight=False,
         )
     for group in GROUPS:
-        table = Table(title=f"by {group}", title_justify="left")
-        for col in (
-            group,
-            "calls",
-            "cache hits",
-            "failed",
-            "in tokens",
-            "out tokens",
-            "dollars",
-            "share",
-            "saved",
-        ):
-            table.add_column(col, justify="left" if col == group else "right")
-        for r in breakdown.groups[group]:
-            share = f"{100 * r.dollars / total.dollars:.0f}%" if total.dollars else "-"
-            table.add_row(
-                r.key,
-                str(r.calls),
-                str(r.cache_hits),
-                str(r.errors),
-                str(r.input_tokens),
-                str(r.output_tokens),
-                f"${r.dollars:.4f}",
-                share,
-                f"${r.saved:.4f}",
-            )
-        if not breakdown.groups[group]:
-            table.add_row("(no LLM calls)", *[""] * 8)
-        console.print(table)
+        console.print(group_table(breakdown, group))
     console.print(lost_table(breakdown.lost))
     console.print("\n".join(throughput_lines(throughput(cfg, journal, records))), highlight=False)
     return 0
+
+
+def group_table(breakdown: Spend, group: str) -> Table:
+    """Spend by one grouping (role, model, stage or idea), with each row's share of the dollars."""
+    total = breakdown.total
+    table = Table(title=f"by {group}", title_justify="left")
+    for col in (
+        group,
+        "calls",
+        "cache hits",
+        "failed",
+        "in tokens",
+        "out tokens",
+        "dollars",
+        "share",
+        "saved",
+    ):
+        table.add_column(col, justify="left" if col == group else "right")
+    for r in breakdown.groups[group]:
+        share = f"{100 * r.dollars / total.dollars:.0f}%" if total.dollars else "-"
+        table.add_row(
+            r.key,
+            str(r.calls),
+            str(r.cache_hits),
+            str(r.errors),
+            str(r.input_tokens),
+            str(r.output_tokens),
+            f"${r.dollars:.4f}",
+            share,
+            f"${r.saved:.4f}",
+        )
+    if not breakdown.groups[group]:
+        table.add_row("(no LLM calls)", *[""] * 8)
+    return table
 
 
 def lost_table(rows: list[LostRow]) -> Table:
