@@ -44,10 +44,12 @@ from review.paper import resolve  # noqa: E402
 from tests.writeup.support import ScriptedWriter, scripted_llm  # noqa: E402
 from writeup.claim_sentences import sentence_spans  # noqa: E402
 from writeup.config import WriteupConfig  # noqa: E402
+from writeup.draft import WriteupLog  # noqa: E402
 from writeup.figures import make_figures  # noqa: E402
+from writeup.files import LOG_FILE  # noqa: E402
 from writeup.llm_writer import LLMWriter  # noqa: E402
 from writeup.offline import report  # noqa: E402
-from writeup.paper import LOG_FILE, WriteupLog, open_paper  # noqa: E402
+from writeup.paper import open_paper  # noqa: E402
 from writeup.results import ResultsMacros, camel, latex_escape  # noqa: E402
 
 EXAMPLES = (("ideas", "run.yaml"), ("digits_rff", "run.yaml"))

@@ -21,7 +21,8 @@ from review.config import ReviewConfig
 from search.phases import Phase
 from silva.config import RunConfig
 from writeup.config import WriteupConfig
-from writeup.job import FAILURE_FILE, WriteupJob
+from writeup.files import FAILURE_FILE
+from writeup.job import WriteupJob
 
 PAPER, REVIEW = DOCUMENT_STAGES  # the phases' stage names (and node kinds): documents, not experiments
 

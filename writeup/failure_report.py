@@ -23,9 +23,9 @@ from engine.llm.ledger import LEDGER_FILE, read_records, totals
 from engine.node import Node, NodeStatus
 from sandbox.base import get_provider
 from writeup.config import WriteupConfig
-from writeup.job import FAILURE_FILE
+from writeup.draft import Paper, WriteupLog, finish
+from writeup.files import FAILURE_FILE, LOG_FILE, PAPER_DIR
 from writeup.latex import Section, render_paper
-from writeup.paper import LOG_FILE, PAPER_DIR, Paper, WriteupLog, finish
 from writeup.results import ResultsMacros, camel, latex_escape
 from writeup.run_reader import IdeaResults, RunResults
 

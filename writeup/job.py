@@ -12,13 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from engine.node import AttemptResult
 from writeup.config import WriteupConfig
+from writeup.files import FAILURE_FILE
 
 if TYPE_CHECKING:
     from engine.llm import LLM
-
-# Beside paper.pdf when the paper is a failure report (writeup/failure_report.py): the report's
-# data, and the mark the review phase and the CLI know it by. Here, not there: this module stays light.
-FAILURE_FILE = "failure.json"
 
 
 @dataclass

@@ -27,8 +27,8 @@ from writeup.literature import Literature, LiteratureError, Paper, bibtex, cite_
 from writeup.offline import figure_env
 
 if TYPE_CHECKING:
-    from writeup.paper import Paper as PaperJob
-    from writeup.paper import Version
+    from writeup.draft import Paper as PaperJob
+    from writeup.draft import Version
     from writeup.results import ResultsMacros
 
 ROLE = "writeup"

@@ -28,7 +28,7 @@ from engine.llm.providers.scripted import ScriptedProvider
 from review.config import ReviewConfig, llm_for_review
 from review.paper import Paper
 from silva.llm_session import probe_llm
-from writeup.job import FAILURE_FILE
+from writeup.files import FAILURE_FILE
 
 CONFIG_SNAPSHOT = "config.yaml"  # what `silva run` writes into a run directory
 
