@@ -172,7 +172,6 @@ def test_weights_and_biases_offline_through_the_same_interface(
     assert "wandb" in available_backends() and "mlflow" in available_backends()
 
 
-@pytest.mark.slow
 def test_a_tracker_that_does_not_answer_is_a_warning_and_the_records_wait(tmp_path: Path) -> None:
     run_dir = copy_run(tmp_path, "format2_run")
     cfg = TrackingConfig(uri="http://127.0.0.1:9", drain_s=0)  # the discard port: nothing listens
