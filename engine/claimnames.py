@@ -74,6 +74,7 @@ class Resolver:
 
     ledger: Ledger
     aliases: dict[str, str] = field(default_factory=dict)  # alias (lower case) -> group label
+    defined: dict[str, str] = field(default_factory=dict)  # the abbreviation as written -> group label
 
     def __post_init__(self) -> None:
         self.labels = sorted(
@@ -108,6 +109,7 @@ class Resolver:
                 labels = self.names.get(_words(" ".join(words[k:])))
                 if labels is not None and len(labels) == 1 and _words(abbr) not in self.names:
                     self.aliases[_words(abbr)] = next(iter(labels))
+                    self.defined[abbr] = next(iter(labels))
                     break
         self._compile()
 

@@ -19,6 +19,7 @@ import json
 import re
 from dataclasses import dataclass
 
+from engine.claimnames import Resolver
 from engine.claims import Ledger, load_ledger
 from engine.claimtext import check_text
 from review.integrity.numbers import main_text
@@ -45,7 +46,9 @@ MAX_FINDINGS = 50
 def ledger_claims(paper: Paper, ledger: Ledger) -> CheckResult:
     name = "unsupported_claims"
     text, from_source = reading_text(paper)
-    checks = check_text(main_text(text), ledger)
+    names = Resolver(ledger)
+    names.define(main_text(text))
+    checks = check_text(main_text(text), ledger, names)
     findings = [
         Finding(
             message=f'"{c.sentence[:400]}" {problem}',
@@ -58,9 +61,11 @@ def ledger_claims(paper: Paper, ledger: Ledger) -> CheckResult:
         for problem in c.problems
     ]
     source = "the LaTeX source with results.tex expanded" if from_source else "the PDF text"
+    defined = ", ".join(f"{a} = {label}" for a, label in sorted(names.defined.items())) or "none"
     detail = (
-        f"{sum(c.claim is not None for c in checks)} comparison sentence(s) of {source} against "
-        f"{len(ledger.claims)} claim(s) of ledger.json"
+        f"{sum(c.claim is not None for c in checks)} comparison sentence(s) and table row(s) of {source} "
+        f"against {len(ledger.claims)} claim(s) of ledger.json; layers run: the deterministic reading "
+        f"only (no model extraction); abbreviations the paper defines: {defined}"
     )
     return CheckResult.of(name, findings[:MAX_FINDINGS], detail)
 

@@ -46,6 +46,18 @@ def test_silvas_own_paper_has_no_number_or_claim_finding(paper_dir: Path) -> Non
     assert found["numbers"] == [] and found["unsupported_claims"] == []
 
 
+def test_report_says_which_layers_ran_and_the_abbreviations_defined(paper_dir: Path) -> None:
+    _plant(
+        paper_dir,
+        "\\section{Limitations}",
+        "We study sparse random features (SRF).\n\\section{Limitations}",
+    )
+    (paper,) = resolve(paper_dir)
+    detail = run_checks(paper, CFG).check("unsupported_claims").detail
+    assert "the deterministic reading only (no model extraction)" in detail
+    assert "SRF = method (best of tuning)" in detail
+
+
 def test_planted_false_sentence_is_caught(paper_dir: Path) -> None:
     # The method is significantly better on accuracy; on fit time it is significantly worse.
     _plant(
