@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 import threading
 import time
@@ -103,8 +102,6 @@ def follow(
 def main(argv: list[str]) -> int:
     """The follower process a run starts: `python -m silva.tracking RUN_DIR TRACKING_JSON`. It
     stops when the driver closes its stdin (or dies), after sending what is left."""
-    logging.getLogger("mlflow").setLevel(logging.WARNING)  # its start-up notes are not the run's news
-    logging.getLogger("alembic").setLevel(logging.WARNING)
     run_dir = Path(argv[0])
     cfg = TrackingConfig.model_validate_json(argv[1])
     done = threading.Event()

@@ -8,6 +8,7 @@ MLFLOW_ALLOW_FILE_STORE=true.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Mapping
@@ -29,6 +30,10 @@ class MlflowBackend:
         # Fail fast and let the follower retry: MLflow's own retries would wait minutes.
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "15")
+        # The run's terminal is not MLflow's: no "View run" line per node, no start-up notes.
+        os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
+        for name in ("mlflow", "alembic"):
+            logging.getLogger(name).setLevel(logging.WARNING)
         local = settings.uri is None
         run_dir = settings.run_dir.resolve()
         self.uri = settings.uri or f"sqlite:///{run_dir / LOCAL_DB}"
