@@ -62,7 +62,7 @@ def claim_sentence(claim: Claim, macros: ResultsMacros, base: str | None = None)
     else:
         subj, ref = (_group_macro(macros, claim, g) for g in (claim.subject, claim.reference))
     metric = latex_escape(claim.metric) + (" (held-out test)" if claim.role == "test" else "")
-    a, b = latex_escape(claim.subject.label), latex_escape(claim.reference.label)
+    a, b = (called(macros, g) for g in (claim.subject, claim.reference))
     stats = _stats(macros, base, claim)
     if claim.verdict == "untested":
         why = (
@@ -85,6 +85,12 @@ def claim_sentence(claim: Claim, macros: ResultsMacros, base: str | None = None)
             f"[\\{base}DiffLo{{}}, \\{base}DiffHi{{}}]; {stats})."
         )
     return sentence + f"\\claim{{{claim.id}}}"
+
+
+def called(macros: ResultsMacros, g: GroupSummary) -> str:
+    """How prose names a group: its readable name, "the" before a common noun ("the tuned baseline")."""
+    name = macros.name(g.label)
+    return latex_escape(f"the {name}" if name[:1].islower() else name)
 
 
 def _group_macro(macros: ResultsMacros, claim: Claim, g: GroupSummary) -> str:
@@ -116,8 +122,8 @@ def headline_caveats(claim: Claim, macros: ResultsMacros) -> str:
         ref_stage = _best_of(claim.reference.label)
         ref = f"\\{camel(ref_stage)}SearchNodes{{}}" if ref_stage else "a different number of"
         out += (
-            f"The budgets were not matched: {latex_escape(claim.subject.label)} came from a search of {sub} "
-            f"nodes and {latex_escape(claim.reference.label)} from one of {ref} nodes. "
+            f"The budgets were not matched: {called(macros, claim.subject)} came from a search of {sub} "
+            f"nodes and {called(macros, claim.reference)} from one of {ref} nodes. "
         )
     return out
 
@@ -146,11 +152,11 @@ def stage_table(idea: IdeaResults, macros: ResultsMacros, si: int) -> str:
         if s.name == m
     )
     rows = []
-    for gi, per_metric in enumerate(stage.groups.values()):
+    for gi, (label, per_metric) in enumerate(stage.groups.items()):
         g = chr(ord("A") + gi)
         cells = [_meansd(macros, f"{st}{g}{camel(m)}") if m in per_metric else "--" for m in metrics]
         n = _m(macros, f"{st}{g}{camel(metrics[0])}N")
-        rows.append(f"\\{st}Group{g}{{}} & {n} & " + " & ".join(cells) + " \\\\")
+        rows.append(f"{_row_name(macros, st, g, label)} & {n} & " + " & ".join(cells) + " \\\\")
     cols = "l" + "c" * (len(metrics) + 1)
     return (
         "\\begin{table}[!ht]\\centering\\footnotesize\n\\caption{Stage "
@@ -209,8 +215,8 @@ def findings_text(macros: ResultsMacros) -> str:
             continue
         if c.same_runs_as is not None:
             items.append(
-                f"\\item Stage \\emph{{{latex_escape(c.stage)}}}: {latex_escape(c.subject.label)} against "
-                f"{latex_escape(c.reference.label)} repeats the runs of claim \\texttt{{{c.same_runs_as}}}; "
+                f"\\item Stage \\emph{{{latex_escape(c.stage)}}}: {called(macros, c.subject)} against "
+                f"{called(macros, c.reference)} repeats the runs of claim \\texttt{{{c.same_runs_as}}}; "
                 "it is no separate finding."
             )
             continue
@@ -262,9 +268,28 @@ def settings_text(idea: IdeaResults, macros: ResultsMacros) -> str:
         for k, v in params.items()
     )
     return (
-        f"The settings of {latex_escape(main.subject.label if main else 'the final best node')}:\n\n"
+        f"The settings of {_settings_of(macros, main)}:\n\n"
         "\\begin{center}\\small\\begin{tabular}{ll}\\toprule\n"
         "Setting & Value \\\\ \\midrule\n" + rows + "\n\\bottomrule\\end{tabular}\\end{center}\n"
+    )
+
+
+def _row_name(macros: ResultsMacros, st: str, g: str, label: str) -> str:
+    """A table's group: its name, and its label where that differs, so a reader finds the node."""
+    if macros.name(label).lower() == label.lower():
+        return f"\\{st}Group{g}{{}}"
+    return f"\\{st}Group{g}{{}} {{\\scriptsize(\\texttt{{\\{st}Group{g}Label{{}}}})}}"
+
+
+def _settings_of(macros: ResultsMacros, main: Claim | None) -> str:
+    if main is None:
+        return "the final best node"
+    label = main.subject.label
+    named = called(macros, main.subject)
+    return (
+        named
+        if macros.name(label).lower() == label.lower()
+        else f"{named} (\\texttt{{{latex_escape(label)}}})"
     )
 
 

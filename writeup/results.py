@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from engine.claims import Claim, Ledger
+from writeup.ledger import readable_names
 from writeup.run_reader import IdeaResults, RunResults
 
 _DIGITS = ("Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine")
@@ -36,6 +37,7 @@ class ResultsMacros:
     macros: dict[str, Macro] = field(default_factory=dict)
     claim_base: dict[str, str] = field(default_factory=dict)  # claim id -> its macros' name prefix
     group_base: dict[tuple[str, str], str] = field(default_factory=dict)  # (stage, label) -> prefix
+    names: dict[str, str] = field(default_factory=dict)  # group label -> its readable name
 
     @property
     def main(self) -> Claim | None:
@@ -43,6 +45,10 @@ class ResultsMacros:
 
     def add(self, name: str, value: float | None, latex: str, plain: str, source: str) -> None:
         self.macros[name] = Macro(name, value, latex, plain, source)
+
+    def name(self, label: str) -> str:
+        """The group's readable name ("tuned baseline"), its label where it has none."""
+        return self.names.get(label) or label
 
     def number(self, name: str, value: float, source: str, digits: int | None = None) -> None:
         latex, plain = format_number(value, digits)
@@ -97,6 +103,10 @@ def format_p(p: float, log10_p: float) -> tuple[str, str]:
 
 def build_macros(run: RunResults, idea: IdeaResults, ledger: Ledger) -> ResultsMacros:
     out = ResultsMacros(ledger)
+    # The ledger's names win: a ledger.json read back keeps the names the paper was checked with.
+    out.names = readable_names(idea) | {
+        g.label: g.name for c in ledger.claims for g in (c.subject, c.reference) if g.name
+    }
     out.number("RunNodes", run.total_nodes, "nodes grown in the whole run")
     out.number("RunGoodNodes", run.good_nodes, "nodes that ran cleanly")
     out.number("RunBuggyNodes", run.buggy_nodes, "nodes that failed (buggy)")
@@ -112,8 +122,16 @@ def build_macros(run: RunResults, idea: IdeaResults, ledger: Ledger) -> ResultsM
         for gi, (label, per_metric) in enumerate(stage.groups.items()):
             g = chr(ord("A") + gi)
             out.group_base[(stage.stage, label)] = st + g
+            name = out.name(label)
             out.add(
-                f"{st}Group{g}", None, latex_escape(label), label, f"stage {stage.stage}: label of group {g}"
+                f"{st}Group{g}", None, latex_escape(name), name, f"stage {stage.stage}: name of group {g}"
+            )
+            out.add(
+                f"{st}Group{g}Label",
+                None,
+                latex_escape(label),
+                label,
+                f"stage {stage.stage}: label of group {g}",
             )
             for metric, s in per_metric.items():
                 base = f"{st}{g}{camel(metric)}"
@@ -136,16 +154,12 @@ def build_macros(run: RunResults, idea: IdeaResults, ledger: Ledger) -> ResultsM
     if main is not None:
         out.claim_base[main.id + "@main"] = "Main"
         src = f"headline: stage {main.stage}, {main.metric}"
-        out.add(
-            "MainMethod", None, latex_escape(main.subject.label), main.subject.label, f"{src}: the method"
-        )
-        out.add(
-            "MainBaseline",
-            None,
-            latex_escape(main.reference.label),
-            main.reference.label,
-            f"{src}: reference",
-        )
+        for name, group, what in (
+            ("MainMethod", main.subject, "the method"),
+            ("MainBaseline", main.reference, "reference"),
+        ):
+            readable = out.name(group.label)
+            out.add(name, None, latex_escape(readable), readable, f"{src}: {what} ({group.label})")
         out.add("MainMetric", None, latex_escape(main.metric), main.metric, f"{src}: the metric")
         for name, group in (("MainMethod", main.subject), ("MainBaseline", main.reference)):
             out.number(name + "Mean", group.mean, f"{src}: {group.label} mean")

@@ -12,6 +12,7 @@ import statistics
 import pytest
 
 from engine.claims import verdict
+from engine.claimtext import plain
 from engine.node import MetricSpec
 from writeup.claim_sentences import contradictions, remove_contradictions
 from writeup.ledger import build_ledger
@@ -185,3 +186,25 @@ def test_agentic_groups_get_readable_names_from_what_they_are() -> None:
         "ablation: no_method (best of ablation)": "no method ablation",
         "ablation: no_scaling": "no scaling ablation",
     }
+
+
+def test_agentic_report_names_groups_by_name_and_tables_keep_the_label() -> None:
+    i = idea(with_test_metric=True)
+    relabel = {
+        "tuned baseline (best of hyperparameter)": "tuned: lr=0.1 (best of hyperparameter)",
+        "method (best of agenda)": "improve n0020 (best of agenda)",
+    }
+    for stage in i.stages:
+        stage.groups = {relabel.get(k, k): v for k, v in stage.groups.items()}
+    i.method = "Small-loss filtering for linear classifiers"
+    macros = build_macros(_run(i), i, build_ledger(i))
+    tex = report(_run(i), i, macros, [], "workshop")
+    prose = plain(tex.split("\\appendix")[0], {m.name: m.plain for m in macros.macros.values()})
+    assert "Small-loss filtering was significantly worse than the tuned baseline" in prose
+    assert "n0020" not in prose.replace("Small-loss filtering (improve n0020 (best of agenda))", "")
+    assert "lr=0.1" not in prose
+    # A table row gives the label beside the name, so a reader can find the node.
+    (row,) = [line for line in tex.splitlines() if "\\AgendaGroupALabel" in line]
+    assert row.startswith("\\AgendaGroupA{}") and row.endswith("\\\\")
+    assert macros.macros["AgendaGroupALabel"].plain == "improve n0020 (best of agenda)"
+    assert contradictions(tex, macros) == []
