@@ -36,7 +36,10 @@ NO_GROUPS = "no ledger-able comparison yet: no ended stage of this idea aggregat
 
 
 class GroupView(BaseModel):
-    label: str
+    name: str = Field(
+        description="what the group is: the method's name, baseline, tuned baseline, an ablation's name"
+    )
+    label: str = Field(description="the run's label of the group, naming its node and stage")
     n: int
     value: str = Field(description="mean ± sd as the paper prints it; a group of one run: its value alone")
     budget: str = Field("", description="search nodes of the stage it is the best of, when known")
@@ -90,7 +93,7 @@ def _group(r: _Reader, claim: Claim, g: GroupSummary) -> GroupView:
     # One run has no spread: its value alone, never "± 0".
     value = f"{mean} ± {sd}" if g.sd is not None and sd is not None else f"{mean} (one run)"
     budget = f"{g.budget_nodes} search node{'s' if g.budget_nodes != 1 else ''}" if g.budget_nodes else ""
-    return GroupView(label=g.label, n=g.n, value=value, budget=budget)
+    return GroupView(name=r.macros.name(g.label), label=g.label, n=g.n, value=value, budget=budget)
 
 
 def _claim(r: _Reader, claim: Claim) -> ClaimView:

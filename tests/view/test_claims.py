@@ -67,6 +67,9 @@ def test_panel_states_the_writers_ledger(tmp_path: Path) -> None:
         "method (best of agenda)",
         "tuned baseline (best of hyperparameter)",
     )
+    # A reader meets them by name; the label stays beside it, to find the node.
+    assert (main.subject.name, main.reference.name) == ("bonus", "tuned baseline")
+    assert "the tuned baseline" in main.sentence and "(best of" not in main.sentence
     assert main.role == "selection" and "selection metric score" in panel.note
     assert "search selected on" in panel.caveats
     assert main.verdict == "no detectable difference" and "no detectable difference" in main.sentence

@@ -254,7 +254,9 @@
   // -- claims: each idea's claim ledger. Every string (figures, verdict, sentence) is computed in
   // Python by the writers' own code (silva/view/claims.py); the page decides no verdict. --------
   function groupCell(g) {
-    return esc(g.label) + '<div class="muted">n = ' + g.n + " · " + esc(g.value) + (g.budget ? " · " + esc(g.budget) : "") + "</div>";
+    // The readable name first; the label beside it where it differs, to find the node in the forest.
+    var label = g.label.toLowerCase() === g.name.toLowerCase() ? "" : ' <span class="muted">(' + esc(g.label) + ")</span>";
+    return esc(g.name) + label + '<div class="muted">n = ' + g.n + " · " + esc(g.value) + (g.budget ? " · " + esc(g.budget) : "") + "</div>";
   }
   function verdictPill(v) { return '<span class="verdict ' + esc(v.replace(/ /g, "-")) + '">' + esc(v) + "</span>"; }
   function renderClaims() {
