@@ -41,6 +41,11 @@ class ReviewConfig(BaseModel):
     min_figure_font_pt: float = Field(
         5.0, gt=0, description="estimated printed size of a figure's 10 pt text below which it is too small"
     )
+    llm_claims: bool = Field(
+        False,
+        description="the claims check's model layer: the review model also extracts every comparative "
+        "statement into a typed record checked against the ledger (LLM calls per paper; off by default)",
+    )
 
     @field_validator("personas")
     @classmethod

@@ -435,7 +435,7 @@ def review_papers(
         for state in states:
             session.start(state)
         for state in states:
-            state.checks = checker.submit(run_checks, state.paper, cfg)
+            state.checks = checker.submit(run_checks, state.paper, cfg, llm)
         session.drain()
     finally:
         checker.shutdown(wait=True, cancel_futures=True)

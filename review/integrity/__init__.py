@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 
+from engine.llm import LLM
 from review.config import ReviewConfig
 from review.integrity.claims import claims_check
 from review.integrity.figures import duplicate_figures, figure_size, unreferenced_figures
@@ -16,7 +17,9 @@ from review.integrity.report import CheckResult, Finding, IntegrityReport
 from review.paper import Paper
 
 
-def run_checks(paper: Paper, cfg: ReviewConfig) -> IntegrityReport:
+def run_checks(paper: Paper, cfg: ReviewConfig, llm: LLM | None = None) -> IntegrityReport:
+    """Every check; the claims check's model layer only where `cfg.llm_claims` and a model."""
+    model = llm if cfg.llm_claims else None
     checks: list[tuple[str, Callable[[], CheckResult]]] = [
         ("numbers", lambda: unmatched_numbers(paper)),
         ("duplicate_figures", lambda: duplicate_figures(paper)),
@@ -24,7 +27,7 @@ def run_checks(paper: Paper, cfg: ReviewConfig) -> IntegrityReport:
         ("undefined_references", lambda: undefined_references(paper)),
         ("overfull_boxes", lambda: overfull_boxes(paper)),
         ("page_limit", lambda: page_limit(paper, cfg.page_limit)),
-        ("unsupported_claims", lambda: claims_check(paper)),
+        ("unsupported_claims", lambda: claims_check(paper, model)),
         ("references", lambda: unsearched_references(paper)),
         ("figure_size", lambda: figure_size(paper, cfg.text_width_in, cfg.min_figure_font_pt)),
     ]

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 
 from engine.claimnames import Resolver
 from engine.claims import Ledger, load_ledger
-from engine.claimtext import check_text
+from engine.claimtext import SentenceCheck, check_text
+from engine.llm import LLM
+from review.integrity.llmclaims import ModelLayer, extract
 from review.integrity.numbers import main_text
 from review.integrity.report import CheckResult, Finding
 from review.integrity.source import reading_text
@@ -43,42 +45,74 @@ ALPHA = 0.05
 MAX_FINDINGS = 50
 
 
-def ledger_claims(paper: Paper, ledger: Ledger) -> CheckResult:
+def ledger_claims(paper: Paper, ledger: Ledger, llm: LLM | None = None) -> CheckResult:
+    """The deterministic reading, and with `llm` the model layer too (review.llm_claims)."""
     name = "unsupported_claims"
     text, from_source = reading_text(paper)
     names = Resolver(ledger)
     names.define(main_text(text))
     checks = check_text(main_text(text), ledger, names)
     findings = [
-        Finding(
-            message=f'"{c.sentence[:400]}" {problem}',
-            where="ledger.json"
-            if c.claim is None
-            else f"claim {c.claim.id}: {c.claim.subject.label} vs {c.claim.reference.label} on "
-            f"{c.claim.metric}, {c.claim.verdict}",
-        )
+        Finding(message=f'"{c.sentence[:400]}" {problem}', where=_where(c))
         for c in checks
         for problem in c.problems
     ]
+    layers = "the deterministic reading only (no model extraction)"
+    if llm is not None:
+        layer = extract(main_text(text), ledger, names, llm, paper.idea)
+        findings += _model_findings(layer, [c.sentence for c in checks if c.problems])
+        layers = "the deterministic reading and " + layer.summary()
     source = "the LaTeX source with results.tex expanded" if from_source else "the PDF text"
     defined = ", ".join(f"{a} = {label}" for a, label in sorted(names.defined.items())) or "none"
     detail = (
         f"{sum(c.claim is not None for c in checks)} comparison sentence(s) and table row(s) of {source} "
-        f"against {len(ledger.claims)} claim(s) of ledger.json; layers run: the deterministic reading "
-        f"only (no model extraction); abbreviations the paper defines: {defined}"
+        f"against {len(ledger.claims)} claim(s) of ledger.json; layers run: {layers}; "
+        f"abbreviations the paper defines: {defined}"
     )
     return CheckResult.of(name, findings[:MAX_FINDINGS], detail)
 
 
-def claims_check(paper: Paper) -> CheckResult:
+def _where(c: SentenceCheck) -> str:
+    if c.claim is None:
+        return "ledger.json"
+    return (
+        f"claim {c.claim.id}: {c.claim.subject.label} vs {c.claim.reference.label} on "
+        f"{c.claim.metric}, {c.claim.verdict}"
+    )
+
+
+def _model_findings(layer: ModelLayer, flagged: list[str]) -> list[Finding]:
+    """The model layer's findings, labelled as such; a statement the deterministic reading
+    already flagged is not reported twice."""
+    seen = {" ".join(s.lower().split()) for s in flagged}
+    out: list[Finding] = []
+    for statement, check in layer.checks:
+        quote = " ".join(statement.quote.lower().split())
+        if not check.problems or any(quote and (quote in s or s in quote) for s in seen):
+            continue
+        seen.add(quote)
+        out += [
+            Finding(
+                message=f'model layer: "{statement.quote}" (read as "{check.sentence}") {problem}',
+                where=_where(check),
+            )
+            for problem in check.problems
+        ]
+    return out
+
+
+def claims_check(paper: Paper, llm: LLM | None = None) -> CheckResult:
+    """Against the ledger beside the paper (with the model layer when `llm` is given), else the
+    weaker check, which has no model layer."""
     ledger = load_ledger(paper.out_dir)
     if ledger is not None:
-        return ledger_claims(paper, ledger)
+        return ledger_claims(paper, ledger, llm)
     weaker = unsupported_claims(paper)
+    unrun = "; the model layer did not run (it checks records against a ledger)" if llm is not None else ""
     return weaker.model_copy(
         update={
             "detail": "no ledger.json beside the paper (not written by Silva): the weaker check ran, which "
-            "cannot tell a claim's direction or metric; " + weaker.detail,
+            "cannot tell a claim's direction or metric; " + weaker.detail + unrun,
         }
     )
 
