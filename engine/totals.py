@@ -102,7 +102,13 @@ class Busy:
 
     def seconds(self, now: float) -> float:
         """Ended spans plus the running ones up to `now`."""
-        return self.ended_s + sum(now - start for start in self.running.values())
+        return self.ended_s + sum(max(0.0, now - start) for start in self.running.values())
+
+    def close(self, last_ts: float) -> None:
+        """A new session: what the dead driver left running held its slot until that session's last
+        event, as far as the journal knows (it is charged the same way: `Held.until`)."""
+        self.ended_s += sum(max(0.0, last_ts - start) for start in self.running.values())
+        self.running.clear()
 
 
 @dataclass
@@ -156,6 +162,8 @@ class Totals:
             self.spend.apply(e)
         elif isinstance(e, BudgetChanged):
             self.budget_changes.update(e.changes)
+        if isinstance(e, SessionStarted):
+            self.busy.close(self.jobs.last_ts)
         self.busy.apply(e)
         self.jobs.apply(e)
 

@@ -140,3 +140,18 @@ def test_status_reads_the_same_with_and_without_a_snapshot(
     assert main(["status", str(run_dir)]) == 0
     assert capsys.readouterr().out == with_snapshot
     assert "throughput:" in with_snapshot
+
+
+def test_attempts_a_killed_driver_left_open_stop_counting_at_the_next_session() -> None:
+    """Slot time of a job the dead driver never saw end runs to that session's last event, not on
+    for ever: `silva status` after a resume read 815% of 2 slots."""
+    t = Totals()
+    for e in (
+        ev.SessionStarted(resumed=False, ts=100.0),
+        ev.AttemptStarted(node_id="n0001", attempt=1, ts=110.0),
+        ev.AttemptStarted(node_id="n0002", attempt=1, ts=120.0),
+        ev.NodeCreated(node=Node(id="n0003", stage="s1", kind="draft"), ts=150.0),  # the last word
+        ev.SessionStarted(resumed=True, ts=1000.0),
+    ):
+        t.apply(e)
+    assert t.busy.seconds(now=5000.0) == pytest.approx((150 - 110) + (150 - 120))
