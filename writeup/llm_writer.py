@@ -117,11 +117,18 @@ def ledger_lines(macros: ResultsMacros) -> str:
         p = "untested" if c.p is None else f"p={c.p:.3g}"
         headline = " [HEADLINE: the hypothesis]" if c.headline else ""
         lines.append(
-            f"- {c.id}{headline}: '{c.subject.label}' vs '{c.reference.label}' on {c.metric} "
+            f"- {c.id}{headline}: {_group(macros, c.subject.label)} vs {_group(macros, c.reference.label)} "
+            f"on {c.metric} "
             f"({c.role} metric): {c.verdict} at alpha {c.alpha} ({p}); macros \\{macros.claim_base[c.id]}*"
         )
     note = f"The headline uses the {ledger.headline_note}." if ledger.headline_note else ""
     return "\n".join(lines) + ("\n" + note if note else "")
+
+
+def _group(macros: ResultsMacros, label: str) -> str:
+    """A group as the prompt lists it: the name a paper uses, and the label the macros cite."""
+    name = macros.name(label)
+    return f"'{name}'" if name.lower() == label.lower() else f"'{name}' (label '{label}')"
 
 
 def _numbered(tex: str) -> str:
@@ -178,7 +185,10 @@ class LLMWriter:
         claims = (
             "Claims of the ledger: the only comparisons you may state, each with the verdict its test "
             "supports (no 'better' or 'significant' without it). End every sentence that compares two "
-            "groups with \\claim{id}.\n" + ledger_lines(self.p.macros) + "\n\n"
+            "groups with \\claim{id}. Call each group by its quoted name, never by its label; define an "
+            "abbreviation before you use it ('random Fourier features (RFF)').\n"
+            + ledger_lines(self.p.macros)
+            + "\n\n"
         )
         macros = f"Macros of results.tex (the only numbers you may print):\n{self.p.macros.describe()}\n\n"
         journal = f"Experimental journal:\n{i.notes_md}\n\n"

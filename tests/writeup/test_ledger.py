@@ -16,8 +16,9 @@ from engine.claimtext import plain
 from engine.node import MetricSpec
 from writeup.claim_sentences import contradictions, remove_contradictions
 from writeup.ledger import build_ledger
+from writeup.llm_writer import ledger_lines
 from writeup.offline import abstract, report, settings_text
-from writeup.results import build_macros
+from writeup.results import ResultsMacros, build_macros
 from writeup.run_reader import GroupStats, IdeaResults, RunResults, StageResult
 
 TUNED = {"val_accuracy": [0.84, 0.90, 0.852], "test_accuracy": [0.962, 0.958, 0.966]}
@@ -188,7 +189,8 @@ def test_agentic_groups_get_readable_names_from_what_they_are() -> None:
     }
 
 
-def test_agentic_report_names_groups_by_name_and_tables_keep_the_label() -> None:
+def _agentic() -> tuple[IdeaResults, ResultsMacros]:
+    """The toy idea with the labels an agentic run gives its stage bests."""
     i = idea(with_test_metric=True)
     relabel = {
         "tuned baseline (best of hyperparameter)": "tuned: lr=0.1 (best of hyperparameter)",
@@ -197,7 +199,11 @@ def test_agentic_report_names_groups_by_name_and_tables_keep_the_label() -> None
     for stage in i.stages:
         stage.groups = {relabel.get(k, k): v for k, v in stage.groups.items()}
     i.method = "Small-loss filtering for linear classifiers"
-    macros = build_macros(_run(i), i, build_ledger(i))
+    return i, build_macros(_run(i), i, build_ledger(i))
+
+
+def test_agentic_report_names_groups_by_name_and_tables_keep_the_label() -> None:
+    i, macros = _agentic()
     tex = report(_run(i), i, macros, [], "workshop")
     prose = plain(tex.split("\\appendix")[0], {m.name: m.plain for m in macros.macros.values()})
     assert "Small-loss filtering was significantly worse than the tuned baseline" in prose
@@ -208,3 +214,12 @@ def test_agentic_report_names_groups_by_name_and_tables_keep_the_label() -> None
     assert row.startswith("\\AgendaGroupA{}") and row.endswith("\\\\")
     assert macros.macros["AgendaGroupALabel"].plain == "improve n0020 (best of agenda)"
     assert contradictions(tex, macros) == []
+
+
+def test_the_llm_writer_is_given_each_groups_name_beside_its_label() -> None:
+    _, macros = _agentic()
+    lines = ledger_lines(macros)
+    assert (
+        "'Small-loss filtering' (label 'improve n0020 (best of agenda)') vs 'tuned baseline' (label " in lines
+    )
+    assert "'no scaling ablation' (label 'ablation: no_scaling')" in lines
