@@ -78,7 +78,8 @@ def headline_text(claim: Claim) -> str:
     group's mean ± sd and n, and the test."""
     test = f", {claim.test} p = {claim.p:.2g}" if claim.p is not None and claim.test else ""
     return (
-        f"{claim.subject.label} {RELATION[claim.verdict]} {claim.reference.label} on {ROLE[claim.role]} "
+        f"{claim.subject.name or claim.subject.label} {RELATION[claim.verdict]} "
+        f"{claim.reference.name or claim.reference.label} on {ROLE[claim.role]} "
         f"{claim.metric}: {_group(claim.subject)} against {_group(claim.reference)}, mean ± sd{test}"
     )
 

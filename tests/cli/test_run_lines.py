@@ -62,7 +62,11 @@ def test_the_result_line_is_the_papers_headline(finished: tuple[Path, str]) -> N
     claim = next(c for c in ledger["claims"] if c["headline"])
     (line,) = [x for x in out.splitlines() if x.startswith("result:")]
     verdict = {"better": "is better than", "worse": "is worse than"}.get(claim["verdict"], "")
-    assert claim["subject"]["label"] in line and claim["reference"]["label"] in line, line
+    # The groups by their readable names ("tuned baseline"), not the labels of their nodes.
+    assert f"result: {claim['subject']['name']} " in line and f" {claim['reference']['name']} on " in line, (
+        line
+    )
+    assert "(best of" not in line, line
     assert verdict in line and claim["metric"] in line and "mean ± sd" in line, line
     assert f"(n = {claim['subject']['n']})" in line and "±" in line.split("mean")[0], line
     assert "paper: paper written" not in out  # the finish line names its phases once
