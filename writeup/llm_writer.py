@@ -13,12 +13,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 from pydantic import BaseModel, Field
 
 from engine.claims import LiteratureRecord
-from engine.llm import LEDGER_FILE, LLM, CallRecord, Completion, LLMError, Message, extract_code
+from engine.llm import (
+    LEDGER_FILE,
+    LLM,
+    CallRecord,
+    Completion,
+    LLMError,
+    Message,
+    StructuredOutputError,
+    extract_code,
+)
 from engine.llm.prompt_budget import Part, PromptTooLarge
 from writeup.claim_sentences import contradictions
 from writeup.figures import make_figures
@@ -32,6 +41,7 @@ if TYPE_CHECKING:
     from writeup.results import ResultsMacros
 
 ROLE = "writeup"
+M = TypeVar("M", bound=BaseModel)
 SECTIONS = ("Introduction", "Method", "Experiments", "Results", "Related Work", "Limitations", "Conclusion")
 SYSTEM = (
     "You are a careful ML researcher writing a paper about experiments that were actually run. "
@@ -63,11 +73,11 @@ class Title(BaseModel):
 
 class Caption(BaseModel):
     figure: str = Field(max_length=80, description="the figure's file name")
-    caption: str = Field(max_length=300, description="what the figure shows (no typed numbers)")
+    caption: str = Field(max_length=200, description="what the figure shows (no typed numbers)")
 
 
 class Captions(BaseModel):
-    captions: list[Caption] = Field(max_length=6)
+    captions: list[Caption] = Field(max_length=4)
 
     def of(self, name: str) -> str:
         return next((c.caption for c in self.captions if c.figure == name), "")
@@ -361,14 +371,13 @@ class LLMWriter:
         figs = self.p.figures
         names = ", ".join(f.name for f in figs)
         ask = Part(f"Write one caption per figure (no typed numbers): {names}", min_chars=len(names) + 60)
-        captions = self.ask("captions", self.prompt(ask), Captions)
-        assert isinstance(captions, Captions)
+        captions = self.optional("captions", self.prompt(ask), Captions, Captions(captions=[]))
         keys = (
             "\n".join(f"{k}: {p.summary()}" for k, p in self.bib.items()) or "(none: write without citations)"
         )
         figure_list = "\n".join(f"\\ref{{{f.label}}}: {captions.of(f.name)}" for f in figs)
-        title = self.ask("title", self.prompt(Part("Give the paper a title.", min_chars=30)), Title)
-        assert isinstance(title, Title)
+        asked = Part("Give the paper a title.", min_chars=30)
+        title = self.optional("title", self.prompt(asked), Title, Title(title=self.p.idea.title[:150]))
         sections: list[Section] = []
         written = ""
         for name in ("Abstract", *SECTIONS):
@@ -395,6 +404,17 @@ class LLMWriter:
             sections=sections,
             cite=bool(self.bib),
         )
+
+    def optional(self, step: str, prompt: str, output_type: type[M], default: M) -> M:
+        """A step the paper can do without (captions, the title): an answer that never validated
+        is logged and `default` stands in, instead of the whole paper falling back."""
+        try:
+            answer = self.ask(step, prompt, output_type)
+        except StructuredOutputError as e:
+            self.p.log("step_failed", call=step, error=str(e)[:300], used=default.model_dump())
+            return default
+        assert isinstance(answer, output_type)
+        return answer
 
     def section_prompt(self, name: str, keys: str, figure_list: str, written: str) -> str:
         """One section's prompt: what was written so far is the first to be cut, from its start."""

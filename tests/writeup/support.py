@@ -170,10 +170,12 @@ class ScriptedWriter:
         typed_number: bool = False,
         fixes_numbers: bool = True,
         false_claim: bool = False,
+        bad_captions: bool = False,
     ) -> None:
         self.bad_latex, self.fake_cite, self.typed_number = bad_latex, fake_cite, typed_number
         self.fixes_numbers = fixes_numbers
         self.false_claim = false_claim
+        self.bad_captions = bad_captions  # the captions answer never validates
         self.calls: list[str] = []
 
     def __call__(self, call) -> str:  # a ProviderCall
@@ -192,6 +194,8 @@ class ScriptedWriter:
             return json.dumps(
                 {"picks": [{"paper_id": i, "justification": "the projection we build on"} for i in ids[:2]]}
             )
+        if step == "captions" and self.bad_captions:
+            return '{"captions": [{"figure": "comparison.png", "caption": "cut mid'
         if step == "captions":
             names = prompt.rsplit(": ", 1)[1].split(", ")
             return json.dumps(
