@@ -29,12 +29,14 @@ repo="${tag%:*}"; version="latest"
 [[ "$tag" == *:* ]] && version="${tag##*:}"
 deps_tag="$repo-deps:$version"
 
-# Silva's runtime dependencies, as pyproject.toml declares them, with Ray pinned.
+# Silva's runtime dependencies, as pyproject.toml declares them, with Ray pinned; the head runs
+# the driver, which writes and reviews papers, so the writeup and review extras come too.
 mapfile -t packages < <("$python" - "$src/pyproject.toml" "$ray_version" <<'EOF'
 import re, sys, tomllib
 project = tomllib.load(open(sys.argv[1], "rb"))["project"]
 extras = project.get("optional-dependencies", {})
-for dep in project["dependencies"] + extras.get("examples", []) + extras.get("cluster", []):
+wanted = ("examples", "cluster", "writeup", "review")
+for dep in dict.fromkeys(project["dependencies"] + [d for e in wanted for d in extras.get(e, [])]):
     if re.match(r"ray\b", dep):
         dep = f"ray[default]=={sys.argv[2]}"
     print(dep)
