@@ -61,6 +61,8 @@ _DIRECTION = {
 }
 _SIGNIFICANCE = {"significant": "significantly ", "not significant": "", "unstated": ""}
 PART_SLACK_TOKENS = 600  # the chat template and the schema, which a llama.cpp server adds as a grammar
+# About two pages: a part of a dense results section holds no more statements than one answer may list.
+MAX_PART_CHARS = 6000
 
 
 def canonical(s: Statement, names: Resolver) -> str | None:
@@ -138,7 +140,8 @@ def extract(text: str, ledger: Ledger, names: Resolver, llm: LLM, idea: str | No
     client = LLM(counting, max_reasks=llm.max_reasks, budgets=llm.budgets)
     budget = llm.budget("review")
     instructions = "List every comparative statement in this part of the paper.\n\n"
-    size = budget.chars - len(SYSTEM) - len(instructions) - int(PART_SLACK_TOKENS * budget.chars_per_token)
+    room = budget.chars - len(SYSTEM) - len(instructions) - int(PART_SLACK_TOKENS * budget.chars_per_token)
+    size = min(MAX_PART_CHARS, room)
     layer = ModelLayer()
     if size < 500:
         layer.error = f"the review model's context leaves {max(size, 0)} characters per part"
