@@ -33,7 +33,8 @@ SYSTEM = (
 MAX_TEMPLATE_CHARS = 20_000
 T = TypeVar("T", bound=BaseModel)
 # Bounded strings: a small model's grammar-constrained answer must close each within max_tokens.
-Point = Annotated[str, Field(max_length=240)]
+# The bounds together stay near 2,000 characters: the whole idea fits a 512-token answer.
+Point = Annotated[str, Field(max_length=160)]
 
 
 class IdeaDraft(BaseModel):
@@ -43,12 +44,12 @@ class IdeaDraft(BaseModel):
     title: str = Field(min_length=1, max_length=150)
     hypothesis: str = Field(min_length=1, max_length=300, description="one falsifiable sentence")
     abstract: str = Field(
-        min_length=1, max_length=1200, description="a conference-style abstract of the intended paper"
+        min_length=1, max_length=600, description="a short conference-style abstract of the intended paper"
     )
     experiments: list[Point] = Field(
-        min_length=1, max_length=5, description="the planned experiments, one per item"
+        min_length=1, max_length=3, description="the planned experiments, one per item"
     )
-    risks: list[Point] = Field(default_factory=list, max_length=5, description="risk factors and limitations")
+    risks: list[Point] = Field(default_factory=list, max_length=3, description="risk factors and limitations")
     metrics: list[MetricSpec] = Field(
         default_factory=list, description="metrics results.json reports; one primary"
     )
