@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from engine.claimnames import Resolver
 from engine.claims import Ledger
@@ -28,6 +28,8 @@ Direction = Literal["better", "worse", "higher", "lower", "no difference", "not 
 class Statement(BaseModel):
     """One comparative statement of the paper, as the paper states it (not whether it is true)."""
 
+    model_config = ConfigDict(extra="forbid")
+
     quote: str = Field(max_length=300, description="the sentence or table row, verbatim (shortened if long)")
     first: Short = Field(description="the group, method or condition the statement is about, as named")
     second: Short = Field(description="the group it is compared with, as named")
@@ -43,7 +45,9 @@ class Statements(BaseModel):
     """Every comparative statement of this part of the paper: any sentence or table row that
     relates two groups, methods or conditions (better, worse, equal, a gain or a loss)."""
 
-    statements: list[Statement] = Field(default_factory=list, max_length=12)
+    # Required and closed: an answer of another shape (a review form) is not read as "none found".
+    model_config = ConfigDict(extra="forbid")
+    statements: list[Statement] = Field(max_length=12)
 
 
 SYSTEM = (

@@ -13,11 +13,12 @@ import pytest
 
 from engine.llm import LLM
 from engine.llm.providers.base import ProviderCall
-from review import ReviewConfig
+from review import ReviewConfig, review_paper
 from review.integrity import CheckResult, run_checks
 from review.integrity.llmclaims import MAX_PART_CHARS, chunks
 from review.paper import resolve
 from tests.review.conftest import LLMFactory
+from tests.review.papers import scripted_reviewer
 from tests.writeup.support import make_run
 from writeup.config import WriteupConfig
 from writeup.offline import report
@@ -123,3 +124,17 @@ def test_a_long_paper_is_read_in_parts_that_fit_the_model() -> None:
     parts = chunks(text, MAX_PART_CHARS)
     assert [len(p) for p in parts] == [5502, 6000, 6000, 2000]
     assert "".join(parts).replace("\n", "") == text.replace("\n", "")
+
+
+def test_the_reviewers_model_runs_the_layer_in_a_review(paper_dir: Path, make_llm: LLMFactory) -> None:
+    _plant(paper_dir, FALSE)
+
+    def model(call: ProviderCall) -> str:
+        if call.context.get("review") == "claims":
+            return _record("the baseline", "sparse random features", FALSE)
+        return scripted_reviewer(call)
+
+    llm, _ = make_llm(model)
+    result = review_paper(paper_dir, llm, ReviewConfig(reviews=1, page_limit=None, llm_claims=True))
+    check = result.integrity.check("unsupported_claims")
+    assert any(f.message.startswith("model layer:") for f in check.findings)
