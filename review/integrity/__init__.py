@@ -1,5 +1,6 @@
-"""Integrity checks that need no LLM: every one reads the paper (PDF, LaTeX source and log) and,
-when the paper belongs to a run, the run's artifacts. A check that cannot run says why."""
+"""Integrity checks that need no LLM (the claims check's model layer, when enabled, aside): every
+one reads the paper (PDF, LaTeX source and log) and, when the paper belongs to a run, the run's
+artifacts. A check that cannot run says why."""
 
 from __future__ import annotations
 
