@@ -165,6 +165,7 @@ def main() -> None:
     ap.add_argument("--median", type=float, default=4.0, help="experiment median, s")
     ap.add_argument("--slots", type=int, default=4)
     ap.add_argument("--pairs", type=int, default=1, help="cold/warm pairs per provider")
+    ap.add_argument("--out", type=Path, default=RESULTS, help="results file")
     args = ap.parse_args()
     rows: list[dict[str, Any]] = []
     noops: dict[str, float] = {}
@@ -191,9 +192,9 @@ def main() -> None:
         "rows": rows,
         "load_after": round(os.getloadavg()[0], 2),
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {RESULTS}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":
