@@ -133,7 +133,7 @@ class LLM:
         schema = output_schema(output_type)
         history = turns
         completion = ask(history, schema, 0, None)
-        reasks = 0
+        reasks, cuts, limit = 0, 0, None
         while True:
             try:
                 return parse_output(completion, output_type)
@@ -147,8 +147,9 @@ class LLM:
                     raise StructuredOutputError(why) from failure
                 reasks += 1
                 if completion.truncated:
-                    schema, limit = shorter_schema(schema, completion)
-                    history = after_cut(turns, completion, limit)
+                    cuts += 1
+                    schema, limit = shorter_schema(schema, completion, limit)
+                    history = after_cut(turns, completion, limit, cuts)
                 else:
                     history = [*history, *reask(completion, failure)]
                 completion = ask(history, schema, reasks, None)

@@ -103,14 +103,20 @@ MIN_STRING = 40  # characters: the shortest bound a re-ask puts on a string (a n
 MAX_ITEMS = 8  # a list the schema leaves open holds at most this many items in a re-ask
 
 
-def shorter_schema(schema: OutputSchema, completion: Completion) -> tuple[OutputSchema, int]:
+def shorter_schema(
+    schema: OutputSchema, completion: Completion, previous: int | None = None
+) -> tuple[OutputSchema, int]:
     """`schema` with every string bounded so that the whole answer fits in about half the
     characters of the cut one, and every open list bounded to `MAX_ITEMS`; and the string bound.
     A grammar-constrained server (llama.cpp) then has to close each string; an answer valid
-    under the bounded schema is valid under the original."""
+    under the bounded schema is valid under the original. `previous`: the bound of the re-ask
+    that was cut again; the new one is at most half of it, so no re-ask repeats the last one."""
     doc = json.loads(json.dumps(schema.schema_))  # a deep copy the walk may change
     slots = _bound(doc, None, 1)
-    limit = max(MIN_STRING, len(completion.text) // 2 // max(1, slots))
+    limit = len(completion.text) // 2 // max(1, slots)
+    if previous is not None:
+        limit = min(limit, previous // 2)
+    limit = max(MIN_STRING, limit)
     _bound(doc, limit, 1)
     return OutputSchema(name=schema.name, schema_=doc, description=schema.description), limit
 
@@ -142,14 +148,17 @@ def _bound(node: Any, limit: int | None, repeat: int) -> int:
     return slots
 
 
-def after_cut(turns: list[Message], completion: Completion, limit: int) -> list[Message]:
+def after_cut(turns: list[Message], completion: Completion, limit: int, tries: int = 1) -> list[Message]:
     """The turns for a re-ask of an answer cut off at the output token limit: the original ones
     and a note with the bound, without the cut text (a small model shown its runaway answer
-    repeats it, and the prompt grows by the whole answer each time)."""
+    repeats it, and the prompt grows by the whole answer each time). The note counts the `tries`
+    cut so far, so a second re-ask is never the first one's prompt (the response cache would
+    hand back the same cut answer)."""
+    cut = "Your previous answer" if tries == 1 else f"Your previous {tries} answers"
     note = (
-        f"Your previous answer ran past the output limit ({completion.usage.output_tokens} tokens) and "
-        f"was discarded. Answer again, briefly: one JSON object, every string at most {limit} "
-        f"characters, every list at most {MAX_ITEMS} items."
+        f"{cut} ran past the output limit ({completion.usage.output_tokens} tokens) and "
+        f"{'was' if tries == 1 else 'were'} discarded. Answer again, briefly: one JSON object, every "
+        f"string at most {limit} characters, every list at most {MAX_ITEMS} items."
     )
     last = turns[-1]
     if last.role == "user" and not last.images:

@@ -99,3 +99,25 @@ def test_a_chain_that_gives_up_and_a_refused_call_are_on_the_bill(
     text = console.export_text()
     assert "what bought no usable answer, by role and cause" in text
     assert "3 (1 gave up)" in text
+
+
+def test_a_second_cut_is_reasked_under_half_the_bound_and_never_from_the_cache(
+    fake: FakeLLMServer, tmp_path: Path
+) -> None:
+    """Cut twice at the same length: the second re-ask must not be the first one's request again
+    (the response cache answered it with the same cut answer, for nothing)."""
+    fake.script(cut(), cut(), Reply.json({"title": "t", "steps": ["a"], "epochs": 2}))
+    cfg = make_cfg("openai_compatible", fake.url, caps=Capabilities(json_schema=True))
+    gw = gateway_for(cfg, tmp_path)
+    try:
+        idea = gw.client().complete("Propose an idea.", role="code", output_type=Idea, node_id="n1")
+    finally:
+        gw.close()
+    assert idea.epochs == 2
+    sent = [r.body for r in fake.requests]
+    assert len(sent) == 3  # every re-ask reached the model
+    schemas = [b["response_format"]["json_schema"]["schema"]["properties"] for b in sent[1:]]
+    first, second = (s["title"]["maxLength"] for s in schemas)
+    assert second <= first // 2
+    notes = [b["messages"][-1]["content"] for b in sent[1:]]
+    assert "previous answer" in notes[0] and "previous 2 answers" in notes[1]
