@@ -60,6 +60,18 @@ def metric_phrases(metric: str) -> list[str]:
     return sorted(out, key=len, reverse=True)
 
 
+def _glossed(sentence: str, found: list[tuple[int, frozenset[str]]]) -> list[tuple[int, frozenset[str]]]:
+    """A name with the group's label in parentheses after it ("baseline (draft n0000)", as Silva's
+    tables print a group) is one group: the labels both may denote."""
+    out: list[tuple[int, frozenset[str]]] = []
+    for at, labels in found:
+        if out and out[-1][1] & labels and re.fullmatch(r"[^()]*\(\s*", sentence[out[-1][0] : at]):
+            out[-1] = (out[-1][0], out[-1][1] & labels)
+            continue
+        out.append((at, labels))
+    return out
+
+
 def _pattern(phrases: list[str]) -> re.Pattern[str]:
     keys = sorted({_words(p) for p in phrases}, key=len, reverse=True)
     alts = [r"[\s_-]+".join(map(re.escape, k.split())) for k in keys if k]
@@ -120,7 +132,7 @@ class Resolver:
         strong = {frozenset(self.all_names[k]) for _, k in found if k not in _ROLE_WORDS}
         if len(strong) >= 2:
             found = [(at, k) for at, k in found if k not in _ROLE_WORDS]
-        return [(at, frozenset(self.all_names[k])) for at, k in found]
+        return _glossed(sentence, [(at, frozenset(self.all_names[k])) for at, k in found])
 
     def metrics(self, sentence: str) -> list[str]:
         """The run's metrics the sentence names, "held-out X" resolved to X's test metric."""

@@ -12,7 +12,7 @@ import statistics
 import pytest
 
 from engine.claims import verdict
-from engine.claimtext import plain
+from engine.claimtext import check_text, plain
 from engine.node import MetricSpec
 from writeup.claim_sentences import contradictions, remove_contradictions
 from writeup.ledger import build_ledger
@@ -193,6 +193,7 @@ def _agentic() -> tuple[IdeaResults, ResultsMacros]:
     """The toy idea with the labels an agentic run gives its stage bests."""
     i = idea(with_test_metric=True)
     relabel = {
+        "baseline (best of preliminary)": "draft n0000 (best of preliminary)",
         "tuned baseline (best of hyperparameter)": "tuned: lr=0.1 (best of hyperparameter)",
         "method (best of agenda)": "improve n0020 (best of agenda)",
     }
@@ -214,6 +215,9 @@ def test_agentic_report_names_groups_by_name_and_tables_keep_the_label() -> None
     assert row.startswith("\\AgendaGroupA{}") and row.endswith("\\\\")
     assert macros.macros["AgendaGroupALabel"].plain == "improve n0020 (best of agenda)"
     assert contradictions(tex, macros) == []
+    # The reviewer reads "baseline (draft n0000 ...)" in a table as one group, not a pair of them.
+    whole = plain(tex, {m.name: m.plain for m in macros.macros.values()})
+    assert [c for c in check_text(whole, macros.ledger) if c.problems] == []
 
 
 def test_the_llm_writer_is_given_each_groups_name_beside_its_label() -> None:
