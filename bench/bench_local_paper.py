@@ -38,7 +38,8 @@ from tests.realmodel.llama_server import missing, start  # noqa: E402
 from tests.review.papers import scripted_reviewer  # noqa: E402
 from tests.writeup.support import ScriptedWriter, make_run  # noqa: E402
 from writeup.config import WriteupConfig  # noqa: E402
-from writeup.paper import fallback_reason, write_paper  # noqa: E402
+from writeup.files import fallback_reason  # noqa: E402
+from writeup.paper import write_paper  # noqa: E402
 
 REVIEW = ReviewConfig(reviews=1, reflection_rounds=0, page_images=0, page_limit=None)
 

@@ -1,5 +1,8 @@
 """Where a writeup's files live: the names the writer, the failure report, the run's phases and
-the CLI share. Imports nothing, so any of them can read a run's papers cheaply."""
+the CLI share. Imports nothing of Silva's, so any of them can read a run's papers cheaply."""
+
+import json
+from pathlib import Path
 
 PAPER_DIR = "paper"  # RUN_DIR/paper/<idea>/
 LOG_FILE = "writeup.jsonl"
@@ -7,3 +10,17 @@ FALLBACK_STEP = "offline_fallback"  # the LLM writer failed before any version: 
 # Beside paper.pdf when the paper is a failure report (writeup/failure_report.py): the report's
 # data, and the mark the review phase and the CLI know it by.
 FAILURE_FILE = "failure.json"
+
+
+def fallback_reason(paper_dir: Path) -> str | None:
+    """Why the latest writeup in `paper_dir` published the offline report instead of the LLM
+    writer's paper; None when it did not fall back."""
+    log = paper_dir / LOG_FILE
+    why = None
+    for line in log.read_text().splitlines() if log.is_file() else []:
+        entry = json.loads(line)
+        if entry.get("step") == "start":
+            why = None
+        elif entry.get("step") == FALLBACK_STEP:
+            why = str(entry.get("why", ""))
+    return why

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.node import AttemptResult
 from writeup.config import WriteupConfig
-from writeup.files import FAILURE_FILE
+from writeup.files import FAILURE_FILE, fallback_reason
 
 if TYPE_CHECKING:
     from engine.llm import LLM
@@ -35,7 +35,7 @@ class WriteupJob:
         import os
 
         from writeup.literature import LiteratureError, open_literature
-        from writeup.paper import fallback_reason, write_paper
+        from writeup.paper import write_paper
 
         started = time.time()
         literature = None

@@ -8,7 +8,6 @@ Each writes versions through writeup/draft.py.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -118,17 +117,3 @@ def write_paper(
             else:
                 version = paper.best
     return finish(paper, version, started)
-
-
-def fallback_reason(paper_dir: Path) -> str | None:
-    """Why the latest writeup in `paper_dir` published the offline report instead of the LLM
-    writer's paper; None when it did not fall back."""
-    log = paper_dir / LOG_FILE
-    why = None
-    for line in log.read_text().splitlines() if log.is_file() else []:
-        entry = json.loads(line)
-        if entry.get("step") == "start":
-            why = None
-        elif entry.get("step") == FALLBACK_STEP:
-            why = str(entry.get("why", ""))
-    return why

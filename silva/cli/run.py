@@ -15,8 +15,7 @@ from engine.journal import Journal
 from silva.cli.session import SESSION
 from silva.signals import EXIT_CODES as SIGNAL_EXIT_CODES
 from silva.status_json import run_result
-from writeup.files import FAILURE_FILE
-from writeup.paper import fallback_reason
+from writeup.files import FAILURE_FILE, fallback_reason
 
 # Exit codes a script can rely on (docs/cli.md; README "Exit codes"); 130/143 after SIGINT/SIGTERM.
 EXIT_RESULT = 0  # finished with a result

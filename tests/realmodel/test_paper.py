@@ -17,7 +17,8 @@ from tests.realmodel.conftest import llm_section
 from tests.realmodel.llama_server import LocalServer
 from tests.writeup.support import make_run
 from writeup.config import WriteupConfig
-from writeup.paper import fallback_reason, write_paper
+from writeup.files import fallback_reason
+from writeup.paper import write_paper
 
 SECTION_TOKENS = 160  # short sections keep the test to minutes on a loaded 2-core host
 REVIEW_TOKENS = 1024
