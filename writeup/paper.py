@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from engine.errors import ConfigError
 from sandbox.base import get_provider
 from writeup.config import WriteupConfig
-from writeup.draft import Paper, WriteupLog, finish
+from writeup.draft import Paper, Version, WriteupLog, finish
 from writeup.failure_report import has_result, write_failure_report
 from writeup.figures import make_figures
 from writeup.files import FALLBACK_STEP, LOG_FILE, PAPER_DIR
@@ -97,23 +97,33 @@ def write_paper(
             report(paper.run, paper.idea, paper.macros, paper.figures, cfg.template), "", "offline"
         )
     else:
-        from engine.llm import LLMError
-        from writeup.llm_writer import LLMWriter
-        from writeup.offline import report
-
         assert llm is not None
-        try:
-            version = LLMWriter(paper, llm, literature).write()
-        except LLMError as e:  # budget spent, provider down: keep the best version, else write the report
-            paper.log("llm_failed", error=str(e)[:500])
-            if paper.best is None:
-                paper.log(FALLBACK_STEP, why=str(e)[:300])
-                paper.figures, _ = make_figures(paper.idea, paper.dir, paper.provider)
-                version = paper.try_version(
-                    report(paper.run, paper.idea, paper.macros, paper.figures, cfg.template),
-                    "",
-                    "offline-fallback",
-                )
-            else:
-                version = paper.best
+        version = _llm_paper(paper, cfg, llm, literature)
     return finish(paper, version, started)
+
+
+def _llm_paper(paper: Paper, cfg: WriteupConfig, llm: LLM, literature: Literature | None) -> Version:
+    """The LLM writer's paper; the offline report, said so in the log, when nothing it drafted
+    compiled or it failed before any version (budget spent, provider down, a context too small)."""
+    from engine.llm import LLMError
+    from writeup.llm_writer import LLMWriter
+    from writeup.offline import report
+
+    drafted: Version | None = None
+    why = ""
+    try:
+        drafted = LLMWriter(paper, llm, literature).write()
+    except LLMError as e:  # keep the best version, else write the report
+        paper.log("llm_failed", error=str(e)[:500])
+        why = str(e)
+    if paper.best is not None:
+        return drafted or paper.best
+    if drafted is not None:  # no fix fitted the model, or none repaired the draft
+        why = "no version the LLM writer drafted compiled: " + "; ".join(
+            str(e) for e in drafted.compiled.errors[:2]
+        )
+    paper.log(FALLBACK_STEP, why=why[:300])
+    paper.figures, _ = make_figures(paper.idea, paper.dir, paper.provider)
+    return paper.try_version(
+        report(paper.run, paper.idea, paper.macros, paper.figures, cfg.template), "", "offline-fallback"
+    )

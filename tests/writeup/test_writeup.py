@@ -220,3 +220,17 @@ def test_host_file_reads_fail_during_compile(tmp_path: Path) -> None:
         assert res.ok
         text = box.text("opn.pdf")
         assert "NOREAD" in text and "TOPSECRET" not in text
+
+
+def test_a_draft_that_never_compiles_falls_back_and_says_so(tmp_path: Path) -> None:
+    """The fix step answers with the whole paper: a model whose max_tokens cannot hold it skips
+    the fix, so a draft with a LaTeX error never compiles and the offline report stands in."""
+    run = make_run(tmp_path)
+    llm, gateway = scripted_llm(run, ScriptedWriter(bad_latex=True), context_tokens=8192, max_tokens=256)
+    pdf = write_paper(run, llm=llm, cfg=WriteupConfig(reflection_rounds=0), sandbox=_sandbox())
+    gateway.close()
+    log = _log(pdf)
+    assert any(e["step"] == "whole_paper_skipped" for e in log)
+    assert paper_kind(pdf).startswith(
+        "offline report (the LLM writer failed: no version the LLM writer drafted"
+    )
