@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.base import Limits, SandboxProvider
-from writeup.ledger import build_ledger
+from writeup.ledger import build_ledger, readable_names
 from writeup.run_reader import IdeaResults
 
 TEMPLATE_SCRIPT = Path(__file__).parent / "templates" / "figures.py"
@@ -34,6 +34,7 @@ def figure_data(idea: IdeaResults) -> dict[str, object]:
         "metrics": [m.name for m in idea.metrics],
         "directions": {m.name: m.direction for m in idea.metrics},
         "main_stage": headline.stage if headline else None,
+        "names": readable_names(idea),  # group label -> the name a reader knows it by
         "stages": [
             {
                 "stage": s.stage,

@@ -12,6 +12,7 @@ cache answers every call already paid for.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
@@ -139,6 +140,40 @@ def _group(macros: ResultsMacros, label: str) -> str:
     """A group as the prompt lists it: the name a paper uses, and the label the macros cite."""
     name = macros.name(label)
     return f"'{name}'" if name.lower() == label.lower() else f"'{name}' (label '{label}')"
+
+
+_LATEX_TOKEN = re.compile(r"\\(?:begin|end)\{[^}]*\}|\\.|[{}$]", re.DOTALL)
+
+
+def close_groups(body: str) -> str:
+    """A model's LaTeX cut at max_tokens ends inside a group, math or an environment: drop the
+    closing braces nothing opened, then close what is still open, innermost first, so one cut
+    section does not keep the whole paper from compiling."""
+    out: list[str] = []
+    opened: list[str] = []  # "{", "$" or an environment's name
+    at = 0
+    for m in _LATEX_TOKEN.finditer(body):
+        out.append(body[at : m.start()])
+        at, tok = m.end(), m.group()
+        if tok.startswith(("\\begin{", "\\end{")):
+            name = tok[tok.index("{") + 1 : -1]
+            if tok.startswith("\\begin{"):
+                opened.append(name)
+            elif opened and opened[-1] == name:
+                opened.pop()
+        elif tok == "{" or (tok == "$" and (not opened or opened[-1] != "$")):
+            opened.append(tok)
+        elif tok == "$":
+            opened.pop()
+        elif tok == "}":
+            if "{" not in opened:
+                continue  # a closer nothing opened
+            while opened.pop() != "{":
+                pass
+        out.append(tok)
+    out.append(body[at:])
+    closers = {"{": "}", "$": "$"}
+    return "".join(out) + "".join(closers.get(o, f"\n\\end{{{o}}}") for o in reversed(opened))
 
 
 def _numbered(tex: str) -> str:
@@ -288,6 +323,7 @@ class LLMWriter:
             "metrics": "[metric names]",
             "directions": "{metric: maximize|minimize}",
             "main_stage": "stage of the headline comparison",
+            "names": "{label: the group's readable name, for axis labels}",
             "stages": "[{stage, groups: {label: {metric: {mean, std, n, values: [per seed]}}}}]",
         }
 
@@ -375,6 +411,9 @@ class LLMWriter:
         keys = (
             "\n".join(f"{k}: {p.summary()}" for k, p in self.bib.items()) or "(none: write without citations)"
         )
+        captions = Captions(
+            captions=[c.model_copy(update={"caption": close_groups(c.caption)}) for c in captions.captions]
+        )
         figure_list = "\n".join(f"\\ref{{{f.label}}}: {captions.of(f.name)}" for f in figs)
         asked = Part("Give the paper a title.", min_chars=30)
         title = self.optional("title", self.prompt(asked), Title, Title(title=self.p.idea.title[:150]))
@@ -388,7 +427,7 @@ class LLMWriter:
                     name=name.replace(" ", "_"),
                 )
             )
-            body = latex_block(answer) or answer
+            body = close_groups(latex_block(answer) or answer)
             if name == "Results":
                 body = "".join(figure_env(f, captions.of(f.name)) for f in figs) + body
             if name == "Abstract":

@@ -15,6 +15,7 @@ from engine.claims import verdict
 from engine.claimtext import check_text, plain
 from engine.node import MetricSpec
 from writeup.claim_sentences import contradictions, remove_contradictions
+from writeup.figures import figure_data
 from writeup.ledger import build_ledger
 from writeup.llm_writer import ledger_lines
 from writeup.offline import abstract, report, settings_text
@@ -227,3 +228,9 @@ def test_the_llm_writer_is_given_each_groups_name_beside_its_label() -> None:
         "'Small-loss filtering' (label 'improve n0020 (best of agenda)') vs 'tuned baseline' (label " in lines
     )
     assert "'no scaling ablation' (label 'ablation: no_scaling')" in lines
+
+
+def test_figures_label_groups_by_name() -> None:
+    i, _ = _agentic()
+    names = figure_data(i)["names"]
+    assert isinstance(names, dict) and names["improve n0020 (best of agenda)"] == "Small-loss filtering"
