@@ -34,8 +34,9 @@ from engine.events import IdeaAdmitted, StepFinished
 from engine.executor import Handle, Job, JobDone, holds_resources
 from engine.journal import EVENTS_FILE, Journal
 from engine.llm import LLM
-from engine.llm.config import LLMConfig, Price, ProviderConfig, resolve_model
+from engine.llm.config import LLMConfig, Price, ProviderConfig
 from engine.llm.ledger import read_records
+from engine.llm.prices import resolve_model
 from engine.node import AttemptResult, ExecSummary, MetricSpec, MetricValue, Node, NodeStatus, StepResult
 from search.agentic.operators.job import CycleJob, JudgeJob, Proposed, Ran, RunJob, ThinkJob
 from search.agentic.operators.outcome import OperatorOutcome

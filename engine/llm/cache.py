@@ -23,7 +23,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from engine.llm.config import ResolvedModel
+from engine.llm.prices import ResolvedModel
 from engine.llm.providers.base import ProviderCall
 from engine.llm.types import CachedVector, Completion
 

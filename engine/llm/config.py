@@ -9,7 +9,6 @@ Cross-references (role -> model -> provider), keys, prices and endpoints are che
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -148,26 +147,3 @@ class LLMConfig(_Strict):
         description="at start, one short call per model in use: its speed and served context are checked "
         "against the roles' max_tokens and timeout_s (engine/llm/probe.py)",
     )
-
-
-@dataclass(frozen=True)
-class ResolvedModel:
-    """A role's model with the default table applied: what the gateway actually uses."""
-
-    name: str
-    provider: str
-    model: str
-    capabilities: Capabilities
-    price: Price | None
-
-
-def resolve_model(cfg: LLMConfig, name: str) -> ResolvedModel:
-    from engine.llm.prices import DEFAULT_MODELS
-
-    spec = cfg.models[name]
-    table = DEFAULT_MODELS.get(spec.model)
-    caps = spec.capabilities or (table[0] if table else Capabilities())
-    price = spec.price or (table[1] if table else None)
-    if price is None and cfg.providers[spec.provider].kind == "scripted":
-        price = Price(input=0.0, output=0.0)
-    return ResolvedModel(name=name, provider=spec.provider, model=spec.model, capabilities=caps, price=price)

@@ -29,10 +29,11 @@ from engine.cancel import JobCancelled
 from engine.llm.budget import Budget
 from engine.llm.cache import ResponseCache, cache_key, embedding_key
 from engine.llm.client import LLM
-from engine.llm.config import EMBEDDING_KINDS, LLMConfig, Price, ProviderConfig, resolve_model
+from engine.llm.config import EMBEDDING_KINDS, LLMConfig, Price, ProviderConfig
 from engine.llm.errors import BudgetExceeded, CacheMiss, LLMCallError, LLMConfigError
 from engine.llm.hedge import LatencyBook, Race, race
 from engine.llm.ledger import LEDGER_FILE, CallRecord, Cause, Ledger
+from engine.llm.prices import resolve_model
 from engine.llm.prompt_budget import budgets
 from engine.llm.providers.base import EmbedCall, EmbeddingProvider, Provider, ProviderCall, ProviderError
 from engine.llm.ratelimit import Limiter

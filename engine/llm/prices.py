@@ -7,7 +7,9 @@ providers' pricing pages and override in config when they do.
 
 from __future__ import annotations
 
-from engine.llm.config import Capabilities, Price
+from dataclasses import dataclass
+
+from engine.llm.config import Capabilities, LLMConfig, Price
 
 _VISION_TOOLS = dict(vision=True, tools=True)
 # Embedding models: no chat, one input text may hold up to 8192 tokens, billed on input only.
@@ -68,3 +70,24 @@ DEFAULT_MODELS: dict[str, tuple[Capabilities, Price]] = {
     "text-embedding-3-large": (_EMBEDDING, Price(input=0.13, output=0.0)),
     "text-embedding-ada-002": (_EMBEDDING, Price(input=0.10, output=0.0)),
 }
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A role's model with the default table applied: what the gateway actually uses."""
+
+    name: str
+    provider: str
+    model: str
+    capabilities: Capabilities
+    price: Price | None
+
+
+def resolve_model(cfg: LLMConfig, name: str) -> ResolvedModel:
+    spec = cfg.models[name]
+    table = DEFAULT_MODELS.get(spec.model)
+    caps = spec.capabilities or (table[0] if table else Capabilities())
+    price = spec.price or (table[1] if table else None)
+    if price is None and cfg.providers[spec.provider].kind == "scripted":
+        price = Price(input=0.0, output=0.0)
+    return ResolvedModel(name=name, provider=spec.provider, model=spec.model, capabilities=caps, price=price)

@@ -30,8 +30,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, Field
 
-from engine.llm.config import LLMConfig, ProviderConfig, ResolvedModel, resolve_model
+from engine.llm.config import LLMConfig, ProviderConfig
 from engine.llm.ledger import CallRecord
+from engine.llm.prices import ResolvedModel, resolve_model
 from engine.llm.providers.base import ProviderCall
 from engine.llm.types import EMBEDDING_ROLE, Message
 

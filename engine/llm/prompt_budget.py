@@ -23,8 +23,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.llm.config import LLMConfig, resolve_model
+from engine.llm.config import LLMConfig
 from engine.llm.errors import LLMConfigError
+from engine.llm.prices import resolve_model
 
 CHARS_PER_TOKEN = 3.0
 TEMPLATE_TOKENS = 48  # the chat template's role markers around the system and user messages

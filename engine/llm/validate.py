@@ -15,9 +15,9 @@ import socket
 from collections.abc import Collection, Mapping, MutableMapping
 from urllib.parse import urlsplit
 
-from engine.llm.config import EMBEDDING_KINDS, LLMConfig, ProviderConfig, RoleConfig, resolve_model
+from engine.llm.config import EMBEDDING_KINDS, LLMConfig, ProviderConfig, RoleConfig
 from engine.llm.errors import LLMConfigError
-from engine.llm.prices import DEFAULT_MODELS
+from engine.llm.prices import DEFAULT_MODELS, resolve_model
 from engine.llm.probe import ProbeResult, probe_models, probe_problems
 from engine.llm.prompt_budget import budgets, too_small
 from engine.llm.types import EMBEDDING_ROLE, ROLES

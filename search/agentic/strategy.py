@@ -18,7 +18,7 @@ import sys
 from engine.executor import Job
 from engine.journal import Journal
 from engine.llm import LLM
-from engine.llm.config import resolve_model
+from engine.llm.prices import resolve_model
 from engine.node import MetricSpec, Node, NodeStatus, Origin
 from sandbox.base import Limits
 from search.agentic.operators.claims import ClaimBook

@@ -21,7 +21,7 @@ from engine.dispatch import Finish
 from engine.events import DiscoveryEvaluated, DiscoveryFinished, Event, GateDecided
 from engine.journal import Journal
 from engine.llm import LLM
-from engine.llm.config import resolve_model
+from engine.llm.prices import resolve_model
 from engine.node import Node
 from sandbox.base import Limits
 from search.config import SearchSettings

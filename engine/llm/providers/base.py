@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from engine.llm.config import ResolvedModel
+from engine.llm.prices import ResolvedModel
 from engine.llm.types import Completion, Embeddings, Message, OutputSchema, TextPart
 
 
