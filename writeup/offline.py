@@ -88,9 +88,11 @@ def claim_sentence(claim: Claim, macros: ResultsMacros, base: str | None = None)
 
 
 def called(macros: ResultsMacros, g: GroupSummary) -> str:
-    """How prose names a group: its readable name, "the" before a common noun ("the tuned baseline")."""
+    """How prose names a group: its readable name, "the" before the names Silva gives ("the tuned
+    baseline", "the no rff ablation"), none before the method's own name."""
     name = macros.name(g.label)
-    return latex_escape(f"the {name}" if name[:1].islower() else name)
+    kind = name.split(" (")[0]
+    return latex_escape(f"the {name}" if kind.endswith("baseline") or kind.endswith(" ablation") else name)
 
 
 def _group_macro(macros: ResultsMacros, claim: Claim, g: GroupSummary) -> str:
@@ -275,9 +277,10 @@ def settings_text(idea: IdeaResults, macros: ResultsMacros) -> str:
 
 
 def _row_name(macros: ResultsMacros, st: str, g: str, label: str) -> str:
-    """A table's group: its name, and its label where that differs, so a reader finds the node."""
-    if macros.name(label).lower() == label.lower():
-        return f"\\{st}Group{g}{{}}"
+    """A table's group: its name, and its label where that differs, so a reader finds the node (a
+    label that starts with the name, "baseline (best of preliminary)", alone)."""
+    if label.lower().startswith(macros.name(label).lower()):
+        return f"\\{st}Group{g}Label{{}}"
     return f"\\{st}Group{g}{{}} {{\\scriptsize(\\texttt{{\\{st}Group{g}Label{{}}}})}}"
 
 
@@ -285,12 +288,9 @@ def _settings_of(macros: ResultsMacros, main: Claim | None) -> str:
     if main is None:
         return "the final best node"
     label = main.subject.label
-    named = called(macros, main.subject)
-    return (
-        named
-        if macros.name(label).lower() == label.lower()
-        else f"{named} (\\texttt{{{latex_escape(label)}}})"
-    )
+    if label.lower().startswith(macros.name(label).lower()):
+        return latex_escape(label)
+    return f"{called(macros, main.subject)} (\\texttt{{{latex_escape(label)}}})"
 
 
 def _short(v: object) -> str:

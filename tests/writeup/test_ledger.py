@@ -18,7 +18,7 @@ from writeup.claim_sentences import contradictions, remove_contradictions
 from writeup.figures import figure_data
 from writeup.ledger import build_ledger
 from writeup.llm_writer import ledger_lines
-from writeup.offline import abstract, report, settings_text
+from writeup.offline import abstract, called, report, settings_text
 from writeup.results import ResultsMacros, build_macros
 from writeup.run_reader import GroupStats, IdeaResults, RunResults, StageResult
 
@@ -234,3 +234,15 @@ def test_figures_label_groups_by_name() -> None:
     i, _ = _agentic()
     names = figure_data(i)["names"]
     assert isinstance(names, dict) and names["improve n0020 (best of agenda)"] == "Small-loss filtering"
+
+
+def test_prose_puts_an_article_before_silvas_names_only() -> None:
+    _, macros = _agentic()
+    main = macros.main
+    assert main is not None
+    assert (called(macros, main.subject), called(macros, main.reference)) == (
+        "Small-loss filtering",
+        "the tuned baseline",
+    )
+    macros.names[main.subject.label] = "random Fourier features"  # a method's name, lower case
+    assert called(macros, main.subject) == "random Fourier features"
