@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
-from engine.budgets import ComputeMeter
 from engine.dispatch import Finish
 from engine.events import IdeaStopped
 from engine.executor import Job
@@ -22,19 +21,15 @@ from engine.llm import LLM
 from engine.node import Node
 from search.agentic.plan import PLAN
 from search.agentic.strategy import AgenticSearch, has_vision
-from search.allocation import Allocation, IdeaInfo
-from search.config import AllocationConfig, IdeaSource, SearchConfig, SearchSettings, StageConfig
+from search.allocation import Allocation
+from search.config import IdeaSource, SearchConfig, SearchSettings, StageConfig
 from search.heldout import HeldoutPhase
-from search.idea import Idea, load_ideas
+from search.idea import Idea
 from search.notes import ExperimentNotes
 from search.phases import Phase, due, phase_nodes, phased_finish
 from search.selection import LLMChooser
 from search.stages import StageManager
 from search.template.seed import TemplateSeed
-from search.template.spec import Template
-
-if TYPE_CHECKING:
-    from search.rolling import IdeaSupply
 
 
 class TreeSettings:
@@ -295,40 +290,3 @@ class Forest:
             "complete" if all(e.kind == "complete" for e in done) else "stopped"
         )
         return Finish(kind, "; ".join(f"{t.name}: {e.message}" for t, e in zip(self.trees, done)))
-
-
-def build_forest(
-    cfg: SearchSettings,
-    journal: Journal,
-    llm: LLM,
-    spent: Callable[[str], float],
-    allocation: AllocationConfig | None = None,
-    meter: ComputeMeter | None = None,
-    more_phases: Callable[[str], list[Phase]] | None = None,
-    template: Template | None = None,
-    supply: IdeaSupply | None = None,
-) -> Forest:
-    """`more_phases(idea)`: phases after the held-out choice (writeup, review), built in silva/.
-    `template`: every idea grows from the template's code (search/template/seed.py).
-    `supply`: an idea source (`ideation:`) that grows the forest as it runs (search/rolling.py)."""
-    sources = cfg.idea_sources()
-    seed = TemplateSeed.from_template(template) if template is not None else None
-    ideas = [seed.adapt(i) if seed else i for i in load_ideas(sources)]
-    infos = [IdeaInfo(idea.name, idea.primary, src) for idea, src in zip(ideas, sources)]
-    nodes = {s: cfg.stages[s].max_nodes for s in PLAN.names if s in cfg.stages}
-    policy = Allocation(allocation or AllocationConfig(), journal, PLAN, infos, meter, stage_nodes=nodes)
-    trees = [
-        IdeaTree(cfg, journal, idea, src, llm, spent, policy, more_phases, seed)
-        for idea, src in zip(ideas, sources)
-    ]
-    slots = cfg.executor.max_in_flight or 1  # or: the dispatcher tells it the cluster's
-    if supply is None:
-        return Forest(trees, slots, policy)
-    from search.rolling import RollingForest
-
-    def grow(idea: Idea, src: IdeaSource) -> GrowingTree:
-        return IdeaTree(
-            cfg, journal, seed.adapt(idea) if seed else idea, src, llm, spent, policy, more_phases, seed
-        )
-
-    return RollingForest(trees, ideas, slots, policy, supply, grow)

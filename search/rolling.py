@@ -20,15 +20,21 @@ from typing import Literal, Protocol
 
 from pydantic import Field
 
+from engine.budgets import ComputeMeter
 from engine.config import Strict
 from engine.dispatch import Finish
 from engine.events import Event, IdeaAdmitted, IdeaPublished, IdeaRejected, IdeationEnded
 from engine.journal import Journal
+from engine.llm import LLM
 from engine.node import Node
+from search.agentic.plan import PLAN
 from search.allocation import Allocation, IdeaInfo
-from search.config import IdeaSource
-from search.forest import Forest, GrowingTree
-from search.idea import Idea
+from search.config import AllocationConfig, IdeaSource, SearchSettings
+from search.forest import Forest, GrowingTree, IdeaTree
+from search.idea import Idea, load_ideas
+from search.phases import Phase
+from search.template.seed import TemplateSeed
+from search.template.spec import Template
 
 
 class IdeaLimits(Strict):
@@ -235,3 +241,39 @@ class RollingForest(Forest):
 def _source(name: str, budgets: dict[str, object]) -> IdeaSource:
     # An admitted idea has no file of its own in the run: it lives in its IdeaAdmitted event.
     return IdeaSource.model_validate({"path": Path(f"ideation/{name}"), **budgets})
+
+
+def build_forest(
+    cfg: SearchSettings,
+    journal: Journal,
+    llm: LLM,
+    spent: Callable[[str], float],
+    allocation: AllocationConfig | None = None,
+    meter: ComputeMeter | None = None,
+    more_phases: Callable[[str], list[Phase]] | None = None,
+    template: Template | None = None,
+    supply: IdeaSupply | None = None,
+) -> Forest:
+    """`more_phases(idea)`: phases after the held-out choice (writeup, review), built in silva/.
+    `template`: every idea grows from the template's code (search/template/seed.py).
+    `supply`: an idea source (`ideation:`) that grows the forest as it runs (search/rolling.py)."""
+    sources = cfg.idea_sources()
+    seed = TemplateSeed.from_template(template) if template is not None else None
+    ideas = [seed.adapt(i) if seed else i for i in load_ideas(sources)]
+    infos = [IdeaInfo(idea.name, idea.primary, src) for idea, src in zip(ideas, sources)]
+    nodes = {s: cfg.stages[s].max_nodes for s in PLAN.names if s in cfg.stages}
+    policy = Allocation(allocation or AllocationConfig(), journal, PLAN, infos, meter, stage_nodes=nodes)
+    trees = [
+        IdeaTree(cfg, journal, idea, src, llm, spent, policy, more_phases, seed)
+        for idea, src in zip(ideas, sources)
+    ]
+    slots = cfg.executor.max_in_flight or 1  # or: the dispatcher tells it the cluster's
+    if supply is None:
+        return Forest(trees, slots, policy)
+
+    def grow(idea: Idea, src: IdeaSource) -> GrowingTree:
+        return IdeaTree(
+            cfg, journal, seed.adapt(idea) if seed else idea, src, llm, spent, policy, more_phases, seed
+        )
+
+    return RollingForest(trees, ideas, slots, policy, supply, grow)

@@ -49,7 +49,7 @@ def _metrics(cfg: ModeConfig) -> list[MetricSpec]:
 
 
 def _build(ctx: BuildContext) -> Strategy:
-    from search.forest import build_forest
+    from search.rolling import build_forest
     from search.template.spec import Template
 
     cfg = ctx.cfg
