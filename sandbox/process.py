@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import select
 import signal
 import subprocess
@@ -162,6 +163,30 @@ def _wait_exit(pidfd: int, deadline: float, disk: tuple[Path, int] | None) -> st
             return "disk"
 
 
+def _supervise(
+    proc: subprocess.Popen[bytes],
+    deadline: float,
+    disk: tuple[Path, int] | None,
+    limits: Limits,
+    terminate: Callable[[int], None] | None,
+) -> tuple[str | None, int, resource.struct_rusage]:
+    """Wait for the child, stopping it on deadline or disk overrun; return (reason, status, rusage)."""
+    pgid = proc.pid
+    pidfd = os.pidfd_open(proc.pid)
+    try:
+        reason = _wait_exit(pidfd, deadline, disk)
+        if reason == "deadline":
+            (terminate or (lambda _pid: signal_group(pgid, signal.SIGTERM)))(proc.pid)
+            if not select.select([pidfd], [], [], limits.kill_grace_s)[0]:
+                signal_group(pgid, signal.SIGKILL)
+        elif reason == "disk":
+            signal_group(pgid, signal.SIGKILL)  # a disk overrun gets no grace: it is still writing
+        _, status, rusage = os.wait4(proc.pid, 0)
+    finally:
+        os.close(pidfd)
+    return reason, status, rusage
+
+
 def run_process(
     argv: Sequence[str],
     *,
@@ -190,32 +215,32 @@ def run_process(
         pass_fds=tuple(pass_fds),
     )
     assert proc.stdout is not None and proc.stderr is not None
-    pgid = proc.pid
     readers = [_PipeReader(proc.stdout, limits.output_bytes), _PipeReader(proc.stderr, limits.output_bytes)]
     for r in readers:
         r.start()
 
     disk = (workspace, limits.disk_mb) if workspace is not None and limits.disk_mb else None
-    pidfd = os.pidfd_open(proc.pid)
-    try:
-        reason = _wait_exit(pidfd, start + limits.wall_s, disk)
-        if reason == "deadline":
-            (terminate or (lambda _pid: signal_group(pgid, signal.SIGTERM)))(proc.pid)
-            if not select.select([pidfd], [], [], limits.kill_grace_s)[0]:
-                signal_group(pgid, signal.SIGKILL)
-        elif reason == "disk":
-            signal_group(pgid, signal.SIGKILL)  # a disk overrun gets no grace: it is still writing
-        _, status, rusage = os.wait4(proc.pid, 0)
-    finally:
-        os.close(pidfd)
+    reason, status, rusage = _supervise(proc, start + limits.wall_s, disk, limits, terminate)
     proc.returncode = os.waitstatus_to_exitcode(status)
     # Children that outlived the leader (daemons, forks) are ours too: kill them all.
-    signal_group(pgid, signal.SIGKILL)
+    signal_group(proc.pid, signal.SIGKILL)
     for r in readers:
         r.join(timeout=0.5)
     proc.stdout.close()
     proc.stderr.close()
+    return _result(reason, status, rusage, readers, limits, workspace, start)
 
+
+def _result(
+    reason: str | None,
+    status: int,
+    rusage: resource.struct_rusage,
+    readers: list[_PipeReader],
+    limits: Limits,
+    workspace: Path | None,
+    start: float,
+) -> ExecResult:
+    """The ExecResult of a finished child, from its wait status and captured output."""
     code = exit_code_of(status)
     out, err = readers[0].output, readers[1].output
     stderr_text = err.text()
