@@ -17,7 +17,7 @@ from engine.journal import Journal
 from engine.llm.gateway import QUEUE_FILE
 from engine.llm.ledger import LEDGER_FILE, read_records, render_summary, summarize
 from engine.node import Node, NodeStatus
-from engine.summary import DOCUMENT_STAGES, document_failures, fmt, stage_rows
+from engine.summary import DOCUMENT_STAGES, StageRow, document_failures, fmt, stage_rows
 from search.stages import SUPPORT_KINDS
 from silva.budget_lines import budget_text
 from silva.config import RunConfig
@@ -65,9 +65,10 @@ def head_text(run_dir: Path, journal: Journal) -> Text:
     )
 
 
-def render(run_dir: Path, cfg: RunConfig, journal: Journal) -> Group:
+def stages_table(journal: Journal) -> tuple[Table, list[StageRow]]:
+    """The experiment stages table and the rows it shows: past MAX_STAGE_ROWS, the open stages
+    and then the latest ended ones."""
     spec = journal.primary_metric
-    head = head_text(run_dir, journal)
     stages = Table(title="stages", title_justify="left")
     run_ended = journal.finished is not None or journal.stop is not None  # nothing runs: see node_state
     for col in (
@@ -106,8 +107,11 @@ def render(run_dir: Path, cfg: RunConfig, journal: Journal) -> Group:
             r.best_node or "-",
             fmt(r.best_value),
         )
-    # Reasons are sentences: listed under the table rather than squeezed into a column.
-    reasons = Text("\n".join(f"{r.idea}/{r.stage} ended: {r.ended}" for r in rows if r.ended))
+    return stages, rows
+
+
+def budgets_table(cfg: RunConfig, journal: Journal, llm: dict[str, Any] | None) -> Table:
+    """Each budget: what the run used of it and its limit."""
     budgets = Table(title="budgets", title_justify="left")
     for col in ("budget", "used", "limit"):
         budgets.add_column(col)
@@ -118,9 +122,18 @@ def render(run_dir: Path, cfg: RunConfig, journal: Journal) -> Group:
         used = sum(1 for n in journal.in_stage(stage) if n.kind not in SUPPORT_KINDS)
         budgets.add_row(f"{stage} search nodes", str(used), str(sc.max_nodes))
     budgets.add_row("per-node timeout (s)", "-", fmt(b.node_timeout_s))
-    llm = summarize(run_dir) if (run_dir / LEDGER_FILE).is_file() else None
     dollars = llm["run"]["dollars"] if llm else sum(n.cost_usd for n in journal)
     budgets.add_row("LLM dollars", f"{dollars:.4f}", fmt(b.dollars))
+    return budgets
+
+
+def render(run_dir: Path, cfg: RunConfig, journal: Journal) -> Group:
+    head = head_text(run_dir, journal)
+    stages, rows = stages_table(journal)
+    # Reasons are sentences: listed under the table rather than squeezed into a column.
+    reasons = Text("\n".join(f"{r.idea}/{r.stage} ended: {r.ended}" for r in rows if r.ended))
+    llm = summarize(run_dir) if (run_dir / LEDGER_FILE).is_file() else None
+    budgets = budgets_table(cfg, journal, llm)
     # Nodes per hour, utilization, calls and dollars per node, projected spend (silva/cost.py).
     rates = Text("\n".join(throughput_lines(throughput(cfg, journal, read_records(run_dir / LEDGER_FILE)))))
     # Compute and changed budgets, projected exhaustion, allocation decisions (docs/budgets.md).
