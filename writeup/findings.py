@@ -131,10 +131,57 @@ def _controls(claims: list[Claim], findings: dict[str, Any]) -> list[str]:
     ]
 
 
+def _method(split: dict[str, Any], findings: dict[str, Any]) -> list[str]:
+    """The Method section: the mode, the one split and what it kept together."""
+    rows = split.get("rows", {})
+    return [
+        r"\section{Method}",
+        f"Mode {latex_escape(str(findings.get('mode')))}. The table (sha256 "
+        f"\\texttt{{{str(split.get('sha256', ''))[:12]}}}) was split once with seed {split.get('seed')} into "
+        f"{rows.get('train')} training and {rows.get('heldout')} held-out rows; exact duplicate rows"
+        + (
+            f" and rows sharing \\texttt{{{latex_escape(split['group_column'])}}}"
+            if split.get("group_column")
+            else ""
+        )
+        + " were kept on one side"
+        + (
+            f", and held-out kept one row per \\texttt{{{latex_escape(split['group_column'])}}}"
+            if split.get("group_column")
+            else ""
+        )
+        + ". Hypotheses were written and tested on the training rows only.",
+        *([f"Warning: {latex_escape(split['warning'])}."] if split.get("warning") else []),
+        "",
+        control_text(findings),
+    ]
+
+
+def _demoted(explained: list[Claim], duplicates: list[Claim]) -> list[str]:
+    if not (explained or duplicates):
+        return ["No accepted claim was demoted."]
+    return [
+        r"\begin{itemize}",
+        *[f"\\item {x.id}: {latex_escape(x.statement)} --- {latex_escape(x.reason)}" for x in explained],
+        *[f"\\item {x.id}: {latex_escape(x.statement)} --- {latex_escape(x.reason)}" for x in duplicates],
+        r"\end{itemize}",
+    ]
+
+
+def _not_replicated(failed: list[Claim]) -> list[str]:
+    if not failed:
+        return ["No claim failed its held-out replication."]
+    return [
+        *_table(failed),
+        r"\begin{itemize}",
+        *[f"\\item {x.id} ({x.status}): {latex_escape(x.reason)}" for x in failed],
+        r"\end{itemize}",
+    ]
+
+
 def render(claims: list[Claim], findings: dict[str, Any]) -> str:
     split = findings.get("split", {})
     rows = split.get("rows", {})
-    c = counts(claims)
     good = sorted((x for x in claims if x.status in GOOD), key=lambda x: x.log_p_train or 0.0)
     explained = [x for x in claims if x.status in ("explained", "spurious")]
     duplicates = [x for x in claims if x.status == "duplicate"]
@@ -161,52 +208,17 @@ def render(claims: list[Claim], findings: dict[str, Any]) -> str:
         f"{rows.get('heldout')} held-out rows; {len(duplicates)} proposal(s) repeated an earlier "
         "hypothesis and were not tested again.",
         r"\end{abstract}",
-        r"\section{Method}",
-        f"Mode {latex_escape(str(findings.get('mode')))}. The table (sha256 "
-        f"\\texttt{{{str(split.get('sha256', ''))[:12]}}}) was split once with seed {split.get('seed')} into "
-        f"{rows.get('train')} training and {rows.get('heldout')} held-out rows; exact duplicate rows"
-        + (
-            f" and rows sharing \\texttt{{{latex_escape(split['group_column'])}}}"
-            if split.get("group_column")
-            else ""
-        )
-        + " were kept on one side"
-        + (
-            f", and held-out kept one row per \\texttt{{{latex_escape(split['group_column'])}}}"
-            if split.get("group_column")
-            else ""
-        )
-        + ". Hypotheses were written and tested on the training rows only.",
-        *([f"Warning: {latex_escape(split['warning'])}."] if split.get("warning") else []),
-        "",
-        control_text(findings),
+        *_method(split, findings),
         r"\section{Accepted claims}",
         *(_table(good) if good else ["No claim was accepted."]),
         r"\section{Demoted claims and repeated proposals}",
-    ]
-    if explained or duplicates:
-        lines.append(r"\begin{itemize}")
-        lines += [
-            f"\\item {x.id}: {latex_escape(x.statement)} --- {latex_escape(x.reason)}" for x in explained
-        ]
-        lines += [
-            f"\\item {x.id}: {latex_escape(x.statement)} --- {latex_escape(x.reason)}" for x in duplicates
-        ]
-        lines.append(r"\end{itemize}")
-    else:
-        lines.append("No accepted claim was demoted.")
-    lines += [r"\section{Claims that did not replicate}"]
-    if failed:
-        lines += _table(failed)
-        lines.append(r"\begin{itemize}")
-        lines += [f"\\item {x.id} ({x.status}): {latex_escape(x.reason)}" for x in failed]
-        lines.append(r"\end{itemize}")
-    else:
-        lines.append("No claim failed its held-out replication.")
-    lines += [r"\section{Negative controls}", *_controls(claims, findings)]
-    lines += [
+        *_demoted(explained, duplicates),
+        r"\section{Claims that did not replicate}",
+        *_not_replicated(failed),
+        r"\section{Negative controls}",
+        *_controls(claims, findings),
         r"\section{All hypotheses}",
-        "Claims by status: " + ", ".join(f"{k} {v}" for k, v in c.items() if v) + ".",
+        "Claims by status: " + ", ".join(f"{k} {v}" for k, v in counts(claims).items() if v) + ".",
         r"\end{document}",
     ]
     return "\n".join(lines) + "\n"
