@@ -311,17 +311,7 @@ class PlanExecutor:
     def _draw(self, job: Job, node: Node) -> tuple[float, AttemptResult | StepResult, float]:
         """How long `job` takes, its result and its LLM dollars."""
         if isinstance(job, ThinkJob):
-            took, dollars = self._llm("code")
-            proposed = Proposed(
-                code="# simulated by silva plan\n",
-                plan=f"simulated {node.kind}",
-                # A tuning or an ablation (the kinds whose proposals claim a variant: the ask
-                # carries their claims) names a new one; kind names stay the mode's own.
-                hyperparameters={"setting": node.id} if job.ask.claims is not None else {},
-                ablation=f"variant {node.id}" if job.ask.claims is not None else "",
-                llm_calls=1,
-            )
-            return took, StepResult(step="think", outcome=proposed), dollars
+            return self._draw_think(job, node)
         if isinstance(job, RunJob):
             took, buggy, metrics = self._experiment(node.kind, job.a.metrics)
             ran = Ran(
@@ -332,16 +322,7 @@ class PlanExecutor:
             )
             return took, StepResult(step="run", outcome=ran), 0.0
         if isinstance(job, JudgeJob):
-            took, dollars = self._llm("feedback")
-            if job.a.vision:
-                seen, paid = self._llm("vision")
-                took, dollars = took + seen, dollars + paid
-            ok = job.ran is not None and not job.ran.run_problem
-            return (
-                took,
-                self._operator(node, ok, job.ran.metrics if ok and job.ran else [], job.proposed),
-                dollars,
-            )
+            return self._draw_judge(job, node)
         if isinstance(job, CycleJob):
             took, buggy, metrics = self._experiment(node.kind, job.a.metrics)
             dollars = 0.0
@@ -372,6 +353,34 @@ class PlanExecutor:
             self.source.duration(node.kind, self.rng),
             AttemptResult(status="good", reason="simulated"),
             0.0,
+        )
+
+    def _draw_think(self, job: ThinkJob, node: Node) -> tuple[float, StepResult, float]:
+        """A think step: one code-model call and a proposal of `node`'s kind."""
+        took, dollars = self._llm("code")
+        proposed = Proposed(
+            code="# simulated by silva plan\n",
+            plan=f"simulated {node.kind}",
+            # A tuning or an ablation (the kinds whose proposals claim a variant: the ask
+            # carries their claims) names a new one; kind names stay the mode's own.
+            hyperparameters={"setting": node.id} if job.ask.claims is not None else {},
+            ablation=f"variant {node.id}" if job.ask.claims is not None else "",
+            llm_calls=1,
+        )
+        return took, StepResult(step="think", outcome=proposed), dollars
+
+    def _draw_judge(self, job: JudgeJob, node: Node) -> tuple[float, AttemptResult, float]:
+        """A judge step: a feedback call, a vision call when the run has a vision model, and the
+        operator's verdict on what the run step left."""
+        took, dollars = self._llm("feedback")
+        if job.a.vision:
+            seen, paid = self._llm("vision")
+            took, dollars = took + seen, dollars + paid
+        ok = job.ran is not None and not job.ran.run_problem
+        return (
+            took,
+            self._operator(node, ok, job.ran.metrics if ok and job.ran else [], job.proposed),
+            dollars,
         )
 
     @staticmethod
