@@ -134,6 +134,10 @@ class Dispatcher:
         # Nodes created but without a result: after a resume they continue from their last step.
         self.backlog: list[str] = [n.id for n in journal.unfinished]
         self.discards = journal.discards
+        # In-flight node -> (its place in submission order, its job's handle): a discard cancels
+        # its node's job without a scan of every slot.
+        self.handle_of: dict[str, tuple[int, Handle]] = {}
+        self._submitted = 0
         # Experiment slots: the config's, or what the cluster holds (followed as it changes).
         self.slots = cfg.executor.max_in_flight or journal.slots or 1
         self._capacity_at = -CAPACITY_POLL_S
@@ -226,6 +230,10 @@ class Dispatcher:
         sign, r = (1, running) if running is not None else (-1, self.inflight.pop(handle))
         if running is not None:
             self.inflight[handle] = running
+            self.handle_of[r.node_id] = (self._submitted, handle)
+            self._submitted += 1
+        elif self.handle_of.get(r.node_id, (0, None))[1] == handle:
+            del self.handle_of[r.node_id]
         self.holding += sign * r.holds
         self.in_llm += sign * (not r.holds and bool(r.step))
         return r
@@ -264,13 +272,15 @@ class Dispatcher:
         are cancelled: their slots go to work that is still wanted."""
         if self.journal.discards == self.discards:
             return
+        new = self.journal.discarded[self.discards :]
         self.discards = self.journal.discards
-        self.ready = deque((n, job) for n, job in self.ready if not n.is_finished)
-        for handle, running in list(self.inflight.items()):
-            if self.journal.nodes[running.node_id].is_finished:
-                self.executor.cancel(handle)
-                self._running(handle, None)
-                self.journal.record(AttemptCancelled(node_id=running.node_id, attempt=running.attempt))
+        if any(node_id not in self.handle_of for node_id in new):  # one may wait for a slot
+            self.ready = deque((n, job) for n, job in self.ready if not n.is_finished)
+        # Cancelled in the order they were submitted, as a scan of `inflight` would.
+        for _, handle in sorted(self.handle_of[i] for i in set(new) if i in self.handle_of):
+            self.executor.cancel(handle)
+            running = self._running(handle, None)
+            self.journal.record(AttemptCancelled(node_id=running.node_id, attempt=running.attempt))
 
     def _route(self, node: Node) -> None:
         """The node's next job: started now if it holds no slot, else queued for a free slot."""

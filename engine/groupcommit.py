@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from engine.config import Resources
 from engine.eventlog import EventLog
@@ -55,19 +55,23 @@ class GroupCommit:
         if self._done:
             return self._done.popleft()
         self._start_queued()
-        inner = [self._inner_of[h] for h in handles if h in self._inner_of]
+        # Built and narrowed by C-level copies: at 10,000 slots a Python-level filter of the
+        # handles per completion taken was the driver's largest cost.
+        found = dict.fromkeys(map(self._inner_of.get, handles))
+        found.pop(None, None)  # not this executor's
+        inner = cast(dict[Handle, None], found)
         if not inner:
             return None
-        first = self._inner.wait(inner, timeout)
+        first = self._inner.wait(list(inner), timeout)
         if first is None:
             return None
-        taken = {first.handle}
+        inner.pop(first.handle, None)
         self._done.append(self._outer(first))
         while len(self._done) < MAX_BATCH:
-            more = self._inner.wait([h for h in inner if h not in taken], 0)
+            more = self._inner.wait(list(inner), 0)
             if more is None:
                 break
-            taken.add(more.handle)
+            inner.pop(more.handle, None)
             self._done.append(self._outer(more))
         return self._done.popleft()
 

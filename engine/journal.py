@@ -123,6 +123,9 @@ class Journal:
         self._status: dict[NodeStatus, dict[str, None]] = {NodeStatus.GOOD: {}, NodeStatus.BUGGY: {}}
         self._stages: dict[str, None] = {}  # stages started or grown in, in the order first seen
         self.discards = 0  # node_discarded events so far: the dispatcher cancels such nodes' jobs
+        self.discarded: list[str] = []  # their nodes, in order: the dispatcher reads the new ones
+        # Per (idea or None, stage), as `_by_stage`: a stage's view rebuilds only on its own discards.
+        self.discards_in: dict[tuple[str | None, str], int] = {}
         self.slots: int | None = (
             None  # experiment slots the cluster held, when they follow it (`slots_changed`)
         )
@@ -328,6 +331,9 @@ class Journal:
         node.reason = reason
         node.open_attempt = None
         self.discards += 1
+        self.discarded.append(node.id)
+        for key in ((node.idea, node.stage), (None, node.stage)):
+            self.discards_in[key] = self.discards_in.get(key, 0) + 1
 
     # -- derived views -------------------------------------------------------------------
     def __iter__(self) -> Iterator[Node]:

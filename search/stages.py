@@ -72,8 +72,9 @@ class StageNodes:
     the ids added since the last (`Journal.stage_ids`), and re-checks only the nodes still out,
     so a look costs what changed, not the stage's size (docs/engine.md, "Driver scaling": a
     2,000-node stage rescanned on every completion cost 10-25 ms a completion by its end).
-    After any discard in the journal it is rebuilt (discards are rare, and a discarded node
-    leaves its stage's work). Its lists belong to it: callers read, never change them."""
+    After a discard in its stage it is rebuilt (discards are rare, and a discarded node leaves
+    its stage's work; a discard elsewhere leaves it as it is). Its lists belong to it: callers
+    read, never change them."""
 
     def __init__(self, journal: Journal, idea: str, stage: str) -> None:
         self.journal, self.idea, self.stage = journal, idea, stage
@@ -82,7 +83,7 @@ class StageNodes:
     def _reset(self) -> None:
         self.read = 0
         self.seen_events = -1
-        self.discards = self.journal.discards
+        self.discards = self.journal.discards_in.get((self.idea, self.stage), 0)
         self.search: list[Node] = []  # search nodes (not support kinds), oldest first
         self.kinds: dict[str, list[Node]] = {}  # every kind's nodes, oldest first
         self.unfinished: dict[str, Node] = {}  # search nodes without a result, oldest first
@@ -94,7 +95,7 @@ class StageNodes:
         j = self.journal
         if j.log.count == self.seen_events:  # nothing journaled since the last look
             return self
-        if j.discards != self.discards:
+        if j.discards_in.get((self.idea, self.stage), 0) != self.discards:
             self._reset()
         self.seen_events = j.log.count
         ids = j.stage_ids(self.stage, self.idea)

@@ -8,6 +8,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from engine.dispatch import Dispatcher
+from engine.journal import Journal
+from engine.node import Node
+from search.stages import StageNodes
 from search.template.forest import build_template_forest
 from search.template.proposers import POOL_SIZE, Proposer, Tried, canonical
 from search.template.spec import Param, Template
@@ -92,3 +95,19 @@ def test_the_tried_set_reads_only_new_nodes_and_rebuilds_after_a_discard() -> No
     assert tried.update(nodes) == {canonical({"x": k}) for k in range(5)} and tried.rebuilt == 0
     del nodes[1]  # a discarded node leaves its stage: its setting is free again
     assert tried.update(nodes) == {canonical({"x": k}) for k in (0, 2, 3, 4)} and tried.rebuilt == 1
+
+
+def test_a_discard_rebuilds_only_its_own_stages_view(tmp_path: Path) -> None:
+    """A forest holds a view per idea and stage: a discard in one idea's stage must not make
+    every other idea's view rebuild (at 10,000 slots that was a rescan of every tree)."""
+    journal = Journal.open(tmp_path)
+    for idea in ("a", "b"):
+        journal.add_node(Node(stage="s", kind="k", idea=idea))
+        journal.add_node(Node(stage="s", kind="k", idea=idea))
+    views = {idea: StageNodes(journal, idea, "s").refresh() for idea in ("a", "b")}
+    dropped = views["a"].search[0].id
+    journal.discard(dropped, "its premise failed")
+    assert views["b"].refresh().generation == 0 and len(views["b"].search) == 2
+    assert views["a"].refresh().generation == 1
+    assert [n.id for n in views["a"].search] == [n.id for n in journal.in_stage("s", idea="a")]
+    assert dropped not in views["a"].index and journal.discarded == [dropped]
