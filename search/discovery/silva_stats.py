@@ -138,67 +138,75 @@ def compare_groups(df, outcome, group, a=None, b=None, method="welch"):
     converted to d (d = 2r / sqrt(1 - r^2)) so that thresholds mean the same for both."""
     x, y, a, b = _two_groups(df, outcome, group, a, b)
     n1, n2 = len(x), len(y)
-    pooled = math.sqrt(((n1 - 1) * x.var(ddof=1) + (n2 - 1) * y.var(ddof=1)) / (n1 + n2 - 2))
-    d = (x.mean() - y.mean()) / pooled if pooled > 0 else 0.0
     checks = {
         "normality_a": _normality(x, f"{group}={a}"),
         "normality_b": _normality(y, f"{group}={b}"),
         "min_group_size": _check(min(n1, n2) >= 20, f"group sizes {n1} and {n2}"),
     }
     if method == "welch":
-        t = stats.ttest_ind(x, y, equal_var=False)
-        v1, v2 = x.var(ddof=1) / n1, y.var(ddof=1) / n2
-        dof = (v1 + v2) ** 2 / (v1**2 / (n1 - 1) + v2**2 / (n2 - 1)) if v1 + v2 > 0 else n1 + n2 - 2
-        p, log_p = _two_sided_t(float(t.statistic), dof) if np.isfinite(t.statistic) else (1.0, 0.0)
-        lev = stats.levene(x, y)
-        checks["equal_variance"] = _check(
-            True, f"Welch's t does not assume it (Levene p={float(lev.pvalue):.3g})"
-        )
-        return _result(
-            "welch_t",
-            d,
-            "cohens_d",
-            p,
-            log_p,
-            n1 + n2,
-            checks,
-            mean_a=x.mean(),
-            mean_b=y.mean(),
-            group_a=str(a),
-            group_b=str(b),
-            t=float(t.statistic),
-            df=dof,
-        )
+        return _welch(x, y, a, b, checks)
     if method == "mannwhitney":
-        u = stats.mannwhitneyu(x, y, alternative="two-sided")
-        r = 2.0 * float(u.statistic) / (n1 * n2) - 1.0  # rank-biserial, positive when a > b
-        ranks = stats.rankdata(np.concatenate([x, y]))
-        _, ties = np.unique(ranks, return_counts=True)
-        sigma = math.sqrt(
-            n1 * n2 / 12.0 * ((n1 + n2 + 1) - (ties**3 - ties).sum() / ((n1 + n2) * (n1 + n2 - 1)))
-        )
-        z = (float(u.statistic) - n1 * n2 / 2.0) / sigma if sigma > 0 else 0.0
-        p, log_p = _two_sided_z(z)
-        r = max(min(r, 0.999999), -0.999999)
-        checks["distribution_free"] = _check(
-            True, "rank test: no normality needed (normal approximation for p)"
-        )
-        return _result(
-            "mann_whitney_u",
-            2 * r / math.sqrt(1 - r * r),
-            "d_from_rank_biserial",
-            p,
-            log_p,
-            n1 + n2,
-            checks,
-            rank_biserial=r,
-            median_a=float(np.median(x)),
-            median_b=float(np.median(y)),
-            group_a=str(a),
-            group_b=str(b),
-            z=z,
-        )
+        return _mann_whitney(x, y, a, b, checks)
     raise ValueError(f"method {method!r}: use 'welch' or 'mannwhitney'")
+
+
+def _welch(x, y, a, b, checks):
+    """Welch's t-test of x against y, with Cohen's d (pooled SD) as the effect."""
+    n1, n2 = len(x), len(y)
+    pooled = math.sqrt(((n1 - 1) * x.var(ddof=1) + (n2 - 1) * y.var(ddof=1)) / (n1 + n2 - 2))
+    d = (x.mean() - y.mean()) / pooled if pooled > 0 else 0.0
+    t = stats.ttest_ind(x, y, equal_var=False)
+    v1, v2 = x.var(ddof=1) / n1, y.var(ddof=1) / n2
+    dof = (v1 + v2) ** 2 / (v1**2 / (n1 - 1) + v2**2 / (n2 - 1)) if v1 + v2 > 0 else n1 + n2 - 2
+    p, log_p = _two_sided_t(float(t.statistic), dof) if np.isfinite(t.statistic) else (1.0, 0.0)
+    lev = stats.levene(x, y)
+    checks["equal_variance"] = _check(
+        True, f"Welch's t does not assume it (Levene p={float(lev.pvalue):.3g})"
+    )
+    return _result(
+        "welch_t",
+        d,
+        "cohens_d",
+        p,
+        log_p,
+        n1 + n2,
+        checks,
+        mean_a=x.mean(),
+        mean_b=y.mean(),
+        group_a=str(a),
+        group_b=str(b),
+        t=float(t.statistic),
+        df=dof,
+    )
+
+
+def _mann_whitney(x, y, a, b, checks):
+    """Mann-Whitney U of x against y (tie-corrected normal approximation), effect as d."""
+    n1, n2 = len(x), len(y)
+    u = stats.mannwhitneyu(x, y, alternative="two-sided")
+    r = 2.0 * float(u.statistic) / (n1 * n2) - 1.0  # rank-biserial, positive when a > b
+    ranks = stats.rankdata(np.concatenate([x, y]))
+    _, ties = np.unique(ranks, return_counts=True)
+    sigma = math.sqrt(n1 * n2 / 12.0 * ((n1 + n2 + 1) - (ties**3 - ties).sum() / ((n1 + n2) * (n1 + n2 - 1))))
+    z = (float(u.statistic) - n1 * n2 / 2.0) / sigma if sigma > 0 else 0.0
+    p, log_p = _two_sided_z(z)
+    r = max(min(r, 0.999999), -0.999999)
+    checks["distribution_free"] = _check(True, "rank test: no normality needed (normal approximation for p)")
+    return _result(
+        "mann_whitney_u",
+        2 * r / math.sqrt(1 - r * r),
+        "d_from_rank_biserial",
+        p,
+        log_p,
+        n1 + n2,
+        checks,
+        rank_biserial=r,
+        median_a=float(np.median(x)),
+        median_b=float(np.median(y)),
+        group_a=str(a),
+        group_b=str(b),
+        z=z,
+    )
 
 
 def correlation(df, x, y, method="pearson"):
