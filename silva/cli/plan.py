@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from engine.config import load_yaml
 from engine.errors import ConfigError
+
+if TYPE_CHECKING:
+    from silva.plan import PlanReport
 
 
 def plan(
@@ -42,9 +46,23 @@ def plan(
     if json_out:
         print(report.model_dump_json(indent=2))
         return 0
-    r = report
+    lines = report_lines(report)
+    if from_dir is None:  # no run to draw from: say what was assumed, and what of it matters
+        from silva.plan import assumptions, what_decides
+
+        lines += ['assumed (docs/plan.md, "Defaults"; --settings or --from change them):']
+        lines += [f"  {line}" for line in assumptions(assumed)]
+        lines += ["what decides it (the same plan with one assumption changed):"]
+        decides = what_decides(config, report, assumed, slots=slots, gpus=gpus, seed=seed)
+        lines += [f"  {line}" for line in decides]
+    print("\n".join(lines))
+    return 0
+
+
+def report_lines(r: PlanReport) -> list[str]:
+    """The plan's figures, one line each."""
     hours = r.wall_s / 3600
-    lines = [
+    return [
         f"plan of {r.config} on {r.slots} slot(s), seed {r.seed}, figures from {r.source}:",
         f"  wall time      {r.wall_s:,.0f} s ({hours:.2f} h)",
         f"  GPU-hours      {r.gpu_hours:,.2f}   CPU-hours {r.cpu_hours:,.2f}   LLM ${r.llm_dollars:,.2f}",
@@ -64,16 +82,6 @@ def plan(
         f"  driver         {r.driver_cpu_ms_per_completion:.2f} ms CPU per completion "
         f"({r.completions} completions), peak {r.driver_peak_rss_mb:.0f} MB",
     ]
-    if from_dir is None:  # no run to draw from: say what was assumed, and what of it matters
-        from silva.plan import assumptions, what_decides
-
-        lines += ['assumed (docs/plan.md, "Defaults"; --settings or --from change them):']
-        lines += [f"  {line}" for line in assumptions(assumed)]
-        lines += ["what decides it (the same plan with one assumption changed):"]
-        decides = what_decides(config, report, assumed, slots=slots, gpus=gpus, seed=seed)
-        lines += [f"  {line}" for line in decides]
-    print("\n".join(lines))
-    return 0
 
 
 def register(app: typer.Typer) -> None:
