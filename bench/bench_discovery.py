@@ -148,114 +148,121 @@ def controls(runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    out: dict[str, Any] = {"setup": {"slots": SLOTS, "sandbox": SANDBOX, "provider": "scripted analyst"}}
-    with tempfile.TemporaryDirectory() as d:
-        tmp = Path(d)
-        # 1. Null tables: column-permuted copies; every acceptance is a false discovery.
-        null_runs = [
-            run(tmp, f"null{s}", B.null_table(B.planted_table(10 + s, n=600), seed=s), max_hypotheses=16)
-            for s in range(3)
-        ]
-        null_runs.append(
-            run(
-                tmp,
-                "null_experigen",
-                B.null_table(B.planted_table(20, n=600), seed=9),
-                mode="experigen",
-                max_chains=4,
-                chain_steps=4,
-            )
-        )
-        out["null_fdr"] = false_rate(null_runs)
-        # 1b. The same with every row copied 8 times (75 distinct rows): copies must not straddle the split.
-        dup_runs = [
-            run(
-                tmp,
-                f"null_dup{s}",
-                B.repeated_rows(B.null_table(B.planted_table(40 + s, n=75), seed=s), 8, seed=s),
-                max_hypotheses=16,
-            )
-            for s in range(4)
-        ]
-        out["null_fdr_duplicated_rows"] = {**false_rate(dup_runs), "copies": 8, "distinct_rows": 75}
-
-        # 2. Planted effects (no prior): recall, how many planted pairs the analyst tested at all, the
-        # two pairs confounded by age (Silva adjusts every decided claim itself), throughput at 4 slots.
-        planted_df = B.planted_table(1, n=800)
-        planted = run(tmp, "planted", planted_df, max_hypotheses=60)
-        out["planted"] = {
-            **planted_scores(planted["claims"]),
-            "duplicates": sum(c.status == "duplicate" for c in planted["claims"]),
-            "hypotheses_per_minute": len(planted["claims"]) / (planted["wall_s"] / 60),
-            "wall_s": planted["wall_s"],
-            "hypotheses": len(planted["claims"]),
-        }
-        eg = run(tmp, "planted_experigen", planted_df, mode="experigen", max_chains=4, chain_steps=4)
-        out["planted_experigen"] = {
-            **planted_scores(eg["claims"]),
-            "hypotheses_per_minute": len(eg["claims"]) / (eg["wall_s"] / 60),
-            "wall_s": eg["wall_s"],
-            "bank": [c.statement for c in eg["claims"] if c.in_bank],
-        }
-
-        # 2b. A planted interaction: response ~ dose * activity.
-        inter = run(tmp, "interaction", B.interaction_table(3, n=800), max_hypotheses=16)
-        a, b, yv = B.INTERACTION
-        found_inter = [
-            c
-            for c in inter["claims"]
-            if c.test == "ols_interaction" and {a, b, yv} <= set(c.variables) and c.status in GOOD
-        ]
-        out["controls_planted"] = controls([planted, eg, inter])
-        out["interaction"] = {
-            "recalled": bool(found_inter),
-            "claims": [
-                {"statement": c.statement, "status": c.status, "effect_train": c.effect_train}
-                for c in inter["claims"]
-                if c.test == "ols_interaction"
-            ],
-        }
-
-        # 3. Counterfactual: every planted effect reversed; the prior states the usual direction.
-        cf = run(
+def null_sections(tmp: Path) -> dict[str, Any]:
+    """False discoveries on null tables, plain and with every row copied."""
+    # Column-permuted copies: every acceptance is a false discovery.
+    null_runs = [
+        run(tmp, f"null{s}", B.null_table(B.planted_table(10 + s, n=600), seed=s), max_hypotheses=16)
+        for s in range(3)
+    ]
+    null_runs.append(
+        run(
             tmp,
-            "counterfactual",
-            B.planted_table(2, n=800, reverse=True),
-            prior=B.prior_facts(),
-            max_hypotheses=8,
+            "null_experigen",
+            B.null_table(B.planted_table(20, n=600), seed=9),
+            mode="experigen",
+            max_chains=4,
+            chain_steps=4,
         )
-        prior_claims = [c for c in cf["claims"] if c.statement.startswith("More `")]
-        out["counterfactual"] = {
-            "prior_claims": len(prior_claims),
-            "rejected": sum(c.status not in GOOD for c in prior_claims),
-            "rejection_rate": sum(c.status not in GOOD for c in prior_claims) / max(1, len(prior_claims)),
-            "statuses": {c.statement: c.status for c in prior_claims},
-        }
+    )
+    # The same with every row copied 8 times (75 distinct rows): copies must not straddle the split.
+    dup_runs = [
+        run(
+            tmp,
+            f"null_dup{s}",
+            B.repeated_rows(B.null_table(B.planted_table(40 + s, n=75), seed=s), 8, seed=s),
+            max_hypotheses=16,
+        )
+        for s in range(4)
+    ]
+    return {
+        "null_fdr": false_rate(null_runs),
+        "null_fdr_duplicated_rows": {**false_rate(dup_runs), "copies": 8, "distinct_rows": 75},
+    }
 
-        # 4. SACHS and ASIA: skeleton recovery by accepted "directly associated" claims vs PC and GES.
-        for name, n in (("asia", 2000), ("sachs", 2000)):
-            sample = B.bn_samples(name, n, seed=0)
-            pairs = len(sample.data.columns) * (len(sample.data.columns) - 1) // 2
-            disc = run(tmp, name, sample.data, prior=FOCUS, max_hypotheses=pairs)
-            t0 = time.time()
-            pc = B.pc_edges(sample.data)
-            pc_s = time.time() - t0
-            t0 = time.time()
-            ges = B.ges_edges(sample.data)
-            ges_s = time.time() - t0
-            out[name] = {
-                "samples": n,
-                "true_edges": len(sample.true_edges),
-                "discovery": {
-                    **B.edge_f1(accepted_pairs(disc["claims"]), sample.true_edges),
-                    "wall_s": disc["wall_s"],
-                },
-                "pc": {**B.edge_f1(pc, sample.true_edges), "wall_s": pc_s},
-                "ges": {**B.edge_f1(ges, sample.true_edges), "wall_s": ges_s},
-            }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(out, indent=2, default=str))
+
+def planted_sections(tmp: Path) -> dict[str, Any]:
+    """Planted effects (no prior): recall, how many planted pairs the analyst tested at all, the two
+    pairs confounded by age (Silva adjusts every decided claim itself), throughput at 4 slots; then
+    a planted interaction, response ~ dose * activity."""
+    planted_df = B.planted_table(1, n=800)
+    planted = run(tmp, "planted", planted_df, max_hypotheses=60)
+    out: dict[str, Any] = {}
+    out["planted"] = {
+        **planted_scores(planted["claims"]),
+        "duplicates": sum(c.status == "duplicate" for c in planted["claims"]),
+        "hypotheses_per_minute": len(planted["claims"]) / (planted["wall_s"] / 60),
+        "wall_s": planted["wall_s"],
+        "hypotheses": len(planted["claims"]),
+    }
+    eg = run(tmp, "planted_experigen", planted_df, mode="experigen", max_chains=4, chain_steps=4)
+    out["planted_experigen"] = {
+        **planted_scores(eg["claims"]),
+        "hypotheses_per_minute": len(eg["claims"]) / (eg["wall_s"] / 60),
+        "wall_s": eg["wall_s"],
+        "bank": [c.statement for c in eg["claims"] if c.in_bank],
+    }
+    inter = run(tmp, "interaction", B.interaction_table(3, n=800), max_hypotheses=16)
+    a, b, yv = B.INTERACTION
+    found_inter = [
+        c
+        for c in inter["claims"]
+        if c.test == "ols_interaction" and {a, b, yv} <= set(c.variables) and c.status in GOOD
+    ]
+    out["controls_planted"] = controls([planted, eg, inter])
+    out["interaction"] = {
+        "recalled": bool(found_inter),
+        "claims": [
+            {"statement": c.statement, "status": c.status, "effect_train": c.effect_train}
+            for c in inter["claims"]
+            if c.test == "ols_interaction"
+        ],
+    }
+    return out
+
+
+def counterfactual_section(tmp: Path) -> dict[str, Any]:
+    """Every planted effect reversed; the prior states the usual direction."""
+    cf = run(
+        tmp,
+        "counterfactual",
+        B.planted_table(2, n=800, reverse=True),
+        prior=B.prior_facts(),
+        max_hypotheses=8,
+    )
+    prior_claims = [c for c in cf["claims"] if c.statement.startswith("More `")]
+    return {
+        "prior_claims": len(prior_claims),
+        "rejected": sum(c.status not in GOOD for c in prior_claims),
+        "rejection_rate": sum(c.status not in GOOD for c in prior_claims) / max(1, len(prior_claims)),
+        "statuses": {c.statement: c.status for c in prior_claims},
+    }
+
+
+def skeleton_section(tmp: Path, name: str, n: int) -> dict[str, Any]:
+    """Skeleton recovery on a pgmpy network by accepted "directly associated" claims vs PC and GES."""
+    sample = B.bn_samples(name, n, seed=0)
+    pairs = len(sample.data.columns) * (len(sample.data.columns) - 1) // 2
+    disc = run(tmp, name, sample.data, prior=FOCUS, max_hypotheses=pairs)
+    t0 = time.time()
+    pc = B.pc_edges(sample.data)
+    pc_s = time.time() - t0
+    t0 = time.time()
+    ges = B.ges_edges(sample.data)
+    ges_s = time.time() - t0
+    return {
+        "samples": n,
+        "true_edges": len(sample.true_edges),
+        "discovery": {
+            **B.edge_f1(accepted_pairs(disc["claims"]), sample.true_edges),
+            "wall_s": disc["wall_s"],
+        },
+        "pc": {**B.edge_f1(pc, sample.true_edges), "wall_s": pc_s},
+        "ges": {**B.edge_f1(ges, sample.true_edges), "wall_s": ges_s},
+    }
+
+
+def print_summary(out: dict[str, Any]) -> None:
     for key, label in (("null_fdr", "null tables"), ("null_fdr_duplicated_rows", "null tables, rows x8")):
         f = out[key]
         print(f"{label}: {f['accepted']} accepted of {f['tested']} tested = {f['rate']:.3f} (target <= 0.05)")
@@ -283,6 +290,20 @@ def main() -> None:
             f"{r['ges']['f1']:.2f}"
         )
     print(f"wrote {RESULTS}")
+
+
+def main() -> None:
+    out: dict[str, Any] = {"setup": {"slots": SLOTS, "sandbox": SANDBOX, "provider": "scripted analyst"}}
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        out.update(null_sections(tmp))
+        out.update(planted_sections(tmp))
+        out["counterfactual"] = counterfactual_section(tmp)
+        for name, n in (("asia", 2000), ("sachs", 2000)):
+            out[name] = skeleton_section(tmp, name, n)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(out, indent=2, default=str))
+    print_summary(out)
 
 
 SANDBOX = sandbox()
