@@ -312,12 +312,10 @@ TEMPLATE_CAPTIONS = {
 }
 
 
-def report(
-    run: RunResults, idea: IdeaResults, macros: ResultsMacros, figures: list[Figure], template: str
-) -> str:
-    figs = {f.name: f for f in figures}
+def _opening(run: RunResults, idea: IdeaResults, macros: ResultsMacros) -> list[Section]:
+    """The idea, then the method and its settings."""
     method = latex_escape(idea.method or idea.title)
-    sections = [
+    return [
         Section(
             "Idea",
             f"\\textbf{{{latex_escape(idea.title)}.}} "
@@ -333,6 +331,11 @@ def report(
             + settings_text(idea, macros),
         ),
     ]
+
+
+def _results(idea: IdeaResults, macros: ResultsMacros, figures: list[Figure]) -> str:
+    """The figures (the template's first, in their order), the headline and the tests table."""
+    figs = {f.name: f for f in figures}
     results = ""
     if "fig_stages.png" in figs and "fig_main.png" in figs:
         results += (
@@ -361,31 +364,45 @@ def report(
             + "\n\n"
             + findings_text(macros)
         )
-    results += tests_table(idea, macros)
-    sections.append(Section("Results", results))
-    tables = "".join(stage_table(idea, macros, si) for si, stage in enumerate(idea.stages) if stage.groups)
-    sections.append(Section("Search tree", search_table(idea, macros)))
-    if idea.heldout and "HeldoutValue" in macros.macros:
-        sections.append(
-            Section(
-                "Held-out evaluation",
-                "The final node was chosen on held-out data the search never "
-                f"saw: held-out {latex_escape(idea.primary.name)} \\HeldoutValue{{}}"
-                + (
-                    " against \\HeldoutSearchValue{} during the search."
-                    if "HeldoutSearchValue" in macros.macros
-                    else "."
-                ),
-            )
-        )
-    sections.append(
+    return results + tests_table(idea, macros)
+
+
+def _heldout(idea: IdeaResults, macros: ResultsMacros) -> list[Section]:
+    if not (idea.heldout and "HeldoutValue" in macros.macros):
+        return []
+    return [
         Section(
-            "Limitations",
-            "This is an automated results report, not a paper: it makes no claim beyond "
-            "the run's own experiments, the seeds are few, and significance tests on so few seeds have "
-            "little power. Read the effect sizes with their standard deviations.",
+            "Held-out evaluation",
+            "The final node was chosen on held-out data the search never "
+            f"saw: held-out {latex_escape(idea.primary.name)} \\HeldoutValue{{}}"
+            + (
+                " against \\HeldoutSearchValue{} during the search."
+                if "HeldoutSearchValue" in macros.macros
+                else "."
+            ),
         )
-    )
+    ]
+
+
+LIMITATIONS = Section(
+    "Limitations",
+    "This is an automated results report, not a paper: it makes no claim beyond "
+    "the run's own experiments, the seeds are few, and significance tests on so few seeds have "
+    "little power. Read the effect sizes with their standard deviations.",
+)
+
+
+def report(
+    run: RunResults, idea: IdeaResults, macros: ResultsMacros, figures: list[Figure], template: str
+) -> str:
+    sections = [
+        *_opening(run, idea, macros),
+        Section("Results", _results(idea, macros, figures)),
+        Section("Search tree", search_table(idea, macros)),
+        *_heldout(idea, macros),
+        LIMITATIONS,
+    ]
+    tables = "".join(stage_table(idea, macros, si) for si, stage in enumerate(idea.stages) if stage.groups)
     tex = render_paper(
         template=template,
         title=latex_escape(idea.title),
