@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from engine.claims import Claim, Ledger
 from writeup.ledger import readable_names
-from writeup.run_reader import IdeaResults, RunResults
+from writeup.run_reader import GroupStats, IdeaResults, RunResults, StageResult
 
 _DIGITS = ("Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine")
 
@@ -101,6 +101,67 @@ def format_p(p: float, log10_p: float) -> tuple[str, str]:
     return f"\\ensuremath{{{mantissa:.1f}\\times10^{{{exponent}}}}}", f"{mantissa:.1f}×10{exponent}"
 
 
+def _group_macros(
+    out: ResultsMacros, st: str, g: str, stage: str, label: str, per_metric: dict[str, GroupStats]
+) -> None:
+    """One group of a stage table: its name, its label, and mean, sd and seeds per metric."""
+    name = out.name(label)
+    out.add(f"{st}Group{g}", None, latex_escape(name), name, f"stage {stage}: name of group {g}")
+    out.add(f"{st}Group{g}Label", None, latex_escape(label), label, f"stage {stage}: label of group {g}")
+    for metric, s in per_metric.items():
+        base = f"{st}{g}{camel(metric)}"
+        where = f"stage {stage}, group '{label}', {metric}"
+        out.number(base + "Mean", s.mean, f"{where}: mean over {s.n} seed(s)")
+        if s.n >= 2:  # one run has no spread: no sd is printed for it
+            out.number(
+                base + "Sd",
+                s.std,
+                f"{where}: sd over seeds",
+                digits=max(decimals_for(s.mean), decimals_for(s.std)),
+            )
+        out.number(base + "N", s.n, f"{where}: seeds")
+
+
+def _stage_macros(out: ResultsMacros, ledger: Ledger, si: int, stage: StageResult) -> None:
+    st = camel(stage.stage) or f"Stage{_DIGITS[si % 10]}"
+    out.number(f"{st}Nodes", stage.nodes, f"nodes grown in stage {stage.stage}")
+    out.number(f"{st}SearchNodes", stage.search_nodes, f"search nodes of stage {stage.stage}")
+    labels = list(stage.groups)
+    for gi, (label, per_metric) in enumerate(stage.groups.items()):
+        g = chr(ord("A") + gi)
+        out.group_base[(stage.stage, label)] = st + g
+        _group_macros(out, st, g, stage.stage, label, per_metric)
+    for claim in (c for c in ledger.claims if c.stage == stage.stage):
+        ri = labels.index(claim.reference.label)
+        base = f"{st}AVs{chr(ord('A') + ri)}{camel(claim.metric)}"
+        out.claim_base[claim.id] = base
+        _claim_macros(out, base, claim)
+
+
+def _headline_macros(out: ResultsMacros, main: Claim) -> None:
+    out.claim_base[main.id + "@main"] = "Main"
+    src = f"headline: stage {main.stage}, {main.metric}"
+    for name, group, what in (
+        ("MainMethod", main.subject, "the method"),
+        ("MainBaseline", main.reference, "reference"),
+    ):
+        readable = out.name(group.label)
+        out.add(name, None, latex_escape(readable), readable, f"{src}: {what} ({group.label})")
+    out.add("MainMetric", None, latex_escape(main.metric), main.metric, f"{src}: the metric")
+    for name, group in (("MainMethod", main.subject), ("MainBaseline", main.reference)):
+        out.number(name + "Mean", group.mean, f"{src}: {group.label} mean")
+        if group.sd is not None:
+            out.number(
+                name + "Sd",
+                group.sd,
+                f"{src}: {group.label} sd",
+                digits=max(decimals_for(group.mean), decimals_for(group.sd)),
+            )
+        out.number(name + "N", group.n, f"{src}: {group.label} seeds")
+    out.number("MainN", min(main.subject.n, main.reference.n), f"{src}: seeds per group")
+    _claim_macros(out, "Main", main)
+
+
 def build_macros(run: RunResults, idea: IdeaResults, ledger: Ledger) -> ResultsMacros:
     out = ResultsMacros(ledger)
     # The ledger's names win: a ledger.json read back keeps the names the paper was checked with.
@@ -115,64 +176,9 @@ def build_macros(run: RunResults, idea: IdeaResults, ledger: Ledger) -> ResultsM
     out.number("Alpha", ledger.alpha, "significance level of every comparison", digits=2)
     out.number("CiLevel", 95, "confidence level (percent) of every interval")
     for si, stage in enumerate(idea.stages):
-        st = camel(stage.stage) or f"Stage{_DIGITS[si % 10]}"
-        out.number(f"{st}Nodes", stage.nodes, f"nodes grown in stage {stage.stage}")
-        out.number(f"{st}SearchNodes", stage.search_nodes, f"search nodes of stage {stage.stage}")
-        labels = list(stage.groups)
-        for gi, (label, per_metric) in enumerate(stage.groups.items()):
-            g = chr(ord("A") + gi)
-            out.group_base[(stage.stage, label)] = st + g
-            name = out.name(label)
-            out.add(
-                f"{st}Group{g}", None, latex_escape(name), name, f"stage {stage.stage}: name of group {g}"
-            )
-            out.add(
-                f"{st}Group{g}Label",
-                None,
-                latex_escape(label),
-                label,
-                f"stage {stage.stage}: label of group {g}",
-            )
-            for metric, s in per_metric.items():
-                base = f"{st}{g}{camel(metric)}"
-                where = f"stage {stage.stage}, group '{label}', {metric}"
-                out.number(base + "Mean", s.mean, f"{where}: mean over {s.n} seed(s)")
-                if s.n >= 2:  # one run has no spread: no sd is printed for it
-                    out.number(
-                        base + "Sd",
-                        s.std,
-                        f"{where}: sd over seeds",
-                        digits=max(decimals_for(s.mean), decimals_for(s.std)),
-                    )
-                out.number(base + "N", s.n, f"{where}: seeds")
-        for claim in (c for c in ledger.claims if c.stage == stage.stage):
-            ri = labels.index(claim.reference.label)
-            base = f"{st}AVs{chr(ord('A') + ri)}{camel(claim.metric)}"
-            out.claim_base[claim.id] = base
-            _claim_macros(out, base, claim)
-    main = ledger.headline
-    if main is not None:
-        out.claim_base[main.id + "@main"] = "Main"
-        src = f"headline: stage {main.stage}, {main.metric}"
-        for name, group, what in (
-            ("MainMethod", main.subject, "the method"),
-            ("MainBaseline", main.reference, "reference"),
-        ):
-            readable = out.name(group.label)
-            out.add(name, None, latex_escape(readable), readable, f"{src}: {what} ({group.label})")
-        out.add("MainMetric", None, latex_escape(main.metric), main.metric, f"{src}: the metric")
-        for name, group in (("MainMethod", main.subject), ("MainBaseline", main.reference)):
-            out.number(name + "Mean", group.mean, f"{src}: {group.label} mean")
-            if group.sd is not None:
-                out.number(
-                    name + "Sd",
-                    group.sd,
-                    f"{src}: {group.label} sd",
-                    digits=max(decimals_for(group.mean), decimals_for(group.sd)),
-                )
-            out.number(name + "N", group.n, f"{src}: {group.label} seeds")
-        out.number("MainN", min(main.subject.n, main.reference.n), f"{src}: seeds per group")
-        _claim_macros(out, "Main", main)
+        _stage_macros(out, ledger, si, stage)
+    if ledger.headline is not None:
+        _headline_macros(out, ledger.headline)
     if idea.heldout:
         h = idea.heldout
         for key, name in (("heldout_value", "HeldoutValue"), ("search_value", "HeldoutSearchValue")):
