@@ -171,7 +171,7 @@ def idea_files(tmp: Path, ideas: int) -> dict[str, Any]:
     return {"ideas": [f"idea{i}.yaml" for i in range(ideas)]}
 
 
-def agentic_run(
+def run_config(
     tmp: Path,
     url: str,
     slots: int,
@@ -180,7 +180,8 @@ def agentic_run(
     depth: int = 2,
     ideas: int = 1,
     hedge: str = "off",
-) -> dict[str, Any]:
+) -> Path:
+    """The run config of one setting, written to `tmp`/run.yaml."""
     (tmp / "run.yaml").write_text(
         yaml.safe_dump(
             {
@@ -204,11 +205,35 @@ def agentic_run(
             }
         )
     )
-    cfg = load_config(tmp / "run.yaml")
+    return tmp / "run.yaml"
+
+
+def agentic_run(
+    tmp: Path,
+    url: str,
+    slots: int,
+    pipeline: bool,
+    seed: int,
+    depth: int = 2,
+    ideas: int = 1,
+    hedge: str = "off",
+) -> dict[str, Any]:
+    cfg = load_config(run_config(tmp, url, slots, pipeline, seed, depth, ideas, hedge))
     run_dir, journal = lifecycle.create_run(cfg)
     started = time.monotonic()
     outcome = lifecycle.execute(cfg, journal)
     makespan = time.monotonic() - started
+    return {
+        "slots": slots,
+        "pipeline": pipeline,
+        "hedge": hedge,
+        "outcome": outcome.status,
+        **run_figures(run_dir, slots, makespan),
+    }
+
+
+def run_figures(run_dir: Path, slots: int, makespan: float) -> dict[str, Any]:
+    """A finished run's figures, read from its journal and its LLM ledger."""
     j = Journal.open(run_dir, read_only=True)
     walls = [n.execution.wall_s for n in j if n.execution is not None and n.execution.wall_s > 0]
     busy = sum(walls)
@@ -221,10 +246,6 @@ def agentic_run(
     dollars = sum(r.dollars for r in records)
     kept_nodes = sum(n.is_finished and n.status.value != "discarded" for n in j)
     return {
-        "slots": slots,
-        "pipeline": pipeline,
-        "hedge": hedge,
-        "outcome": outcome.status,
         "nodes": len(j.nodes),
         "kept_nodes": kept_nodes,
         "makespan_s": round(makespan, 1),
@@ -336,28 +357,52 @@ def saved_median(slots: int) -> float:
     )
 
 
+def timed_run(
+    args: argparse.Namespace, slots: int, ratio: float, pipeline: bool, repeat: int, experiment_median: float
+) -> tuple[dict[str, Any], int, list[float]]:
+    """One run of a setting against the fake LLM server: its row, the requests the server had and
+    the load averages sampled during it."""
+    with (
+        FakeLLMServer() as server,
+        tempfile.TemporaryDirectory() as tmp,
+        load_sampled() as load,
+    ):
+        fake_llm(server, ratio * experiment_median, seed=slots * 10 + int(ratio) + 1000 * repeat)
+        row = agentic_run(
+            Path(tmp),
+            server.url,
+            slots,
+            pipeline,
+            seed=repeat,
+            depth=args.depth,
+            ideas=args.ideas,
+            hedge=args.hedge,
+        )
+    return row, len(server.requests), load
+
+
+def progress_line(row: dict[str, Any]) -> str:
+    """A finished row, as the benchmark prints it."""
+    return (
+        f"  slots {row['slots']:>2} ideas {row['ideas']} ratio {row['ratio']:g} pipeline "
+        f"{'on ' if row['pipeline'] else 'off'} hedge {row['hedge']} repeat {row['repeat']}: utilization "
+        f"{row['utilization']:.2f} "
+        f"({row['utilization_kept']:.2f} kept, {row['utilization_work']:.2f} uncontended) of at "
+        f"most {row['utilization_bound']:.2f} ({row['nodes']} nodes, {row['makespan_s']} s, "
+        f"longest chain {row['critical_path_s']} s, {row['hedged_llm_copies']} hedged LLM "
+        f"copies, ${row['llm_dollars_per_kept_node']} of LLM per kept node at {PRICED_AS}'s "
+        f"prices, {row['kept_nodes']} kept, {row['llm_requests']} LLM requests, load average "
+        f"{row['load_avg']} (max {row['load_avg_max']}))"
+    )
+
+
 def bench_utilization(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     for slots in args.slots:
         experiment_median = saved_median(slots)  # or this time's, once its ratio-0 run is in (below)
         for ratio in sorted(args.ratios):
             for pipeline, repeat in [(p, r) for r in args.repeats for p in args.pipeline]:
-                with (
-                    FakeLLMServer() as server,
-                    tempfile.TemporaryDirectory() as tmp,
-                    load_sampled() as load,
-                ):
-                    fake_llm(server, ratio * experiment_median, seed=slots * 10 + int(ratio) + 1000 * repeat)
-                    row = agentic_run(
-                        Path(tmp),
-                        server.url,
-                        slots,
-                        pipeline,
-                        seed=repeat,
-                        depth=args.depth,
-                        ideas=args.ideas,
-                        hedge=args.hedge,
-                    )
+                row, requests, load = timed_run(args, slots, ratio, pipeline, repeat, experiment_median)
                 if (
                     row["outcome"] == "interrupted"
                 ):  # a signal stopped it: nothing measured, keep the saved row
@@ -376,7 +421,7 @@ def bench_utilization(args: argparse.Namespace) -> list[dict[str, Any]]:
                     ratio=ratio,
                     repeat=repeat,
                     llm_median_s=round(ratio * experiment_median, 2),
-                    llm_requests=len(server.requests),
+                    llm_requests=requests,
                 )
                 # The 1-minute load average during the run: its mean and its highest sample.
                 row["load_avg"] = round(statistics.fmean(load), 2)
@@ -386,18 +431,7 @@ def bench_utilization(args: argparse.Namespace) -> list[dict[str, Any]]:
                 row["ideas"] = args.ideas
                 rows.append(row)
                 save(rows)
-                print(
-                    f"  slots {slots:>2} ideas {args.ideas} ratio {ratio:g} pipeline "
-                    f"{'on ' if pipeline else 'off'} hedge {args.hedge} repeat {repeat}: utilization "
-                    f"{row['utilization']:.2f} "
-                    f"({row['utilization_kept']:.2f} kept, {row['utilization_work']:.2f} uncontended) of at "
-                    f"most {row['utilization_bound']:.2f} ({row['nodes']} nodes, {row['makespan_s']} s, "
-                    f"longest chain {row['critical_path_s']} s, {row['hedged_llm_copies']} hedged LLM "
-                    f"copies, ${row['llm_dollars_per_kept_node']} of LLM per kept node at {PRICED_AS}'s "
-                    f"prices, {row['kept_nodes']} kept, {row['llm_requests']} LLM requests, load average "
-                    f"{row['load_avg']} (max {row['load_avg_max']}))",
-                    flush=True,
-                )
+                print(progress_line(row), flush=True)
     return rows
 
 
@@ -512,8 +546,7 @@ def forest_pair(text: str) -> tuple[int, float]:
     )
 
 
-def main() -> None:
-    global RESULTS
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     ap.add_argument("--slots", type=int, nargs="+", default=[4, 16])
     ap.add_argument("--ratios", type=float, nargs="+", default=[0.0, 1.0, 4.0])
@@ -563,6 +596,12 @@ def main() -> None:
     )
     args = ap.parse_args()
     args.pipeline = [p == "on" for p in args.pipeline]
+    return args
+
+
+def main() -> None:
+    global RESULTS
+    args = parse_args()
     RESULTS = args.results
     print("(a) utilization of the four-stage agentic search (experiment time / slots x makespan)")
     bench_utilization(args)
