@@ -3,9 +3,57 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from silva.config import RunConfig
+    from silva.llm_session import LLMSession
+    from writeup.config import WriteupConfig
+    from writeup.literature import Literature
+
+
+def _writeup_config(cfg: RunConfig | None, template: str | None, offline: bool) -> WriteupConfig:
+    """The run's `writeup:` section (or the defaults) with the command's --template and --offline."""
+    from engine.errors import ConfigError
+    from writeup.config import WriteupConfig
+
+    wcfg: WriteupConfig = getattr(cfg, "writeup", None) or WriteupConfig()
+    updates: dict[str, object] = {}
+    if template is not None:
+        if template not in ("workshop", "conference"):
+            raise ConfigError(f"--template {template!r}: choose workshop or conference")
+        updates["template"] = template
+    if offline:
+        updates["offline"] = True
+    return wcfg.model_copy(update=updates)
+
+
+def _open_writer(
+    cfg: RunConfig | None, wcfg: WriteupConfig, run_dir: Path
+) -> tuple[LLMSession, Literature | None]:
+    """The run's LLM (in this process) and its literature search, for the LLM writer."""
+    import os
+
+    from silva.llm_session import open_llm
+    from writeup.literature import open_literature
+
+    assert cfg is not None
+    session = open_llm(
+        cfg.model_copy(update={"executor": cfg.executor.model_copy(update={"kind": "inprocess"})}), run_dir
+    )
+    literature = open_literature(wcfg.literature, os.environ) if wcfg.literature.provider != "none" else None
+    return session, literature
+
+
+def _snapshot(run_dir: Path) -> RunConfig | None:
+    """The config the run wrote into its directory, if it did."""
+    from silva.config import load_config
+
+    snapshot = run_dir / "config.yaml"
+    return load_config(snapshot) if snapshot.is_file() else None
 
 
 def writeup(
@@ -20,7 +68,6 @@ def writeup(
     from engine.errors import ConfigError
     from silva.cli.run import paper_kind
     from silva.llm_session import show_progress
-    from writeup.config import WriteupConfig
     from writeup.paper import write_paper
     from writeup.preflight import preflight
     from writeup.run_reader import read_run
@@ -28,32 +75,16 @@ def writeup(
     show_progress()  # one line per LLM call and compile on stderr
     console = Console()
     run = read_run(run_dir)
-    snapshot = run_dir / "config.yaml"
-    cfg = None
-    if snapshot.is_file():
-        from silva.config import load_config
-
-        cfg = load_config(snapshot)
+    cfg = _snapshot(run_dir)
     from writeup.findings import is_discovery_run, write_findings_paper
 
-    if is_discovery_run(run_dir):  # its paper is the findings paper (docs/discovery.md)
-        sandbox_options = dict(cfg.sandbox.options) if cfg else {}
-        pdf = write_findings_paper(
-            run_dir, sandbox=cfg.sandbox.provider if cfg else "local", sandbox_options=sandbox_options
-        )
-        console.print(f"findings paper: {pdf}", highlight=False)
-        return 0
-    wcfg: WriteupConfig = getattr(cfg, "writeup", None) or WriteupConfig()
-    updates: dict[str, object] = {}
-    if template is not None:
-        if template not in ("workshop", "conference"):
-            raise ConfigError(f"--template {template!r}: choose workshop or conference")
-        updates["template"] = template
-    if offline:
-        updates["offline"] = True
-    wcfg = wcfg.model_copy(update=updates)
     sandbox = cfg.sandbox.provider if cfg else "local"
     options = dict(cfg.sandbox.options) if cfg else {}
+    if is_discovery_run(run_dir):  # its paper is the findings paper (docs/discovery.md)
+        pdf = write_findings_paper(run_dir, sandbox=sandbox, sandbox_options=options)
+        console.print(f"findings paper: {pdf}", highlight=False)
+        return 0
+    wcfg = _writeup_config(cfg, template, offline)
     use_llm = (
         wcfg.offline is not True and cfg is not None and cfg.llm is not None and "writeup" in cfg.llm.roles
     )
@@ -63,22 +94,8 @@ def writeup(
     ideas = [idea] if idea else list(run.ideas)
     if not ideas:
         raise ConfigError(f"{run_dir}: no stage of the run has finished yet; nothing to write about")
-    session = None
-    if use_llm:
-        import os
-
-        from silva.llm_session import open_llm
-        from writeup.literature import open_literature
-
-        assert cfg is not None
-        session = open_llm(
-            cfg.model_copy(update={"executor": cfg.executor.model_copy(update={"kind": "inprocess"})}),
-            run_dir,
-        )
-        literature = (
-            open_literature(wcfg.literature, os.environ) if wcfg.literature.provider != "none" else None
-        )
-    else:
+    session, literature = _open_writer(cfg, wcfg, run_dir) if use_llm else (None, None)
+    if session is None:
         console.print("offline writer (no LLM): a results report from templates", highlight=False)
     try:
         for name in ideas:
@@ -87,7 +104,7 @@ def writeup(
                 name,
                 cfg=wcfg,
                 llm=session.client if session else None,
-                literature=literature if session else None,
+                literature=literature,
                 sandbox=sandbox,
                 sandbox_options=options,
             )
