@@ -383,7 +383,7 @@ class _Counting:
 
     def call(self, request: LLMRequest) -> Completion:
         completion: Completion = self.inner.call(request)
-        self.calls += 1
+        self.calls += request.unusable is None  # a chain's give-up note is a ledger line, not a call
         self.dollars += completion.dollars
         return completion
 
