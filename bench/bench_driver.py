@@ -18,6 +18,7 @@ every figure (a shared machine's wall times are not CPU times).
 
     .venv/bin/python bench/bench_driver.py [--sizes 1000,10000,100000] [--completions 2000]
     .venv/bin/python bench/bench_driver.py --code DIR --label before   # another checkout, same journals
+    .venv/bin/python bench/bench_driver.py --wide 256 [--wide-slots 10000]   # a wide forest, by fifths
 """
 
 from __future__ import annotations
@@ -535,6 +536,23 @@ def tracking_rows(args: argparse.Namespace) -> None:
     save(args.label, rows, key="tracking")
 
 
+def wide_row(args: argparse.Namespace) -> None:
+    """A forest of `--wide` fresh template ideas on `--wide-slots` simulated slots, from an empty
+    journal to the forest's end: driver CPU per completion in each fifth (key `wide` of --label)."""
+    ideas, slots = args.wide, args.wide_slots
+    run = args.work / f"forest-{ideas}"
+    if not (run / "events.jsonl").is_file():
+        print(" ", in_child(REPO, "generate-forest", str(args.work), str(ideas)), flush=True)
+    copy = copy_run(run, args.work)
+    try:
+        row = in_child(args.code, "forest", str(copy), str(ideas), str(slots), "0")
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+    row |= {"load_avg": os.getloadavg()[0], "cpus": os.cpu_count(), "code": str(args.code)}
+    print(json.dumps(row), flush=True)
+    save(args.label, row, key="wide")
+
+
 def copy_run(run: Path, where: Path) -> Path:
     target = where / f"{run.name}-copy"
     shutil.rmtree(target, ignore_errors=True)
@@ -576,6 +594,8 @@ def main() -> None:
         action="store_true",
         help="driver CPU per completion with the MLflow follower off and on, on the first --sizes journal",
     )
+    ap.add_argument("--wide", type=int, default=0, help="a forest of this many fresh ideas, by fifths")
+    ap.add_argument("--wide-slots", type=int, default=10000, help="--wide: simulated slots")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -591,10 +611,18 @@ def main() -> None:
             stages = tuple((s, k, n if s == "hyperparameter" else c) for s, k, c in STAGES)
             run = write_run(Path(rest[0]), 0, live=1, stages=stages, name=f"stage-{n}")
             print(json.dumps({"run": str(run)}))
+        elif what == "generate-forest":
+            run = write_run(Path(rest[0]), 0, live=int(rest[1]), name=f"forest-{rest[1]}")
+            print(json.dumps({"run": str(run)}))
         elif what == "generate":
             start = time.perf_counter()
             run = write_run(Path(rest[0]), int(rest[1]))
             print(json.dumps({"run": str(run), "generate_s": time.perf_counter() - start}))
+        return
+    if args.wide:
+        args.work.mkdir(parents=True, exist_ok=True)
+        wide_row(args)
+        print(f"wrote {RESULTS}")
         return
     if args.tracking:
         args.work.mkdir(parents=True, exist_ok=True)
