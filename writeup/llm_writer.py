@@ -350,55 +350,60 @@ class LLMWriter:
             assert isinstance(q, Queries)
             if not q.queries:
                 break
-            found: dict[str, Paper] = {}
-            for query in q.queries:
-                try:
-                    results = self.literature.search(query, self.p.cfg.papers_per_query)
-                except LiteratureError as e:
-                    self.p.log("literature_error", query=query, error=str(e))
-                    continue
-                self.p.log("literature_search", query=query, results=len(results))
-                found.update({paper.id: paper for paper in results})
-            if not found:
-                continue
-            listing = "\n".join(
-                p.summary() + (f"\n    {p.abstract[:300]}" if p.abstract else "") for p in found.values()
-            )
-            picks = self.ask(
-                "picks",
-                self.prompt(
-                    Part(f"Search results:\n{listing}\n\n", priority=2, min_chars=min(len(listing), 800)),
-                    Part(
-                        "Pick the papers this paper should cite (by id, as shown in brackets), each with "
-                        "a one-line justification.",
-                        min_chars=120,
-                    ),
-                ),
-                Picks,
-                round=r,
-            )
-            assert isinstance(picks, Picks)
-            for pick in picks.picks:
-                paper = found.get(pick.paper_id)
-                if paper is None:
-                    self.p.log(
-                        "citation_rejected", paper_id=pick.paper_id, why="not among the search results"
-                    )
-                    continue
-                key = cite_key(paper)
-                while key in self.bib and self.bib[key].id != paper.id:
-                    key += "b"
-                self.bib[key] = paper
-                chosen.append(paper.title)
-                self.p.log(
-                    "citation",
-                    key=key,
-                    paper_id=paper.id,
-                    title=paper.title,
-                    justification=pick.justification,
-                )
+            found = self._search(q.queries)
+            if found:
+                chosen += self._pick(found, r)
         # The paper may cite only what the search returned: the reviewer holds the .bib to this record.
         LiteratureRecord(entries={k: p.id for k, p in self.bib.items()}).write(self.p.dir)
+
+    def _search(self, queries: list[str]) -> dict[str, Paper]:
+        """The papers the literature search returns for the queries, by id; a failed query is logged."""
+        assert self.literature is not None
+        found: dict[str, Paper] = {}
+        for query in queries:
+            try:
+                results = self.literature.search(query, self.p.cfg.papers_per_query)
+            except LiteratureError as e:
+                self.p.log("literature_error", query=query, error=str(e))
+                continue
+            self.p.log("literature_search", query=query, results=len(results))
+            found.update({paper.id: paper for paper in results})
+        return found
+
+    def _pick(self, found: dict[str, Paper], r: int) -> list[str]:
+        """The model's picks among `found` added to the .bib (an id it invents is refused); their titles."""
+        listing = "\n".join(
+            p.summary() + (f"\n    {p.abstract[:300]}" if p.abstract else "") for p in found.values()
+        )
+        picks = self.ask(
+            "picks",
+            self.prompt(
+                Part(f"Search results:\n{listing}\n\n", priority=2, min_chars=min(len(listing), 800)),
+                Part(
+                    "Pick the papers this paper should cite (by id, as shown in brackets), each with "
+                    "a one-line justification.",
+                    min_chars=120,
+                ),
+            ),
+            Picks,
+            round=r,
+        )
+        assert isinstance(picks, Picks)
+        titles = []
+        for pick in picks.picks:
+            paper = found.get(pick.paper_id)
+            if paper is None:
+                self.p.log("citation_rejected", paper_id=pick.paper_id, why="not among the search results")
+                continue
+            key = cite_key(paper)
+            while key in self.bib and self.bib[key].id != paper.id:
+                key += "b"
+            self.bib[key] = paper
+            titles.append(paper.title)
+            self.p.log(
+                "citation", key=key, paper_id=paper.id, title=paper.title, justification=pick.justification
+            )
+        return titles
 
     def bibtex(self) -> str:
         return "".join(bibtex(paper, key) for key, paper in self.bib.items())
