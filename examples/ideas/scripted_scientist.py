@@ -388,43 +388,12 @@ class Responder:
         switches = [k for k, v in current.items() if v is False]
         numbers = [k for k, v in current.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
         if op == "hyperparameter":
-            tried = set(re.findall(r"\{[^{}]*\}", _line(prompt, "Already tried settings")))
-            options = [
-                {k: v} for k in numbers for f in (0.5, 2.0) if (v := _scaled(current[k], f)) != current[k]
-            ]
-            untried = (
-                [s for s in options if json.dumps(s, sort_keys=True) not in tried | rejected]
-                or options
-                or [{"tuning_round": len(tried) + 1}]
-            )
-            choice = _pick(untried, prompt, node, rejected)
-            plan = (
-                "Tune " + ", ".join(f"{k}={v}" for k, v in choice.items()) + " on the template's experiment."
-            )
-            return {
-                **out,
-                "plan": plan,
-                "hyperparameters": choice,
-                "code": _with_edits(parent, {**edits, **choice}, plan),
-            }
+            return {**out, **_tune(prompt, node, parent, rejected, current, numbers, edits)}
         # A switch named like an ablation removes a component; any other switch turns a method on.
         ablations = [k for k in switches if k.startswith("ablat")]
         methods = [k for k in switches if k not in ablations]
         if op == "ablation":
-            tried = set(_line(prompt, "Already tried ablations").split("; "))
-            untried = [k for k in ablations + methods if k not in tried | rejected]
-            name = (
-                _pick(untried, prompt, node, rejected, spread=1)
-                if untried
-                else (ablations + methods + ["none"])[0]
-            )
-            plan = f"Ablation: switch on {name} to remove that component."
-            return {
-                **out,
-                "plan": plan,
-                "ablation": name,
-                "code": _with_edits(parent, {**edits, name: True}, plan),
-            }
+            return {**out, **_ablate(prompt, node, parent, rejected, ablations + methods, edits)}
         if op == "crossover" and "Parent B (" in prompt:
             merged = {**edits, **_edits_of(FENCE.findall(prompt[prompt.index("Parent B (") :])[0])}
             plan = "Crossover: both parents' settings edits together."
@@ -500,3 +469,26 @@ def _normal(key):
 
 
 respond = Responder()
+
+
+def _tune(prompt, node, parent, rejected, current, numbers, edits):
+    """A hyperparameter step: halve or double one number the prompt has not tried yet."""
+    tried = set(re.findall(r"\{[^{}]*\}", _line(prompt, "Already tried settings")))
+    options = [{k: v} for k in numbers for f in (0.5, 2.0) if (v := _scaled(current[k], f)) != current[k]]
+    untried = (
+        [s for s in options if json.dumps(s, sort_keys=True) not in tried | rejected]
+        or options
+        or [{"tuning_round": len(tried) + 1}]
+    )
+    choice = _pick(untried, prompt, node, rejected)
+    plan = "Tune " + ", ".join(f"{k}={v}" for k, v in choice.items()) + " on the template's experiment."
+    return {"plan": plan, "hyperparameters": choice, "code": _with_edits(parent, {**edits, **choice}, plan)}
+
+
+def _ablate(prompt, node, parent, rejected, switches, edits):
+    """An ablation step: switch on one component the prompt has not ablated yet."""
+    tried = set(_line(prompt, "Already tried ablations").split("; "))
+    untried = [k for k in switches if k not in tried | rejected]
+    name = _pick(untried, prompt, node, rejected, spread=1) if untried else (switches + ["none"])[0]
+    plan = f"Ablation: switch on {name} to remove that component."
+    return {"plan": plan, "ablation": name, "code": _with_edits(parent, {**edits, name: True}, plan)}
