@@ -8,6 +8,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from engine.config import Resources
 from engine.executor import Handle, InProcessExecutor, Job, JobDone, step_of
 from engine.journal import Journal
 from engine.llm.ledger import LEDGER_FILE, read_records
+from engine.llm.prompt_budget import PromptBudget
 from engine.node import AttemptResult, ExecSummary, MetricValue, Node, StepResult
 from search.agentic.operators.claims import ClaimBook
 from search.agentic.operators.frozen import PROMPTS_DIR, Asked
@@ -181,6 +183,12 @@ def test_a_driver_killed_in_any_step_resumes_and_pays_nothing_twice(tmp_path: Pa
     assert all(n.is_finished for n in llm_nodes(after))
 
 
+# Building a job only sizes its prompt: an LLM that is never called, with the default context.
+NO_CALLS = SimpleNamespace(
+    budget=lambda role: PromptBudget(role=role, context_tokens=128_000, max_tokens=4096)
+)
+
+
 def test_a_rebuilt_think_asks_exactly_what_its_first_build_asked(tmp_path: Path) -> None:
     """A think rebuilt later (a lost worker, a resumed run) would see a newer journal: here a
     sibling that claimed a setting meanwhile. It asks what was kept, so the cached answer is hit."""
@@ -194,13 +202,13 @@ def test_a_rebuilt_think_asks_exactly_what_its_first_build_asked(tmp_path: Path)
         )
         for _ in range(2)
     )
-    first = ask_of(AgenticSearch(cfg, journal, idea, None, vision=False).job_for(a, 1))  # type: ignore[arg-type]
+    first = ask_of(AgenticSearch(cfg, journal, idea, NO_CALLS, vision=False).job_for(a, 1))  # type: ignore[arg-type]
     assert "Already tried settings (do not repeat): none yet" in first.prompt
     assert "this is number 1 of 2" in first.prompt  # b is being written beside it
     ClaimBook(run_dir, idea.name, "hyperparameter", "hyperparameter").claim('{"lr": 0.1}', b.id)
 
     again = ask_of(
-        AgenticSearch(cfg, Journal.open(run_dir, read_only=True), idea, None, vision=False).job_for(a, 2)  # type: ignore[arg-type]
+        AgenticSearch(cfg, Journal.open(run_dir, read_only=True), idea, NO_CALLS, vision=False).job_for(a, 2)  # type: ignore[arg-type]
     )
     assert again.prompt == first.prompt
     assert again.claims is not None and again.claims.listed == frozenset()
@@ -210,7 +218,7 @@ def test_a_rebuilt_think_asks_exactly_what_its_first_build_asked(tmp_path: Path)
     c = journal.add_node(
         Node(parent_id=root.id, stage="hyperparameter", kind="hyperparameter", idea=idea.name)
     )
-    fresh = ask_of(AgenticSearch(cfg, journal, idea, None, vision=False).job_for(c, 1))  # type: ignore[arg-type]
+    fresh = ask_of(AgenticSearch(cfg, journal, idea, NO_CALLS, vision=False).job_for(c, 1))  # type: ignore[arg-type]
     assert 'Already tried settings (do not repeat): {"lr": 0.1}' in fresh.prompt
     assert "this is number 2 of 2" in fresh.prompt  # a has no claim yet: it is still being written
 
@@ -270,7 +278,7 @@ def test_an_early_end_discards_proposals_whose_experiment_has_not_started(
         for n in (running, judging):
             journal.attempt_started(n.id, 1, "run")
         step(judging, "run", Ran(workspace="w", execution=ExecSummary(exit_code=0)))
-    search = AgenticSearch(cfg, journal, idea, None, vision=False)  # type: ignore[arg-type]
+    search = AgenticSearch(cfg, journal, idea, NO_CALLS, vision=False)  # type: ignore[arg-type]
     assert search.search_done(journal, "preliminary", None) == f"first good node {good.id}"
     # Pipeline off, a running node is one job (think, run and judge): it is awaited.
     moot = {thinking.id, queued.id, unstarted.id} if pipeline else {unstarted.id}
@@ -284,7 +292,7 @@ def test_a_judgement_the_decision_waits_for_is_a_blocking_call(tmp_path: Path) -
     cfg = config(tmp_path)
     run_dir, journal = lifecycle.create_run(cfg)
     idea = load_idea(cfg.idea)
-    search = AgenticSearch(cfg, journal, idea, None, vision=False)  # type: ignore[arg-type]
+    search = AgenticSearch(cfg, journal, idea, NO_CALLS, vision=False)  # type: ignore[arg-type]
     now = time.time()
 
     def ran(value: float | None, problem: str = "") -> Node:
