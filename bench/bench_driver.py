@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.events import (
     ComputeUsed,
@@ -48,6 +48,11 @@ from engine.events import (
     StageEnded,
     StageStarted,
 )
+
+if TYPE_CHECKING:
+    from engine.journal import Journal
+    from engine.node import Node
+    from silva.config import RunConfig
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results" / "driver.json"
@@ -167,27 +172,23 @@ class SimExecutor:
 
 
 # -- generating a journal ----------------------------------------------------------------------
-def write_run(
-    work: Path,
-    n_nodes: int,
-    live: int = LIVE_VARIANTS,
-    stages: tuple[tuple[str, str, int], ...] = STAGES,
-    name: str = "",
-) -> Path:
-    """A template-forest run of about `n_nodes` finished nodes, plus `live` unstarted trees."""
+def write_template(work: Path) -> Path:
+    """The template folder; its experiment only raises, since every run here is simulated."""
     import yaml
-
-    from engine.journal import Journal
-    from engine.node import Node, Origin
-    from silva.config import RunConfig
 
     tpl = work / "template"
     tpl.mkdir(parents=True, exist_ok=True)
     (tpl / "experiment.py").write_text("raise SystemExit('the benchmark simulates experiments')\n")
     (tpl / "template.yaml").write_text(yaml.safe_dump(TEMPLATE))
-    done = round(n_nodes / NODES_PER_VARIANT)
-    variants: list[dict[str, Any]] = [{"name": f"v{i:05d}", "fixed": {"q": i}} for i in range(done + live)]
-    cfg = RunConfig.model_validate(
+    return tpl
+
+
+def forest_config(
+    work: Path, tpl: Path, variants: list[dict[str, Any]], stages: tuple[tuple[str, str, int], ...]
+) -> RunConfig:
+    from silva.config import RunConfig
+
+    return RunConfig.model_validate(
         {
             "name": "driver",
             "template": str(tpl),
@@ -202,21 +203,25 @@ def write_run(
             "variants": variants,
         }
     )
-    run = work / (name or f"run-{n_nodes}")
-    shutil.rmtree(run, ignore_errors=True)
-    run.mkdir(parents=True)
-    (run / "config.yaml").write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
-    j = Journal.open(run)
-    rng = random.Random(n_nodes)
-    clock = [time.time() - 3600.0 * 24]
 
-    def finish(node: Node, good: bool = False) -> Node:
+
+class History:
+    """Writes finished trees into a journal, shaped as the template forest grows them."""
+
+    def __init__(self, journal: Journal, rng: random.Random, clock: float) -> None:
+        self.j = journal
+        self.rng = rng
+        self.clock = clock
+
+    def finish(self, node: Node, good: bool = False) -> Node:
+        """Adds `node` and one simulated attempt with its compute; `good` redraws a failure."""
+        j, rng = self.j, self.rng
         node = j.add_node(node)
         j.attempt_started(node.id, 1)
         took = 300.0 * math.exp(rng.gauss(0, 1))
-        result = simulated_result(node.params, node.seed, rng, clock[0], took)
+        result = simulated_result(node.params, node.seed, rng, self.clock, took)
         if good and result.status != "good":
-            result = simulated_result(node.params, node.seed, random.Random(0), clock[0], took)
+            result = simulated_result(node.params, node.seed, random.Random(0), self.clock, took)
         j.record(
             ComputeUsed(
                 node_id=node.id,
@@ -234,100 +239,136 @@ def write_run(
             )
         )
         j.attempt_finished(node.id, 1, result)
-        clock[0] += took / 64
+        self.clock += took / 64
         return j.nodes[node.id]
 
-    # Fsynced per batch of one variant: 400k separate fsyncs would take most of an hour here.
-    with j.log.group():
-        j.record(
-            RunStarted(
-                config=cfg.model_dump(mode="json"),
-                metrics=TEMPLATE["metrics"],
-                stages=[s for s, _, _ in STAGES],
+    def start(self, cfg: RunConfig) -> None:
+        with self.j.log.group():
+            self.j.record(
+                RunStarted(
+                    config=cfg.model_dump(mode="json"),
+                    metrics=TEMPLATE["metrics"],
+                    stages=[s for s, _, _ in STAGES],
+                )
+            )
+            self.j.record(SessionStarted(resumed=False))
+
+    def variant(self, idea: str, fixed: dict[str, Any]) -> None:
+        """One idea's tree through the four stages, each rooted at the previous stage's best."""
+        root: Node | None = None
+        # Fsynced per batch of one variant: 400k separate fsyncs would take most of an hour here.
+        with self.j.log.group():
+            for stage, kind, count in STAGES:
+                root = self.stage(idea, fixed, stage, kind, count, root)
+
+    def stage(
+        self, idea: str, fixed: dict[str, Any], stage: str, kind: str, count: int, root: Node | None
+    ) -> Node:
+        """A stage's `count` searched nodes, its best, and the best's replicates; returns the best."""
+        self.j.record(StageStarted(idea=idea, stage=stage, root=root.id if root else None))
+        searched = [
+            self.finish(self.searched(idea, fixed, stage, kind, root), good=count == 1) for _ in range(count)
+        ]
+        best = max(
+            (n for n in searched if n.metric("score") is not None),
+            key=lambda n: n.metric("score") or 0,
+        )
+        reason = f"node budget of {count} used; best on score"
+        self.j.record(
+            StageBest(
+                idea=idea,
+                stage=stage,
+                node_id=best.id,
+                metric="score",
+                value=best.metric("score"),
+                reason=reason,
             )
         )
-        j.record(SessionStarted(resumed=False))
+        agg = self.replicate(idea, stage, kind, best)
+        self.j.record(
+            StageEnded(idea=idea, stage=stage, best_node_id=best.id, aggregate_node_id=agg.id, reason=reason)
+        )
+        return best
+
+    def searched(self, idea: str, fixed: dict[str, Any], stage: str, kind: str, root: Node | None) -> Node:
+        """A node the stage's proposer might have drawn (not yet in the journal)."""
+        from engine.node import Node, Origin
+
+        params = {
+            "x": self.rng.random(),
+            "y": self.rng.choice([0, 1, 2]),
+            "method": stage in ("agenda", "ablation"),
+            "ab": stage == "ablation",
+            **fixed,
+        }
+        return Node(
+            parent_id=root.id if root else None,
+            stage=stage,
+            kind=kind,
+            idea=idea,
+            seed=0,
+            plan=f"try x={params['x']:.4f}, y={params['y']}",
+            params=params,
+            origin=Origin(ablation="penalty" if stage == "ablation" else ""),
+        )
+
+    def replicate(self, idea: str, stage: str, kind: str, best: Node) -> Node:
+        """The best node's seed replicates and their aggregate; returns the aggregate."""
+        from engine.node import Node, Origin
+
+        reps = [
+            self.finish(
+                Node(
+                    parent_id=best.id,
+                    stage=stage,
+                    kind="replication",
+                    idea=idea,
+                    seed=i,
+                    plan=f"seed replicate {i} of {best.id}",
+                    params=best.params,
+                    origin=Origin(label=kind),
+                )
+            )
+            for i in range(1, REPLICATES + 1)
+        ]
+        return self.finish(
+            Node(
+                parent_id=best.id,
+                stage=stage,
+                kind="aggregation",
+                idea=idea,
+                plan=f"aggregate {REPLICATES} seed replicates of {best.id}",
+                refs=[best.id, *[r.id for r in reps]],
+            )
+        )
+
+
+def write_run(
+    work: Path,
+    n_nodes: int,
+    live: int = LIVE_VARIANTS,
+    stages: tuple[tuple[str, str, int], ...] = STAGES,
+    name: str = "",
+) -> Path:
+    """A template-forest run of about `n_nodes` finished nodes, plus `live` unstarted trees."""
+    import yaml
+
+    from engine.journal import Journal
+
+    tpl = write_template(work)
+    done = round(n_nodes / NODES_PER_VARIANT)
+    variants: list[dict[str, Any]] = [{"name": f"v{i:05d}", "fixed": {"q": i}} for i in range(done + live)]
+    cfg = forest_config(work, tpl, variants, stages)
+    run = work / (name or f"run-{n_nodes}")
+    shutil.rmtree(run, ignore_errors=True)
+    run.mkdir(parents=True)
+    (run / "config.yaml").write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
+    history = History(Journal.open(run), random.Random(n_nodes), time.time() - 3600.0 * 24)
+    history.start(cfg)
     for v in variants[:done]:
-        idea, fixed = v["name"], v["fixed"]
-        root: Node | None = None
-        with j.log.group():
-            for stage, kind, count in STAGES:
-                j.record(StageStarted(idea=idea, stage=stage, root=root.id if root else None))
-                searched = []
-                for _ in range(count):
-                    params = {
-                        "x": rng.random(),
-                        "y": rng.choice([0, 1, 2]),
-                        "method": stage in ("agenda", "ablation"),
-                        "ab": stage == "ablation",
-                        **fixed,
-                    }
-                    searched.append(
-                        finish(
-                            Node(
-                                parent_id=root.id if root else None,
-                                stage=stage,
-                                kind=kind,
-                                idea=idea,
-                                seed=0,
-                                plan=f"try x={params['x']:.4f}, y={params['y']}",
-                                params=params,
-                                origin=Origin(ablation="penalty" if stage == "ablation" else ""),
-                            ),
-                            good=count == 1,
-                        )
-                    )
-                best = max(
-                    (n for n in searched if n.metric("score") is not None),
-                    key=lambda n: n.metric("score") or 0,
-                )
-                j.record(
-                    StageBest(
-                        idea=idea,
-                        stage=stage,
-                        node_id=best.id,
-                        metric="score",
-                        value=best.metric("score"),
-                        reason=f"node budget of {count} used; best on score",
-                    )
-                )
-                reps = [
-                    finish(
-                        Node(
-                            parent_id=best.id,
-                            stage=stage,
-                            kind="replication",
-                            idea=idea,
-                            seed=i,
-                            plan=f"seed replicate {i} of {best.id}",
-                            params=best.params,
-                            origin=Origin(label=kind),
-                        )
-                    )
-                    for i in range(1, REPLICATES + 1)
-                ]
-                agg = finish(
-                    Node(
-                        parent_id=best.id,
-                        stage=stage,
-                        kind="aggregation",
-                        idea=idea,
-                        plan=f"aggregate {REPLICATES} seed replicates of {best.id}",
-                        refs=[best.id, *[r.id for r in reps]],
-                    )
-                )
-                j.record(
-                    StageEnded(
-                        idea=idea,
-                        stage=stage,
-                        best_node_id=best.id,
-                        aggregate_node_id=agg.id,
-                        reason=f"node budget of {count} used; best on score",
-                    )
-                )
-                root = best
-    j.record(RunStopped(reason="interrupted by the user", budget=None, signal="SIGINT"))
-    j.log.close()
+        history.variant(v["name"], v["fixed"])
+    history.j.record(RunStopped(reason="interrupted by the user", budget=None, signal="SIGINT"))
+    history.j.log.close()
     return run
 
 
