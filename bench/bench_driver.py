@@ -601,7 +601,7 @@ def copy_run(run: Path, where: Path) -> Path:
     return target
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--completions", type=int, default=2000, help="completions measured per size")
@@ -638,43 +638,60 @@ def main() -> None:
     ap.add_argument("--wide", type=int, default=0, help="a forest of this many fresh ideas, by fifths")
     ap.add_argument("--wide-slots", type=int, default=10000, help="--wide: simulated slots")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.child:
-        what, *rest = args.child
-        if what == "open":
-            print(json.dumps(child_open(Path(rest[0]))))
-        elif what == "driver":
-            print(json.dumps(child_driver(Path(rest[0]), int(rest[1]), int(rest[2]), *rest[3:4])))
-        elif what == "forest":
-            print(json.dumps(child_forest(Path(rest[0]), int(rest[1]), int(rest[2]), int(rest[3]))))
-        elif what == "generate-stage":
-            n = int(rest[1])
-            stages = tuple((s, k, n if s == "hyperparameter" else c) for s, k, c in STAGES)
-            run = write_run(Path(rest[0]), 0, live=1, stages=stages, name=f"stage-{n}")
-            print(json.dumps({"run": str(run)}))
-        elif what == "generate-forest":
-            run = write_run(Path(rest[0]), 0, live=int(rest[1]), name=f"forest-{rest[1]}")
-            print(json.dumps({"run": str(run)}))
-        elif what == "generate":
-            start = time.perf_counter()
-            run = write_run(Path(rest[0]), int(rest[1]))
-            print(json.dumps({"run": str(run), "generate_s": time.perf_counter() - start}))
-        return
-    if args.wide:
-        args.work.mkdir(parents=True, exist_ok=True)
-        wide_row(args)
-        print(f"wrote {RESULTS}")
-        return
-    if args.tracking:
-        args.work.mkdir(parents=True, exist_ok=True)
-        tracking_rows(args)
-        print(f"wrote {RESULTS}")
-        return
-    if args.matrix:
-        args.work.mkdir(parents=True, exist_ok=True)
-        matrix(args)
-        print(f"wrote {RESULTS}")
-        return
+    return ap
+
+
+def run_child(what: str, rest: list[str]) -> None:
+    """One measurement or journal generation, asked for by `in_child`; prints its JSON row."""
+    if what == "open":
+        print(json.dumps(child_open(Path(rest[0]))))
+    elif what == "driver":
+        print(json.dumps(child_driver(Path(rest[0]), int(rest[1]), int(rest[2]), *rest[3:4])))
+    elif what == "forest":
+        print(json.dumps(child_forest(Path(rest[0]), int(rest[1]), int(rest[2]), int(rest[3]))))
+    elif what == "generate-stage":
+        n = int(rest[1])
+        stages = tuple((s, k, n if s == "hyperparameter" else c) for s, k, c in STAGES)
+        run = write_run(Path(rest[0]), 0, live=1, stages=stages, name=f"stage-{n}")
+        print(json.dumps({"run": str(run)}))
+    elif what == "generate-forest":
+        run = write_run(Path(rest[0]), 0, live=int(rest[1]), name=f"forest-{rest[1]}")
+        print(json.dumps({"run": str(run)}))
+    elif what == "generate":
+        start = time.perf_counter()
+        run = write_run(Path(rest[0]), int(rest[1]))
+        print(json.dumps({"run": str(run), "generate_s": time.perf_counter() - start}))
+
+
+def size_row(args: argparse.Namespace, run: Path, n: int) -> dict[str, Any]:
+    """Benchmark (b) on the journal of `n` nodes, generated first when it is not there yet."""
+    if not (run / "events.jsonl").is_file():
+        print(f"generating {n} nodes ...", flush=True)
+        print(" ", in_child(REPO, "generate", str(args.work), str(n)), flush=True)
+    row = in_child(args.code, "open", str(run))
+    row["status_s"], row["status_cpu_s"] = time_status(args.code, run)
+    row["events_mb"] = (run / "events.jsonl").stat().st_size / 2**20
+    row["load_avg"] = os.getloadavg()[0]
+    row["driver"] = in_child(
+        args.code, "driver", str(copy_run(run, args.work)), str(args.completions), str(args.slots)
+    )
+    return row
+
+
+def slots_row(args: argparse.Namespace, run: Path) -> dict[str, Any]:
+    """Benchmark (c): the driver at `--big-slots` slots on a copy of `run` on disk."""
+    on_disk = copy_run(run, args.disk)
+    try:
+        row = in_child(args.code, "driver", str(on_disk), str(args.big_completions), str(args.big_slots))
+        row["load_avg"] = os.getloadavg()[0]
+        row["disk"] = str(args.disk)
+    finally:
+        shutil.rmtree(on_disk, ignore_errors=True)
+    return row
+
+
+def size_rows(args: argparse.Namespace) -> None:
+    """Benchmark (b) on each `--sizes` journal, then (c) on the last one (key --label)."""
     sizes = [int(s) for s in args.sizes.split(",")]
     args.work.mkdir(parents=True, exist_ok=True)
     figures: dict[str, Any] = {
@@ -686,32 +703,33 @@ def main() -> None:
     run = args.work
     for n in sizes:
         run = args.work / f"run-{n}"
-        if not (run / "events.jsonl").is_file():
-            print(f"generating {n} nodes ...", flush=True)
-            print(" ", in_child(REPO, "generate", str(args.work), str(n)), flush=True)
-        row = in_child(args.code, "open", str(run))
-        row["status_s"], row["status_cpu_s"] = time_status(args.code, run)
-        row["events_mb"] = (run / "events.jsonl").stat().st_size / 2**20
-        row["load_avg"] = os.getloadavg()[0]
-        row["driver"] = in_child(
-            args.code, "driver", str(copy_run(run, args.work)), str(args.completions), str(args.slots)
-        )
+        row = size_row(args, run, n)
         figures["sizes"][str(n)] = row
         save(args.label, figures)  # a run cut short still leaves the sizes it measured
         print(f"{n}: {json.dumps(row)}", flush=True)
         shutil.rmtree(args.work / f"{run.name}-copy", ignore_errors=True)
     if args.big_slots:
-        on_disk = copy_run(run, args.disk)
-        try:
-            figures["slots"] = in_child(
-                args.code, "driver", str(on_disk), str(args.big_completions), str(args.big_slots)
-            )
-            figures["slots"]["load_avg"] = os.getloadavg()[0]
-            figures["slots"]["disk"] = str(args.disk)
-        finally:
-            shutil.rmtree(on_disk, ignore_errors=True)
+        figures["slots"] = slots_row(args, run)
         print(f"{args.big_slots} slots: {json.dumps(figures['slots'])}", flush=True)
     save(args.label, figures)
+
+
+def main() -> None:
+    args = parser().parse_args()
+    if args.child:
+        what, *rest = args.child
+        run_child(what, rest)
+        return
+    if not (args.wide or args.tracking or args.matrix):
+        size_rows(args)
+    else:
+        args.work.mkdir(parents=True, exist_ok=True)
+        if args.wide:
+            wide_row(args)
+        elif args.tracking:
+            tracking_rows(args)
+        else:
+            matrix(args)
     print(f"wrote {RESULTS}")
 
 
