@@ -26,7 +26,7 @@ from engine.llm.prompt_budget import PromptBudget, PromptTooLarge
 from engine.node import AttemptResult, StepResult
 from review import guidelines
 from review.config import ReviewConfig
-from review.form import MetaReviewForm, PartNotes, ReviewForm
+from review.form import STORED, MetaReviewForm, PartNotes, ReviewForm
 from review.integrity import IntegrityReport, run_checks
 from review.paper import Paper
 from review.result import MetaReview, ReviewRecord, ReviewResult, aggregate
@@ -235,7 +235,7 @@ class _Session:
             )
 
     def _collect_review(self, state: _PaperState, job: ReviewJob, result: AttemptResult) -> None:
-        record = ReviewRecord.model_validate_json(job.out.read_text())
+        record = ReviewRecord.model_validate_json(job.out.read_text(), context=STORED)
         record.worker = result.worker
         state.records[job.index] = record
         if len(state.records) == self.cfg.reviews:
@@ -332,7 +332,7 @@ class _Session:
         if isinstance(job, ReviewJob):
             self._collect_review(state, job, result)
         else:
-            state.meta = MetaReview.model_validate_json(job.out.read_text())
+            state.meta = MetaReview.model_validate_json(job.out.read_text(), context=STORED)
             self._finish(state)
 
     def drain(self) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 Decision = Literal["accept", "reject"]
 # Bounded strings and lists: a small model's grammar-constrained answer must close every string
@@ -16,6 +16,21 @@ Decision = Literal["accept", "reject"]
 Point = Annotated[str, Field(max_length=240)]
 SUMMARY_CHARS = 800
 SCORES: tuple[str, ...] = ("soundness", "presentation", "contribution", "overall", "confidence")
+ACCEPT_FROM = 6  # the overall score from which the form's scale reads "accept" (6 marginal accept)
+
+
+STORED = {"stored": True}  # validation context of a form read back from disk: taken as written
+
+
+def _agrees(overall: int, decision: Decision, info: ValidationInfo) -> None:
+    """A decision the overall score contradicts ("accept" at overall 1) is not a review: the model's
+    answer is re-asked like any that does not validate. A stored form (an older run's) reads as written."""
+    if info.context == STORED:
+        return
+    if (decision == "accept") != (overall >= ACCEPT_FROM):
+        raise ValueError(
+            f"decision {decision!r} contradicts overall {overall}: accept from {ACCEPT_FROM} up, reject below"
+        )
 
 
 class ReviewForm(BaseModel):
@@ -48,7 +63,12 @@ class ReviewForm(BaseModel):
         ge=1, le=10, description="1 very strong reject ... 6 marginal accept ... 10 award quality"
     )
     confidence: int = Field(ge=1, le=5, description="1 educated guess ... 5 certain, checked the details")
-    decision: Decision
+    decision: Decision = Field(description=f"accept when overall is {ACCEPT_FROM} or more, else reject")
+
+    @model_validator(mode="after")
+    def _decision_follows_overall(self, info: ValidationInfo) -> ReviewForm:
+        _agrees(self.overall, self.decision, info)
+        return self
 
 
 class PartNotes(BaseModel):
@@ -81,4 +101,9 @@ class MetaReviewForm(BaseModel):
     contribution: int = Field(ge=1, le=4)
     overall: int = Field(ge=1, le=10)
     confidence: int = Field(ge=1, le=5)
-    decision: Decision
+    decision: Decision = Field(description=f"accept when overall is {ACCEPT_FROM} or more, else reject")
+
+    @model_validator(mode="after")
+    def _decision_follows_overall(self, info: ValidationInfo) -> MetaReviewForm:
+        _agrees(self.overall, self.decision, info)
+        return self

@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from review.config import ReviewConfig
-from review.form import SCORES, Decision, MetaReviewForm, ReviewForm
+from review.form import SCORES, STORED, Decision, MetaReviewForm, ReviewForm
 from review.integrity import IntegrityReport
 
 REVIEW_JSON = "review.json"
@@ -91,7 +91,7 @@ class ReviewResult(BaseModel):
 
 
 def load_result(path: Path) -> ReviewResult:
-    return ReviewResult.model_validate_json(path.read_text())
+    return ReviewResult.model_validate_json(path.read_text(), context=STORED)
 
 
 def _items(title: str, items: list[str]) -> list[str]:

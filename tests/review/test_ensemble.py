@@ -135,3 +135,30 @@ def test_a_paper_longer_than_the_model_context_is_read_in_parts(tmp_path: Path, 
     last = last_user_text(provider.calls[-1].messages)
     assert f"You read the paper in {len(parts)} parts" in last and "the part states a comparison" in last
     assert parts[-1] in last
+
+
+def test_a_decision_the_overall_score_contradicts_is_re_asked(run_dir: Path, make_llm: LLMFactory) -> None:
+    """SmolLM2 answered "accept" with overall 1: such a form is re-asked, and the review that
+    comes back agrees with its score. A stored form is read back as it was written."""
+    asked: list[int] = []
+
+    def fn(call: ProviderCall) -> str:
+        answer = json.loads(scripted_reviewer(call))
+        if call.context.get("review") != "meta":
+            asked.append(1)
+            if len(asked) == 1:
+                answer.update(overall=1, decision="accept")
+        return json.dumps(answer)
+
+    llm, _ = make_llm(fn)
+    result = review_paper(
+        run_dir / "paper" / "good", llm, ReviewConfig(reviews=1, page_limit=2), InProcessExecutor(1)
+    )
+    assert len(asked) == 2  # the contradicting form, then its re-ask
+    (review,) = result.reviews
+    assert review.status == "ok" and review.form is not None
+    assert (review.form.overall, review.form.decision) == (6, "accept")
+    stored = json.loads((run_dir / "paper" / "good" / REVIEW_JSON).read_text())
+    stored["reviews"][0]["form"].update(overall=1, decision="accept")  # an older run's answer
+    (run_dir / "paper" / "good" / REVIEW_JSON).write_text(json.dumps(stored))
+    assert load_result(run_dir / "paper" / "good" / REVIEW_JSON).reviews[0].form.overall == 1  # type: ignore[union-attr]
