@@ -43,3 +43,35 @@ def test_stage_names_live_only_in_mode_declarations() -> None:
         cwd=ROOT,
     )
     assert out.stdout == ""
+
+
+MAX_FUNCTION_LINES = 60  # docs/architecture.md: a function does one thing
+SOURCE_DIRS = (
+    "silva",
+    "engine",
+    "search",
+    "sandbox",
+    "actors",
+    "writeup",
+    "review",
+    "cluster",
+    "bench",
+    "examples",
+)
+
+
+def test_no_function_of_silva_is_over_60_lines() -> None:
+    """Counted from `def` to its last line, over every non-test module (benchmarks and examples too)."""
+    import ast
+
+    long = []
+    for folder in SOURCE_DIRS:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if any(part.endswith(".tmp") for part in path.relative_to(ROOT).parts):
+                continue  # a benchmark's scratch runs
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                    if lines > MAX_FUNCTION_LINES:
+                        long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({lines} lines)")
+    assert not long, "split these into functions that each do one thing:\n" + "\n".join(long)
