@@ -11,9 +11,7 @@ Writes bench/results/local_llm.json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
 import statistics
 import sys
 import time
@@ -26,6 +24,7 @@ from pydantic import BaseModel, Field  # noqa: E402
 
 from engine.llm import LLMConfig, StructuredOutputError, build_gateway  # noqa: E402
 from engine.llm.ledger import LEDGER_FILE, CallRecord, read_records  # noqa: E402
+from tests.realmodel.bench_files import publish, scratch  # noqa: E402
 from tests.realmodel.conftest import llm_section  # noqa: E402
 from tests.realmodel.llama_server import missing, start  # noqa: E402
 
@@ -95,9 +94,7 @@ def main() -> int:
     if why is not None:
         print(f"skipped: {why}")
         return 0
-    work = ROOT / "bench" / "local_llm.tmp"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    work = scratch("local_llm")
     load_before = os.getloadavg()[0]
     started = time.monotonic()
     server = start(work / "server.log", threads=args.threads)
@@ -117,11 +114,7 @@ def main() -> int:
         "json_schema_answers_invalid_after_reasks": invalid,
     }
     out.update(role_figures(read_records(work / LEDGER_FILE)[1:]))
-    path = ROOT / "bench" / "results" / "local_llm.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2) + "\n")
-    print(json.dumps(out, indent=2))
-    shutil.rmtree(work, ignore_errors=True)
+    publish("local_llm", out, work)
     return 0
 
 

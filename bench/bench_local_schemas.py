@@ -11,9 +11,7 @@ that of first answers. Records the load average. Skipped (exit 0, nothing writte
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ from engine.llm.ledger import LEDGER_FILE, read_records  # noqa: E402
 from review.form import ReviewForm  # noqa: E402
 from search.agentic.operators.schemas import Judgement, proposal_type  # noqa: E402
 from silva.ideation.ideate import IdeaDraft  # noqa: E402
+from tests.realmodel.bench_files import publish, scratch  # noqa: E402
 from tests.realmodel.conftest import llm_section  # noqa: E402
 from tests.realmodel.llama_server import missing, start  # noqa: E402
 
@@ -160,9 +159,7 @@ def main() -> int:
     if why is not None:
         print(f"skipped: {why}")
         return 0
-    work = ROOT / "bench" / "local_schemas.tmp"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    work = scratch("local_schemas")
     max_tokens = {"code": 768, "feedback": 192, "review": 768, "ideation": 512}
     load_before = [round(x, 1) for x in os.getloadavg()]
     server = start(work / "server.log")
@@ -178,11 +175,7 @@ def main() -> int:
         "load_average_after": [round(x, 1) for x in os.getloadavg()],
         "roles": result,
     }
-    path = ROOT / "bench" / "results" / "local_schemas.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2) + "\n")
-    print(json.dumps(out, indent=2))
-    shutil.rmtree(work, ignore_errors=True)
+    publish("local_schemas", out, work)
     return 0
 
 

@@ -13,9 +13,7 @@ bench/results/reask_<label>.json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
 import sys
 import time
 from collections import defaultdict
@@ -29,6 +27,7 @@ from pydantic import BaseModel  # noqa: E402
 
 from engine.llm import LLM, LLMConfig, StructuredOutputError, build_gateway  # noqa: E402
 from engine.llm.ledger import LEDGER_FILE, read_records  # noqa: E402
+from tests.realmodel.bench_files import publish, scratch  # noqa: E402
 from tests.realmodel.conftest import llm_section  # noqa: E402
 from tests.realmodel.llama_server import missing, start  # noqa: E402
 
@@ -101,9 +100,7 @@ def main() -> int:
     if why is not None:
         print(f"skipped: {why}")
         return 0
-    work = ROOT / "bench" / f"reask_{args.label}.tmp"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    work = scratch(f"reask_{args.label}")
     load_before = os.getloadavg()[0]
     server = start(work / "server.log", threads=args.threads)
     started = time.monotonic()
@@ -127,11 +124,7 @@ def main() -> int:
         "load_average_before": round(load_before, 1),
         "load_average_after": round(os.getloadavg()[0], 1),
     }
-    path = ROOT / "bench" / "results" / f"reask_{args.label}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2) + "\n")
-    print(json.dumps(out, indent=2))
-    shutil.rmtree(work, ignore_errors=True)
+    publish(f"reask_{args.label}", out, work)
     return 0
 
 
