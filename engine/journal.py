@@ -122,8 +122,8 @@ class Journal:
         self._unfinished_by_idea: dict[str, int] = {}
         self._status: dict[NodeStatus, dict[str, None]] = {NodeStatus.GOOD: {}, NodeStatus.BUGGY: {}}
         self._stages: dict[str, None] = {}  # stages started or grown in, in the order first seen
-        self.discards = 0  # node_discarded events so far: the dispatcher cancels such nodes' jobs
-        self.discarded: list[str] = []  # their nodes, in order: the dispatcher reads the new ones
+        # Nodes of the node_discarded events so far, in order: the dispatcher cancels their jobs.
+        self.discarded: list[str] = []
         # Per (idea or None, stage), as `_by_stage`: a stage's view rebuilds only on its own discards.
         self.discards_in: dict[tuple[str | None, str], int] = {}
         self.slots: int | None = (
@@ -330,12 +330,16 @@ class Journal:
         node.status = NodeStatus.DISCARDED
         node.reason = reason
         node.open_attempt = None
-        self.discards += 1
         self.discarded.append(node.id)
         for key in ((node.idea, node.stage), (None, node.stage)):
             self.discards_in[key] = self.discards_in.get(key, 0) + 1
 
     # -- derived views -------------------------------------------------------------------
+    @property
+    def discards(self) -> int:
+        """node_discarded events so far."""
+        return len(self.discarded)
+
     def __iter__(self) -> Iterator[Node]:
         return iter(self.nodes.values())
 
