@@ -162,8 +162,10 @@ def _demoted(explained: list[Claim], duplicates: list[Claim]) -> list[str]:
         return ["No accepted claim was demoted."]
     return [
         r"\begin{itemize}",
-        *[f"\\item {x.id}: {latex_escape(x.statement)} --- {latex_escape(x.reason)}" for x in explained],
-        *[f"\\item {x.id}: {latex_escape(x.statement)} --- {latex_escape(x.reason)}" for x in duplicates],
+        *[
+            f"\\item {x.id}: {latex_escape(x.statement)} --- {latex_escape(x.reason)}"
+            for x in (*explained, *duplicates)
+        ],
         r"\end{itemize}",
     ]
 
