@@ -136,28 +136,29 @@ class RollingForest(Forest):
         while idea.name in self.ideas:  # a name the forest already has (a configured idea's)
             k += 1
             idea = offer.idea.model_copy(update={"name": f"{offer.idea.name}_{k}"})
-        if not offer.admit or self._why_stop() is not None:
+        stop = None if not offer.admit else self._why_stop()
+        if not offer.admit or stop is not None:
             self.rejected_in_a_row += offer.admit is False
             self.journal.record(
                 IdeaRejected(
                     idea=idea.name,
                     verdict=offer.verdict if not offer.admit else "not_needed",
-                    reason=offer.reason if not offer.admit else f"ideation ended: {self._why_stop()}",
+                    reason=offer.reason if not offer.admit else f"ideation ended: {stop}",
                 )
             )
             return
-        source = _source(idea.name, self.limits.per_idea.model_dump(exclude_none=True))
+        budgets = self.limits.per_idea.model_dump(exclude_none=True)
         self.journal.record(
             IdeaAdmitted(
                 idea=idea.name,
                 spec=idea.model_dump(mode="json", exclude_defaults=True),
-                budgets=self.limits.per_idea.model_dump(exclude_none=True),
+                budgets=budgets,
                 similarity=offer.similarity,
             )
         )
         self.admitted += 1
         self.rejected_in_a_row = 0
-        self._add(idea, source)
+        self._add(idea, _source(idea.name, budgets))
 
     def _take(self, wait: bool) -> None:
         for offer in self.supply.take(wait):
