@@ -48,10 +48,11 @@ MAX_FINDINGS = 50
 def ledger_claims(paper: Paper, ledger: Ledger, llm: LLM | None = None) -> CheckResult:
     """The deterministic reading, and with `llm` the model layer too (review.llm_claims)."""
     name = "unsupported_claims"
-    text, from_source = reading_text(paper)
+    raw, from_source = reading_text(paper)
+    text = main_text(raw)
     names = Resolver(ledger)
-    names.define(main_text(text))
-    checks = check_text(main_text(text), ledger, names)
+    names.define(text)
+    checks = check_text(text, ledger, names)
     findings = [
         Finding(message=f'"{c.sentence[:400]}" {problem}', where=_where(c))
         for c in checks
@@ -59,7 +60,7 @@ def ledger_claims(paper: Paper, ledger: Ledger, llm: LLM | None = None) -> Check
     ]
     layers = "the deterministic reading only (no model extraction)"
     if llm is not None:
-        layer = extract(main_text(text), ledger, names, llm, paper.idea)
+        layer = extract(text, ledger, names, llm, paper.idea)
         findings += _model_findings(layer, [c.sentence for c in checks if c.problems])
         layers = "the deterministic reading and " + layer.summary()
     source = "the LaTeX source with results.tex expanded" if from_source else "the PDF text"

@@ -63,7 +63,6 @@ _DIRECTION = {
     "not better": "is not better than",
     "not worse": "is not worse than",
 }
-_SIGNIFICANCE = {"significant": "significantly ", "not significant": "", "unstated": ""}
 PART_SLACK_TOKENS = 600  # the chat template and the schema, which a llama.cpp server adds as a grammar
 # About two pages: a part of a dense results section holds no more statements than one answer may list.
 MAX_PART_CHARS = 6000
@@ -80,7 +79,7 @@ def canonical(s: Statement, names: Resolver) -> str | None:
         sides.append(m.group(0))
     verb = _DIRECTION[s.direction]
     if s.significance == "significant" and s.direction in ("better", "worse", "higher", "lower"):
-        verb = verb.replace("is ", "is " + _SIGNIFICANCE["significant"], 1)
+        verb = verb.replace("is ", "is significantly ", 1)
     hedge = ", though not significantly" if s.significance == "not significant" else ""
     metric = f" on {s.metric}" if s.metric.strip() else ""
     numbers = f" ({', '.join(s.numbers)})" if s.numbers else ""
