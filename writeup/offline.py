@@ -276,10 +276,16 @@ def settings_text(idea: IdeaResults, macros: ResultsMacros) -> str:
     )
 
 
+def _label_says_name(macros: ResultsMacros, label: str) -> bool:
+    """Whether a group's label starts with its readable name ("baseline (best of preliminary)"),
+    so the label alone names it."""
+    return label.lower().startswith(macros.name(label).lower())
+
+
 def _row_name(macros: ResultsMacros, st: str, g: str, label: str) -> str:
     """A table's group: its name, and its label where that differs, so a reader finds the node (a
     label that starts with the name, "baseline (best of preliminary)", alone)."""
-    if label.lower().startswith(macros.name(label).lower()):
+    if _label_says_name(macros, label):
         return f"\\{st}Group{g}Label{{}}"
     return f"\\{st}Group{g}{{}} {{\\scriptsize(\\texttt{{\\{st}Group{g}Label{{}}}})}}"
 
@@ -288,7 +294,7 @@ def _settings_of(macros: ResultsMacros, main: Claim | None) -> str:
     if main is None:
         return "the final best node"
     label = main.subject.label
-    if label.lower().startswith(macros.name(label).lower()):
+    if _label_says_name(macros, label):
         return latex_escape(label)
     return f"{called(macros, main.subject)} (\\texttt{{{latex_escape(label)}}})"
 
