@@ -170,15 +170,15 @@ def record_probes(run_dir: Path, results: list[ProbeResult]) -> None:
             ledger.append(record)
 
 
-def scripted_providers(cfg: RunConfig) -> dict[str, Provider]:
-    """Scripted providers answered by `scripted_fn` (rules from the config still come first)."""
-    assert cfg.llm is not None
-    if cfg.scripted_fn is None:
+def scripted_providers(llm: LLMConfig, scripted_fn: str | None) -> dict[str, Provider]:
+    """Scripted providers answered by `scripted_fn` (rules from the config still come first):
+    `silva run`, `silva review` and `silva ideate` alike."""
+    if scripted_fn is None:
         return {}
-    fn = load_function(cfg.scripted_fn)
+    fn = load_function(scripted_fn)
     return {
         name: ScriptedProvider(name, rules=p.rules, fn=fn, default=p.default_response)
-        for name, p in cfg.llm.providers.items()
+        for name, p in llm.providers.items()
         if p.kind == "scripted"
     }
 
@@ -187,7 +187,7 @@ def open_llm(cfg: RunConfig, run_dir: Path, providers: Mapping[str, Provider] | 
     """Start the gateway. Call before the executor: on Ray the keys leave this process's
     environment before `ray.init`, so no worker or sandbox inherits them."""
     assert cfg.llm is not None
-    chosen = {**scripted_providers(cfg), **(providers or {})}
+    chosen = {**scripted_providers(cfg.llm, cfg.scripted_fn), **(providers or {})}
     ledger = LedgerTail(run_dir)
     if cfg.executor.kind == "inprocess":
         gateway = build_gateway(

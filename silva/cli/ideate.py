@@ -10,22 +10,8 @@ import typer
 from rich.console import Console
 
 if TYPE_CHECKING:
-    from engine.llm.providers.scripted import ScriptedProvider
     from silva.ideation.config import TopicConfig
     from writeup.literature import Literature
-
-
-def _scripted_providers(cfg: TopicConfig) -> dict[str, ScriptedProvider]:
-    """The topic file's scripted providers, bound to its scripted function (tests, offline demos)."""
-    from engine.llm.providers.scripted import ScriptedProvider
-    from silva.llm_session import load_function
-
-    fn = load_function(cfg.scripted_fn) if cfg.scripted_fn else None
-    return {
-        name: ScriptedProvider(name, rules=p.rules, fn=fn, default=p.default_response)
-        for name, p in cfg.llm.providers.items()
-        if p.kind == "scripted" and fn is not None
-    }
 
 
 def _literature(cfg: TopicConfig, console: Console) -> tuple[Literature | None, str]:
@@ -60,7 +46,7 @@ def ideate(
     from silva.ideation.archive import Archive, summary_line
     from silva.ideation.config import load_topic
     from silva.ideation.ideate import Ideator
-    from silva.llm_session import probe_llm, show_progress
+    from silva.llm_session import probe_llm, scripted_providers, show_progress
 
     show_progress()  # one line per LLM call on stderr
     console = Console()
@@ -69,7 +55,7 @@ def ideate(
         cfg = cfg.model_copy(update={"num_ideas": num})
     directory = out or topic_file.parent / "ideas"
     probe_llm(cfg.llm, directory)  # printed, and paid into the archive's ledger
-    providers = _scripted_providers(cfg)
+    providers = scripted_providers(cfg.llm, cfg.scripted_fn)
     literature, why = _literature(cfg, console)
     archive = Archive(directory)
     before = len(archive.records)

@@ -24,10 +24,9 @@ from engine.errors import ConfigError
 from engine.journal import Journal
 from engine.llm import LLM, LLMConfig, build_gateway, resolve_keys
 from engine.llm.providers.base import Provider
-from engine.llm.providers.scripted import ScriptedProvider
 from review.config import ReviewConfig, llm_for_review
 from review.paper import Paper
-from silva.llm_session import probe_llm
+from silva.llm_session import probe_llm, scripted_providers
 from writeup.files import FAILURE_FILE
 
 CONFIG_SNAPSHOT = "config.yaml"  # what `silva run` writes into a run directory
@@ -104,16 +103,7 @@ def load_settings(config: Path | None, papers: Sequence[Paper], reviews: int | N
 
 
 def _providers(settings: ReviewSettings) -> dict[str, Provider]:
-    if settings.scripted_fn is None:
-        return {}
-    from silva.llm_session import load_function
-
-    fn = load_function(settings.scripted_fn)
-    return {
-        name: ScriptedProvider(name, rules=p.rules, fn=fn, default=p.default_response)
-        for name, p in settings.llm.providers.items()
-        if p.kind == "scripted"
-    }
+    return scripted_providers(settings.llm, settings.scripted_fn)
 
 
 @contextmanager
