@@ -13,9 +13,9 @@ from engine.claims import Claim, GroupSummary, load_ledger
 from engine.journal import Journal
 from engine.summary import DOCUMENT_STAGES, StageRow, document_failures, fmt, stage_rows
 from silva.status import node_state
+from writeup.files import PAPER_DIR  # RUN_DIR/paper/<idea>/ holds each idea's paper and its ledger.json
 
 SCHEMA_VERSION = 1
-PAPER_DIR = "paper"  # RUN_DIR/paper/<idea>/ holds each idea's paper and its ledger.json
 RELATION = {
     "better": "is better than",
     "worse": "is worse than",
