@@ -10,8 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-import yaml
-
+from engine.config import load_yaml
 from engine.errors import EnvironmentFailure
 from silva.tracking.base import BackendSettings, open_backend
 from silva.tracking.config import TrackingConfig
@@ -26,9 +25,8 @@ class TrackerDown(EnvironmentFailure):
 
 
 def config_of(run_dir: Path) -> dict[str, Any]:
-    data = (
-        yaml.safe_load((run_dir / "config.yaml").read_text()) if (run_dir / "config.yaml").is_file() else {}
-    )
+    path = run_dir / "config.yaml"
+    data = load_yaml(path) if path.is_file() else {}
     return data if isinstance(data, dict) else {}
 
 
