@@ -156,11 +156,10 @@ class Source:
             # An experiment's slot time; a job that runs no code (aggregation), its attempt.
             ran = n.execution.wall_s if n.execution is not None else 0.0
             span = max(ran, held.get(n.id, 0.0)) or n.finished_at - (n.started_at or n.created_at)
-            if n.execution is not None:
-                self.ran_s, self.held_s = self.ran_s + ran, self.held_s + span
             self.took[n.kind].append(max(0.0, span))
             self.failed[n.kind].append(n.status == NodeStatus.BUGGY)
             if n.execution is not None:
+                self.ran_s, self.held_s = self.ran_s + ran, self.held_s + span
                 self.experiments.append(max(0.0, span))
                 self.experiment_failed.append(n.status == NodeStatus.BUGGY)
             if n.status == NodeStatus.GOOD and n.metrics:
