@@ -130,14 +130,16 @@ def _usage_error(e: typer.TyperException) -> int:
 def _several_runs(params: dict[str, object], message: str) -> str | None:
     """What to say when a glob (`runs/label-noise-*`) gave several run directories: their names,
     and the one written to last."""
+    from engine.eventlog import EVENTS_FILE
+
     extra = message.removeprefix("Got unexpected extra argument(s) (").removesuffix(")")
     if extra == message:
         return None
     given = [v for v in params.values() if isinstance(v, Path)] + [Path(a) for a in extra.split()]
-    runs = [p for p in given if (p / "events.jsonl").is_file()]
+    runs = [p for p in given if (p / EVENTS_FILE).is_file()]
     if len(runs) < 2:
         return None
-    latest = max(runs, key=lambda p: (p / "events.jsonl").stat().st_mtime)
+    latest = max(runs, key=lambda p: (p / EVENTS_FILE).stat().st_mtime)
     return f"{len(runs)} were given ({', '.join(p.name for p in runs)}); pick one, e.g. the latest: {latest}"
 
 
