@@ -9,6 +9,7 @@ from typing import Protocol, TypeVar, overload
 
 from pydantic import BaseModel
 
+from engine.llm.config import Capabilities, RoleConfig
 from engine.llm.errors import StructuredOutputError
 from engine.llm.prompt_budget import PromptBudget
 from engine.llm.structured import ParseFailure, after_cut, output_schema, parse_output, reask, shorter_schema
@@ -47,8 +48,15 @@ class LLM:
 
     def budget(self, role: str) -> PromptBudget:
         """What a prompt of `role` may hold (engine/llm/prompt_budget.py); a role the client was
-        given no budget for (a bare transport in tests) gets the default model context."""
-        return self.budgets.get(role) or PromptBudget(role=role, context_tokens=128_000, max_tokens=4096)
+        given no budget for (a bare transport in tests) gets the config's defaults: a model's
+        context and a role's max_tokens."""
+        if role in self.budgets:
+            return self.budgets[role]
+        return PromptBudget(
+            role=role,
+            context_tokens=Capabilities().context_tokens,
+            max_tokens=RoleConfig.model_fields["max_tokens"].default,
+        )
 
     @overload
     def complete(
