@@ -20,8 +20,10 @@ def unsearched_references(paper: Paper) -> CheckResult:
     src = Source.of(paper)
     if src is None:
         return CheckResult.skipped(name, "no LaTeX source to read the bibliography from")
+    bib = src.bib_keys()
+    if bib is None:
+        return CheckResult.skipped(name, "the .bib file the source names is missing")
     record = load_literature(paper.out_dir).entries
-    bib = src.bib_keys() or set()
     findings = [
         Finding(
             message=f"reference {key!r} was not found by the literature search "
