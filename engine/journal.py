@@ -124,8 +124,8 @@ class Journal:
         self._stages: dict[str, None] = {}  # stages started or grown in, in the order first seen
         # Nodes of the node_discarded events so far, in order: the dispatcher cancels their jobs.
         self.discarded: list[str] = []
-        # Per (idea or None, stage), as `_by_stage`: a stage's view rebuilds only on its own discards.
-        self.discards_in: dict[tuple[str | None, str], int] = {}
+        # Per (idea, stage): a stage's view (search/stages.py) rebuilds only on its own discards.
+        self.discards_in: dict[tuple[str, str], int] = {}
         self.slots: int | None = (
             None  # experiment slots the cluster held, when they follow it (`slots_changed`)
         )
@@ -331,8 +331,8 @@ class Journal:
         node.reason = reason
         node.open_attempt = None
         self.discarded.append(node.id)
-        for key in ((node.idea, node.stage), (None, node.stage)):
-            self.discards_in[key] = self.discards_in.get(key, 0) + 1
+        key = (node.idea, node.stage)
+        self.discards_in[key] = self.discards_in.get(key, 0) + 1
 
     # -- derived views -------------------------------------------------------------------
     @property
