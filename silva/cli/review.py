@@ -73,8 +73,7 @@ review_app = typer.Typer(
 
 def load_settings(config: Path | None, papers: Sequence[Paper], reviews: int | None) -> ReviewSettings:
     if config is None:
-        run_dirs = {p.run_dir for p in papers}
-        run_dir = next(iter(run_dirs)) if len(run_dirs) == 1 else None
+        run_dir = _run_dir(papers)
         if run_dir is None:
             raise ConfigError(
                 "no LLM configured for reviewing: pass --config FILE with an `llm:` section whose "
@@ -122,18 +121,21 @@ def open_llm(settings: ReviewSettings, ledger_dir: Path) -> Iterator[LLM]:
         gateway.close()
 
 
+def _run_dir(papers: Sequence[Paper]) -> Path | None:
+    """The one run directory the papers share, or None."""
+    run_dirs = {p.run_dir for p in papers}
+    return next(iter(run_dirs)) if len(run_dirs) == 1 else None
+
+
 def ledger_dir(papers: Sequence[Paper]) -> Path:
     """Where the review's LLM ledger goes: the run directory of the papers, or beside the first."""
-    run_dirs = {p.run_dir for p in papers}
-    run_dir = next(iter(run_dirs)) if len(run_dirs) == 1 else None
-    return run_dir or papers[0].out_dir
+    return _run_dir(papers) or papers[0].out_dir
 
 
 def _review(papers: Sequence[Paper], settings: ReviewSettings) -> list[Any]:
     from review.ensemble import review_papers
 
-    run_dirs = {p.run_dir for p in papers}
-    run_dir = next(iter(run_dirs)) if len(run_dirs) == 1 else None
+    run_dir = _run_dir(papers)
     journal = Journal.open(run_dir) if run_dir is not None else None  # refused while a run is live
     try:
         with open_llm(settings, ledger_dir(papers)) as llm:
