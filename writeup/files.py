@@ -24,3 +24,13 @@ def fallback_reason(paper_dir: Path) -> str | None:
         elif entry.get("step") == FALLBACK_STEP:
             why = str(entry.get("why", ""))
     return why
+
+
+def paper_kind(pdf: Path) -> str:
+    """What a run's lines and the writeup node's reason call a paper: a failure report (an idea
+    with no result, docs/writeup.md), the offline report that stood in for a failed LLM writer,
+    or a paper."""
+    if (pdf.parent / FAILURE_FILE).is_file():
+        return "failure report"
+    why = fallback_reason(pdf.parent)
+    return "paper" if why is None else f"offline report (the LLM writer failed: {why})"

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.node import AttemptResult
 from writeup.config import WriteupConfig
-from writeup.files import FAILURE_FILE, fallback_reason
+from writeup.files import FAILURE_FILE, paper_kind
 
 if TYPE_CHECKING:
     from engine.llm import LLM
@@ -56,15 +56,10 @@ class WriteupJob:
         paper_dir = pdf.parent
         # A failure report (no stage had a best node) says so in its reason and keeps its summary.
         failure = (paper_dir / FAILURE_FILE).is_file()
-        fallback = fallback_reason(paper_dir)
         names = ["paper.pdf", "paper.tex", "references.bib", "results.tex", "numbers.json", "writeup.jsonl"]
         return AttemptResult(
             status="good",
-            reason=(
-                f"offline report written, the LLM writer failed ({fallback}): {pdf.relative_to(self.run_dir)}"
-                if fallback is not None
-                else f"{'failure report' if failure else 'paper'} written: {pdf.relative_to(self.run_dir)}"
-            ),
+            reason=f"{paper_kind(pdf)} written: {pdf.relative_to(self.run_dir)}",
             artifacts=[
                 str((paper_dir / n).relative_to(self.run_dir))
                 for n in names + ([FAILURE_FILE] if failure else [])

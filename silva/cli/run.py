@@ -15,7 +15,7 @@ from engine.journal import Journal
 from silva.cli.session import SESSION
 from silva.signals import EXIT_CODES as SIGNAL_EXIT_CODES
 from silva.status_json import run_result
-from writeup.files import FAILURE_FILE, fallback_reason
+from writeup.files import paper_kind
 
 # Exit codes a script can rely on (docs/cli.md; README "Exit codes"); 130/143 after SIGINT/SIGTERM.
 EXIT_RESULT = 0  # finished with a result
@@ -55,15 +55,6 @@ def report(console: Console, run_dir: Path, outcome: RunOutcome) -> int:
     if outcome.status == "budget":
         return EXIT_STOPPED
     return EXIT_RESULT if outcome.status == "finished" and result.has_result else EXIT_NO_RESULT
-
-
-def paper_kind(pdf: Path) -> str:
-    """What the end-of-run line calls a paper: a failure report (an idea with no result,
-    docs/writeup.md), the offline report that stood in for a failed LLM writer, or a paper."""
-    if (pdf.parent / FAILURE_FILE).is_file():
-        return "failure report"
-    why = fallback_reason(pdf.parent)
-    return "paper" if why is None else f"offline report (the LLM writer failed: {why})"
 
 
 def run(

@@ -66,8 +66,8 @@ def writeup(
 ) -> int:
     """Write the paper of a finished run: RUN_DIR/paper/<idea>/paper.pdf."""
     from engine.errors import ConfigError
-    from silva.cli.run import paper_kind
     from silva.llm_session import show_progress
+    from writeup.files import paper_kind
     from writeup.paper import write_paper
     from writeup.preflight import preflight
     from writeup.run_reader import read_run
