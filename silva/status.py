@@ -45,19 +45,30 @@ def node_state(journal: Journal, node: Node) -> str:
     return node.status.value
 
 
+def node_counts(journal: Journal) -> tuple[Counter[str], Counter[str]]:
+    """Experiment nodes by state, and papers and reviews by kind and state ("paper done"): they
+    are documents, never counted as experiments."""
+    states: Counter[str] = Counter()
+    documents: Counter[str] = Counter()
+    for n in journal:
+        if n.kind in DOCUMENT_STAGES:
+            documents[f"{n.kind} {node_state(journal, n)}"] += 1
+        else:
+            states[node_state(journal, n)] += 1
+    return states, documents
+
+
 def head_text(run_dir: Path, journal: Journal) -> Text:
     """The run, its state, its experiment nodes by status and kind (papers and reviews apart:
     they are documents, not experiments), and a failed writeup or review."""
     spec = journal.primary_metric
-    experiments = [n for n in journal if n.kind not in DOCUMENT_STAGES]
-    statuses = Counter(node_state(journal, n) for n in experiments)
-    kinds = Counter(n.kind for n in experiments)
-    documents = Counter(f"{n.kind} {node_state(journal, n)}" for n in journal if n.kind in DOCUMENT_STAGES)
+    statuses, documents = node_counts(journal)
+    kinds = Counter(n.kind for n in journal if n.kind not in DOCUMENT_STAGES)
     return Text.assemble(
         (f"{run_dir}\n", "bold"),
         f"state: {state_line(journal)}\n",
         *(f"{line}\n" for line in document_failures(journal)),
-        f"experiment nodes: {len(experiments)} "
+        f"experiment nodes: {sum(statuses.values())} "
         f"({', '.join(f'{v} {k}' for k, v in sorted(statuses.items())) or 'none'}); kinds: "
         f"{', '.join(f'{v} {k}' for k, v in sorted(kinds.items())) or 'none'}\n",
         f"documents: {', '.join(f'{v} {k}' for k, v in sorted(documents.items()))}\n" if documents else "",

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 from typing import Literal
 
@@ -11,8 +10,8 @@ from pydantic import BaseModel
 
 from engine.claims import Claim, GroupSummary, load_ledger
 from engine.journal import Journal
-from engine.summary import DOCUMENT_STAGES, StageRow, document_failures, fmt, stage_rows
-from silva.status import node_state
+from engine.summary import StageRow, document_failures, fmt, stage_rows
+from silva.status import node_counts
 from writeup.files import PAPER_DIR  # RUN_DIR/paper/<idea>/ holds each idea's paper and its ledger.json
 
 SCHEMA_VERSION = 1
@@ -157,8 +156,7 @@ def status_report(run_dir: Path, journal: Journal) -> StatusReport:
     else:
         state, reason, budget = "running", None, None
     spec = journal.primary_metric
-    counts = Counter(node_state(journal, n) for n in journal if n.kind not in DOCUMENT_STAGES)
-    documents = Counter(f"{n.kind} {node_state(journal, n)}" for n in journal if n.kind in DOCUMENT_STAGES)
+    counts, documents = node_counts(journal)
     return StatusReport(
         run_dir=str(run_dir),
         state=state,
