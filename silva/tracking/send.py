@@ -30,6 +30,12 @@ def config_of(run_dir: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def _error(e: Exception, limit: int) -> str:
+    """The tracker's error in one line: its type and the first `limit` characters of its message."""
+    first = str(e).splitlines()[0][:limit] if str(e) else ""
+    return f"{type(e).__name__}: {first}"
+
+
 @contextmanager
 def opened(run_dir: Path, cfg: TrackingConfig, *, wait: bool) -> Any:
     """A follower at the cursor of this run and tracker, holding the one-sender lock."""
@@ -56,9 +62,9 @@ def send_run(run_dir: Path, cfg: TrackingConfig) -> tuple[str, int]:
             return follower.backend.uri, follower.step()
         except Exception as e:
             raise TrackerDown(
-                f"{follower.backend.uri}: the tracker did not take a record ({type(e).__name__}: "
-                f"{str(e).splitlines()[0][:300] if str(e) else ''}); what was sent is kept in "
-                f"{follower.cursor_path}: run `silva track {run_dir}` again once it answers"
+                f"{follower.backend.uri}: the tracker did not take a record ({_error(e, 300)}); "
+                f"what was sent is kept in {follower.cursor_path}: "
+                f"run `silva track {run_dir}` again once it answers"
             ) from e
 
 
@@ -79,9 +85,8 @@ def follow(
                 if not down_since:
                     down_since = time.monotonic()
                     say(
-                        f"warning: tracker {follower.backend.uri} did not take a record ({type(e).__name__}: "
-                        f"{str(e).splitlines()[0][:200] if str(e) else ''}); the run goes on and the "
-                        "records wait until it answers"
+                        f"warning: tracker {follower.backend.uri} did not take a record ({_error(e, 200)}); "
+                        "the run goes on and the records wait until it answers"
                     )
                 wait = min(cfg.retry_max_s, wait * 2)
             else:
