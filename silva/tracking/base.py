@@ -24,9 +24,13 @@ class BackendSettings(BaseModel):
     """What a backend is opened with."""
 
     run_dir: Path
-    run_name: str  # the run directory's name
     uri: str | None = None
     experiment: str
+
+    @property
+    def run_name(self) -> str:
+        """The run directory's name, resolved: `silva track .` names the same tracker runs."""
+        return self.run_dir.resolve().name
 
 
 class Backend(Protocol):

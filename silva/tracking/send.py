@@ -39,10 +39,8 @@ def _error(e: Exception, limit: int) -> str:
 @contextmanager
 def opened(run_dir: Path, cfg: TrackingConfig, *, wait: bool) -> Any:
     """A follower at the cursor of this run and tracker, holding the one-sender lock."""
-    name = str(config_of(run_dir).get("name") or run_dir.name)
-    settings = BackendSettings(
-        run_dir=run_dir, run_name=run_dir.name, uri=cfg.uri, experiment=cfg.experiment or name
-    )
+    name = str(config_of(run_dir).get("name") or run_dir.resolve().name)
+    settings = BackendSettings(run_dir=run_dir, uri=cfg.uri, experiment=cfg.experiment or name)
     where = Cursor.path(run_dir, cfg.backend, cfg.uri or "default")
     held: IO[str] = lock(where, wait=wait)
     try:
