@@ -13,7 +13,7 @@ import threading
 from collections import Counter
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
@@ -27,9 +27,10 @@ from search.idea import Idea
 from search.rolling import IdeaSupply, Offer, RollingSettings
 from silva.ideation.archive import Archive, IdeaRecord
 from silva.ideation.config import TopicConfig
-from silva.ideation.ideate import Ideator
-from silva.ideation.similarity import idea_text, most_similar
 from writeup.config import LiteratureConfig
+
+if TYPE_CHECKING:  # the Ideator and its similarity tools load only when a rolling forest runs
+    from silva.ideation.ideate import Ideator
 
 ARCHIVE_DIR = "ideas"
 
@@ -65,6 +66,7 @@ class IdeationSection(RollingSettings):
 
     def supply(self, llm_cfg: LLMConfig, template: Path | None, llm: LLM, journal: Journal) -> IdeaSupply:
         """The idea source this section describes (`silva plan` binds a simulated one)."""
+        from silva.ideation.ideate import Ideator
         from writeup.literature import LiteratureError, open_literature
 
         try:
@@ -117,6 +119,8 @@ class IdeationSupply:
         return self._thread is not None and self._thread.is_alive()
 
     def ask(self, n: int, known: Collection[Idea]) -> None:
+        from silva.ideation.similarity import idea_text
+
         texts = [idea_text(i.model_dump(mode="json")) for i in known]
         self._thread = threading.Thread(target=self._make, args=(n, texts), name="ideation", daemon=True)
         self._thread.start()
@@ -132,6 +136,8 @@ class IdeationSupply:
         return offers
 
     def _make(self, n: int, known: list[str]) -> None:
+        from silva.ideation.similarity import idea_text
+
         try:
             for _ in range(n):
                 offer = self._one(known)
@@ -143,6 +149,8 @@ class IdeationSupply:
                 self._error = e
 
     def _one(self, known: list[str]) -> Offer:
+        from silva.ideation.similarity import idea_text, most_similar
+
         try:
             record = self.ideator.one()
         except (StructuredOutputError, ConfigError) as e:
