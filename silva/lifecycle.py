@@ -161,8 +161,10 @@ def execute(
     `providers` replaces configured LLM providers by name (tests, benchmarks)."""
     run_dir = journal.log.path.parent
     reserve = SpaceReserve(run_dir)
+    # Before the session is journaled: a tracker that cannot start (its package missing) is bad
+    # input, refused with nothing recorded. It reads the journal in its own process (docs/tracking.md).
+    tracker = start_tracker(cfg, run_dir)
     journal.record(SessionStarted(resumed=len(journal.sessions) > 0))
-    tracker = start_tracker(cfg, run_dir)  # docs/tracking.md: reads the journal in its own process
     try:
         return _execute(cfg, journal, on_change, executor, providers)
     except Exception as e:  # the machine failed (silva/failures.py): journal the stop, then say so
