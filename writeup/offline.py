@@ -304,6 +304,9 @@ def _short(v: object) -> str:
 
 
 def figure_env(fig: Figure, caption: str) -> str:
+    # A caption is one paragraph: a blank line in a model's caption ends it early and the paper
+    # does not compile ("Paragraph ended before \caption@prepareanchor was complete").
+    caption = " ".join(caption.split())
     return (
         f"\\begin{{figure}}[ht]\\centering\n\\includegraphics[width=\\linewidth]{{figures/{fig.name}}}\n"
         f"\\caption{{{caption}}}\\label{{{fig.label}}}\n\\end{{figure}}\n"
