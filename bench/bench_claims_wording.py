@@ -318,7 +318,15 @@ SLOT_NAMES = {
 }
 
 
+# Characters a phrasing's own words may hold that LaTeX reads as syntax ("{pct}%" would start a
+# comment and cut the sentence); a backslash before one means the phrasing escaped it already.
+# The rest of LaTeX's specials ($, &, ~, braces) are the tables' and citations' own syntax.
+BARE_SPECIAL = re.compile(r"(?<!\\)([%#_])")
+
+
 def fill(text: str, values: dict[str, str]) -> str:
+    """`text` with its slots filled (the values are LaTeX already) and its own words escaped."""
+
     def one(m: re.Match[str]) -> str:
         name = m.group(1)
         if name in SLOT_NAMES:
@@ -327,7 +335,11 @@ def fill(text: str, values: dict[str, str]) -> str:
             return m.group(0)
         raise KeyError(f"unknown slot {{{name}}}")
 
-    return SLOT.sub(one, text)
+    out, at = [], 0
+    for m in SLOT.finditer(text):
+        out += [BARE_SPECIAL.sub(r"\\\1", text[at : m.start()]), one(m)]
+        at = m.end()
+    return "".join([*out, BARE_SPECIAL.sub(r"\\\1", text[at:])])
 
 
 class Paper(NamedTuple):

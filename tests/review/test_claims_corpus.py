@@ -115,3 +115,10 @@ def test_wrong_values_differ_from_the_true_ones_as_printed(bench: ModuleType) ->
     assert values["pct_wrong"] != values["pct"] and values["pts_wrong"] != values["pts"]
     assert values["n_wrong"] != values["n"] and values["fold_wrong"] != values["fold"]
     assert values["fake_metric"].lower() not in {"val_accuracy", "validation accuracy"}
+
+
+def test_a_phrasings_own_percent_sign_is_escaped_not_a_latex_comment(bench: ModuleType) -> None:
+    values = {"pct": "4.2", "fake_key": "lee2021"}
+    assert bench.fill("Up {pct}% on run_3 (#2).", values) == r"Up 4.2\% on run\_3 (\#2)."
+    # LaTeX the phrasing writes itself stays as it is: an escaped sign, a citation, a table row.
+    assert bench.fill(r"{pct}\% \cite{{fake_key}} & x \\", values) == r"4.2\% \cite{lee2021} & x \\"
