@@ -68,17 +68,24 @@ _NEGATION = re.compile(
     r"|n't\s*(?:\w+\s*)?$",
     re.I,
 )
+# The null hypothesis rejected, actively or in the passive ("... is rejected"); a denial of the
+# rejection ("cannot reject", "is not rejected", "retains the null") is a hedge.
 _SIGNIFICANT = re.compile(
-    r"\b(?:statistically )?significant(?:ly)?\b|\bp\s*[<≤]\s*0?\.0\d|\breject\w* the null", re.I
+    r"\b(?:statistically )?significant(?:ly)?\b|\bp\s*[<≤]\s*0?\.0\d|\breject\w* the null"
+    r"|\bnull hypothes[ie]s\b.{0,80}?\b(?:is|was|are|were|be|been|gets?|got)\s+rejected",
+    re.I,
 )
 _NOT_SIGNIFICANT = re.compile(
     r"\b(?:not|no|non-?|in)\s*(?:statistically\s+)?significan\w*|did not reach significance|"
     r"\bn\.s\.|\bp\s*[=>≥]\s*0?\.(?:[1-9]|0[5-9])|within (?:the )?noise|\bnumerically\b|\bnominally\b|"
-    r"not (?:reliably|statistically)",
+    r"not (?:reliably|statistically)|\b(?:not|cannot|can't|unable to|fail\w* to)\s+(?:be\s+)?reject"
+    r"|\b(?:retain\w*|accept\w*) the null",
     re.I,
 )
 # "best of 12 nodes", "the stage's best node": how a group was chosen, not a ranking of groups.
-_PROVENANCE = re.compile(r"\bbest (?:of\b|node)|\bnull hypothes[ie]s of (?:no \w+|equal(?: \w+){0,3})", re.I)
+_PROVENANCE = re.compile(
+    r"\bbest (?:of\b|node)|(?<=\bnull hypothesis )of (?:no \w+|equal(?: \w+){0,3})", re.I
+)
 # "Compared with G, G ...", "Replacing G with G ...": the group named first is the reference.
 _FRONTED = re.compile(
     r"^\W*(?:compared (?:with|to)|relative to|against|versus|unlike|over)\b"

@@ -1,0 +1,65 @@
+"""The claim checker reads a comparison by its structure, not by the words of one phrase bank:
+each test is one general cause of a miss or of an honest sentence flagged, with sentences written
+for the test. Unit tests on a two-claim ledger: a significant loss and a null result."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.claims import Claim, GroupSummary, Ledger
+from engine.claimtext import check_text
+
+MIX = GroupSummary(label="improve n0012 (best of agenda)", name="mixup training", n=4, mean=0.781, sd=0.004)
+PLAIN = GroupSummary(label="baseline (draft n0000)", name="plain training", n=4, mean=0.835, sd=0.005)
+CUT = GroupSummary(
+    label="ablation: no_mix (best of ablation)", name="no mixing ablation", n=4, mean=0.784, sd=0.006
+)
+
+
+def _claim(cid: str, metric: str, role: str, a: GroupSummary, b: GroupSummary, p: float) -> Claim:
+    diff = a.mean - b.mean
+    significant = p < 0.05
+    return Claim(
+        id=cid, stage=cid.split("-")[0], metric=metric, direction="maximize", role=role,
+        subject=a, reference=b, diff=diff, diff_ci=(diff - 0.01, diff + 0.01), test="welch",
+        statistic=-3.1, df=5.6, p=p, log10_p=-4.0 if significant else -0.6, effect=-2.2,
+        verdict=("worse" if diff < 0 else "better") if significant else "no detectable difference",
+        headline=cid == "agenda-test",
+    )  # fmt: skip
+
+
+@pytest.fixture
+def ledger() -> Ledger:
+    return Ledger(
+        idea="mixup",
+        headline_id="agenda-test",
+        claims=[
+            _claim("agenda-test", "test_accuracy", "test", MIX, PLAIN, 1e-4),
+            _claim("ablation-test", "test_accuracy", "test", CUT, MIX, 0.27),
+        ],
+    )
+
+
+def _problems(text: str, ledger: Ledger) -> list[str]:
+    return [p for c in check_text(text, ledger) for p in c.problems]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Our test rejects the null hypothesis of equal test accuracy for mixup training and the no "
+        "mixing ablation.",
+        "The null hypothesis that mixup training and the no mixing ablation share one mean test "
+        "accuracy was rejected.",
+    ],
+)
+def test_a_rejected_null_hypothesis_is_a_claim_of_significance(sentence: str, ledger: Ledger) -> None:
+    assert any("significance" in p for p in _problems(sentence, ledger)), sentence
+
+
+def test_a_null_hypothesis_not_rejected_is_a_hedge(ledger: Ledger) -> None:
+    text = (
+        "We cannot reject the null hypothesis of no difference between mixup training and the no "
+        "mixing ablation."
+    )
+    assert _problems(text, ledger) == []
