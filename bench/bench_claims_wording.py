@@ -2,14 +2,16 @@
 phrase comparisons, inserted one at a time into Silva's own papers and reviewed by the real
 integrity check (`run_checks`, the path `silva review` takes offline).
 
-The phrase bank (bench/claims_corpus/tune.yaml and heldout.yaml) was written apart from Silva's
-writer templates and from the checker's code. A phrasing is a template with slots ({method},
-{baseline}, {metric}, {a}, {b}, {pct}...) filled from one claim of a paper's ledger (a group by
-its readable name where the ledger has one, as the writers show it, else by its label), so a planted
-error is wrong by construction and an honest paraphrase true by construction. Each error
-phrasing makes one variant and each honest phrasing two (on two different claims), in a paper and
-claim chosen by a seeded hash among those the phrasing fits; the variant sits at the end of the
-body, right after a section heading, or in the appendix (also by hash).
+The phrase bank (bench/claims_corpus/) was written apart from Silva's writer templates and from the
+checker's code, in batches: `tune.yaml`/`heldout.yaml` are batch "a", `tune_b.yaml`/
+`heldout_b.yaml` batch "b" (a later, independent author), and so on; `tune*.yaml` make the half
+"tune" and `heldout*.yaml` the half "heldout", each half also reported per batch. A phrasing is a
+template with slots ({method}, {baseline}, {metric}, {a}, {b}, {pct}...) filled from one claim of a
+paper's ledger (a group by its readable name where the ledger has one, as the writers show it, else
+by its label), so a planted error is wrong by construction and an honest paraphrase true by
+construction. Each error phrasing makes one variant and each honest phrasing two (on two different
+claims), in a paper and claim chosen by a seeded hash among those the phrasing fits; the variant
+sits at the end of the body, right after a section heading, or in the appendix (also by hash).
 
 Papers: the label-noise agentic example, the digits template example and the asymmetric
 label-noise idea (agentic), each written by the offline writer and by the scripted LLM writer of
@@ -21,6 +23,7 @@ Writes bench/results/claims_wording.json.
 
     python bench/bench_claims_wording.py                 # runs the three examples first (minutes)
     python bench/bench_claims_wording.py --runs DIR...   # finished run directories instead
+    python bench/bench_claims_wording.py --dry-run       # fill and count only, no review
 """
 
 from __future__ import annotations
@@ -98,16 +101,34 @@ class Fakes(BaseModel):
 
 
 class Half(BaseModel):
+    """One corpus file: one batch's share of a half."""
+
     half: str
+    batch: str = "a"
     kinds: dict[str, KindSpec]
     fakes: Fakes
 
 
+def batch_of(stem: str) -> str:
+    """A corpus file's batch: "a" for tune.yaml and heldout.yaml, "b" for tune_b.yaml..."""
+    return stem.partition("_")[2] or "a"
+
+
 def load_half(name: str, corpus: Path = CORPUS) -> Half:
+    """The corpus file `name`.yaml (a file stem: "tune", "heldout_b"...)."""
     raw = yaml.safe_load((corpus / f"{name}.yaml").read_text())
     for spec in raw["kinds"].values():
         spec["phrasings"] = [p if isinstance(p, dict) else {"text": p} for p in spec["phrasings"]]
-    return Half.model_validate(raw)
+    half = Half.model_validate({**raw, "batch": batch_of(name)})
+    if half.half != name.partition("_")[0]:
+        raise ValueError(f"{name}.yaml says half {half.half!r}")
+    return half
+
+
+def load_batches(half: str, corpus: Path = CORPUS) -> list[Half]:
+    """Every batch of `half`: the files named `half`.yaml and `half`_<batch>.yaml."""
+    stems = sorted(p.stem for p in corpus.glob(f"{half}*.yaml"))
+    return [load_half(s, corpus) for s in stems if s == half or s.startswith(f"{half}_")]
 
 
 def split_key(kind: str, text: str) -> str:
@@ -357,8 +378,9 @@ class Paper(NamedTuple):
 
 class Variant(NamedTuple):
     half: str
+    batch: str
     kind: str
-    phrasing: int  # index within its kind in its half
+    phrasing: int  # index within its kind in its corpus file
     paper: str
     claim: str
     placement: str
@@ -393,6 +415,7 @@ def variants(half: Half, papers: list[Paper]) -> tuple[list[Variant], list[str]]
                 out.append(
                     Variant(
                         half.half,
+                        half.batch,
                         kind,
                         i,
                         paper.key,
@@ -486,27 +509,50 @@ def _rate(hits: int, total: int) -> float | None:
     return round(hits / total, 3) if total else None
 
 
+def _summary(kinds: dict[str, list[bool]]) -> dict[str, object]:
+    errors = [x for k, xs in kinds.items() if k != HONEST for x in xs]
+    honest = kinds.get(HONEST, [])
+    return {
+        "planted": len(errors),
+        "found": sum(errors),
+        "found_rate": _rate(sum(errors), len(errors)),
+        "honest": len(honest),
+        "honest_flagged": sum(honest),
+        "honest_flagged_rate": _rate(sum(honest), len(honest)),
+        "per_kind": {
+            k: {"variants": len(xs), "flagged": sum(xs), "rate": _rate(sum(xs), len(xs))}
+            for k, xs in sorted(kinds.items())
+        },
+    }
+
+
 def score(results: list[tuple[Variant, list[str]]]) -> dict[str, object]:
+    """Per half (all batches together), and the same figures per batch under `per_batch`, so that
+    a batch's held-out share can be quoted on its own."""
     per: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
+    batches: dict[str, dict[str, dict[str, list[bool]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(list))
+    )
     for v, found in results:
         per[v.half][v.kind].append(bool(found))
-    out: dict[str, object] = {}
-    for half, kinds in per.items():
-        errors = [x for k, xs in kinds.items() if k != HONEST for x in xs]
-        honest = kinds.get(HONEST, [])
-        out[half] = {
-            "planted": len(errors),
-            "found": sum(errors),
-            "found_rate": _rate(sum(errors), len(errors)),
-            "honest": len(honest),
-            "honest_flagged": sum(honest),
-            "honest_flagged_rate": _rate(sum(honest), len(honest)),
-            "per_kind": {
-                k: {"variants": len(xs), "flagged": sum(xs), "rate": _rate(sum(xs), len(xs))}
-                for k, xs in sorted(kinds.items())
-            },
-        }
-    return out
+        batches[v.half][v.batch][v.kind].append(bool(found))
+    return {
+        half: {**_summary(kinds), "per_batch": {b: _summary(k) for b, k in sorted(batches[half].items())}}
+        for half, kinds in per.items()
+    }
+
+
+def table(result: dict[str, object]) -> str:
+    """Each half, in all and per batch: planted errors found and honest paraphrases flagged."""
+    rows = [f"{'half':<8} {'batch':<5} {'found':>12} {'rate':>6} {'flagged':>12} {'rate':>6}"]
+    for half in HALVES:
+        if not isinstance(got := result.get(half), dict):
+            continue
+        for batch, s in [("all", got), *sorted(got["per_batch"].items())]:
+            found, flagged = f"{s['found']}/{s['planted']}", f"{s['honest_flagged']}/{s['honest']}"
+            rate_f, rate_h = s["found_rate"], s["honest_flagged_rate"]
+            rows.append(f"{half:<8} {batch:<5} {found:>12} {rate_f!s:>6} {flagged:>12} {rate_h!s:>6}")
+    return "\n".join(rows)
 
 
 def _examples(results: list[tuple[Variant, list[str]]], limit: int = 60) -> dict[str, list[dict[str, str]]]:
@@ -540,8 +586,8 @@ def bench(runs: list[Path], halves: tuple[str, ...] = HALVES) -> dict[str, objec
     own = {p.key: findings(p.dir) for p in papers}
     by_key = {p.key: p for p in papers}
     results, unfilled, placements = [], {}, defaultdict[str, int](int)
-    for name in halves:
-        made, unfilled[name] = variants(load_half(name), papers)
+    for half in (h for name in halves for h in load_batches(name)):
+        made, unfilled[_stem(half)] = variants(half, papers)
         for v in made:
             placements[v.placement] += 1
             results.append((v, review(by_key[v.paper], v, own[v.paper])))
@@ -562,6 +608,33 @@ def bench(runs: list[Path], halves: tuple[str, ...] = HALVES) -> dict[str, objec
     }
 
 
+def _stem(half: Half) -> str:
+    return half.half if half.batch == "a" else f"{half.half}_{half.batch}"
+
+
+def dry_run(runs: list[Path], halves: tuple[str, ...] = HALVES) -> dict[str, object]:
+    """Every phrasing of every batch filled, nothing reviewed: per corpus file and kind, how many
+    phrasings and variants there are, and the phrasings that fit no claim of the papers."""
+    papers = own_papers(runs)
+    out: dict[str, object] = {"papers": sorted(p.key for p in papers)}
+    for half in (h for name in halves for h in load_batches(name)):
+        made, unfilled = variants(half, papers)
+        made_per = Counter(v.kind for v in made)
+        out[_stem(half)] = {
+            "per_kind": {
+                k: {"phrasings": len(spec.phrasings), "variants": made_per[k]}
+                for k, spec in half.kinds.items()
+            },
+            "unfilled_phrasings": [f"{u}: {_phrasing(half, u).text}" for u in unfilled],
+        }
+    return out
+
+
+def _phrasing(half: Half, ref: str) -> Phrasing:
+    kind, _, index = ref.partition("[")
+    return half.kinds[kind].phrasings[int(index.rstrip("]"))]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
@@ -569,6 +642,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--halves", nargs="*", default=list(HALVES), choices=HALVES)
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "claims_wording.json")
+    ap.add_argument(
+        "--dry-run", action="store_true", help="fill and count the variants, review none, write nothing"
+    )
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="silva-bench-wording-") as tmp:
         runs = args.runs or run_examples(Path(tmp))
@@ -577,11 +653,15 @@ def main(argv: list[str] | None = None) -> int:
             for r in args.runs:
                 shutil.copytree(r, Path(tmp) / r.name, ignore=shutil.ignore_patterns("paper"))
                 runs.append(Path(tmp) / r.name)
+        if args.dry_run:
+            print(json.dumps(dry_run(runs, tuple(args.halves)), indent=2))
+            return 0
         result = bench(runs, tuple(args.halves))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     shown = ("tune_missed", "tune_honest_flagged", "own_paper_finding_texts")
     print(json.dumps({k: v for k, v in result.items() if k not in shown}, indent=2))
+    print(table(result))
     return 0
 
 

@@ -15,6 +15,9 @@ from engine.claims import Claim, GroupSummary, Ledger, verdict
 from tests.helpers import load_file
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_claims_wording.py"
+CORPUS = BENCH.parent / "claims_corpus"
+FILES = sorted(p.stem for p in CORPUS.glob("*.yaml"))
+BATCHES = sorted({s.partition("_")[2] or "a" for s in FILES})
 
 
 @pytest.fixture(scope="module")
@@ -68,8 +71,50 @@ def test_the_corpus_meets_its_size_kind_and_share_rules(bench: ModuleType) -> No
         assert len(texts) == len(set(texts)), f"a phrasing of {kind} appears twice"
 
 
-def test_the_halves_follow_the_stated_split_rule(bench: ModuleType) -> None:
-    tune, heldout = (bench.load_half(h) for h in bench.HALVES)
+def test_every_later_batch_meets_its_size_rules(bench: ModuleType) -> None:
+    for batch in BATCHES[1:]:
+        halves = [bench.load_half(f"{h}_{batch}") for h in bench.HALVES]
+        assert [(h.half, h.batch) for h in halves] == [(h, batch) for h in bench.HALVES]
+        assert all(set(h.kinds) == {*bench.ERROR_KINDS, bench.HONEST} for h in halves)
+        count = {k: sum(len(h.kinds[k].phrasings) for h in halves) for k in halves[0].kinds}
+        assert min(count[k] for k in bench.ERROR_KINDS) >= 24 and count[bench.HONEST] >= 80, batch
+
+
+def test_a_half_is_every_batch_of_it(bench: ModuleType) -> None:
+    for half in bench.HALVES:
+        assert [h.batch for h in bench.load_batches(half)] == BATCHES
+        assert all(h.half == half for h in bench.load_batches(half))
+
+
+def test_results_report_each_half_per_batch(bench: ModuleType) -> None:
+    def variant(half: str, batch: str, kind: str) -> object:
+        return bench.Variant(half, batch, kind, 0, "toy", "c", "body_end", "text")
+
+    results = [
+        (variant("heldout", "a", "wrong_number"), ["a finding"]),
+        (variant("heldout", "b", "wrong_number"), []),
+        (variant("heldout", "b", "honest"), ["a false flag"]),
+        (variant("tune", "b", "honest"), []),
+    ]
+    out = bench.score(results)
+    assert (out["heldout"]["planted"], out["heldout"]["found"], out["heldout"]["honest_flagged"]) == (2, 1, 1)
+    b = out["heldout"]["per_batch"]["b"]
+    assert (b["planted"], b["found"], b["honest"], b["honest_flagged"]) == (1, 0, 1, 1)
+    assert out["heldout"]["per_batch"]["a"]["found_rate"] == 1.0
+    assert set(out["tune"]["per_batch"]) == {"b"}
+    rows = bench.table(out).splitlines()[1:]
+    assert [r.split()[:4] for r in rows] == [
+        ["tune", "all", "0/0", "None"],
+        ["tune", "b", "0/0", "None"],
+        ["heldout", "all", "1/2", "0.5"],
+        ["heldout", "a", "1/1", "1.0"],
+        ["heldout", "b", "0/1", "0.0"],
+    ]
+
+
+@pytest.mark.parametrize("stem", [s for s in FILES if s.startswith("tune")])
+def test_the_halves_follow_the_stated_split_rule(bench: ModuleType, stem: str) -> None:
+    tune, heldout = bench.load_half(stem), bench.load_half(stem.replace("tune", "heldout"))
     groups: list[tuple[str, list[str], list[str]]] = [
         (k, [p.text for p in tune.kinds[k].phrasings], [p.text for p in heldout.kinds[k].phrasings])
         for k in tune.kinds
@@ -89,7 +134,7 @@ def test_the_halves_follow_the_stated_split_rule(bench: ModuleType) -> None:
         assert (set(order[:cut]), set(order[cut:])) == (set(first), set(second)), kind
 
 
-@pytest.mark.parametrize("half", ["tune", "heldout"])
+@pytest.mark.parametrize("half", FILES)
 def test_every_phrasing_fills_from_a_ledger(bench: ModuleType, half: str, tmp_path: Path) -> None:
     paper = bench.Paper("toy/offline", tmp_path, ledger())
     made, unfilled = bench.variants(bench.load_half(half), [paper])
