@@ -19,6 +19,8 @@ _STATISTIC = re.compile(
 )
 # "0.91 for X", "0.91 is reached by X": the number is said of the group after it.
 _FOR = re.compile(r"\s*(?:[A-Za-z]+\s+){0,2}?(?:for|by)\s+$")
+# "X and Y reach 0.84 and 0.90, respectively": the figures in the order of the groups.
+_RESPECTIVELY = re.compile(r"\brespectively\b", re.IGNORECASE)
 _SEEDS = re.compile(
     r"(?<![\w.])(\d+)\s+(?:(?:random|independent|different|training)\s+)?(?:seeds|replicates|repetitions)\b",
     re.IGNORECASE,
@@ -51,8 +53,11 @@ def attributed(sentence: str, names: Resolver) -> list[tuple[Literal_, frozenset
     if not mentions:
         return []
     blank = _blanked(sentence, names)
+    lits = literals(blank)
+    if _RESPECTIVELY.search(sentence) and len(lits) == len(mentions) >= 2 and mentions[-1][0] < lits[0].start:
+        return [(lit, g) for lit, (_, g) in zip(lits, mentions, strict=True)]
     out = []
-    for lit in literals(blank):
+    for lit in lits:
         after = [(at, g) for at, g in mentions if at > lit.start]
         before = [(at, g) for at, g in mentions if at < lit.start]
         if after and _FOR.match(blank[lit.start : after[0][0]].split(lit.text, 1)[-1]):

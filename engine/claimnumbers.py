@@ -29,6 +29,10 @@ _NOT_RESULT = re.compile(
 )
 
 
+# "by a factor of 1.6": a ratio without its "x".
+_FACTOR = re.compile(r"\bfactor of\s*$", re.IGNORECASE)
+
+
 @dataclass(frozen=True)
 class Literal_:
     text: str
@@ -48,7 +52,9 @@ def literals(text: str) -> list[Literal_]:
             continue
         suffix = (m.group(3) or m.group(4) or "").lower()
         unit: Unit = (
-            "percent"
+            "fold"
+            if _FACTOR.search(text[max(0, m.start() - 16) : m.start()]) and not suffix
+            else "percent"
             if suffix in ("%", "percent")
             else "points"
             if suffix.startswith(("point", "pp", "percentage"))

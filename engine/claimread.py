@@ -18,9 +18,10 @@ Said = Literal["better", "worse", "higher", "lower", "no detectable difference",
 # Quality words: better or worse whatever the metric's direction. Magnitude words: higher or lower,
 # which the metric's direction turns into better or worse.
 _QUALITY_UP = (
-    r"better|outperform\w*|out-perform\w*|surpass\w*|beat(?:s|ing|en)?|exceed\w*|edg(?:e|es|ed|ing)"
+    r"better|out-?(?:perform|do|did|shin|shone|class|strip|pac|scor|rank|run|ran|compet|match|play)\w*|"
+    r"surpass\w*|beat(?:s|ing|en)?|exceed\w*|edg(?:e|es|ed|ing)"
     r"(?: out)?|improv\w*|superior|ahead|wins?|winning|won|tops|topped|lead(?:s|ing)?(?! to)|led(?! to)|"
-    r"advantage|gain(?:s|ed|ing)?|stronger|strongest|outscor\w*|outpac\w*|dominat\w*|best|boost\w*|"
+    r"advantage|gain(?:s|ed|ing)?|stronger|strongest|dominat\w*|best|boost\w*|the top(?![-\s]*\d)|"
     r"benefit\w*|favou?r(?:s|ed)?|faster|fastest|quicker|preferable|excel\w*|"
     r"more (?:accurate|effective|robust|reliable|"
     r"precise|efficient|stable|competitive)"
@@ -31,11 +32,14 @@ _QUALITY_DOWN = (
     r"disadvantage|penalt\w*|slower|slowest|less (?:accurate|effective|robust|reliable|precise|efficient|"
     r"stable|competitive)"
 )
-_MAGNITUDE_UP = r"higher|highest|greater|greatest|larger|largest|bigger"
-_MAGNITUDE_DOWN = r"lower|lowest|smaller|smallest|fewer"
+# "above G", "below G": a position relative to a group is a comparison of magnitudes.
+_MAGNITUDE_UP = r"higher|highest|greater|greatest|larger|largest|bigger|above(?= (?:that of )?G\b)"
+_MAGNITUDE_DOWN = r"lower|lowest|smaller|smallest|fewer|below(?= (?:that of )?G\b)"
 # Verbs of change compare only where a quantity is named ("reduces the error", "drops by 3 points").
 _CHANGE_UP = r"increas\w*|rais(?:e|es|ed|ing)|rose|rises?"
-_CHANGE_DOWN = r"decreas\w*|reduc\w*|drop(?:s|ped|ping)?|declin\w*|shrank|shrinks?|cut(?:s|ting)?"
+_CHANGE_DOWN = (
+    r"decreas\w*|reduc\w*|lower(?:s|ed|ing)|drop(?:s|ped|ping)?|declin\w*|shrank|shrinks?|cut(?:s|ting)?"
+)
 _CHANGE_OBJECT = re.compile(r"\s+(?:by|of|in|to|from|the|its|their|our|G)\b", re.I)
 _EQUAL = (
     r"no (?:\w+ ){0,3}differences?|(?:did|does|do) not (?:\w+ )?differ\w*|indistinguishable|on par|"
@@ -46,8 +50,15 @@ _EQUAL = (
     r"not (?:statistically )?significantly (?:\w+ )?(?:differ\w*|better|worse|higher|lower)|"
     r"neither .{0,40}? nor"
 )
+# Verbs of matching a group: "G matches G" says no difference, "G cannot keep up with G" that the
+# first is worse.
+_PAR = (
+    r"(?:match(?:es|ed)?|rival(?:s|led|ed)?|equal(?:s|led|ed)?|keeps? up with|kept up with|"
+    r"catch(?:es)? up (?:with|to)|caught up (?:with|to)|measures? up to|reach(?:es)? the level of)"
+    r"(?= (?:the )?G\b)"
+)
 _CUE = re.compile(
-    rf"(?P<eq>\b(?:{_EQUAL})\b)|(?P<up>\b(?:{_QUALITY_UP})\b)|(?P<down>\b(?:{_QUALITY_DOWN})\b)|"
+    rf"(?P<par>\b{_PAR})|(?P<eq>\b(?:{_EQUAL})\b)|(?P<up>\b(?:{_QUALITY_UP})\b)|(?P<down>\b(?:{_QUALITY_DOWN})\b)|"
     rf"(?P<hi>\b(?:{_MAGNITUDE_UP})\b)|(?P<lo>\b(?:{_MAGNITUDE_DOWN})\b)|(?P<more>\bmore\b)|(?P<less>\bless\b)|"
     rf"(?P<chi>\b(?:{_CHANGE_UP})\b)|(?P<clo>\b(?:{_CHANGE_DOWN})\b)",
     re.IGNORECASE,
@@ -62,6 +73,17 @@ _RELATION = re.compile(
 )
 _RANK = re.compile(
     r"\b(?:rank(?:s|ed)? (?:first|top|highest)|first place|c[oa]mes? (?:out )?first|top-ranked)\b", re.I
+)
+# A comparison inside a denied clause: "no evidence that G beats G", "we cannot claim that ...".
+_NEGATED_CLAUSE = re.compile(
+    r"\b(?:not|no|never|cannot|without|fail(?:s|ed)? to|unclear|unknown|doubt\w*)\b(?:(?!\bG\b)[^.;:]){0,40}?"
+    r"\b(?:that|whether|if)\b[^.;:,]{0,50}$",
+    re.I,
+)
+# A magnitude or change of an error ("reduces the error", "fewer mistakes"): lower is better.
+_ERROR_NOUN = re.compile(
+    r"\s+(?:(?:the|its|their|our)\s+)?(?:[\w-]+\s+){0,2}?(?:errors?|loss(?:es)?|mistakes|misclassif\w*)\b",
+    re.I,
 )
 _NEGATION = re.compile(
     r"\bwhether\b.*$|\b(?:not|never|no|neither|nor|cannot|without|fail(?:s|ed)? to)\b(?:\s+\w+){0,2}\s*$"
@@ -89,7 +111,7 @@ _PROVENANCE = re.compile(
 # "Compared with G, G ...", "Replacing G with G ...": the group named first is the reference.
 _FRONTED = re.compile(
     r"^\W*(?:compared (?:with|to)|relative to|against|versus|unlike|over)\b"
-    r"|\b(?:replac|substitut)\w* G (?:with|by) G",
+    r"|\b(?:replac|substitut)\w* G (?:with|by) G|\b(?:switch|mov|go|chang|transition)\w* from G to G",
     re.I,
 )
 
@@ -116,7 +138,12 @@ def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
             continue
         if kind in ("chi", "clo") and not (measured and _CHANGE_OBJECT.match(masked, m.end()) or metric):
             continue
-        negated = bool(_NEGATION.search(masked[max(0, m.start() - 30) : m.start()]))
+        if kind in ("hi", "lo", "more", "less", "chi", "clo") and _ERROR_NOUN.match(masked, m.end()):
+            kind = "down" if kind in ("hi", "more", "chi") else "up"
+        negated = bool(
+            _NEGATION.search(masked[max(0, m.start() - 30) : m.start()])
+            or _NEGATED_CLAUSE.search(masked[max(0, m.start() - 100) : m.start()])
+        )
         said = _said(kind, negated, _passive(masked, m.end()))
         if said is not None:
             break
@@ -142,6 +169,8 @@ def _passive(masked: str, end: int) -> bool:
 
 
 def _said(kind: str, negated: bool, passive: bool) -> Said | None:
+    if kind == "par":
+        return "worse" if negated else "no detectable difference"
     if kind == "eq":
         return "no detectable difference"
     up = kind in ("up", "hi", "more", "chi")

@@ -148,6 +148,10 @@ def _numbers(sentence: str, claim: Claim, reversed_: bool, ledger: Ledger, named
 _UNIT = {"plain": "", "percent": "%", "points": " points", "fold": "-fold"}
 
 
+# Two figures as a change from one to the other ("from 0.86 to 0.91", "(0.86 to 0.91)").
+_FROM_TO = re.compile(r"[-−]?\d+(?:\.\d+)?\s*%?\s+(?:to|→)\s+[-−]?\d")
+
+
 def swapped_means(sentence: str, claim: Claim, reversed_: bool) -> list[str]:
     """The first-named group is given the other group's mean (an inverted conclusion)."""
     means = []
@@ -158,6 +162,8 @@ def swapped_means(sentence: str, claim: Claim, reversed_: bool) -> list[str]:
         if is_s != is_r:
             means.append("subject" if is_s else "reference")
     first = "reference" if reversed_ else "subject"
+    if _FROM_TO.search(sentence):  # "raises it from 0.86 to 0.91": the first-named group's figure last
+        means.reverse()
     if len(means) >= 2 and means[0] != first and first in means:
         return ["gives each group the other group's mean"]
     return []

@@ -63,3 +63,37 @@ def test_a_null_hypothesis_not_rejected_is_a_hedge(ledger: Ledger) -> None:
         "mixing ablation."
     )
     assert _problems(text, ledger) == []
+
+
+# The ledger: mixup training is significantly worse than plain training on test accuracy.
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Mixup training outclasses plain training on test accuracy.",  # an out- verb
+        "On test accuracy, mixup training lands above plain training.",  # a position above a group
+        "Mixup training delivers the top test accuracy of the two, ahead of plain training.",
+        "Mixup training matches plain training on test accuracy.",  # a verb of matching
+        "We found no evidence that mixup training falls behind plain training on test accuracy.",
+        "Mixup training makes fewer mistakes than plain training on the test set.",  # an error noun
+        "Going from plain training to mixup training raises test accuracy.",  # the reference first
+    ],
+)
+def test_a_false_comparison_is_read_by_its_structure(sentence: str, ledger: Ledger) -> None:
+    assert any("states" in p for p in _problems(sentence, ledger)), sentence
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Mixup training cannot keep up with plain training on test accuracy.",
+        "There is no sign that the no mixing ablation outperforms mixup training on test accuracy.",
+        "It is plain training, not mixup training, that reaches the higher test accuracy.",
+        "Plain training lowers the test error relative to mixup training.",
+        "Going from plain training to mixup training lowers test accuracy from 0.835 to 0.781.",
+        "Compared with plain training, mixup training moves test accuracy from 0.835 to 0.781.",
+        "Plain training cuts the test error by a factor of 1.3 compared with mixup training.",
+        "Mixup training and plain training reach 0.781 and 0.835 test accuracy, respectively.",
+    ],
+)
+def test_an_honest_comparison_read_by_its_structure_is_left_alone(sentence: str, ledger: Ledger) -> None:
+    assert _problems(sentence, ledger) == [], sentence
