@@ -135,8 +135,14 @@ class Source:
     """Durations, outcomes, metric values and LLM calls to draw from: a previous run's journal
     and ledger, or the settings' distributions."""
 
-    def __init__(self, settings: PlanSettings, journal: Journal | None, ledger: Path | None = None) -> None:
-        self.settings = settings
+    def __init__(
+        self,
+        settings: PlanSettings,
+        journal: Journal | None,
+        ledger: Path | None = None,
+        replay: bool = False,
+    ) -> None:
+        self.settings, self.replay = settings, replay
         self.took: dict[str, list[float]] = defaultdict(list)
         self.failed: dict[str, list[bool]] = defaultdict(list)
         self.metrics: dict[str, list[list[MetricValue]]] = defaultdict(list)
@@ -150,7 +156,15 @@ class Source:
         # and result collection included (8.9 s for 5.5 s of the experiment's own on 2 cores).
         held = {e.node_id: e.result.finished_at - e.result.started_at for e in _run_steps(journal)}
         self.ran_s = self.held_s = 0.0  # experiments' own time, and the slot time it took
+        # Replay: each planned node takes its twin's figures, the source's node of its idea and
+        # kind in the same place of their order (created there, first started here: the same
+        # but for slot-holding jobs queued across kinds); what differs then is the model's.
+        self.order: dict[tuple[str, str], list[str]] = defaultdict(list)
+        self.twins: dict[str, str | None] = {}
+        self.by_node: dict[str, tuple[float, bool, list[MetricValue]]] = {}
+        self.node_calls: dict[tuple[str, str], list[tuple[float, int, int]]] = defaultdict(list)
         for n in journal or []:
+            self.order[(n.idea, n.kind)].append(n.id)
             if not n.is_finished or n.status == NodeStatus.DISCARDED or not n.finished_at:
                 continue
             # An experiment's slot time; a job that runs no code (aggregation), its attempt.
@@ -164,16 +178,34 @@ class Source:
                 self.experiment_failed.append(n.status == NodeStatus.BUGGY)
             if n.status == NodeStatus.GOOD and n.metrics:
                 self.metrics[n.kind].append(n.metrics)
+            self.by_node[n.id] = (max(0.0, span), n.status == NodeStatus.BUGGY, n.metrics)
         for r in read_records(ledger) if ledger is not None and ledger.is_file() else []:
             if r.attempts and not r.error and not r.cache_hit:
                 self.calls[r.role].append((r.latency_s, r.input_tokens, r.output_tokens))
+                if r.node_id is not None:
+                    self.node_calls[(r.node_id, r.role)].append(self.calls[r.role][-1])
 
     @property
     def own_share(self) -> float:
         """The experiments' own time over the slot time they held (1 from the defaults)."""
         return self.ran_s / self.held_s if self.held_s > 0 else 1.0
 
-    def duration(self, kind: str, rng: random.Random) -> float:
+    def twin(self, node: Node | None) -> str | None:
+        """Replay: the source's node `node` replays (None: not replaying, or none left)."""
+        if not self.replay or node is None:
+            return None
+        if node.id not in self.twins:
+            left = self.order.get((node.idea, node.kind))
+            self.twins[node.id] = left.pop(0) if left else None
+        return self.twins[node.id]
+
+    def replayed(self, node: Node | None) -> tuple[float, bool, list[MetricValue]] | None:
+        twin = self.twin(node)
+        return self.by_node.get(twin) if twin is not None else None
+
+    def duration(self, kind: str, rng: random.Random, node: Node | None = None) -> float:
+        if (own := self.replayed(node)) is not None:
+            return own[0]
         if self.took.get(kind):
             return rng.choice(self.took[kind])
         d = self.settings.durations
@@ -181,21 +213,30 @@ class Source:
             return rng.choice(self.experiments)
         return (d.get(kind) or d["default"]).draw(rng)
 
-    def buggy(self, kind: str, rng: random.Random) -> bool:
+    def buggy(self, kind: str, rng: random.Random, node: Node | None = None) -> bool:
+        if (own := self.replayed(node)) is not None:
+            return own[1]
         if self.failed.get(kind):
             return rng.choice(self.failed[kind])
         if kind not in self.settings.buggy and self.experiment_failed:
             return rng.choice(self.experiment_failed)
         return rng.random() < self.settings.buggy.get(kind, 0.0)
 
-    def values(self, kind: str, specs: Sequence[MetricSpec], rng: random.Random) -> list[MetricValue]:
+    def values(
+        self, kind: str, specs: Sequence[MetricSpec], rng: random.Random, node: Node | None = None
+    ) -> list[MetricValue]:
+        if (own := self.replayed(node)) is not None and own[2]:
+            return [m.model_copy() for m in own[2]]
         seen = self.metrics.get(kind) or [ms for of_kind in self.metrics.values() for ms in of_kind]
         if seen:
             return [m.model_copy() for m in rng.choice(seen)]
         return [MetricValue(name=s.name, value=rng.gauss(0.0, 1.0), direction=s.direction) for s in specs]
 
-    def call(self, role: str, rng: random.Random) -> tuple[float, int, int]:
-        """One call of `role`: (latency s, input tokens, output tokens)."""
+    def call(self, role: str, rng: random.Random, node: Node | None = None) -> tuple[float, int, int]:
+        """One call of `role`: (latency s, input tokens, output tokens); replayed, the twin's next."""
+        twin = self.twin(node)
+        if twin is not None and self.node_calls.get((twin, role)):
+            return self.node_calls[(twin, role)].pop(0)
         if self.calls.get(role):
             return rng.choice(self.calls[role])
         r = self.settings.llm.get(role) or self.settings.llm["feedback"]
@@ -291,28 +332,28 @@ class PlanExecutor:
         pass
 
     # -- drawing a job's outcome ----------------------------------------------------------------
-    def _llm(self, role: str, calls: int = 1) -> tuple[float, float]:
-        """`calls` sequential calls of `role`: (seconds, dollars)."""
+    def _llm(self, role: str, calls: int = 1, node: Node | None = None) -> tuple[float, float]:
+        """`calls` sequential calls of `role` for `node`: (seconds, dollars)."""
         took = dollars = 0.0
         price = self.prices.get(role) or self.prices.get("code")  # a role not configured: the code model
         for _ in range(calls):
-            latency, tokens_in, tokens_out = self.source.call(role, self.rng)
+            latency, tokens_in, tokens_out = self.source.call(role, self.rng, node)
             took += latency
             dollars += price.dollars(tokens_in, tokens_out, 0) if price is not None else 0.0
             self.llm_calls[role] += 1
         return took, dollars
 
-    def _experiment(self, kind: str, specs: Sequence[MetricSpec]) -> tuple[float, bool, list[MetricValue]]:
-        took = self.source.duration(kind, self.rng)
-        buggy = self.source.buggy(kind, self.rng)
-        return took, buggy, [] if buggy else self.source.values(kind, specs, self.rng)
+    def _experiment(self, node: Node, specs: Sequence[MetricSpec]) -> tuple[float, bool, list[MetricValue]]:
+        took = self.source.duration(node.kind, self.rng, node)
+        buggy = self.source.buggy(node.kind, self.rng, node)
+        return took, buggy, [] if buggy else self.source.values(node.kind, specs, self.rng, node)
 
     def _draw(self, job: Job, node: Node) -> tuple[float, AttemptResult | StepResult, float]:
         """How long `job` takes, its result and its LLM dollars."""
         if isinstance(job, ThinkJob):
             return self._draw_think(job, node)
         if isinstance(job, RunJob):
-            took, buggy, metrics = self._experiment(node.kind, job.a.metrics)
+            took, buggy, metrics = self._experiment(node, job.a.metrics)
             ran = Ran(
                 workspace="",
                 execution=ExecSummary(exit_code=1 if buggy else 0, wall_s=took),
@@ -323,40 +364,40 @@ class PlanExecutor:
         if isinstance(job, JudgeJob):
             return self._draw_judge(job, node)
         if isinstance(job, CycleJob):
-            took, buggy, metrics = self._experiment(node.kind, job.a.metrics)
+            took, buggy, metrics = self._experiment(node, job.a.metrics)
             dollars = 0.0
             if job.llm is not None:  # the pipeline off: think and judge in the same job
                 for role in ("code", "feedback"):
-                    t, d = self._llm(role)
+                    t, d = self._llm(role, 1, node)
                     took, dollars = took + t, dollars + d
             return took, self._operator(node, not buggy, metrics, None, split=job.a.split), dollars
         if isinstance(job, SelectionJob):
-            took, dollars = self._llm(job.role)
+            took, dollars = self._llm(job.role, 1, node)
             top = job.ranked[0].id
             choice = Selection(
                 node_id=top, by="metric (simulated)", metric_best=top, candidates=[n.id for n in job.ranked]
             )
             return took, AttemptResult(status="good", reason="simulated", outcome=choice), dollars
         if isinstance(job, WriteupJob) and job.llm is not None:
-            took, dollars = self._llm("writeup", self.source.calls_per_job("writeup"))
+            took, dollars = self._llm("writeup", self.source.calls_per_job("writeup"), node)
             return took, AttemptResult(status="good", reason="simulated"), dollars
         if isinstance(job, ReviewJob):
-            took, dollars = self._llm("review", self.source.calls_per_job("review"))
+            took, dollars = self._llm("review", self.source.calls_per_job("review"), node)
             return took, AttemptResult(status="good", reason="simulated"), dollars
         if isinstance(job, ExperimentJob):
-            took, buggy, metrics = self._experiment(node.kind, job.metrics)
+            took, buggy, metrics = self._experiment(node, job.metrics)
             status = "buggy" if buggy else "good"
             return took, AttemptResult(status=status, reason="simulated", metrics=metrics), 0.0
         # Aggregation, an offline writeup: no LLM, a duration of their kind.
         return (
-            self.source.duration(node.kind, self.rng),
+            self.source.duration(node.kind, self.rng, node),
             AttemptResult(status="good", reason="simulated"),
             0.0,
         )
 
     def _draw_think(self, job: ThinkJob, node: Node) -> tuple[float, StepResult, float]:
         """A think step: one code-model call and a proposal of `node`'s kind."""
-        took, dollars = self._llm("code")
+        took, dollars = self._llm("code", 1, node)
         proposed = Proposed(
             code="# simulated by silva plan\n",
             plan=f"simulated {node.kind}",
@@ -371,9 +412,9 @@ class PlanExecutor:
     def _draw_judge(self, job: JudgeJob, node: Node) -> tuple[float, AttemptResult, float]:
         """A judge step: a feedback call, a vision call when the run has a vision model, and the
         operator's verdict on what the run step left."""
-        took, dollars = self._llm("feedback")
+        took, dollars = self._llm("feedback", 1, node)
         if job.a.vision:
-            seen, paid = self._llm("vision")
+            seen, paid = self._llm("vision", 1, node)
             took, dollars = took + seen, dollars + paid
         ok = job.ran is not None and not job.ran.run_problem
         return (
@@ -531,8 +572,10 @@ def plan(
     from_dir: Path | None = None,
     seed: int = 0,
     settings: PlanSettings | None = None,
+    replay: bool = False,
 ) -> PlanReport:
-    """Simulate the run `config` describes; see the module docstring."""
+    """Simulate the run `config` describes; see the module docstring. `replay` (with `from_dir`):
+    each node takes its twin's figures in that run, not draws (docs/plan.md, "How close")."""
     from silva.lifecycle import create_run, execute
 
     if slots is not None and slots < 1:
@@ -547,7 +590,7 @@ def plan(
         )
     journal = check_source(from_dir, cfg) if from_dir else None
     settings = instant_scripted(cfg, settings or PlanSettings())
-    source = Source(settings, journal, from_dir / LEDGER_FILE if from_dir else None)
+    source = Source(settings, journal, from_dir / LEDGER_FILE if from_dir else None, replay)
     per = cfg.resources_for("default")
     if gpus is not None:
         if per.num_gpus <= 0:

@@ -14,7 +14,7 @@ import pytest
 from engine.config import Budgets, Resources
 from engine.dispatch import BudgetStop
 from engine.journal import Journal
-from engine.node import AttemptResult, ExecSummary, Node
+from engine.node import AttemptResult, ExecSummary, MetricValue, Node
 from silva import lifecycle
 from silva.cli.main import main
 from silva.config import load_config
@@ -278,3 +278,48 @@ def test_settings_that_name_some_kinds_keep_the_defaults_of_the_others() -> None
     s = PlanSettings.model_validate({"durations": {"default": {"median_s": 60}}, "llm": {}})
     assert s.durations["default"].median_s == 60 and s.durations["aggregation"].median_s == 5
     assert s.llm["code"].latency.median_s == 60
+
+
+def test_a_replay_gives_each_planned_node_its_twins_time_outcome_and_calls(tmp_path: Path) -> None:
+    """Replay: the n-th planned node of an idea and kind to start takes the n-th such node of the
+    source run (its slot time, failure, metrics, and its own LLM calls in order), so what still
+    differs from the run is the plan's model, not the draws."""
+    from engine.llm.ledger import CallRecord
+
+    run = Journal.open(tmp_path / "run")
+    for node_id, took, status in (("a", 3.0, "good"), ("b", 7.0, "buggy")):
+        run.add_node(Node(id=node_id, stage="s", kind="draft"))
+        run.attempt_started(node_id, 1, "")
+        metrics = [MetricValue(name="acc", value=took / 10)] if status == "good" else []
+        result = AttemptResult(
+            status=status,
+            execution=ExecSummary(wall_s=took),
+            metrics=metrics,
+            started_at=1,
+            finished_at=1 + took,
+        )
+        run.attempt_finished(node_id, 1, result)
+    ledger = tmp_path / "run" / "llm_ledger.jsonl"
+    calls = [("a", 2.0), ("b", 5.0), ("b", 6.0)]
+    ledger.write_text(
+        "".join(
+            CallRecord(
+                role="code", node_id=n, provider="p", model="m", latency_s=s, attempts=1
+            ).model_dump_json()
+            + "\n"
+            for n, s in calls
+        )
+    )
+    journal = Journal.open(tmp_path / "run", read_only=True)
+    replay = Source(PlanSettings(), journal, ledger, replay=True)
+    first, second = Node(id="p1", stage="s", kind="draft"), Node(id="p2", stage="s", kind="draft")
+    rng = random.Random(0)
+    assert replay.duration("draft", rng, first) == 3.0 and replay.duration("draft", rng, second) == 7.0
+    assert replay.call("code", rng, second)[0] == 5.0 and replay.call("code", rng, second)[0] == 6.0
+    assert replay.buggy("draft", rng, first) is False and replay.buggy("draft", rng, second) is True
+    assert replay.values("draft", [], rng, first)[0].value == pytest.approx(0.3)
+    assert replay.call("code", rng, first)[0] == 2.0
+    # A third node has no twin: it is drawn from the run's own, as without replay.
+    assert replay.duration("draft", rng, Node(id="p3", stage="s", kind="draft")) in (3.0, 7.0)
+    drawn = Source(PlanSettings(), journal, ledger)
+    assert drawn.twin(first) is None
