@@ -15,7 +15,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from engine.errors import ConfigError
 from engine.events import IdeaAdmitted, IdeaPublished, IdeaRejected, IdeationEnded
@@ -190,8 +190,19 @@ def idea_supply(
     return section.supply(llm_cfg, template, llm, journal)
 
 
-def ideation_counts(journal: Journal) -> dict[str, Any] | None:
-    """A rolling forest's ideas as `silva status` and the view show them (None: not one)."""
+class IdeaStates(BaseModel):
+    """A rolling forest's ideas by where they stand (`silva status`, its --json, the view)."""
+
+    admitted: list[str]  # in the order admitted
+    running: list[str]  # admitted, neither retired nor published: searching, writing or waiting
+    retired: list[str]  # stopped before their paper: by the allocation policy or their own budget
+    published: list[str]
+    rejected: dict[str, int]  # ideas not admitted, by verdict
+    ended: str | None  # why ideation ended; None while it goes on
+
+
+def idea_states(journal: Journal) -> IdeaStates | None:
+    """None: not a rolling forest (nothing was ever asked of ideation)."""
     admitted: list[str] = []
     rejected: Counter[str] = Counter()
     published: set[str] = set()
@@ -208,23 +219,33 @@ def ideation_counts(journal: Journal) -> dict[str, Any] | None:
     if not admitted and not rejected and ended is None:
         return None
     retired = [i for i in admitted if i in journal.idea_stopped and i not in published]
-    return {
-        "admitted": len(admitted),
-        "running": len(admitted) - len(retired) - len([i for i in admitted if i in published]),
-        "retired": len(retired),
-        "published": len(published),
-        "rejected": dict(rejected),
-        "ended": ended,
-    }
+    return IdeaStates(
+        admitted=admitted,
+        running=[i for i in admitted if i not in published and i not in retired],
+        retired=retired,
+        published=[i for i in admitted if i in published],
+        rejected=dict(sorted(rejected.items())),
+        ended=ended,
+    )
+
+
+def ideation_counts(journal: Journal) -> dict[str, Any] | None:
+    """`idea_states` as counts (benchmarks' results)."""
+    s = idea_states(journal)
+    if s is None:
+        return None
+    counts = {k: len(getattr(s, k)) for k in ("admitted", "running", "retired", "published")}
+    return {**counts, "rejected": s.rejected, "ended": s.ended}
 
 
 def ideation_line(journal: Journal) -> str | None:
-    c = ideation_counts(journal)
-    if c is None:
+    s = idea_states(journal)
+    if s is None:
         return None
-    rejected = ", ".join(f"{v} {k}" for k, v in sorted(c["rejected"].items())) or "none"
+    rejected = ", ".join(f"{v} {k}" for k, v in s.rejected.items()) or "none"
+    retired = f" ({', '.join(s.retired)})" if s.retired else ""
     return (
-        f"ideas (rolling forest): {c['admitted']} admitted: {c['running']} running or waiting, "
-        f"{c['retired']} retired, {c['published']} published; rejected: {rejected}; "
-        + (f"ideation ended: {c['ended']}" if c["ended"] else "ideation goes on")
+        f"ideas (rolling forest): {len(s.admitted)} admitted: {len(s.running)} running or waiting, "
+        f"{len(s.retired)} retired{retired}, {len(s.published)} published; rejected: {rejected}; "
+        + (f"ideation ended: {s.ended}" if s.ended else "ideation goes on")
     )

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from engine.claims import Claim, GroupSummary, load_ledger
 from engine.journal import Journal
 from engine.summary import StageRow, document_failures, fmt, stage_rows
+from silva.rolling import IdeaStates, idea_states
 from silva.status import node_counts
 from writeup.files import PAPER_DIR  # RUN_DIR/paper/<idea>/ holds each idea's paper and its ledger.json
 
@@ -65,6 +66,7 @@ class StatusReport(BaseModel):
     primary_metric: dict[str, str] | None
     result: RunResult
     stages: list[StageState]
+    ideas: IdeaStates | None = None  # a rolling forest's ideas admitted, running, retired, published
 
 
 def _group(g: GroupSummary) -> str:
@@ -167,4 +169,5 @@ def status_report(run_dir: Path, journal: Journal) -> StatusReport:
         primary_metric={"name": spec.name, "direction": spec.direction} if spec else None,
         result=run_result(journal),
         stages=[StageState(**vars(r)) for r in stage_rows(journal) if not r.document],
+        ideas=idea_states(journal),
     )
