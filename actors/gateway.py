@@ -48,6 +48,9 @@ class GatewayActor:
     async def embed(self, request: EmbedRequest) -> Embeddings:
         return await self._gateway.aembed(request)
 
+    async def ledger_note(self, request: LLMRequest, error: str) -> None:
+        await self._gateway.aledger_note(request, error)
+
     async def close(self) -> None:
         await self._gateway.aclose()
 
@@ -65,12 +68,15 @@ class ActorTransport:
     def embed(self, request: EmbedRequest) -> Embeddings:
         return self._ask(self.handle.embed, request)
 
+    def ledger_note(self, request: LLMRequest, error: str) -> None:
+        self._ask(self.handle.ledger_note, request, error)
+
     @staticmethod
-    def _ask(method: Any, request: Any) -> Any:
+    def _ask(method: Any, *args: Any) -> Any:
         attempt = 0
         while True:
             try:
-                return ray.get(method.remote(request))
+                return ray.get(method.remote(*args))
             except RayTaskError as exc:
                 if isinstance(exc.cause, LLMError):
                     raise exc.cause from None

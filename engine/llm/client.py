@@ -24,14 +24,19 @@ from engine.llm.types import (
 )
 
 T = TypeVar("T", bound=BaseModel)
-# One ask of a chain: (turns, schema, re-ask number, why the chain failed: a note, not a call).
-Ask = Callable[[list[Message], OutputSchema | None, int, str | None], Completion]
+# The request of one ask of a chain: (turns, schema, re-ask number).
+Ask = Callable[[list[Message], OutputSchema | None, int], LLMRequest]
 
 
 class Transport(Protocol):
     def call(self, request: LLMRequest) -> Completion: ...
 
     def embed(self, request: EmbedRequest) -> Embeddings: ...
+
+    def ledger_note(self, request: LLMRequest, error: str) -> None:
+        """One ledger line (cause "invalid") for a structured chain that ended without a valid
+        answer, `request` being its last ask; nothing is sent or paid."""
+        ...
 
 
 class LLM:
@@ -110,10 +115,8 @@ class LLM:
         turns = _as_messages(messages)
         chain = uuid.uuid4().hex if output_type is not None else None
 
-        def ask(
-            history: list[Message], schema: OutputSchema | None, reask: int, why: str | None
-        ) -> Completion:
-            request = LLMRequest(
+        def ask(history: list[Message], schema: OutputSchema | None, reask: int) -> LLMRequest:
+            return LLMRequest(
                 messages=tuple(history),
                 role=role,
                 output_schema=schema,
@@ -125,22 +128,20 @@ class LLM:
                 context={k: str(v) for k, v in (context or {}).items()},
                 chain=chain,
                 reask=reask,
-                unusable=why,
             )
-            return self.transport.call(request)
 
         if output_type is None:
-            return ask(turns, None, 0, None)
+            return self.transport.call(ask(turns, None, 0))
         return self._validated(ask, turns, output_type, f"role {role!r} (node {node_id})")
 
     def _validated(self, ask: Ask, turns: list[Message], output_type: type[T], who: str) -> T:
         """Ask until an answer validates as `output_type`, at most `max_reasks` times more. An
         answer cut off at the output limit is re-asked without it, under a schema with shorter
         bounds (`shorter_schema`); any other is shown back with its error. A chain that ends
-        without a valid answer is one ledger line (the `unusable` note) before the error."""
+        without a valid answer is one ledger line (`Transport.ledger_note`) before the error."""
         schema = output_schema(output_type)
-        history = turns
-        completion = ask(history, schema, 0, None)
+        request = ask(turns, schema, 0)
+        completion = self.transport.call(request)
         reasks, cuts, limit = 0, 0, None
         while True:
             try:
@@ -151,7 +152,7 @@ class LLM:
                         f"{who}: the answer did not validate as {output_type.__name__} after "
                         f"{reasks + 1} tries: {failure}"
                     )
-                    ask(history, schema, reasks, why)
+                    self.transport.ledger_note(request, why)
                     raise StructuredOutputError(why) from failure
                 reasks += 1
                 if completion.truncated:
@@ -159,8 +160,9 @@ class LLM:
                     schema, limit = shorter_schema(schema, completion, limit)
                     history = after_cut(turns, completion, limit, cuts)
                 else:
-                    history = [*history, *reask(completion, failure)]
-                completion = ask(history, schema, reasks, None)
+                    history = [*request.messages, *reask(completion, failure)]
+                request = ask(history, schema, reasks)
+                completion = self.transport.call(request)
 
     def embed(
         self,

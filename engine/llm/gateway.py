@@ -258,6 +258,16 @@ class Gateway:
         """Synchronous entry point for embeddings (the `Transport` protocol)."""
         return self._run(self.aembed(request))
 
+    def ledger_note(self, request: LLMRequest, error: str) -> None:
+        """A structured chain gave up (the `Transport` protocol): one ledger line, nothing sent."""
+        self._run(self.aledger_note(request, error))
+
+    async def aledger_note(self, request: LLMRequest, error: str) -> None:
+        """The chain's line, on the gateway's loop like every other ledger write: cause "invalid",
+        no tokens, no dollars, keyed as its last ask so `silva cost` ties it to the chain."""
+        call, _ = self._resolve(request)
+        self._record(request, call, Row(), key=cache_key(call, request.node_id), error=error, cause="invalid")
+
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         token = cancel.current()
         if token is not None and token.cancelled:
@@ -279,9 +289,6 @@ class Gateway:
     async def acomplete(self, request: LLMRequest) -> Completion:
         call, pcfg = self._resolve(request)
         key = cache_key(call, request.node_id)  # never the attempt: a resume must not pay twice
-        if request.unusable is not None:  # a note for the ledger (LLMRequest.unusable): nothing is sent
-            self._record(request, call, Row(), key=key, error=request.unusable, cause="invalid")
-            return Completion(text="", provider=call.model.provider, model=call.model.model)
         if (refused := self._refusal(request, call)) is not None:
             self._record(request, call, Row(), key=key, error=refused, cause="refused")
             raise LLMCallError(refused)

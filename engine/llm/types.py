@@ -138,9 +138,6 @@ class LLMRequest(_Frozen):
     # ledger only, so `silva cost` tells the answers that did not validate from the one that did.
     chain: str | None = None
     reask: int = 0
-    # Set on a note, not a call: the chain's answers never validated (why). The gateway writes it
-    # as one ledger line and sends nothing, so a failed chain is on the bill through any transport.
-    unusable: str | None = None
 
 
 class EmbedRequest(_Frozen):

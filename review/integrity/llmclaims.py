@@ -96,12 +96,15 @@ class _Counting:
 
     def call(self, request: LLMRequest) -> Completion:
         completion = self.inner.call(request)
-        self.calls += request.unusable is None  # an unusable chain's closing note is not sent
+        self.calls += 1
         self.dollars += completion.dollars
         return completion
 
     def embed(self, request: EmbedRequest) -> Embeddings:
         return self.inner.embed(request)
+
+    def ledger_note(self, request: LLMRequest, error: str) -> None:
+        self.inner.ledger_note(request, error)  # a ledger line, not a call: nothing sent or paid
 
 
 @dataclass

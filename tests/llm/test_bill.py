@@ -81,6 +81,7 @@ def test_a_chain_that_gives_up_and_a_refused_call_are_on_the_bill(
     assert len(fake.requests) == 3  # the refused call was never sent
     rows = read_records(tmp_path / LEDGER_FILE)
     end, refused = rows[-2], rows[-1]
+    assert [r.cause for r in rows] == [None, None, None, "invalid", "refused"]  # one line for the give-up
     assert (end.cause, end.attempts, end.dollars, end.chain) == ("invalid", 0, 0.0, rows[0].chain)
     assert end.error is not None and "did not validate as Idea after 3 tries" in end.error
     assert (refused.cause, refused.role, refused.attempts, refused.model) == (

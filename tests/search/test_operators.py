@@ -134,6 +134,7 @@ def test_unusable_answers_make_a_buggy_node_not_a_loop(tmp_path: Path) -> None:
     r, provider = run_job(tmp_path, lambda call: "I would rather not.")
     assert r.status == "buggy" and r.reason.startswith("proposal failed") and op(r).status_rule == "proposal"
     assert len(provider.calls) == 3  # the answer plus two bounded re-asks
+    assert op(r).llm_calls == 3  # the chain's give-up is a ledger line, not a call
 
 
 def test_spent_dollars_give_the_attempt_back(tmp_path: Path) -> None:

@@ -383,7 +383,7 @@ class _Counting:
 
     def call(self, request: LLMRequest) -> Completion:
         completion: Completion = self.inner.call(request)
-        self.calls += request.unusable is None  # a chain's give-up note is a ledger line, not a call
+        self.calls += 1
         self.dollars += completion.dollars
         return completion
 
@@ -392,6 +392,9 @@ class _Counting:
         self.calls += 1
         self.dollars += embeddings.dollars
         return embeddings
+
+    def ledger_note(self, request: LLMRequest, error: str) -> None:
+        self.inner.ledger_note(request, error)  # a ledger line, not a call: nothing sent or paid
 
 
 class _Metered:
