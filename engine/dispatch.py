@@ -298,7 +298,7 @@ class Dispatcher:
 
     def _submit(self, node: Node, job: Job) -> None:
         step, holds = step_of(job), holds_resources(job)
-        self.journal.attempt_started(node.id, job.attempt, step)
+        self.journal.attempt_started(node.id, job.attempt, step, holds)
         handle = self.executor.submit(job, self.cfg.resources_for(node.kind) if holds else NO_RESOURCES)
         self._running(handle, Running(node.id, job.attempt, step, holds))
 

@@ -102,6 +102,9 @@ class AttemptStarted(Event):
     node_id: str
     attempt: int
     step: str = ""
+    # False: the job only waits on an LLM (a stage's selection, a review) and takes no slot, so
+    # its time is no slot time (`silva status` read 104% of 4 slots when it counted them).
+    holds: bool = True
 
 
 class StepFinished(Event):

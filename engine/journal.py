@@ -208,8 +208,8 @@ class Journal:
     def new_node_id(self) -> str:
         return f"n{len(self.nodes):04d}"
 
-    def attempt_started(self, node_id: str, attempt: int, step: str = "") -> None:
-        self.record(ev.AttemptStarted(node_id=node_id, attempt=attempt, step=step))
+    def attempt_started(self, node_id: str, attempt: int, step: str = "", holds: bool = True) -> None:
+        self.record(ev.AttemptStarted(node_id=node_id, attempt=attempt, step=step, holds=holds))
 
     def step_finished(self, node_id: str, attempt: int, result: StepResult) -> None:
         """An intermediate step of a pipelined attempt is in: its output waits for the next step."""

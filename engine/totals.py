@@ -86,14 +86,14 @@ class Spend:
 @dataclass
 class Busy:
     """Time jobs held a slot: from the `attempt_started` of a step that holds resources (a whole
-    attempt, or its run step; not think or judge, which only wait on an LLM) to the event that
-    ended that job."""
+    attempt, or its run step; not think or judge, nor a job journaled `holds: false`, which only
+    wait on an LLM) to the event that ended that job."""
 
     ended_s: float = 0.0  # spans that ended
     running: dict[tuple[str, int], float] = field(default_factory=dict)  # (node, attempt) -> start
 
     def apply(self, e: Event) -> None:
-        if isinstance(e, AttemptStarted) and e.step in HOLDING_STEPS:
+        if isinstance(e, AttemptStarted) and e.holds and e.step in HOLDING_STEPS:
             self.running[(e.node_id, e.attempt)] = e.ts
         elif isinstance(e, JOB_ENDS):
             start = self.running.pop((e.node_id, e.attempt), None)

@@ -195,3 +195,24 @@ def test_slots_for_counts_the_scarcer_resource() -> None:
     assert slots_for(6, 4, Resources(num_cpus=2, num_gpus=1)) == 3  # CPUs: 6 / 2
     assert slots_for(6, None, Resources(num_cpus=1, num_gpus=1)) == 6  # GPUs not counted (in-process)
     assert slots_for(8, 0, Resources(num_cpus=1, num_gpus=1)) == 1  # none fit yet: one, so demand shows
+
+
+@dataclass
+class WaitJob(SleepJob):
+    """A job that only waits on an LLM (a selection, a review): it takes no slot."""
+
+    holds_resources: bool = False
+
+
+@dataclass
+class WaitingStrategy(FixedStrategy):
+    def job_for(self, node: Node, attempt: int) -> Job:
+        return WaitJob(node.id, attempt, node.params["seconds"], self.log)
+
+
+def test_a_job_that_holds_no_slot_is_journaled_so_and_is_no_slot_time(tmp_path: Path) -> None:
+    j = journal(tmp_path)
+    outcome = Dispatcher(config(), j, WaitingStrategy([0.05, 0.05]), InProcessExecutor(3)).run()
+    assert outcome.status == "finished"
+    assert [e.holds for e in j.log.read(ev.AttemptStarted)] == [False, False]
+    assert j.totals.busy.seconds(now=time.time()) == 0.0

@@ -155,3 +155,18 @@ def test_attempts_a_killed_driver_left_open_stop_counting_at_the_next_session() 
     ):
         t.apply(e)
     assert t.busy.seconds(now=5000.0) == pytest.approx((150 - 110) + (150 - 120))
+
+
+def test_a_job_that_holds_no_slot_is_no_slot_time() -> None:
+    """A stage's selection or a review only waits on the LLM: counted as held, a rolling forest
+    on 4 slots read 104% in `silva status`."""
+    t = Totals()
+    for e in (
+        ev.SessionStarted(resumed=False, ts=100.0),
+        ev.AttemptStarted(node_id="n0001", attempt=1, ts=110.0),
+        ev.AttemptStarted(node_id="n0002", attempt=1, holds=False, ts=110.0),
+        ev.AttemptFinished(node_id="n0001", attempt=1, result=AttemptResult(status="good"), ts=120.0),
+        ev.AttemptFinished(node_id="n0002", attempt=1, result=AttemptResult(status="good"), ts=150.0),
+    ):
+        t.apply(e)
+    assert t.busy.seconds(now=200.0) == pytest.approx(10.0)
