@@ -21,8 +21,8 @@ from engine.events import Event, ReviewFinished, ReviewStarted
 from engine.executor import Executor, Handle, InProcessExecutor
 from engine.journal import Journal
 from engine.llm import LLM, LLMError, Message
-from engine.llm.gateway import IMAGE_TOKENS, progress
-from engine.llm.prompt_budget import PromptBudget, PromptTooLarge
+from engine.llm.gateway import progress
+from engine.llm.prompt_budget import IMAGE_TOKENS, PromptBudget, PromptTooLarge
 from engine.node import AttemptResult, StepResult
 from review import guidelines
 from review.config import ReviewConfig

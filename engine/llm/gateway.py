@@ -34,17 +34,16 @@ from engine.llm.errors import BudgetExceeded, CacheMiss, LLMCallError, LLMConfig
 from engine.llm.hedge import LatencyBook, Race, race
 from engine.llm.ledger import LEDGER_FILE, CallRecord, Cause, Ledger
 from engine.llm.prices import resolve_model
-from engine.llm.prompt_budget import budgets
+from engine.llm.prompt_budget import CHARS_PER_TOKEN, budgets, estimate_tokens
 from engine.llm.providers.base import EmbedCall, EmbeddingProvider, Provider, ProviderCall, ProviderError
 from engine.llm.ratelimit import Limiter
-from engine.llm.types import CachedVector, Completion, Embeddings, EmbedRequest, LLMRequest, Message, Usage
+from engine.llm.types import CachedVector, Completion, Embeddings, EmbedRequest, LLMRequest, Usage
 
 log = logging.getLogger(__name__)
 # One line per step of a call (sent, retried, answered, failed) for commands that show progress
 # (`silva review`, `writeup`, `ideate`, `discover` attach a handler; docs/llm.md, Progress).
 progress = logging.getLogger("silva.progress")
 
-IMAGE_TOKENS = 1600  # a 1092x1092 image is about this many tokens on current vision models
 # One embeddings request holds at most this many texts and estimated tokens: below OpenAI's
 # limits (2048 inputs, 300k tokens summed) with room for the estimate's error.
 EMBED_BATCH_TEXTS = 256
@@ -52,12 +51,6 @@ EMBED_BATCH_TOKENS = 150_000
 
 R = TypeVar("R", Completion, Embeddings)
 T = TypeVar("T")
-
-
-def estimate_tokens(messages: tuple[Message, ...], chars_per_token: float) -> int:
-    chars = sum(len(m.text) for m in messages)
-    images = sum(len(m.images) for m in messages)
-    return int(chars / chars_per_token) + images * IMAGE_TOKENS
 
 
 @dataclass
@@ -324,7 +317,7 @@ class Gateway:
                 f"model {call.model.name!r} ({call.model.model}) has no price; "
                 "set llm.models.<name>.price (input/output USD per million tokens)"
             )
-        est_in = estimate_tokens(call.messages, chars_per_token=3.0)
+        est_in = estimate_tokens(call.messages)
         worst = price.dollars(est_in, call.max_tokens, 0)
         started = time.monotonic()
         try:
@@ -460,7 +453,7 @@ class Gateway:
         price, winner, loser = call.model.price, won.result, won.loser
         assert price is not None
         self._copies_reserved -= worst
-        est_in = estimate_tokens(call.messages, chars_per_token=3.0)
+        est_in = estimate_tokens(call.messages)
         if won.loser_error is not None:
             row = Row.unanswered([tally], price, est_in, won.loser_s)
             self._copies_spent += row.dollars
@@ -515,7 +508,7 @@ class Gateway:
             same.setdefault(keys[i], []).append(i)
         unique = [idxs[0] for idxs in same.values()]
         usage, dollars, retries, latency = 0, 0.0, 0, 0.0
-        for batch in _batches(unique, [len(request.texts[i]) / 3.0 for i in unique]):
+        for batch in _batches(unique, [len(request.texts[i]) / CHARS_PER_TOKEN for i in unique]):
             texts = tuple(request.texts[i] for i in batch)
             result = await self._embed_batch(
                 request, call, pcfg, price, texts, _combined([keys[i] for i in batch])
@@ -559,7 +552,7 @@ class Gateway:
             timeout_s=call.timeout_s,
             dimensions=call.dimensions,
         )
-        est = int(sum(len(t) for t in texts) / 3.0)
+        est = int(sum(len(t) for t in texts) / CHARS_PER_TOKEN)
         try:
             reservation = await self.budget.reserve(price.dollars(est, 0, 0), request.role)
         except BudgetExceeded as exc:
@@ -670,11 +663,11 @@ class Gateway:
                 f"role {request.role!r} sent {n_images} image(s) but model {role.model!r} has no "
                 "vision capability; map the role to a vision model"
             )
-        prompt_tokens = estimate_tokens(request.messages, chars_per_token=4.0)
-        if prompt_tokens + role.max_tokens > caps.context_tokens:
+        prompt_tokens = estimate_tokens(request.messages)
+        if prompt_tokens + call.max_tokens > caps.context_tokens:
             return (
                 f"role {request.role!r}: prompt of ~{prompt_tokens} tokens plus max_tokens "
-                f"{role.max_tokens} exceeds the {caps.context_tokens}-token context of {role.model!r}"
+                f"{call.max_tokens} exceeds the {caps.context_tokens}-token context of {role.model!r}"
             )
         return None
 
@@ -701,9 +694,9 @@ class Gateway:
                 raise LLMCallError(
                     f"role {request.role!r}: text {i} is empty; embeddings APIs refuse empty input"
                 )
-            if len(text) / 4.0 > model.capabilities.context_tokens:
+            if (tokens := int(len(text) / CHARS_PER_TOKEN)) > model.capabilities.context_tokens:
                 raise LLMCallError(
-                    f"role {request.role!r}: text {i} of ~{int(len(text) / 4)} tokens exceeds the "
+                    f"role {request.role!r}: text {i} of ~{tokens} tokens exceeds the "
                     f"{model.capabilities.context_tokens}-token input limit of {role.model!r}"
                 )
         if not isinstance(self._provider(model.provider), EmbeddingProvider):

@@ -6,9 +6,10 @@ tokens (speed: output tokens over the call's wall time, prompt processing includ
 bound), and, for an `openai_compatible` endpoint, the context size the server reports (llama.cpp's
 `/props`, vLLM's `max_model_len` in `/v1/models`). Reported before the run, with the setting to
 change: a role whose `max_tokens` cannot be written within `timeout_s` at the measured speed, a
-role whose `max_tokens` leaves less than `PROMPT_ROOM` tokens of the server's context for its
-prompt, and a model whose `capabilities.context_tokens` claims more than the server holds (the
-gateway refuses an over-long prompt by that number before paying for it). A probe that fails is
+role whose `max_tokens` leaves less than its steps' smallest prompt of the server's context
+(`prompt_budget.too_small`, the check the config's context gets), and a model whose
+`capabilities.context_tokens` claims more than the server holds (the gateway refuses an
+over-long prompt by that number before paying for it). A probe that fails is
 reported, not refused: the run's own calls will retry, fail and be accounted as usual.
 
 One slow sample (a stall of the server) must not refuse a run: a model measured too slow for a
@@ -33,6 +34,7 @@ from pydantic import BaseModel, Field
 from engine.llm.config import LLMConfig, ProviderConfig
 from engine.llm.ledger import CallRecord
 from engine.llm.prices import ResolvedModel, resolve_model
+from engine.llm.prompt_budget import PromptBudget, estimate_tokens, too_small
 from engine.llm.providers.base import ProviderCall
 from engine.llm.types import EMBEDDING_ROLE, Message
 
@@ -40,7 +42,6 @@ PROBE_TOKENS = 32
 PROBE_PROMPT = "Count from 1 to 100, numbers separated by spaces, nothing else."
 MIN_MEASURED = 8  # output tokens a probe must produce for its speed to be judged
 PROBE_ROLE = "probe"  # the probe's calls in the ledger
-PROMPT_ROOM = 1024  # context tokens a role must leave for its prompt (Silva's shortest prompts)
 MARGIN = 0.8  # suggested settings keep a fifth of the deadline spare
 PROBE_SAMPLES = 3  # samples at most before a model is judged too slow: the fastest counts
 
@@ -152,8 +153,6 @@ async def _fastest(
 
 
 async def _probe(provider: Any, model: ResolvedModel, pcfg: ProviderConfig, key: str | None) -> ProbeResult:
-    from engine.llm.gateway import estimate_tokens
-
     result = ProbeResult(provider=model.provider, model=model.name, model_id=model.model)
     begun = time.monotonic()
     if pcfg.kind == "openai_compatible" and pcfg.base_url:
@@ -174,7 +173,7 @@ async def _probe(provider: Any, model: ResolvedModel, pcfg: ProviderConfig, key:
         result.wall_s = time.monotonic() - begun
         # As the gateway accounts a call with no answer: the prompt was sent, and one that timed
         # out was read by the provider, which may bill it (engine/llm/gateway.py `Tally.lost`).
-        result.input_tokens = estimate_tokens(call.messages, chars_per_token=3.0)
+        result.input_tokens = estimate_tokens(call.messages)
         if isinstance(exc, TimeoutError) and model.price is not None:
             result.dollars = result.lost_dollars = model.price.dollars(result.input_tokens, 0, 0)
         return result
@@ -237,14 +236,13 @@ def probe_problems(cfg: LLMConfig, results: list[ProbeResult], worked: Collectio
             r.warnings.append(f"{slow} (not refused: this run has had answers from this model before)")
         elif slow is not None:
             problems.append(slow)
-        if r.context_tokens is not None and rc.max_tokens + PROMPT_ROOM > r.context_tokens:
-            problems.append(
-                f"llm.roles.{role}: max_tokens {rc.max_tokens} leaves "
-                f"{max(0, r.context_tokens - rc.max_tokens)} of the {r.context_tokens}-token context "
-                f"that {r.context_source} reports for its prompt, less than {PROMPT_ROOM}: lower "
-                f"llm.roles.{role}.max_tokens to at most {max(1, r.context_tokens - PROMPT_ROOM)}, or "
-                "serve the model with a longer context"
+        if r.context_tokens is not None:
+            served = PromptBudget(
+                role=role,
+                context_tokens=r.context_tokens,
+                max_tokens=min(rc.max_tokens, model.capabilities.max_output_tokens),
             )
+            problems += too_small({role: served}, served=r.context_source or "the server")
     for name, r in by_model.items():
         claimed = resolve_model(cfg, name).capabilities.context_tokens
         if r.context_tokens is not None and claimed > r.context_tokens:

@@ -10,9 +10,9 @@ room first, and a part the budget cannot hold whole is cut (its head or its tail
 saying how much was cut. A part's `min_chars` must fit: when the minima of a prompt do not, the
 model is too small for the step and `PromptTooLarge` says by how many tokens.
 
-Tokens are estimated from characters, cautiously (LaTeX, code and numbers run about three
-characters a token on small models' tokenizers), so a fitted prompt also passes the gateway's
-own context check and the server's count.
+Tokens are estimated from characters, cautiously (`CHARS_PER_TOKEN`), by the one estimate the
+gateway uses too (`estimate_tokens`), so a fitted prompt passes the gateway's context check and
+the server's count.
 """
 
 from __future__ import annotations
@@ -26,16 +26,33 @@ from pydantic import BaseModel, ConfigDict, Field
 from engine.llm.config import LLMConfig
 from engine.llm.errors import LLMConfigError
 from engine.llm.prices import resolve_model
+from engine.llm.types import Message
 
+# Every token estimate from characters (prompt budgets, the gateway's context check and dollar
+# reservations, the probe): 3, not English prose's 4, because LaTeX, code and numbers run about
+# three characters a token on small models' tokenizers; over-counting only leaves room unused.
 CHARS_PER_TOKEN = 3.0
+IMAGE_TOKENS = 1600  # a 1092x1092 image is about this many tokens on current vision models
 TEMPLATE_TOKENS = 48  # the chat template's role markers around the system and user messages
 CUT_NOTE = "\n[... {n} characters cut to fit the model's context]\n"
 
 # The smallest prompt each role's steps are built to work with, in tokens: the writer's ledger,
 # macros and one section's instructions; a reviewer's guidelines with one part of a paper; an
-# ideation request with its topic. A model whose context minus max_tokens is below this cannot
-# do the role's work, and the run is refused before it starts.
+# ideation request with its topic; for any other role (a node's judgement, a figure's check),
+# a code proposal's room. A model whose context minus max_tokens is below this cannot do the
+# role's work: the run is refused before it starts, by the config's context and by the one the
+# server reports (engine/llm/probe.py).
 MIN_PROMPT_TOKENS: dict[str, int] = {"writeup": 1500, "review": 1500, "ideation": 700, "code": 1000}
+
+
+def min_prompt_tokens(role: str) -> int:
+    return MIN_PROMPT_TOKENS.get(role, MIN_PROMPT_TOKENS["code"])
+
+
+def estimate_tokens(messages: Sequence[Message]) -> int:
+    chars = sum(len(m.text) for m in messages)
+    images = sum(len(m.images) for m in messages)
+    return int(chars / CHARS_PER_TOKEN) + images * IMAGE_TOKENS
 
 
 class PromptTooLarge(LLMConfigError):
@@ -134,14 +151,19 @@ def budgets(cfg: LLMConfig) -> dict[str, PromptBudget]:
     return out
 
 
-def too_small(role_budgets: Mapping[str, PromptBudget]) -> list[str]:
-    """One line per role whose model cannot hold the smallest prompt of that role's steps."""
+def too_small(role_budgets: Mapping[str, PromptBudget], served: str | None = None) -> list[str]:
+    """One line per role whose model cannot hold the smallest prompt of that role's steps.
+    `served`: where the budgets' context was read from the server (the probe), else the config's."""
+    context = (
+        "its model's {}-token context" if served is None else f"the {{}}-token context that {served} reports"
+    )
+    remedy = "map the role to a model" if served is None else "serve the model"
     return [
-        f"llm.roles.{name}: its model's {b.context_tokens}-token context less max_tokens {b.max_tokens} "
+        f"llm.roles.{name}: {context.format(b.context_tokens)} less max_tokens {b.max_tokens} "
         f"leaves ~{b.tokens} tokens for the prompt; the {name} steps need at least "
-        f"{MIN_PROMPT_TOKENS[name]}: lower max_tokens to at most "
-        f"{b.context_tokens - TEMPLATE_TOKENS - MIN_PROMPT_TOKENS[name]} or map the role to a model "
+        f"{min_prompt_tokens(name)}: lower max_tokens to at most "
+        f"{max(1, b.context_tokens - TEMPLATE_TOKENS - min_prompt_tokens(name))} or {remedy} "
         "with a larger context"
         for name, b in sorted(role_budgets.items())
-        if name in MIN_PROMPT_TOKENS and b.tokens < MIN_PROMPT_TOKENS[name]
+        if b.tokens < min_prompt_tokens(name)
     ]

@@ -51,8 +51,11 @@ def test_the_served_context_is_read_and_checked(fake: FakeLLMServer) -> None:
     with pytest.raises(LLMConfigError) as err:
         validate_llm_config(cfg, ENV)
     message = str(err.value)
-    assert "llm.roles.code: max_tokens 1500 leaves 548 of the 2048-token context" in message
-    assert "llm.roles.code.max_tokens to at most 1024" in message and "llm.roles.feedback" not in message
+    # The check the config's context gets (prompt_budget.too_small), on the served context.
+    assert "llm.roles.code: the 2048-token context that http://" in message
+    assert "/props n_ctx reports less max_tokens 1500 leaves ~500 tokens for the prompt" in message
+    assert "the code steps need at least 1000: lower max_tokens to at most 1000 or serve the model" in message
+    assert "llm.roles.feedback" not in message
     assert "llm.models.m: capabilities.context_tokens is 128000" in message
     assert "set llm.models.m.capabilities.context_tokens to 2048" in message
 

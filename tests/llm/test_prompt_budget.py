@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from engine.llm import LLMConfig, LLMConfigError, validate_llm_config
-from engine.llm.prompt_budget import Part, PromptBudget, PromptTooLarge, budgets
+from engine.llm.prompt_budget import Part, PromptBudget, PromptTooLarge, budgets, too_small
 
 
 def test_parts_are_cut_by_priority_and_keep_their_order() -> None:
@@ -55,6 +55,15 @@ def test_a_model_too_small_for_a_role_is_refused_before_the_run() -> None:
         validate_llm_config(_cfg(2048, 1024), {}, check_endpoints=False)
     assert "lower max_tokens to at most" in str(info.value) and info.value.exit_code == 2
     validate_llm_config(_cfg(8192, 1024), {}, check_endpoints=False)  # SmolLM2's context is enough
+
+
+def test_a_role_without_its_own_minimum_needs_a_code_proposals_room() -> None:
+    """The probe's served-context check is this one: any chat role (a node's judge) is held to it."""
+    small = PromptBudget(role="feedback", context_tokens=2048, max_tokens=1024)  # ~976 tokens left
+    (line,) = too_small({"feedback": small}, served="the server's /props")
+    assert "the 2048-token context that the server's /props reports" in line
+    assert "the feedback steps need at least 1000: lower max_tokens to at most 1000" in line
+    assert too_small({"feedback": small.model_copy(update={"max_tokens": 1000})}) == []
 
 
 def test_the_gateway_client_knows_each_role_budget() -> None:

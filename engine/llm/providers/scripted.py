@@ -25,6 +25,8 @@ ScriptFn = Callable[[ProviderCall], str]
 
 
 def _tokens(text: str) -> int:
+    # The scripted model's own tokenizer, as a real one counts English prose: what it reports as
+    # usage, not an estimate (the gateway's cautious estimate is prompt_budget.CHARS_PER_TOKEN).
     return max(1, len(text) // 4)
 
 
