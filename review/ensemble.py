@@ -28,7 +28,7 @@ from review import guidelines
 from review.config import ReviewConfig
 from review.form import STORED, MetaReviewForm, PartNotes, ReviewForm
 from review.integrity import IntegrityReport, run_checks
-from review.paper import Paper
+from review.paper import Paper, paragraph_chunks
 from review.result import MetaReview, ReviewRecord, ReviewResult, aggregate
 
 # Reviews wait on the network: they hold no CPU or GPU that an experiment could use.
@@ -394,21 +394,10 @@ def split_paper(text: str, budget: PromptBudget, cfg: ReviewConfig, title: str, 
         if size * parts < len(text):
             parts += 1
             continue
-        chunks = _paragraph_chunks(text, size)  # paragraph ends may make more, shorter parts
+        chunks = paragraph_chunks(text, size)  # paragraph ends may make more, shorter parts
         if len(chunks) <= parts:
             return chunks
         parts = len(chunks)
-
-
-def _paragraph_chunks(text: str, size: int) -> list[str]:
-    chunks: list[str] = []
-    rest = text
-    while len(rest) > size:
-        at = rest.rfind("\n\n", size // 2, size)
-        at = at if at > 0 else size
-        chunks.append(rest[:at])
-        rest = rest[at:].lstrip("\n")
-    return [*chunks, rest] if rest else chunks
 
 
 def _key(paper: Paper) -> str:

@@ -195,3 +195,16 @@ def require_tools(*names: str) -> None:
     missing = [n for n in names if shutil.which(n) is None]
     if missing:
         raise ConfigError(f"{', '.join(missing)} not found: install poppler-utils (`make system-deps`)")
+
+
+def paragraph_chunks(text: str, size: int) -> list[str]:
+    """`text` in parts of at most `size` characters: whole paragraphs packed in order, a paragraph
+    longer than `size` cut into pieces; the blank lines between parts are dropped."""
+    pieces = [p[i : i + size] for p in text.split("\n\n") for i in range(0, max(len(p), 1), size)]
+    out: list[str] = []
+    for piece in pieces:
+        if out and len(out[-1]) + len(piece) + 2 <= size:
+            out[-1] += "\n\n" + piece
+        else:
+            out.append(piece)
+    return [c for c in out if c.strip()]

@@ -18,6 +18,7 @@ from engine.claims import Ledger
 from engine.claimtext import SentenceCheck, check_text
 from engine.llm import LLM, LLMError, Message, Transport
 from engine.llm.types import Completion, Embeddings, EmbedRequest, LLMRequest
+from review.paper import paragraph_chunks
 
 # Bounded strings and lists: a small grammar-constrained model has to close every one of them.
 Short = Annotated[str, StringConstraints(max_length=80)]
@@ -127,18 +128,6 @@ class ModelLayer:
         )
 
 
-def chunks(text: str, size: int) -> list[str]:
-    """`text` in parts of at most `size` characters, split at blank lines where it can be."""
-    pieces = [p[i : i + size] for p in text.split("\n\n") for i in range(0, max(len(p), 1), size)]
-    out: list[str] = []
-    for piece in pieces:
-        if out and len(out[-1]) + len(piece) + 2 <= size:
-            out[-1] += "\n\n" + piece
-        else:
-            out.append(piece)
-    return [c for c in out if c.strip()]
-
-
 def extract(text: str, ledger: Ledger, names: Resolver, llm: LLM, idea: str | None = None) -> ModelLayer:
     """Every comparative statement the model finds in `text`, each with the deterministic check
     of the sentence its fields make. An LLM error ends the layer; what it found so far is dropped."""
@@ -152,7 +141,7 @@ def extract(text: str, ledger: Ledger, names: Resolver, llm: LLM, idea: str | No
     if size < 500:
         layer.error = f"the review model's context leaves {max(size, 0)} characters per part"
         return layer
-    parts = chunks(text, size)
+    parts = paragraph_chunks(text, size)
     layer.parts = len(parts)
     found: list[Statement] = []
     try:

@@ -125,6 +125,7 @@ def test_a_paper_longer_than_the_model_context_is_read_in_parts(tmp_path: Path, 
     cfg = ReviewConfig(reviews=1, page_images=0)
     parts = split_paper(text, budget, cfg, "A long paper", 0)
     assert len(parts) > 1 and "".join(parts).replace("\n", "") == text.replace("\n", "")
+    assert all(p.startswith("Paragraph") for p in parts)  # split between paragraphs, never inside one
     job = ReviewJob("r-1", 1, llm, 0, "balanced", "A long paper", parts, [], 0, tmp_path / "review-1.json")
     assert job.run([]).status == "good"
 

@@ -15,8 +15,8 @@ from engine.llm import LLM
 from engine.llm.providers.base import ProviderCall
 from review import ReviewConfig, review_paper
 from review.integrity import CheckResult, run_checks
-from review.integrity.llmclaims import MAX_PART_CHARS, chunks
-from review.paper import resolve
+from review.integrity.llmclaims import MAX_PART_CHARS
+from review.paper import paragraph_chunks, resolve
 from tests.review.conftest import LLMFactory
 from tests.review.papers import scripted_reviewer
 from tests.writeup.support import make_run
@@ -121,7 +121,7 @@ def test_model_layer_never_runs_unless_the_review_section_enables_it(
 
 def test_a_long_paper_is_read_in_parts_that_fit_the_model() -> None:
     text = "\n\n".join(["A" * 4000, "B" * 1500, "C" * 14000])
-    parts = chunks(text, MAX_PART_CHARS)
+    parts = paragraph_chunks(text, MAX_PART_CHARS)
     assert [len(p) for p in parts] == [5502, 6000, 6000, 2000]
     assert "".join(parts).replace("\n", "") == text.replace("\n", "")
 
