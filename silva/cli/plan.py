@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,7 +12,8 @@ from engine.config import load_yaml
 from engine.errors import ConfigError
 
 if TYPE_CHECKING:
-    from silva.plan import PlanReport
+    from silva.config import RunConfig
+    from silva.plan import PlanReport, PlanSettings
 
 
 def plan(
@@ -27,36 +29,74 @@ def plan(
     settings: Path | None = typer.Option(
         None, "--settings", help="YAML of per-node-kind durations and failure rates (docs/plan.md)"
     ),
+    experiment_s: float | None = typer.Option(
+        None,
+        "--experiment-s",
+        min=0.001,
+        help="median seconds of an experiment (default: from the config's node_timeout_s, docs/plan.md)",
+    ),
     json_out: bool = typer.Option(False, "--json", help="print the report as JSON"),
 ) -> int:
     """Project wall time, GPU-hours, nodes, papers, slot use and the stopping budget of a run."""
     from pydantic import ValidationError
 
     from engine.config import format_validation_error
+    from silva.config import load_config
     from silva.plan import PlanSettings
     from silva.plan import plan as simulate
 
-    assumed = PlanSettings()
+    assumed, named = PlanSettings(), False
     if settings is not None:
+        raw = load_yaml(settings) or {}
         try:
-            assumed = PlanSettings.model_validate(load_yaml(settings) or {})
+            assumed = PlanSettings.model_validate(raw)
         except ValidationError as e:
             raise ConfigError(format_validation_error(str(settings), e, PlanSettings)) from None
+        named = "default" in (raw.get("durations") or {})
+    cfg = load_config(config)
+    assumed, whence = experiments(cfg, assumed, named, experiment_s)
     report = simulate(config, slots=slots, gpus=gpus, from_dir=from_dir, seed=seed, settings=assumed)
     if json_out:
         print(report.model_dump_json(indent=2))
         return 0
     lines = report_lines(report)
     if from_dir is None:  # no run to draw from: say what was assumed, and what of it matters
-        from silva.plan import assumptions, what_decides
+        from silva.plan import assumptions, instant_scripted, what_decides
 
         lines += ['assumed (docs/plan.md, "Defaults"; --settings or --from change them):']
-        lines += [f"  {line}" for line in assumptions(assumed)]
+        lines += [f"  {line}" for line in assumptions(instant_scripted(cfg, assumed))]
+        lines += [f"  (the experiments' `default` duration: {whence})"]
         lines += ["what decides it (the same plan with one assumption changed):"]
         decides = what_decides(config, report, assumed, slots=slots, gpus=gpus, seed=seed)
         lines += [f"  {line}" for line in decides]
     print("\n".join(lines))
     return 0
+
+
+def experiments(
+    cfg: RunConfig, settings: PlanSettings, named: bool, median_s: float | None
+) -> tuple[PlanSettings, str]:
+    """The experiments' duration the plan assumes, and where it came from: --experiment-s, else
+    the --settings file's `default`, else the config's node_timeout_s taken as 3 sigma above the
+    median (median = timeout x e^(-3 sigma): a tenth of it at sigma 0.75) when that is below the
+    built-in 20-minute median: a config that times experiments out at 60 s does not expect them
+    to take 20 minutes (the README's examples: seconds, timed out at 60 and 120 s)."""
+    d = settings.durations["default"]
+    if median_s is not None:
+        d, whence = d.model_copy(update={"median_s": median_s}), "--experiment-s"
+    elif named:
+        return settings, f"--settings, median {d.median_s:g} s"
+    else:
+        timeout = cfg.budgets.node_timeout_s
+        bound = timeout * math.exp(-3 * d.sigma)
+        if bound >= d.median_s:
+            return settings, f"the built-in median of {d.median_s:g} s (--experiment-s to change)"
+        d = d.model_copy(update={"median_s": round(bound, 3)})
+        whence = (
+            f"median {d.median_s:g} s, the config's node_timeout_s of {timeout:g} s taken as 3 sigma "
+            "above it (--experiment-s to change)"
+        )
+    return settings.model_copy(update={"durations": {**settings.durations, "default": d}}), whence
 
 
 def report_lines(r: PlanReport) -> list[str]:

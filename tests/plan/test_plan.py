@@ -14,7 +14,7 @@ import pytest
 from engine.config import Budgets, Resources
 from engine.dispatch import BudgetStop
 from engine.journal import Journal
-from engine.node import AttemptResult, ExecSummary, MetricValue, Node
+from engine.node import AttemptResult, ExecSummary, MetricValue, Node, StepResult
 from silva import lifecycle
 from silva.cli.main import main
 from silva.config import load_config
@@ -250,10 +250,46 @@ def test_without_a_run_to_draw_from_the_plan_says_what_it_assumed_and_what_decid
     capsys.readouterr()
     assert main(["plan", cfg, "--slots", "2"]) == 0
     out = capsys.readouterr().out
-    assert "default duration: lognormal, median 1200 s, sigma 0.75" in out
+    # The config times an experiment out at 60 s: the plan does not assume 20-minute ones.
+    assert "default duration: lognormal, median 6.324 s, sigma 0.75" in out
+    assert "median 6.324 s, the config's node_timeout_s of 60 s taken as 3 sigma above it" in out
     assert "LLM code: 1 call(s) a job, latency median 60 s" in out
     decides = out.split("what decides it", 1)[1]
     assert "experiment durations doubled: wall time +" in decides and "LLM latencies doubled" in decides
+
+
+@pytest.mark.slow
+def test_the_experiment_duration_a_plan_assumes_comes_from_the_flag_the_settings_or_the_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def assumed(*args: str) -> str:
+        capsys.readouterr()
+        assert main(["plan", *args]) == 0
+        return capsys.readouterr().out.split("assumed (", 1)[1]
+
+    cfg = str(small_config(tmp_path / "a", budgets={"wall_clock_s": None, "node_timeout_s": 36000}))
+    assert "default duration: lognormal, median 1200 s" in assumed(cfg)  # a long timeout: the built-in
+    out = assumed(cfg, "--experiment-s", "30")
+    assert "default duration: lognormal, median 30 s" in out and "duration: --experiment-s" in out
+    plan_yaml = tmp_path / "plan.yaml"
+    plan_yaml.write_text("durations:\n  default: {median_s: 45, sigma: 0.5}\n")
+    timed = str(small_config(tmp_path / "b", budgets={"wall_clock_s": None, "node_timeout_s": 60}))
+    out = assumed(timed, "--settings", str(plan_yaml))
+    assert "default duration: lognormal, median 45 s, sigma 0.5" in out and "--settings, median 45 s" in out
+
+
+@pytest.mark.slow
+def test_the_plan_of_the_readme_example_assumes_what_its_config_says(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The offline example: experiments timed out at 60 s, models answered by a scripted provider.
+    Its plan assumes neither the 20-minute experiments nor the hosted models' latency."""
+    capsys.readouterr()
+    assert main(["plan", str(Path(__file__).parents[2] / "examples" / "ideas" / "run.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "default duration: lognormal, median 6.324 s, sigma 0.75" in out
+    assert "LLM code: 1 call(s) a job, latency median 0.001 s (sigma 0)" in out
+    assert "stops          finished" in out
 
 
 def test_roles_a_scripted_provider_answers_take_no_time_in_a_plan() -> None:
@@ -323,3 +359,124 @@ def test_a_replay_gives_each_planned_node_its_twins_time_outcome_and_calls(tmp_p
     assert replay.duration("draft", rng, Node(id="p3", stage="s", kind="draft")) in (3.0, 7.0)
     drawn = Source(PlanSettings(), journal, ledger)
     assert drawn.twin(first) is None
+
+
+class Clock:
+    """time.time as a test sets it: the journal stamps events with it."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def agentic_source(tmp: Path, monkeypatch: pytest.MonkeyPatch, nodes: list[dict[str, Any]]) -> Journal:
+    """A source run of pipelined nodes (think, run, judge), each with the step spans, outcome and
+    judgement given, at the clock's times."""
+    from search.agentic.operators.job import Proposed, Ran
+    from search.agentic.operators.outcome import OperatorOutcome
+    from search.agentic.operators.schemas import Judgement
+
+    clock = Clock()
+    monkeypatch.setattr("time.time", clock)
+    run = Journal.open(tmp / "run")
+    for i, spec in enumerate(nodes):
+        node_id = f"n{i}"
+        run.add_node(Node(id=node_id, stage=spec.get("stage", "ablation"), kind=spec.get("kind", "ablation")))
+        run.attempt_started(node_id, 1, "think")
+        clock.now += spec.get("think", 1.0)
+        failed = spec.get("exhausted", False)
+        proposed = Proposed(proposal_error="named only tried ones" if failed else "", exhausted=failed)
+        run.step_finished(node_id, 1, StepResult(step="think", outcome=proposed))
+        if not failed:
+            run.attempt_started(node_id, 1, "run")
+            started = clock.now + 0.5  # the job starts after its dispatch
+            clock.now += spec.get("run", 4.0)
+            ran = Ran(workspace="", execution=ExecSummary(wall_s=2.0))
+            run.step_finished(
+                node_id,
+                1,
+                StepResult(step="run", outcome=ran, started_at=started, finished_at=clock.now - 0.5),
+            )
+        run.attempt_started(node_id, 1, "judge")
+        clock.now += spec.get("judge", 1.0)
+        verdict = Judgement(is_buggy=False, reason="r", summary="s", converged=spec.get("converged"))
+        outcome = OperatorOutcome(
+            operator="ablation",
+            exhausted=failed,
+            status_rule="proposal" if failed else "ok",
+            judgement=verdict,
+        )
+        status = "buggy" if failed else "good"
+        execution = ExecSummary() if failed else ExecSummary(wall_s=2.0)
+        metrics = [] if failed else [MetricValue(name="acc", value=0.5)]
+        run.attempt_finished(
+            node_id, 1, AttemptResult(status=status, outcome=outcome, execution=execution, metrics=metrics)
+        )
+    monkeypatch.undo()
+    return Journal.open(tmp / "run", read_only=True)
+
+
+def test_steps_take_the_time_the_source_runs_driver_saw_them_take(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An LLM step takes its whole span in the source run (prompt, calls, re-asks, parsing,
+    dispatch), not only its call's latency; an experiment its run step from submission to result
+    journaled (dispatch and collection included), not only the span its result reports."""
+    source = Source(
+        PlanSettings(), agentic_source(tmp_path, monkeypatch, [{"think": 2.0, "judge": 3.0, "run": 9.0}])
+    )
+    rng = random.Random(0)
+    assert source.step_time("think", rng, None, 0.4) == pytest.approx(2.0)
+    assert source.step_time("judge", rng, None, 0.4) == pytest.approx(3.0)
+    assert source.step_time("selection", rng, None, 0.4) == 0.4  # none in the run: its calls' latency
+    assert source.duration("ablation", rng) == pytest.approx(9.0)  # the result says 8 s
+    assert source.own_share == pytest.approx(2.0 / 9.0)
+
+
+def test_a_stage_runs_out_of_variants_and_converges_where_the_source_runs_did(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The third ablation of the source's stage named only tried ones (the stage's end) and its
+    second good tuning judgement said converged: a planned stage of theirs ends at the same place,
+    not at its node budget nor at a random node."""
+    ablations = [{}, {}, {"exhausted": True}]
+    tunings = [
+        {"kind": "hyperparameter", "stage": "hyperparameter", "converged": c} for c in (False, True, True)
+    ]
+    source = Source(PlanSettings(), agentic_source(tmp_path, monkeypatch, ablations + tunings))
+    rng = random.Random(0)
+    ablation = [Node(id=f"a{i}", idea="default", stage="ablation", kind="ablation") for i in range(4)]
+    assert [source.proposal("ablation", rng, n) for n in ablation] == [(False, False)] * 2 + [
+        (True, True)
+    ] * 2
+    tuning = [
+        Node(id=f"h{i}", idea="default", stage="hyperparameter", kind="hyperparameter") for i in range(3)
+    ]
+    assert [source.converges("hyperparameter", rng, n) for n in tuning] == [False, True, True]
+    # The exhausted proposal ran nothing: no experiment time of it to draw.
+    assert sorted(source.took["ablation"]) == pytest.approx([4.0, 4.0])
+
+
+def test_a_failed_proposal_is_judged_without_a_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A think step whose proposal fails runs no experiment, and its judge step asks no model:
+    the node ends buggy by the proposal rule, and ran out of variants when the source's did."""
+    from types import SimpleNamespace
+    from typing import cast
+
+    from search.agentic.operators.job import JudgeJob, Proposed
+    from search.agentic.operators.outcome import OperatorOutcome
+
+    source_run = agentic_source(tmp_path, monkeypatch, [{"exhausted": True}])
+    journal = Journal.open(tmp_path / "plan")
+    node = journal.add_node(Node(id="a0", stage="ablation", kind="ablation"))
+    ex = PlanExecutor(journal, Source(PlanSettings(), source_run), 0, Budgets(), {})
+    failed, exhausted = ex.source.proposal("ablation", ex.rng, node)
+    assert failed and exhausted
+    proposed = Proposed(proposal_error="simulated failure", exhausted=True)
+    job = cast(JudgeJob, SimpleNamespace(proposed=proposed, ran=None, a=SimpleNamespace(vision=False)))
+    _, result, dollars = ex._draw_judge(job, node)
+    assert result.status == "buggy" and dollars == 0.0 and not ex.llm_calls
+    assert isinstance(result.outcome, OperatorOutcome)
+    assert result.outcome.status_rule == "proposal" and result.outcome.exhausted
