@@ -93,7 +93,7 @@ def honest_paper(run_dir: Path, test: str, writer: str) -> tuple[Path, ResultsMa
         finally:
             gateway.close()
     else:
-        paper.figures, _ = make_figures(paper.idea, target, paper.provider)
+        paper.figures, _ = make_figures(paper.idea, paper.macros, target, paper.provider)
         tex = report(paper.run, paper.idea, paper.macros, paper.figures, "workshop")
     (target / "results.tex").write_text(paper.macros.tex())
     (target / "paper.tex").write_text(tex)
