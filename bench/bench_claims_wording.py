@@ -613,11 +613,18 @@ def _stem(half: Half) -> str:
 
 
 def dry_run(runs: list[Path], halves: tuple[str, ...] = HALVES) -> dict[str, object]:
-    """Every phrasing of every batch filled, nothing reviewed: per corpus file and kind, how many
-    phrasings and variants there are, and the phrasings that fit no claim of the papers."""
+    """Every phrasing of every batch filled from the runs' papers, nothing reviewed."""
     papers = own_papers(runs)
-    out: dict[str, object] = {"papers": sorted(p.key for p in papers)}
-    for half in (h for name in halves for h in load_batches(name)):
+    return {"papers": sorted(p.key for p in papers), **fill_counts(papers, halves)}
+
+
+def fill_counts(
+    papers: list[Paper], halves: tuple[str, ...] = HALVES, corpus: Path = CORPUS
+) -> dict[str, object]:
+    """Per corpus file and kind, how many phrasings and variants there are, and the phrasings that
+    fit no claim of `papers` (with their text, to fix their needs)."""
+    out: dict[str, object] = {}
+    for half in (h for name in halves for h in load_batches(name, corpus)):
         made, unfilled = variants(half, papers)
         made_per = Counter(v.kind for v in made)
         out[_stem(half)] = {

@@ -167,3 +167,23 @@ def test_a_phrasings_own_percent_sign_is_escaped_not_a_latex_comment(bench: Modu
     assert bench.fill("Up {pct}% on run_3 (#2).", values) == r"Up 4.2\% on run\_3 (\#2)."
     # LaTeX the phrasing writes itself stays as it is: an escaped sign, a citation, a table row.
     assert bench.fill(r"{pct}\% \cite{{fake_key}} & x \\", values) == r"4.2\% \cite{lee2021} & x \\"
+
+
+def test_a_dry_run_counts_variants_and_names_the_phrasings_that_fit_nothing(
+    bench: ModuleType, tmp_path: Path
+) -> None:
+    paper = bench.Paper("toy/offline", tmp_path, ledger())
+    counts = bench.fill_counts([paper])
+    assert set(counts) == set(FILES)
+    half = bench.load_half("tune")
+    made, _ = bench.variants(half, [paper])
+    assert counts["tune"]["per_kind"] == {
+        k: {"phrasings": len(spec.phrasings), "variants": sum(v.kind == k for v in made)}
+        for k, spec in half.kinds.items()
+    }
+    assert all(c["unfilled_phrasings"] == [] for c in counts.values())
+    significant_only = ledger()
+    significant_only.claims = [c for c in significant_only.claims if c.verdict != "no detectable difference"]
+    unfilled = bench.fill_counts([bench.Paper("toy/offline", tmp_path, significant_only)], ("tune",))
+    assert unfilled["tune"]["per_kind"]["false_comparison"]["variants"] == 0
+    assert unfilled["tune"]["unfilled_phrasings"][0].startswith("false_comparison[0]: ")
