@@ -22,7 +22,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -30,7 +30,7 @@ from engine.attempt import ExperimentJob
 from engine.config import Budgets, Resources
 from engine.dispatch import BudgetStop
 from engine.errors import ConfigError
-from engine.events import IdeaAdmitted, StepFinished
+from engine.events import AttemptFinished, AttemptStarted, IdeaAdmitted, StepFinished
 from engine.executor import Handle, Job, JobDone, holds_resources
 from engine.journal import EVENTS_FILE, Journal
 from engine.llm import LLM
@@ -39,7 +39,8 @@ from engine.llm.ledger import read_records
 from engine.llm.prices import resolve_model
 from engine.node import AttemptResult, ExecSummary, MetricSpec, MetricValue, Node, NodeStatus, StepResult
 from search.agentic.operators.job import CycleJob, JudgeJob, Proposed, Ran, RunJob, ThinkJob
-from search.agentic.operators.outcome import OperatorOutcome
+from search.agentic.operators.outcome import OperatorOutcome, operator_outcome
+from search.agentic.operators.schemas import Judgement
 from search.idea import Idea
 from search.rolling import IdeaSupply, Offer
 from search.selection import SelectionJob
@@ -51,6 +52,7 @@ from writeup.job import WriteupJob
 
 LEDGER_FILE = "llm_ledger.jsonl"
 PAPER, REVIEW = "paper", "review"  # the phases' node kinds (silva/paper_phases.py)
+LLM_STEPS = ("think", "judge", "selection")  # jobs that wait on an LLM and hold no slot
 
 
 class Lognormal(BaseModel):
@@ -131,6 +133,16 @@ class PlanSettings(BaseModel):
         return {**DEFAULT_ROLES, **v}
 
 
+class Seen(NamedTuple):
+    """One finished node of the source run, as a replay hands it to its twin."""
+
+    took: float
+    buggy: bool
+    metrics: list[MetricValue]
+    proposal: tuple[bool, bool] = (False, False)  # its proposal failed; it had run out of variants
+    converged: bool = False  # its judgement said tuning converged
+
+
 class Source:
     """Durations, outcomes, metric values and LLM calls to draw from: a previous run's journal
     and ledger, or the settings' distributions."""
@@ -152,38 +164,94 @@ class Source:
         # 20-minute median: one such draw stopped a 2-minute run's plan at its 1-hour budget.
         self.experiments: list[float] = []
         self.experiment_failed: list[bool] = []
-        # The slot a pipelined experiment held: its run step from start to result, sandbox start
-        # and result collection included (8.9 s for 5.5 s of the experiment's own on 2 cores).
-        held = {e.node_id: e.result.finished_at - e.result.started_at for e in _run_steps(journal)}
+        # Each step's time as the driver saw it, from its submission to its result journaled: an
+        # experiment's slot time with sandbox start, result collection and dispatch (8.9 s for
+        # 5.5 s of its own on 2 cores); an LLM step's prompt, calls, re-asks and parsing (2.0 s
+        # for 0.4 s of the call's own at load 20: a plan of the calls alone ran chains too fast).
+        self.spans = _spans(journal)
+        self.step_s: dict[str, list[float]] = defaultdict(list)
+        for (_, step), took in self.spans.items():
+            if step in LLM_STEPS:
+                self.step_s[step].append(took)
         self.ran_s = self.held_s = 0.0  # experiments' own time, and the slot time it took
         # Replay: each planned node takes its twin's figures, the source's node of its idea and
         # kind in the same place of their order (created there, first started here: the same
         # but for slot-holding jobs queued across kinds); what differs then is the model's.
         self.order: dict[tuple[str, str], list[str]] = defaultdict(list)
         self.twins: dict[str, str | None] = {}
-        self.by_node: dict[str, tuple[float, bool, list[MetricValue]]] = {}
+        self.by_node: dict[str, Seen] = {}
+        # What ends an agentic stage before its node budget, as the run's model answered: the
+        # n-th proposal of a kind in an idea's stage that named only variants already tried, the
+        # n-th good judgement that said tuning converged (None: never), and other proposals that
+        # failed. Never drawn, a plan ran every tuning and ablation stage to its budget: 8 nodes
+        # where the run made 6 and 4. Drawn once per stage of the plan, counted as it goes.
+        self.ends_at: dict[tuple[str, str], list[int | None]] = defaultdict(list)
+        self.proposal_failed: dict[str, list[bool]] = defaultdict(list)
+        self.limit: dict[tuple[str, ...], int | None] = {}
+        self.count: Counter[tuple[str, ...]] = Counter()
         self.node_calls: dict[tuple[str, str], list[tuple[float, int, int]]] = defaultdict(list)
         for n in journal or []:
             self.order[(n.idea, n.kind)].append(n.id)
-            if not n.is_finished or n.status == NodeStatus.DISCARDED or not n.finished_at:
-                continue
-            # An experiment's slot time; a job that runs no code (aggregation), its attempt.
-            ran = n.execution.wall_s if n.execution is not None else 0.0
-            span = max(ran, held.get(n.id, 0.0)) or n.finished_at - (n.started_at or n.created_at)
-            self.took[n.kind].append(max(0.0, span))
-            self.failed[n.kind].append(n.status == NodeStatus.BUGGY)
-            if n.execution is not None:
-                self.ran_s, self.held_s = self.ran_s + ran, self.held_s + span
-                self.experiments.append(max(0.0, span))
-                self.experiment_failed.append(n.status == NodeStatus.BUGGY)
-            if n.status == NodeStatus.GOOD and n.metrics:
-                self.metrics[n.kind].append(n.metrics)
-            self.by_node[n.id] = (max(0.0, span), n.status == NodeStatus.BUGGY, n.metrics)
+            if n.is_finished and n.status != NodeStatus.DISCARDED and n.finished_at:
+                self._add(n, self.spans.get((n.id, "run")) or self.spans.get((n.id, "all")) or 0.0)
+        self._stage_ends(journal)
         for r in read_records(ledger) if ledger is not None and ledger.is_file() else []:
             if r.attempts and not r.error and not r.cache_hit:
                 self.calls[r.role].append((r.latency_s, r.input_tokens, r.output_tokens))
                 if r.node_id is not None:
                     self.node_calls[(r.node_id, r.role)].append(self.calls[r.role][-1])
+
+    def _add(self, n: Node, held: float) -> None:
+        """A finished node of the source run: its time, outcome and what its model answered."""
+        buggy = n.status == NodeStatus.BUGGY
+        out = n.outcome_as(OperatorOutcome)
+        if out is not None and "think" in n.steps:
+            self.proposal_failed[n.kind].append(out.status_rule == "proposal" and not out.exhausted)
+            if out.status_rule == "proposal":  # it ran nothing: no experiment time to draw
+                self.by_node[n.id] = Seen(0.0, True, [], (True, out.exhausted))
+                return
+        converged = out is not None and out.judgement is not None and bool(out.judgement.converged)
+        # An experiment's slot time; a job that runs no code (aggregation), its attempt.
+        ran = n.execution.wall_s if n.execution is not None else 0.0
+        assert n.finished_at is not None
+        span = max(0.0, max(ran, held) or n.finished_at - (n.started_at or n.created_at))
+        self.took[n.kind].append(span)
+        self.failed[n.kind].append(buggy)
+        if n.execution is not None:
+            self.ran_s, self.held_s = self.ran_s + ran, self.held_s + span
+            self.experiments.append(span)
+            self.experiment_failed.append(buggy)
+        if n.status == NodeStatus.GOOD and n.metrics:
+            self.metrics[n.kind].append(n.metrics)
+        self.by_node[n.id] = Seen(span, buggy, n.metrics, converged=converged)
+
+    def _stage_ends(self, journal: Journal | None) -> None:
+        """`ends_at`: in each idea's stage, the place among its proposals of a kind of the first
+        that ran out of variants, and among their good judgements of the first that converged."""
+        groups: dict[tuple[str, str, str], list[Node]] = defaultdict(list)
+        for n in journal or []:
+            if n.is_finished and n.status != NodeStatus.DISCARDED and "think" in n.steps:
+                groups[(n.idea, n.stage, n.kind)].append(n)
+        for (_, _, kind), nodes in groups.items():
+            outs = [operator_outcome(n) for n in nodes]
+            self.ends_at[("exhausted", kind)].append(
+                next((i for i, o in enumerate(outs) if o.exhausted), None)
+            )
+            judged = [o.judgement for n, o in zip(nodes, outs, strict=True) if n.status == NodeStatus.GOOD]
+            if any(j is not None for j in judged):
+                first = next((i for i, j in enumerate(judged) if j is not None and j.converged), None)
+                self.ends_at[("converged", kind)].append(first)
+
+    def _reached(self, what: str, node: Node, rng: random.Random) -> bool:
+        """Whether `node`, the next of its kind in its idea's stage, is at or past where `what`
+        (`exhausted`, `converged`) happens in that stage, a place drawn from the source run's."""
+        key = (what, node.idea, node.stage, node.kind)
+        if key not in self.limit:
+            seen = self.ends_at.get((what, node.kind))
+            self.limit[key] = rng.choice(seen) if seen else None
+        place, self.count[key] = self.count[key], self.count[key] + 1
+        limit = self.limit[key]
+        return limit is not None and place >= limit
 
     @property
     def own_share(self) -> float:
@@ -199,13 +267,13 @@ class Source:
             self.twins[node.id] = left.pop(0) if left else None
         return self.twins[node.id]
 
-    def replayed(self, node: Node | None) -> tuple[float, bool, list[MetricValue]] | None:
+    def replayed(self, node: Node | None) -> Seen | None:
         twin = self.twin(node)
         return self.by_node.get(twin) if twin is not None else None
 
     def duration(self, kind: str, rng: random.Random, node: Node | None = None) -> float:
         if (own := self.replayed(node)) is not None:
-            return own[0]
+            return own.took
         if self.took.get(kind):
             return rng.choice(self.took[kind])
         d = self.settings.durations
@@ -215,7 +283,7 @@ class Source:
 
     def buggy(self, kind: str, rng: random.Random, node: Node | None = None) -> bool:
         if (own := self.replayed(node)) is not None:
-            return own[1]
+            return own.buggy
         if self.failed.get(kind):
             return rng.choice(self.failed[kind])
         if kind not in self.settings.buggy and self.experiment_failed:
@@ -225,12 +293,37 @@ class Source:
     def values(
         self, kind: str, specs: Sequence[MetricSpec], rng: random.Random, node: Node | None = None
     ) -> list[MetricValue]:
-        if (own := self.replayed(node)) is not None and own[2]:
-            return [m.model_copy() for m in own[2]]
+        if (own := self.replayed(node)) is not None and own.metrics:
+            return [m.model_copy() for m in own.metrics]
         seen = self.metrics.get(kind) or [ms for of_kind in self.metrics.values() for ms in of_kind]
         if seen:
             return [m.model_copy() for m in rng.choice(seen)]
         return [MetricValue(name=s.name, value=rng.gauss(0.0, 1.0), direction=s.direction) for s in specs]
+
+    def proposal(self, kind: str, rng: random.Random, node: Node | None = None) -> tuple[bool, bool]:
+        """Whether a think step's proposal fails, and whether it named only variants already
+        tried (which ends the stage), as the source run's proposals of `kind` did."""
+        if (own := self.replayed(node)) is not None:
+            return own.proposal
+        if node is not None and self._reached("exhausted", node, rng):
+            return True, True
+        seen = self.proposal_failed.get(kind)
+        return (rng.choice(seen), False) if seen else (False, False)
+
+    def converges(self, kind: str, rng: random.Random, node: Node | None = None) -> bool:
+        """Whether a good run's judgement says tuning converged, as the source run's of `kind` did."""
+        if (own := self.replayed(node)) is not None:
+            return own.converged
+        return node is not None and self._reached("converged", node, rng)
+
+    def step_time(self, step: str, rng: random.Random, node: Node | None, calls_s: float) -> float:
+        """An LLM step's time (`LLM_STEPS`): as the source run's driver saw such steps (replayed,
+        its twin's), else `calls_s`, its calls' latencies."""
+        twin = self.twin(node)
+        if twin is not None and (twin, step) in self.spans:
+            return self.spans[(twin, step)]
+        seen = self.step_s.get(step)
+        return rng.choice(seen) if seen else calls_s
 
     def call(self, role: str, rng: random.Random, node: Node | None = None) -> tuple[float, int, int]:
         """One call of `role`: (latency s, input tokens, output tokens); replayed, the twin's next."""
@@ -373,6 +466,7 @@ class PlanExecutor:
             return took, self._operator(node, not buggy, metrics, None, split=job.a.split), dollars
         if isinstance(job, SelectionJob):
             took, dollars = self._llm(job.role, 1, node)
+            took = self.source.step_time("selection", self.rng, node, took)
             top = job.ranked[0].id
             choice = Selection(
                 node_id=top, by="metric (simulated)", metric_best=top, candidates=[n.id for n in job.ranked]
@@ -396,8 +490,13 @@ class PlanExecutor:
         )
 
     def _draw_think(self, job: ThinkJob, node: Node) -> tuple[float, StepResult, float]:
-        """A think step: one code-model call and a proposal of `node`'s kind."""
+        """A think step: one code-model call and a proposal of `node`'s kind, or a failed one."""
         took, dollars = self._llm("code", 1, node)
+        took = self.source.step_time("think", self.rng, node, took)
+        failed, exhausted = self.source.proposal(node.kind, self.rng, node)
+        if failed:
+            proposed = Proposed(proposal_error="simulated failure", exhausted=exhausted, llm_calls=1)
+            return took, StepResult(step="think", outcome=proposed), dollars
         proposed = Proposed(
             code="# simulated by silva plan\n",
             plan=f"simulated {node.kind}",
@@ -411,27 +510,34 @@ class PlanExecutor:
 
     def _draw_judge(self, job: JudgeJob, node: Node) -> tuple[float, AttemptResult, float]:
         """A judge step: a feedback call, a vision call when the run has a vision model, and the
-        operator's verdict on what the run step left."""
-        took, dollars = self._llm("feedback", 1, node)
-        if job.a.vision:
+        operator's verdict on what the run step left (a failed proposal ran nothing: no call)."""
+        took = dollars = 0.0
+        if job.ran is not None:
+            took, dollars = self._llm("feedback", 1, node)
+        if job.ran is not None and job.a.vision:
             seen, paid = self._llm("vision", 1, node)
             took, dollars = took + seen, dollars + paid
+        took = self.source.step_time("judge", self.rng, node, took)
         ok = job.ran is not None and not job.ran.run_problem
-        return (
-            took,
-            self._operator(node, ok, job.ran.metrics if ok and job.ran else [], job.proposed),
-            dollars,
-        )
+        result = self._operator(node, ok, job.ran.metrics if ok and job.ran else [], job.proposed)
+        if ok and self.source.converges(node.kind, self.rng, node):
+            assert isinstance(result.outcome, OperatorOutcome)
+            result.outcome.judgement = Judgement(
+                is_buggy=False, reason="simulated", summary="simulated", converged=True
+            )
+        return took, result, dollars
 
     @staticmethod
     def _operator(
         node: Node, ok: bool, metrics: list[MetricValue], proposed: Proposed | None, split: str = "search"
     ) -> AttemptResult:
+        failed = proposed is not None and bool(proposed.proposal_error)
         outcome = OperatorOutcome(
             operator=node.kind,
             hyperparameters=proposed.hyperparameters if proposed else {},
             ablation=proposed.ablation if proposed else "",
-            status_rule="ok" if ok else "execution",
+            exhausted=proposed.exhausted if proposed else False,
+            status_rule="ok" if ok else "proposal" if failed else "execution",
             split="heldout" if split == "heldout" else "search",
         )
         return AttemptResult(
@@ -514,10 +620,22 @@ class PlanReport(BaseModel):
     driver_peak_rss_mb: float
 
 
-def _run_steps(journal: Journal | None) -> list[StepFinished]:
+def _spans(journal: Journal | None) -> dict[tuple[str, str], float]:
+    """Each finished step's span in the run, from the driver's submission to its result
+    journaled, by (node, step); a one-job attempt's step is its node kind (a selection)."""
+    out: dict[tuple[str, str], float] = {}
     if journal is None:
-        return []
-    return [e for e in journal.log.read(StepFinished) if isinstance(e, StepFinished) and e.step == "run"]
+        return out
+    began: dict[tuple[str, int], tuple[float, str]] = {}
+    for e in journal.log.read(AttemptStarted, StepFinished, AttemptFinished):
+        assert isinstance(e, AttemptStarted | StepFinished | AttemptFinished)
+        key = (e.node_id, e.attempt)
+        if isinstance(e, AttemptStarted):
+            began[key] = (e.ts, e.step or journal.nodes[e.node_id].kind)
+        elif key in began:
+            t0, step = began.pop(key)
+            out[(e.node_id, step)] = max(0.0, e.ts - t0)
+    return out
 
 
 def check_source(from_dir: Path, cfg: RunConfig) -> Journal:
@@ -574,8 +692,7 @@ def plan(
     settings: PlanSettings | None = None,
     replay: bool = False,
 ) -> PlanReport:
-    """Simulate the run `config` describes; see the module docstring. `replay` (with `from_dir`):
-    each node takes its twin's figures in that run, not draws (docs/plan.md, "How close")."""
+    """Simulate the run `config` describes (module docstring); `replay`: `Source.twin`."""
     from silva.lifecycle import create_run, execute
 
     if slots is not None and slots < 1:

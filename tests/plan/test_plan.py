@@ -412,7 +412,16 @@ def agentic_source(tmp: Path, monkeypatch: pytest.MonkeyPatch, nodes: list[dict[
         execution = ExecSummary() if failed else ExecSummary(wall_s=2.0)
         metrics = [] if failed else [MetricValue(name="acc", value=0.5)]
         run.attempt_finished(
-            node_id, 1, AttemptResult(status=status, outcome=outcome, execution=execution, metrics=metrics)
+            node_id,
+            1,
+            AttemptResult(
+                status=status,
+                outcome=outcome,
+                execution=execution,
+                metrics=metrics,
+                started_at=clock.now - 1.0,
+                finished_at=clock.now,
+            ),
         )
     monkeypatch.undo()
     return Journal.open(tmp / "run", read_only=True)
