@@ -197,17 +197,21 @@ def rolling(journal: Journal, supply: Supply, first: Capped) -> RollingForest:
     return RollingForest([first], [idea(first.name)], 4, allocation, supply, grow)
 
 
-def test_ideas_are_asked_for_only_when_the_trees_cannot_fill_the_slots(tmp_path: Path) -> None:
+def test_the_next_idea_is_made_ahead_and_joins_when_the_trees_cannot_fill_the_slots(tmp_path: Path) -> None:
     j = Journal.open(tmp_path / "run")
-    supply = Supply([Offer(idea("b"), True, "novel")], per_idea={"max_nodes": 3})
+    offers = [Offer(idea("b"), True, "novel"), Offer(idea("c"), True, "novel")]
+    supply = Supply(offers, per_idea={"max_nodes": 3})
     forest = rolling(j, supply, Capped("a", cap=5))
-    assert len(forest.propose(4)) == 4 and supply.asked == []  # "a" fills every slot
-    out = forest.propose(4)  # "a" has one node left: ideation is asked, "a" runs meanwhile
-    assert [n.idea for n in out] == ["a"] and supply.asked == [(1, ["a"])]
-    out = forest.propose(4)  # "b" was made meanwhile: admitted under its own node budget
+    # "a" fills every slot; ideation is asked meanwhile, not once the slots idle.
+    assert len(forest.propose(4)) == 4 and supply.asked == [(1, ["a"])]
+    out = forest.propose(4)  # "a" has one node left: "b", made meanwhile, waits in reserve
+    assert [n.idea for n in out] == ["a"] and list(j.log.read(ev.IdeaAdmitted)) == []
+    assert len(supply.asked) == 1  # one idea ahead, not more
+    out = forest.propose(4)  # the trees ran short: "b" joins under its own node budget
     assert [n.idea for n in out] == ["b"] * 3
     (admitted,) = j.log.read(ev.IdeaAdmitted)
     assert admitted.idea == "b" and admitted.budgets == {"max_nodes": 3}
+    assert supply.asked[1] == (1, ["a", "b"])  # and the next one is being made
 
 
 def test_rejected_ideas_are_journaled_and_end_ideation_in_a_row_then_a_resume_keeps_the_forest(
