@@ -27,14 +27,16 @@ _SEEDS = re.compile(
 )
 HELD_OUT_WORDS = re.compile(
     r"(?<!no )\b(?:held[- ]out|test[- ](?:set|data|split|results?|performance|accuracy|score)|unseen|"
-    r"out[- ]of[- ]sample|generali[sz]ation|final test|on test)\b",
+    r"out[- ]of[- ]sample|generali[sz]ation|final test|on test|(?:never|not) (?:been )?seen)\b",
     re.IGNORECASE,
 )
 
 # What names a system (a model, a method, a loss), and what only points at one.
 SYSTEM = re.compile(
     r"\b[A-Za-z]*[A-Z][A-Za-z]*[A-Z0-9][\w-]*\b|\b(?:forest|network|net|classifier|regression|boost\w*|"
-    r"transformer|loss|entropy|trees?|model|baseline|method|approach)\b"
+    r"transformer|loss|entropy|trees?|model|baseline|method|approach|\w*mix\w*|smoothing|dropout|pruning|"
+    r"distillation|augmentation|regulari[sz]ation|ensembles?|teaching|bagging|regressor|estimator|"
+    r"learner|perceptron|svm|mlp|kernel)\b"
 )
 GENERIC_NP = re.compile(
     r"^(?:(?:the|our|this|each|every|a|its)\s+)?(?:\w+\s+)?(?:model|method|approach|baseline)$", re.I

@@ -36,7 +36,16 @@ _UNITS = {"s", "ms", "sec", "secs", "seconds", "pct", "percent"}
 METRIC_WORDS = re.compile(
     r"\b(accuracy|error rate|f1(?:[- ]score)?|auc|auroc|roc[- ]auc|precision|recall|perplexity|bleu|rouge|"
     r"rmse|mse|mae|r2|r²|log[- ]likelihood|calibration error|ece|latency|throughput|runtime|"
-    r"(?:fit|training|inference) time|memory)\b",
+    r"(?:fit|training|inference) time|memory|specificity|sensitivity|brier(?: score)?|mcc|kappa|iou|"
+    r"dice(?: score)?|ndcg|wer|psnr|ssim|log[- ]?loss)\b",
+    re.IGNORECASE,
+)
+
+
+# Words that make a metric another metric: "balanced accuracy" is not accuracy.
+_QUALIFIER = re.compile(
+    r"\b((?:class[- ])?balanced[- ]|macro[- ]|micro[- ]|weighted[- ]|worst[- ]group[- ]|top[- ]?\d+[- ]|"
+    r"per[- ]class[- ]|mean[- ]class[- ])$",
     re.IGNORECASE,
 )
 
@@ -154,12 +163,16 @@ class Resolver:
         return None
 
     def unmeasured(self, sentence: str) -> list[str]:
-        """Metric words of the sentence that name no metric of the run."""
+        """Metric words of the sentence that name no metric of the run; a qualified metric
+        ("balanced accuracy", "top-5 accuracy") must be measured with its qualifier."""
         measured = " ".join(p for c in self.ledger.claims for p in metric_phrases(c.metric))
         out = []
         for m in METRIC_WORDS.finditer(sentence):
             word = _words(m.group(1))
-            if not any(w in measured for w in (word, word.replace(" ", "_"), word.split()[0])):
+            qualifier = _QUALIFIER.search(sentence[: m.start()])
+            if qualifier and _words(qualifier.group(1)) + " " + word not in measured:
+                out.append(qualifier.group(1) + m.group(1))
+            elif not any(w in measured for w in (word, word.replace(" ", "_"), word.split()[0])):
                 out.append(m.group(1))
         return out
 

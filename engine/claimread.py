@@ -57,10 +57,23 @@ _PAR = (
     r"catch(?:es)? up (?:with|to)|caught up (?:with|to)|measures? up to|reach(?:es)? the level of)"
     r"(?= (?:the )?G\b)"
 )
+# A word inside a hyphenated compound ("gradient-boosted", "error-reducing") is no cue.
 _CUE = re.compile(
-    rf"(?P<par>\b{_PAR})|(?P<eq>\b(?:{_EQUAL})\b)|(?P<up>\b(?:{_QUALITY_UP})\b)|(?P<down>\b(?:{_QUALITY_DOWN})\b)|"
-    rf"(?P<hi>\b(?:{_MAGNITUDE_UP})\b)|(?P<lo>\b(?:{_MAGNITUDE_DOWN})\b)|(?P<more>\bmore\b)|(?P<less>\bless\b)|"
-    rf"(?P<chi>\b(?:{_CHANGE_UP})\b)|(?P<clo>\b(?:{_CHANGE_DOWN})\b)",
+    "|".join(
+        rf"(?P<{kind}>(?<!-)\b(?:{words})\b)"
+        for kind, words in (
+            ("par", _PAR),
+            ("eq", _EQUAL),
+            ("up", _QUALITY_UP),
+            ("down", _QUALITY_DOWN),
+            ("hi", _MAGNITUDE_UP),
+            ("lo", _MAGNITUDE_DOWN),
+            ("more", "more"),
+            ("less", "less"),
+            ("chi", _CHANGE_UP),
+            ("clo", _CHANGE_DOWN),
+        )
+    ),  # fmt: skip
     re.IGNORECASE,
 )
 _THAN = re.compile(
@@ -68,7 +81,7 @@ _THAN = re.compile(
 )
 _RELATION = re.compile(
     r"\b(?:than|over(?!\s+(?:\d|(?:\w+\s+){0,2}(?:seeds|runs|replicates|repetitions|trials|folds)\b))"
-    r"|against|versus|vs\.?|compared (?:with|to)|relative to)\s",
+    r"|against|versus|vs\.?|compared (?:with|to)|relative to|unlike)\s",
     re.I,
 )
 _RANK = re.compile(
@@ -123,6 +136,7 @@ class Reading:
     significant: bool  # it asserts a significant difference
     hedged: bool  # it says the difference is not significant (a direction is then only the means')
     fronted: bool  # "Compared with X, Y ...": the first-named group is the reference
+    before: str = ""  # the words before those that say `said`: one side of the comparison
 
 
 def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
@@ -132,6 +146,7 @@ def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
     hedged = bool(_NOT_SIGNIFICANT.search(masked))
     significant = bool(_SIGNIFICANT.search(_NOT_SIGNIFICANT.sub(" ", masked)))
     said: Said | None = None
+    before = ""
     for m in _CUE.finditer(masked):
         kind = m.lastgroup or ""
         if kind in ("more", "less") and not re.match(r"\s+\w+\s+than\b", masked[m.end() :]):
@@ -146,6 +161,7 @@ def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
         )
         said = _said(kind, negated, _passive(masked, m.end()))
         if said is not None:
+            before = masked[: m.start()]
             break
     if said is None and _RANK.search(masked):
         said = "better"
@@ -160,7 +176,7 @@ def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
         and "G" in masked
         and bool(_RELATION.search(masked))
     )
-    return Reading(said, comparison, significant, hedged, bool(_FRONTED.search(masked)))
+    return Reading(said, comparison, significant, hedged, bool(_FRONTED.search(masked)), before)
 
 
 def _passive(masked: str, end: int) -> bool:

@@ -2,8 +2,8 @@
 (before the final compile) and the reviewer (on any paper) apply against the claim ledger.
 
 `plain` turns LaTeX into reading text (macros expanded, each `\\claim{id}` kept as a marker);
-`sentences` splits it, the marker staying with its sentence; `match_claim` finds the claim a
-sentence states; `check_sentence` says how it contradicts the claim: the wrong direction, a
+`sentences` splits it, the marker staying with its sentence; `match_claims` finds the claims a
+sentence may state; `check_sentence` says how it contradicts the claim: the wrong direction, a
 significance or superiority the test does not support, a difference denied that the test found,
 another metric (or the selection metric called held-out), the groups' means swapped, a number that
 is none of the claim's. See docs/review.md, "Integrity checks".
@@ -172,8 +172,13 @@ def swapped_means(sentence: str, claim: Claim, reversed_: bool) -> list[str]:
 def _reversed(sentence: str, claim: Claim, names: Resolver) -> bool:
     """The claim's reference is named before its subject (or alone)."""
     order = [labels for _, labels in names.groups(CLAIM_MARK_RE.sub("", sentence))]
-    if order and {claim.subject.label, claim.reference.label} <= order[0]:
-        # An ambiguous first name ("baseline" for either): the first mean printed says which.
+    pair = {claim.subject.label, claim.reference.label}
+    if order and pair <= order[0]:
+        # An ambiguous first name ("baseline" for either): the other name says which it is not,
+        # else the first mean printed says which it is.
+        other = next((ls & pair for ls in order[1:] if len(ls & pair) == 1), None)
+        if other is not None:
+            return claim.subject.label in other
         first = next((x for x in literals(names.group_re.sub(" ", sentence)) if x.unit == "plain"), None)
         return (
             first is not None
@@ -189,24 +194,36 @@ def _p(claim: Claim) -> str:
     return "untested" if claim.p is None else f"{claim.p:.3g}"
 
 
-def match_claim(sentence: str, ledger: Ledger, names: Resolver | None = None) -> Claim | None:
-    """The claim a sentence states: its `[claim:id]` marker, else the groups it names (on the
-    metric it names, the headline first), else the headline for "the method" against "the baseline"."""
+def match_claims(sentence: str, ledger: Ledger, names: Resolver | None = None) -> list[Claim]:
+    """The claims a sentence may state, likeliest first: its `[claim:id]` marker, else the groups it
+    names (on the metric it names, the claim whose figures it prints, the headline first), else the
+    headline for "the method" against "the baseline". A sentence that names one group leaves the
+    other side open: every claim of that group that fits its figures equally well."""
     mark = CLAIM_MARK_RE.search(sentence)
     if mark:
-        return ledger.get(mark.group(1))
+        return [c for c in [ledger.get(mark.group(1))] if c is not None]
     names = names or Resolver(ledger)
-    candidates = names.claims_of([labels for _, labels in names.groups(sentence)])
+    mentions = [labels for _, labels in names.groups(sentence)]
+    candidates = names.claims_of(mentions)
     if not candidates:
-        return ledger.headline if _GENERIC.search(sentence) and ledger.headline else None
+        return [ledger.headline] if _GENERIC.search(sentence) and ledger.headline else []
     metrics = names.metrics(sentence)
     on_metric = [c for c in candidates if c.metric in metrics] or candidates
     lits = literals(names.group_re.sub(" ", CLAIM_MARK_RE.sub("", sentence)))
-    # Without a metric named, the claim whose figures the sentence prints.
-    return max(
+    fit = {c.id: sum(fits(x, c) for x in lits) for c in on_metric}
+    ranked = sorted(
         on_metric,
-        key=lambda c: (sum(fits(x, c) for x in lits), c.headline, c.same_runs_as is None),
+        key=lambda c: (fit[c.id], c.headline or c.id == ledger.headline_id, c.same_runs_as is None),
+        reverse=True,
     )
+    if len(set(mentions)) == 1:
+        return [c for c in ranked if fit[c.id] == fit[ranked[0].id]]
+    return ranked[:1]
+
+
+def match_claim(sentence: str, ledger: Ledger, names: Resolver | None = None) -> Claim | None:
+    """The likeliest claim a sentence states (see `match_claims`)."""
+    return next(iter(match_claims(sentence, ledger, names)), None)
 
 
 _GENERIC = re.compile(r"\bthe (?:method|baseline)\b|\bour\b", re.IGNORECASE)
@@ -241,7 +258,8 @@ def check_text(text: str, ledger: Ledger, names: Resolver | None = None) -> list
 def _check_one(sentence: str, ledger: Ledger, names: Resolver) -> SentenceCheck | None:
     mark = CLAIM_MARK_RE.search(sentence)
     shown = CLAIM_MARK_RE.sub("", sentence).strip()
-    claim = match_claim(sentence, ledger, names)
+    claims = match_claims(sentence, ledger, names)
+    claim = claims[0] if claims else None
     extra = _held_out(shown, claim, ledger, names) + tuple(seed_counts(shown, ledger))
     if _HYPOTHESIS.search(sentence) and not mark:  # what is tested, not a result
         return SentenceCheck(shown, None, extra) if extra else None
@@ -255,8 +273,11 @@ def _check_one(sentence: str, ledger: Ledger, names: Resolver) -> SentenceCheck 
     if claim is None:
         why = _unmatched(mark, shown, names)
         return SentenceCheck(shown, None, why + extra) if why or extra else None
-    problems = tuple(check_sentence(shown, claim, ledger, names)) + _absent_object(shown, names)
-    return SentenceCheck(shown, claim, problems + extra)
+    # Of the claims the sentence may state, the one it states faithfully if any.
+    claim, problems = min(
+        ((c, tuple(check_sentence(shown, c, ledger, names))) for c in claims), key=lambda cp: len(cp[1])
+    )
+    return SentenceCheck(shown, claim, problems + _absent_object(shown, names) + extra)
 
 
 def _held_out(sentence: str, claim: Claim | None, ledger: Ledger, names: Resolver) -> tuple[str, ...]:
@@ -271,7 +292,8 @@ def _held_out(sentence: str, claim: Claim | None, ledger: Ledger, names: Resolve
 
 
 _OBJECT = re.compile(
-    r"\b(?:than|over|against|versus|vs\.?|compared (?:with|to)|relative to|to|between \S.*? and|"
+    r"\b(?:than|over|against|versus|vs\.?|compared (?:with|to)|relative to|to|between \S.*? and|unlike|"
+    r"improv\w* (?:on|upon)|"
     r"beat(?:s|ing)?|outperform\w*|surpass\w*|exceed\w*|edg(?:e|es|ed|ing) out|trail\w*|behind|ahead of)\s+"
     r"((?:the\s+|an?\s+)?[^\s,.;:()]+(?:\s+[^\s,.;:()]+){0,3})"
     # the first of two sides: "A ResNet-18 and G perform comparably", "between X and G"
@@ -287,10 +309,34 @@ def _unmatched(mark: re.Match[str] | None, sentence: str, names: Resolver) -> tu
     return _absent_object(sentence, names)
 
 
+# What may open a sentence before its subject: "Even", "On accuracy,", "In our runs,".
+_LEAD = re.compile(
+    r"^(?:.*,\s*)?(?:(?:even|only|also|still|however|notably|overall)\s+)*"
+    r"(?:(?:we|our \w+)\s+(?:\w+\s+)?(?:find|found|observe|observed|see|saw|note|show|showed)\s+"
+    r"(?:that\s+)?)?",
+    re.IGNORECASE,
+)
+# What may close it before the comparing words: "X is clearly", "X to", "X does".
+_TAIL = re.compile(r"(?:\s+(?:to|is|are|was|were|does|do|did|has|have|\w+ly))+$", re.IGNORECASE)
+
+
+def _sides(sentence: str, names: Resolver) -> list[str]:
+    """The phrases a comparison sets against a group: its objects ("than X", "unlike X"), and its
+    subject, the words before the comparing words ("X lags behind ...")."""
+    masked = names.group_re.sub("G", sentence)
+    out = [m.group(1) or m.group(2) for m in _OBJECT.finditer(masked)]
+    before = _read(sentence, names).before.strip()
+    subject = _TAIL.sub("", before[_LEAD.match(before).end() :]) if before else ""  # type: ignore[union-attr]
+    if subject and len(subject.split()) <= 4:
+        out.append(subject)
+    # "X by 5%", "X on accuracy": the side ends where its modifiers begin.
+    return [re.split(r"\s+(?:by|on|in|at|with|for|across|when|while)\b", x)[0] for x in out]
+
+
 def _absent_object(sentence: str, names: Resolver) -> tuple[str, ...]:
-    """The other side of a comparison names a system that is no group of the run."""
-    for m in _OBJECT.finditer(names.group_re.sub("G", sentence)):
-        phrase = re.sub(r"^by\s+", "", m.group(1) or m.group(2))
+    """A side of a comparison names a system that is no group of the run."""
+    for side in _sides(sentence, names):
+        phrase = re.sub(r"^by\s+", "", side)
         if (
             re.match(r"(?:the\s+|an?\s+|our\s+)?G\b", phrase)
             or literals(phrase)

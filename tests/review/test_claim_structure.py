@@ -97,3 +97,54 @@ def test_a_false_comparison_is_read_by_its_structure(sentence: str, ledger: Ledg
 )
 def test_an_honest_comparison_read_by_its_structure_is_left_alone(sentence: str, ledger: Ledger) -> None:
     assert _problems(sentence, ledger) == [], sentence
+
+
+def test_an_ambiguous_first_name_is_told_apart_by_the_second(ledger: Ledger) -> None:
+    # "baseline" may denote either group; "tuned baseline" names one, so the first is the other.
+    draft = GroupSummary(label="baseline (draft n0000)", name="baseline", n=4, mean=0.91, sd=0.01)
+    tuned = GroupSummary(label="tuned baseline (best of hyperparameter)", n=4, mean=0.95, sd=0.01)
+    two = Ledger(  # the headline's reference is the tuned baseline: "baseline" denotes both
+        idea="x",
+        headline_id="agenda-test",
+        claims=[
+            _claim("agenda-test", "test_accuracy", "test", MIX, tuned, 1e-4),
+            _claim("hyperparameter-test", "test_accuracy", "test", tuned, draft, 1e-4),
+        ],
+    )
+    assert _problems("Baseline trails tuned baseline on test accuracy.", two) == []
+    assert any("states" in p for p in _problems("Baseline beats tuned baseline on test accuracy.", two))
+
+
+def test_a_sentence_naming_one_group_is_read_against_the_claim_it_can_state(ledger: Ledger) -> None:
+    # Mixup training is worse than plain training (significant) and level with the ablation (not):
+    # "significantly worse" is true of the first claim, whichever the ledger lists first.
+    text = "Mixup training is significantly worse on test accuracy."
+    assert _problems(text, ledger) == []
+    claims = [c.model_copy(update={"headline": False}) for c in reversed(ledger.claims)]
+    flipped = Ledger(idea="m", claims=claims)
+    assert _problems(text, flipped) == []
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Mixup training reaches a balanced accuracy of 0.781.",  # a qualified metric is another metric
+        "On top-3 accuracy, mixup training trails plain training.",
+        "Mixup training has a specificity of 0.781.",
+    ],
+)
+def test_a_qualified_or_unlisted_metric_the_run_lacks_is_unmeasured(sentence: str, ledger: Ledger) -> None:
+    assert any("did not measure" in p for p in _problems(sentence, ledger)), sentence
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Dropout regularisation falls short of plain training on test accuracy.",  # the subject side
+        "A gradient-boosted forest scores 0.835 on test accuracy.",  # 'boosted' in a compound: no cue
+        "Unlike label smoothing, mixup training reaches 0.781.",
+        "Plain training improves on cutmix by 5%.",
+    ],
+)
+def test_a_side_of_a_comparison_that_is_no_group_is_found(sentence: str, ledger: Ledger) -> None:
+    assert any("no group of the run" in p for p in _problems(sentence, ledger)), sentence
