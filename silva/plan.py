@@ -708,12 +708,7 @@ def plan(
     journal = check_source(from_dir, cfg) if from_dir else None
     settings = instant_scripted(cfg, settings or PlanSettings())
     source = Source(settings, journal, from_dir / LEDGER_FILE if from_dir else None, replay)
-    per = cfg.resources_for("default")
-    if gpus is not None:
-        if per.num_gpus <= 0:
-            raise ConfigError(f"--gpus: the config's default node kind uses no GPU ({config}); use --slots")
-        slots = max(1, math.floor(gpus / per.num_gpus))
-    slots = slots or cfg.executor.max_in_flight or 1
+    slots = _slots(config, cfg, slots, gpus)
     work = Path(tempfile.mkdtemp(prefix="silva-plan-"))
     quiet = logging.getLogger("sandbox.none")  # its warning is for code that runs: none does here
     level = quiet.level
@@ -743,6 +738,16 @@ def plan(
     finally:
         quiet.setLevel(level)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _slots(config: Path, cfg: RunConfig, slots: int | None, gpus: float | None) -> int:
+    """--slots, or --gpus over the default node kind's GPUs, else the config's slots."""
+    per = cfg.resources_for("default")
+    if gpus is not None:
+        if per.num_gpus <= 0:
+            raise ConfigError(f"--gpus: the config's default node kind uses no GPU ({config}); use --slots")
+        slots = max(1, math.floor(gpus / per.num_gpus))
+    return slots or cfg.executor.max_in_flight or 1
 
 
 def _charge_ideation(
