@@ -72,7 +72,7 @@ def test_a_chain_that_gives_up_and_a_refused_call_are_on_the_bill(
         except StructuredOutputError:
             pass
         try:
-            llm.complete("x" * 2400, role="review", node_id="n2")  # 800 tokens at 3 a token + 256 > 1000
+            llm.complete("x" * 4000, role="review", node_id="n2")  # ~1000 tokens + 256 > 1000
             raise AssertionError("an over-long prompt should be refused")
         except LLMCallError as exc:
             assert "exceeds the 1000-token context" in str(exc)
