@@ -34,7 +34,7 @@ from engine.llm.errors import BudgetExceeded, CacheMiss, LLMCallError, LLMConfig
 from engine.llm.hedge import LatencyBook, Race, race
 from engine.llm.ledger import LEDGER_FILE, CallRecord, Cause, Ledger
 from engine.llm.prices import resolve_model
-from engine.llm.prompt_budget import CHARS_PER_TOKEN, budgets, estimate_tokens
+from engine.llm.prompt_budget import CHARS_PER_TOKEN, PROSE_CHARS_PER_TOKEN, budgets, estimate_tokens
 from engine.llm.providers.base import EmbedCall, EmbeddingProvider, Provider, ProviderCall, ProviderError
 from engine.llm.ratelimit import Limiter
 from engine.llm.types import CachedVector, Completion, Embeddings, EmbedRequest, LLMRequest, Usage
@@ -663,7 +663,7 @@ class Gateway:
                 f"role {request.role!r} sent {n_images} image(s) but model {role.model!r} has no "
                 "vision capability; map the role to a vision model"
             )
-        prompt_tokens = estimate_tokens(request.messages)
+        prompt_tokens = estimate_tokens(request.messages, PROSE_CHARS_PER_TOKEN)
         if prompt_tokens + call.max_tokens > caps.context_tokens:
             return (
                 f"role {request.role!r}: prompt of ~{prompt_tokens} tokens plus max_tokens "
@@ -694,7 +694,7 @@ class Gateway:
                 raise LLMCallError(
                     f"role {request.role!r}: text {i} is empty; embeddings APIs refuse empty input"
                 )
-            if (tokens := int(len(text) / CHARS_PER_TOKEN)) > model.capabilities.context_tokens:
+            if (tokens := int(len(text) / PROSE_CHARS_PER_TOKEN)) > model.capabilities.context_tokens:
                 raise LLMCallError(
                     f"role {request.role!r}: text {i} of ~{tokens} tokens exceeds the "
                     f"{model.capabilities.context_tokens}-token input limit of {role.model!r}"

@@ -10,9 +10,9 @@ room first, and a part the budget cannot hold whole is cut (its head or its tail
 saying how much was cut. A part's `min_chars` must fit: when the minima of a prompt do not, the
 model is too small for the step and `PromptTooLarge` says by how many tokens.
 
-Tokens are estimated from characters, cautiously (`CHARS_PER_TOKEN`), by the one estimate the
-gateway uses too (`estimate_tokens`), so a fitted prompt passes the gateway's context check and
-the server's count.
+Tokens are estimated from characters, cautiously (`CHARS_PER_TOKEN`), by the estimate the gateway
+uses too (`estimate_tokens`), so a fitted prompt passes the gateway's context check (which counts
+leniently, `PROSE_CHARS_PER_TOKEN`) and the server's count.
 """
 
 from __future__ import annotations
@@ -28,10 +28,14 @@ from engine.llm.errors import LLMConfigError
 from engine.llm.prices import resolve_model
 from engine.llm.types import Message
 
-# Every token estimate from characters (prompt budgets, the gateway's context check and dollar
+# Token estimates from characters that must not fall short (prompt budgets, the gateway's dollar
 # reservations, the probe): 3, not English prose's 4, because LaTeX, code and numbers run about
 # three characters a token on small models' tokenizers; over-counting only leaves room unused.
 CHARS_PER_TOKEN = 3.0
+# Refusals count at most this many characters a token (English prose's), so that only a prompt
+# that surely overflows is refused: a re-ask adds the answer that failed to a fitted prompt and
+# runs past the cautious count (a SmolLM2-sized writer's re-ask did), yet the server takes it.
+PROSE_CHARS_PER_TOKEN = 4.0
 IMAGE_TOKENS = 1600  # a 1092x1092 image is about this many tokens on current vision models
 TEMPLATE_TOKENS = 48  # the chat template's role markers around the system and user messages
 CUT_NOTE = "\n[... {n} characters cut to fit the model's context]\n"
@@ -49,10 +53,10 @@ def min_prompt_tokens(role: str) -> int:
     return MIN_PROMPT_TOKENS.get(role, MIN_PROMPT_TOKENS["code"])
 
 
-def estimate_tokens(messages: Sequence[Message]) -> int:
+def estimate_tokens(messages: Sequence[Message], chars_per_token: float = CHARS_PER_TOKEN) -> int:
     chars = sum(len(m.text) for m in messages)
     images = sum(len(m.images) for m in messages)
-    return int(chars / CHARS_PER_TOKEN) + images * IMAGE_TOKENS
+    return int(chars / chars_per_token) + images * IMAGE_TOKENS
 
 
 class PromptTooLarge(LLMConfigError):
