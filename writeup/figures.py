@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.base import Limits, SandboxProvider
-from writeup.ledger import build_ledger, readable_names
+from writeup.results import ResultsMacros
 from writeup.run_reader import IdeaResults
 
 TEMPLATE_SCRIPT = Path(__file__).parent / "templates" / "figures.py"
@@ -26,15 +26,16 @@ class Figure:
         return "fig:" + Path(self.name).stem
 
 
-def figure_data(idea: IdeaResults) -> dict[str, object]:
-    headline = build_ledger(idea).headline
+def figure_data(idea: IdeaResults, macros: ResultsMacros) -> dict[str, object]:
+    """What the figure script reads; groups are named as the paper's text names them (its ledger)."""
+    headline = macros.main
     return {
         "title": idea.title,
         "primary": idea.primary.name,
         "metrics": [m.name for m in idea.metrics],
         "directions": {m.name: m.direction for m in idea.metrics},
         "main_stage": headline.stage if headline else None,
-        "names": readable_names(idea),  # group label -> the name a reader knows it by
+        "names": {label: macros.name(label) for s in idea.stages for label in s.groups},
         "stages": [
             {
                 "stage": s.stage,
@@ -47,6 +48,7 @@ def figure_data(idea: IdeaResults) -> dict[str, object]:
 
 def make_figures(
     idea: IdeaResults,
+    macros: ResultsMacros,
     paper_dir: Path,
     provider: SandboxProvider,
     script: str | None = None,
@@ -67,7 +69,7 @@ def make_figures(
                 limits=Limits(wall_s=wall_s, memory_mb=2048),
                 files={
                     "make_figures.py": code.encode(),
-                    "figure_data.json": json.dumps(figure_data(idea)).encode(),
+                    "figure_data.json": json.dumps(figure_data(idea, macros)).encode(),
                 },
             )
         finally:

@@ -313,7 +313,7 @@ class LLMWriter:
             )
         )
         self.p.figures, origin = make_figures(
-            self.p.idea, self.p.dir, self.p.provider, script=extract_code(answer) or None
+            self.p.idea, self.p.macros, self.p.dir, self.p.provider, script=extract_code(answer) or None
         )
         self.p.log("figures", origin=origin, files=[f.name for f in self.p.figures])
 

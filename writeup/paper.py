@@ -91,7 +91,7 @@ def write_paper(
     if offline:
         from writeup.offline import report
 
-        paper.figures, origin = make_figures(paper.idea, paper.dir, paper.provider)
+        paper.figures, origin = make_figures(paper.idea, paper.macros, paper.dir, paper.provider)
         paper.log("figures", origin=origin, files=[f.name for f in paper.figures])
         version = paper.try_version(
             report(paper.run, paper.idea, paper.macros, paper.figures, cfg.template), "", "offline"
@@ -123,7 +123,7 @@ def _llm_paper(paper: Paper, cfg: WriteupConfig, llm: LLM, literature: Literatur
             str(e) for e in drafted.compiled.errors[:2]
         )
     paper.log(FALLBACK_STEP, why=why[:300])
-    paper.figures, _ = make_figures(paper.idea, paper.dir, paper.provider)
+    paper.figures, _ = make_figures(paper.idea, paper.macros, paper.dir, paper.provider)
     return paper.try_version(
         report(paper.run, paper.idea, paper.macros, paper.figures, cfg.template), "", "offline-fallback"
     )

@@ -231,9 +231,28 @@ def test_the_llm_writer_is_given_each_groups_name_beside_its_label() -> None:
 
 
 def test_figures_label_groups_by_name() -> None:
-    i, _ = _agentic()
-    names = figure_data(i)["names"]
+    i, macros = _agentic()
+    names = figure_data(i, macros)["names"]
     assert isinstance(names, dict) and names["improve n0020 (best of agenda)"] == "Small-loss filtering"
+
+
+def test_figures_name_groups_as_the_papers_ledger_does() -> None:
+    """A ledger read back (ledger.json) keeps the names the paper was checked with: the figures
+    use them too, not names made again from the labels."""
+    i = _agentic()[0]
+    ledger = build_ledger(i)
+    for c in ledger.claims:
+        for g in (c.subject, c.reference):
+            if g.label == "improve n0020 (best of agenda)":
+                g.name = "SLF"
+    macros = build_macros(_run(i), i, ledger)
+    data = figure_data(i, macros)
+    names = data["names"]
+    assert isinstance(names, dict) and names["improve n0020 (best of agenda)"] == "SLF"
+    assert names["tuned: lr=0.1 (best of hyperparameter)"] == macros.name(
+        "tuned: lr=0.1 (best of hyperparameter)"
+    )
+    assert data["main_stage"] == (macros.main.stage if macros.main else None)
 
 
 def test_prose_puts_an_article_before_silvas_names_only() -> None:
