@@ -63,10 +63,11 @@ def planted_table(seed: int, n: int = 800, *, reverse: bool = False) -> pd.DataF
 INTERACTION = ("dose", "activity", "response")
 
 
-def interaction_table(seed: int, n: int = 800) -> pd.DataFrame:
+def interaction_table(seed: int, n: int = 800, *, interaction: float = 0.35) -> pd.DataFrame:
+    """`interaction=0`: the same two main effects with no interaction (what a follow-up must reject)."""
     rng = np.random.default_rng(seed)
     dose, activity = rng.normal(size=n), rng.normal(size=n)
-    response = 0.35 * dose + 0.35 * activity + 0.35 * dose * activity + rng.normal(size=n)
+    response = 0.35 * dose + 0.35 * activity + interaction * dose * activity + rng.normal(size=n)
     return pd.DataFrame(
         {
             "dose": dose.round(3),

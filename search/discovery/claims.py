@@ -24,7 +24,9 @@ FINDINGS_MD, FINDINGS_JSON = "findings.md", "findings.json"
 
 class Claim(BaseModel):
     id: str = Field(description="the hypothesis node's id")
-    kind: str = Field(description="hypothesis (DiscoPER), seed or refine (ExperiGen)")
+    kind: str = Field(
+        description="hypothesis (DiscoPER), seed or refine (ExperiGen), interaction (Silva's follow-up)"
+    )
     statement: str = ""
     h0: str = ""
     h1: str = ""

@@ -74,6 +74,12 @@ class DiscoveryConfig(Strict):
         description="Silva re-runs each decided claim's code on this many held-out tables with its outcome "
         "permuted (no LLM call) and flags it spurious when they pass too often; 0: never",
     )
+    interactions: int = Field(
+        3,
+        ge=0,
+        description="Silva tests the interaction of two standing main effects on one outcome itself (no LLM "
+        "call), gated and checked like any claim, at most this many per run; 0: never (never under bh)",
+    )
     stateful: StatefulConfig = Field(
         default_factory=StatefulConfig, description="stateful mode: steps and ablations"
     )

@@ -6,6 +6,8 @@ Node kinds:
   code runs in the sandbox on the train part.
   A hypothesis identical to one tested before (`known`) is not run again (`duplicate_of`).
 - `heldout`: no LLM; the hypothesis's recorded code runs once on the held-out part.
+- `interaction`: no LLM; Silva's follow-up of two standing main effects on one outcome
+  (search/discovery/interactions.py), run on the train part like a proposal.
 - `adjustment`, `control`: no LLM; Silva's own checks of a decided claim (search/discovery/checks.py)
   run in one sandbox execution on held-out tables (permuted for a control).
 - `reflect`: one LLM call (DiscoPER Reflect), no sandbox.
@@ -42,7 +44,7 @@ STATS_MODULE = "silva_stats.py"
 STATS_SOURCE = (Path(__file__).parent / STATS_MODULE).read_bytes()
 CODE_FILE, RESULT_FILE = "hypothesis.py", "silva_test.json"
 DATA_IN_WORKSPACE = "data/data.parquet"
-PROPOSING_KINDS = ("hypothesis", "seed", "refine")
+PROPOSING_KINDS = ("hypothesis", "seed", "refine", "interaction")
 BANK_KINDS = ("seed", "refine")  # ExperiGen's: their claims may enter the bank
 
 
@@ -78,7 +80,7 @@ class DiscoveryJob:
     images_dir: Path | None = None
     llm: LLM | None = None
     prompt: str = ""
-    hypothesis: Hypothesis | None = None  # heldout: the recorded hypothesis and code
+    hypothesis: Hypothesis | None = None  # heldout, interaction: the hypothesis and code, no LLM call
     vision: bool = False
     bank_texts: list[str] = field(default_factory=list)
     novelty_weight: float = 1.0
@@ -100,7 +102,7 @@ class DiscoveryJob:
             elif self.kind in CHECK_KINDS:
                 execution = self._run_checks(ws, gpu_ids, out)
             else:
-                out.hypothesis = self.hypothesis if self.kind == "heldout" else self._propose(out)
+                out.hypothesis = self.hypothesis if self.hypothesis is not None else self._propose(out)
                 if out.hypothesis is not None and self.kind != "heldout":
                     out.duplicate_of = self.known.get(hypothesis_key(out.hypothesis), "")
                 if out.hypothesis is not None and not out.duplicate_of:

@@ -49,6 +49,8 @@ from search.discovery.data import (
     read_table,
 )
 from search.discovery.evidence import GOOD, hypothesis_key
+from search.discovery.interactions import KIND as INTERACTION
+from search.discovery.interactions import InteractionFollowUps
 from search.discovery.job import PROPOSING_KINDS, DiscoveryJob, DiscoveryOutcome
 from search.discovery.plan import IDEA, PLAN
 from search.discovery.prompts import Context, Tested, reflect_prompt
@@ -86,6 +88,7 @@ class DiscoveryStrategy:
         self._keys: dict[str, str] = {}  # record id -> hypothesis_key
         self._adjust: dict[str, tuple[str, str, list[str], list[str]] | None] = {}  # record id -> plan
         self.policy = make_policy(self)
+        self.interactions = InteractionFollowUps(self)
         self._dirty = True
 
     # -- Strategy -------------------------------------------------------------------------------
@@ -93,6 +96,7 @@ class DiscoveryStrategy:
         self.absorb()
         out = self._heldout_nodes(slots)
         out += self._check_nodes(slots - len(out))
+        out += self.interactions.nodes(slots - len(out))
         if len(out) < slots and self.state.finished is None:
             out += self.policy.propose(slots - len(out))
         if not out and self._dirty:
@@ -120,7 +124,7 @@ class DiscoveryStrategy:
             python="python3" if self.cfg.sandbox.provider == "docker" else sys.executable,
             data_file=self.split.table(part),
             images_dir=self.split.images(part) if self.dcfg.image_column else None,
-            llm=None if node.kind in ("heldout", *CHECK_KINDS) else self.llm,
+            llm=None if node.kind in ("heldout", INTERACTION, *CHECK_KINDS) else self.llm,
             vision=self.vision,
             novelty_weight=self.dcfg.novelty_weight,
             embed_with_gateway=self.embed_with_gateway,
@@ -133,6 +137,8 @@ class DiscoveryStrategy:
             job.hypothesis = self.state.records[self.state.heldout_of[node.id]].hypothesis
         elif node.kind in CHECK_KINDS:
             pass  # Silva's own analyses (`checks`): no prompt
+        elif node.kind == INTERACTION:
+            self.interactions.prepare(job, node)
         elif node.kind == "reflect":
             job.prompt = reflect_prompt(
                 self.context(seq, int(node.params.get("iteration", 0)), MAX_REFLECT_HISTORY),
@@ -151,7 +157,10 @@ class DiscoveryStrategy:
         self.absorb()
         if self.state.finished is not None:
             return Finish("complete", self.state.finished.reason)
-        if self._open() or self._pending_heldout() or self._pending_checks() or not self.policy.done():
+        busy = (
+            self._open() or self._pending_heldout() or self._pending_checks() or self.interactions.pending()
+        )
+        if busy or not self.policy.done():
             return None
         if self.dcfg.chosen_gate == "bh" and not self.state.bh_done:
             return None  # the BH pass is made by propose, then its confirmations run
@@ -206,7 +215,7 @@ class DiscoveryStrategy:
                 first = self.duplicate_of(rec)
                 if first is not None:
                     self.decide(rec, "duplicate", gates.duplicate(first))
-                self.policy.evaluated(rec)
+                (self.interactions if node.kind == INTERACTION else self.policy).evaluated(rec)
         if (
             self.dcfg.chosen_gate == "bh"
             and not self.state.bh_done
@@ -453,7 +462,8 @@ class DiscoveryStrategy:
             return False
         if self.dcfg.chosen_gate == "two_split":
             return d.gate == "two_split" and d.status == "proposed"
-        return self.dcfg.confirm_heldout and d.status == "accepted" and self.policy.confirms(rec)
+        confirms = rec.kind == INTERACTION or self.policy.confirms(rec)
+        return self.dcfg.confirm_heldout and d.status == "accepted" and confirms
 
     def _pending_heldout(self) -> list[Record]:
         return [r for r in self.state.proposals() if self.needs_heldout(r)]

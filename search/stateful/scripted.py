@@ -3,7 +3,8 @@
 It reads the JSON block of each step prompt and works through the patterns like a diligent
 analyst: one investigation per pattern (a correlation in the pattern's direction), a robustness
 analysis adjusting for the variables that co-occur in patterns with both (possible confounders)
-when the claim looks promising, then retire; stop when every pattern was investigated. With
+when the claim looks promising, then retire; an interaction the view suggests is taken before the next
+pattern (tested once, then retired); stop when every pattern was investigated. With
 probability `overreach` (seeded by the pattern's variables) its claim says more than its analysis: it claims
 the effect holds "independently of" the confounders its first analysis never used.
 With frontier control off (a plain history) it simply tests the next untested pattern.
@@ -54,6 +55,7 @@ class StatefulScientist:
                 len(ev) == 1
                 and focus["standing"] == "promising on train"
                 and ("deepen", focus["id"]) in allowed
+                and ev[0]["analysis"]["tool"] != "interaction"
             ):
                 primary = ev[0]["analysis"]
                 covs = _confounders(primary["predictor"], primary["outcome"], view["patterns"])
@@ -71,6 +73,9 @@ class StatefulScientist:
                         "justification": f"does it survive adjusting for {covs}?",
                     }
             return {"action": "retire", "investigation": focus["id"], "justification": "this line is done"}
+        if view.get("suggested") and ("create", "") in allowed:
+            s = view["suggested"][0]
+            return {"action": "create", **{k: s[k] for k in ("claim", "analysis")}, "justification": s["why"]}
         # Read from the statements: without structured claims they are all there is.
         statements = [i["claim"]["statement"].split(",")[0].split() for i in view["investigations"]]
         todo = [

@@ -25,9 +25,11 @@ from engine.outcome import NodeOutcome
 from search.discovery.config import DiscoveryConfig
 from search.discovery.data import HELDOUT, TRAIN, describe, load_prior, make_split
 from search.discovery.evidence import TestOutcome
+from search.discovery.interactions import kinds
 from search.stateful.adjudicate import Thresholds, adjudicate, adjudicate_naively
 from search.stateful.analysis import run_analysis, screen
 from search.stateful.config import StatefulConfig
+from search.stateful.followup import Interactions
 from search.stateful.model import Action, AnalysisSpec, Evidence, Investigation, Judgement, State
 from search.stateful.view import SYSTEM, frontier, step_prompt
 
@@ -128,6 +130,7 @@ class Data:
     columns: list[str]
     description: str
     prior: str = ""
+    interactions: Interactions | None = None  # the interaction follow-ups the view suggests
 
 
 class StatefulDiscovery:
@@ -244,8 +247,12 @@ class StatefulDiscovery:
                 node.id, attempt, inv.id, self._main(inv).analysis, inv.claim.expected_sign, self.data.heldout
             )
         allowed = frontier(self.state, self.cfg)
+        follow = self.data.interactions
+        suggested = (
+            follow.suggested(self.state, self.t, check_scope=self.cfg.structured_hypotheses) if follow else []
+        )
         prompt = step_prompt(
-            self.state, self.cfg, self.t, self.data.columns, self.data.description, self.data.prior
+            self.state, self.cfg, self.t, self.data.columns, self.data.description, self.data.prior, suggested
         )
         signs = {i.id: i.claim.expected_sign for i in self.state.investigations.values()}
         return StepJob(
@@ -344,12 +351,14 @@ def build_stateful(
         group_column=dcfg.group_column,
     )
     train = pd.read_parquet(split.table(TRAIN))
+    numeric, quantities = kinds(train)
     data = Data(
         train=split.table(TRAIN),
         heldout=split.table(HELDOUT),
         columns=list(train.columns),
         description=describe(train),
         prior=load_prior(dcfg.prior),
+        interactions=Interactions(numeric, quantities, dcfg.interactions),
     )
     t = Thresholds(alpha=dcfg.alpha, min_effect=dcfg.min_effect, replication_ratio=dcfg.replication_ratio)
     return StatefulDiscovery(scfg, t, journal, data, llm)

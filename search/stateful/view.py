@@ -51,7 +51,9 @@ def frontier(state: State, cfg: StatefulConfig) -> list[tuple[str, str]]:
     return out
 
 
-def state_view(state: State, cfg: StatefulConfig, t: Thresholds, columns: list[str]) -> dict[str, Any]:
+def state_view(
+    state: State, cfg: StatefulConfig, t: Thresholds, columns: list[str], suggested: list[dict[str, Any]]
+) -> dict[str, Any]:
     invs = []
     for inv in state.investigations.values():
         claim = (
@@ -91,11 +93,18 @@ def state_view(state: State, cfg: StatefulConfig, t: Thresholds, columns: list[s
         "focus": state.focus,
         "investigations": invs,
         "frontier": [{"action": a, "investigation": i} for a, i in frontier(state, cfg)],
+        "suggested": suggested,
     }
 
 
 def step_prompt(
-    state: State, cfg: StatefulConfig, t: Thresholds, columns: list[str], dataset: str, prior: str
+    state: State,
+    cfg: StatefulConfig,
+    t: Thresholds,
+    columns: list[str],
+    dataset: str,
+    prior: str,
+    suggested: list[dict[str, Any]] | None = None,
 ) -> str:
     step = len(state.steps) + 1
     head = [f"Step {step} of at most {cfg.max_steps}.", f"## Dataset\n{dataset}"]
@@ -124,14 +133,16 @@ def step_prompt(
                 _answer(),
             ]
         )
-    view = state_view(state, cfg, t, columns)
+    view = state_view(state, cfg, t, columns, suggested or [])
     return "\n\n".join(
         [
             *head,
             TOOLS,
             ACTIONS,
             f"{STATE_HEADER}\n{json.dumps(view)}",
-            "Pick one action from `frontier`.",
+            "Pick one action from `frontier`. `suggested` holds follow-ups Silva proposes (the "
+            "interaction of two main effects that stand on train on one outcome), each a ready "
+            "`create`: claim and analysis.",
             _answer(),
         ]
     )
