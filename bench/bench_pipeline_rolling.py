@@ -249,10 +249,13 @@ def run_config(tmp: Path, url: str, literature: str, args: argparse.Namespace) -
     return tmp / "run.yaml"
 
 
-def held_spans(j: Journal) -> list[tuple[float, float, str]]:
-    """What held a slot: (start, end, node kind). A job that only waits on the LLM (a think or
-    judge step, a stage's selection, a review) holds none."""
-    spans, started = [], dict[tuple[str, int], tuple[float, str]]()
+Span = tuple[float, float, str]  # (start, end, what)
+
+
+def job_spans(j: Journal) -> tuple[list[Span], list[Span]]:
+    """What held a slot, (start, end, node kind), and what only waited on the LLM, (start, end,
+    step or node kind): a think or judge step, a stage's selection, a review."""
+    spans, waits, started = list[Span](), list[Span](), dict[tuple[str, int], tuple[float, str]]()
     for e in j.log.read(AttemptStarted, StepFinished, AttemptFinished, AttemptCancelled, AttemptLost):
         assert isinstance(e, AttemptStarted | StepFinished | AttemptFinished | AttemptCancelled | AttemptLost)
         key = (e.node_id, e.attempt)
@@ -263,13 +266,47 @@ def held_spans(j: Journal) -> list[tuple[float, float, str]]:
             kind = j.nodes[e.node_id].kind
             if step in ("run", "all") or (not step and kind not in ("selection", "review")):
                 spans.append((begun, e.ts, kind))
-    return spans
+            else:
+                waits.append((begun, e.ts, step or kind))
+    return spans, waits
 
 
-def slot_figures(j: Journal, slots: int, t0: float, end: float) -> dict[str, Any]:
+def idle_causes(
+    held: list[Span], waits: list[Span], ideation: list[Span], slots: int, t0: float, end: float
+) -> dict[str, float]:
+    """Idle slot-seconds by what was in flight meanwhile. After the first minute (the run
+    starting), an idle slot that a node in its think step will take waits on the code model
+    ("think": the look-ahead was short of the LLM's latency); one that no node will take is
+    short of work while the trees wait on judgements or stage selections, on ideation only,
+    or on nothing at all."""
+    out: dict[str, float] = defaultdict(float)
+    for k in range(int(end - t0)):
+        t = t0 + k + 0.5
+        idle = slots - min(slots, sum(a <= t < b for a, b, _ in held))
+        if not idle:
+            continue
+        if k < 60:
+            out["first minute"] += idle
+            continue
+        steps = [what for a, b, what in waits if a <= t < b]
+        thinking = min(idle, steps.count("think"))
+        out["think"] += thinking
+        if idle > thinking:
+            short = (
+                "short: judge or selection"
+                if set(steps) - {"review", "think"}
+                else "short: ideation only"
+                if any(a <= t < b for a, b, _ in ideation)
+                else "short: nothing in flight"
+            )
+            out[short] += idle - thinking
+    return dict(out)
+
+
+def slot_figures(j: Journal, slots: int, t0: float, end: float, ideation: list[Span]) -> dict[str, Any]:
     """Utilization of slot-holding jobs over the run and its steady part, the slot time by what
-    held it, and the idle slot-seconds of each minute."""
-    spans = held_spans(j)
+    held it, the idle slot-seconds of each minute and by their cause."""
+    spans, waits = job_spans(j)
     by_kind: dict[str, float] = defaultdict(float)
     for a, b, kind in spans:
         by_kind[kind] += b - a
@@ -289,6 +326,7 @@ def slot_figures(j: Journal, slots: int, t0: float, end: float) -> dict[str, Any
         else None,
         "slot_s_by_kind": {k: round(v, 1) for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])},
         "idle_slot_s_per_minute": idle_per_min,
+        "idle_slot_s_by_cause": idle_causes(spans, waits, ideation, slots, t0, end),
     }
 
 
@@ -321,10 +359,11 @@ def figures(run_dir: Path, slots: int) -> dict[str, Any]:
     walls = [n.execution.wall_s for n in experiments if n.execution is not None and n.execution.wall_s > 0]
     kept = sum(n.is_finished and n.status.value != "discarded" for n in j)
     dollars = sum(r.dollars for r in paid)
+    ideation = [(r.ts - r.wall_s, r.ts, "") for r in paid if r.role == "ideation"]
     return {
         "wall_s": round(end - t0, 1),
         "utilization_status": round(status.utilization or 0.0, 3),
-        **slot_figures(j, slots, t0, end),
+        **slot_figures(j, slots, t0, end, ideation),
         "ideas": ideation_counts(j),
         "manuscripts": manuscripts(j, t0),
         "nodes": len(j.nodes),
@@ -419,7 +458,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", type=Path, default=None, help="make the run directory under this one (kept)")
     ap.add_argument("--results", type=Path, default=RESULTS)
+    ap.add_argument("--read", type=Path, default=None, help="only report on this run directory (no run)")
     args = ap.parse_args()
+    if args.read is not None:
+        print(json.dumps(figures(args.read, args.slots), indent=1))
+        return
     row = bench(args)
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps(row, indent=2))
