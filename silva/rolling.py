@@ -243,7 +243,8 @@ def ideation_line(journal: Journal) -> str | None:
     if s is None:
         return None
     rejected = ", ".join(f"{v} {k}" for k, v in s.rejected.items()) or "none"
-    retired = f" ({', '.join(s.retired)})" if s.retired else ""
+    more = f" and {len(s.retired) - 5} more" if len(s.retired) > 5 else ""
+    retired = f" ({', '.join(s.retired[:5])}{more})" if s.retired else ""
     return (
         f"ideas (rolling forest): {len(s.admitted)} admitted: {len(s.running)} running or waiting, "
         f"{len(s.retired)} retired{retired}, {len(s.published)} published; rejected: {rejected}; "

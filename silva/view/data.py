@@ -23,7 +23,7 @@ from engine.totals import ATTEMPT_ENDS
 from search.stages import SUPPORT_KINDS
 from silva.config import RunConfig
 from silva.cost import Span, Spend, attempt_spans, remaining_nodes, spend, throughput, throughput_lines
-from silva.rolling import ideation_line
+from silva.rolling import idea_states, ideation_line
 from silva.status import state_line
 from silva.view.adapter import facts, summary
 from silva.view.claims import IdeaClaims, idea_claims
@@ -73,6 +73,7 @@ class ForestData(BaseModel):
     decisions: list[Decision]
     heldout: list[dict[str, Any]]
     idea_stopped: dict[str, str]
+    idea_published: list[str] = []  # a rolling forest's ideas whose search, paper and review ended
     budgets: list[BudgetRow]
     spend: dict[str, Any]
     throughput: dict[str, Any]
@@ -225,6 +226,7 @@ def forest_data(
             for idea, e in sorted(journal.heldout.items())
         ],
         idea_stopped={idea: e.reason for idea, e in journal.idea_stopped.items()},
+        idea_published=states.published if (states := idea_states(journal)) else [],
         budgets=budget_rows(cfg, journal, spent),
         spend=spent.model_dump(mode="json"),
         throughput=rate.model_dump(mode="json"),

@@ -4,6 +4,7 @@ configured one, and the weak one is retired: journaled, grown no further, and sh
 
 from __future__ import annotations
 
+import json
 from io import StringIO
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from rich.console import Console
 from engine import events as ev
 from engine.journal import Journal
 from silva import lifecycle as run
+from silva.cli.main import main
 from silva.config import load_config
 from silva.rolling import ideation_line
 from silva.status import print_status
@@ -72,3 +74,6 @@ def test_successive_halving_retires_the_weak_idea_of_a_rolling_forest(tmp_path: 
     assert (ideas.admitted, ideas.running) == (admitted, [])
     assert (ideas.retired, ideas.published) == ([stop.idea], [winner])
     assert _run_facts(run_dir, cfg, j, {})["ideation"] == line
+    assert main(["view", str(run_dir)]) == 0
+    page = json.loads((run_dir / "view" / "forest.json").read_text())
+    assert page["idea_published"] == [winner] and page["idea_stopped"][loser] == stop.reason

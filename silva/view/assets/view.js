@@ -202,6 +202,7 @@
         good += s === "good"; buggy += s === "buggy"; running += s === "running";
       });
       var stopped = data.idea_stopped[idea] ? " · stopped: " + esc(data.idea_stopped[idea]) : "";
+      if ((data.idea_published || []).indexOf(idea) >= 0) stopped += " · published";
       html += '<div class="idea" data-idea="' + esc(idea) + '"><h2>' + esc(idea) + "<small>" + members.length +
         " nodes · " + good + " good · " + buggy + " buggy · " + running + " running" +
         (data.run.idea_metrics[idea] ? " · deciding on " + esc(data.run.idea_metrics[idea]) : "") + stopped +
