@@ -10,10 +10,12 @@ reviews and a meta-review per paper). The run starts from the label-noise idea; 
 ideas whenever the trees cannot fill the slots; `budgets.wall_clock_s` stops it at the deadline.
 
     .venv/bin/python bench/bench_pipeline_rolling.py --slots 4 --ratio 1 --minutes 20
+    .venv/bin/python bench/bench_pipeline_rolling.py --read RUN_DIR   # a run kept with --keep
 
 Reported (bench/results/pipeline_rolling.json): utilization as `silva status` computes it and
 of slot-holding jobs only, over the run and over its steady part (from the first moment every
-slot was held to the end), the slot time by what held it and the idle slot time per minute,
+slot was held to the end), the slot time by what held it, the idle slot time per minute and by
+its cause (idle_causes),
 ideas admitted / retired / published / rejected, when each reviewed manuscript appeared, nodes,
 LLM calls and dollars per kept node (tokens priced as bench_pipeline's PRICED_AS), and the load
 average at the start, the end and sampled during the run.
