@@ -105,22 +105,33 @@ def run_result(journal: Journal) -> RunResult:
         where = ", ".join(r.stage + (f" of {r.idea}" if r.idea != "default" else "") for r in empty[:3])
         more = f" and {len(empty) - 3} more" if len(empty) > 3 else ""
         return RunResult(text=f"result: none: no good node in {where}{more}", has_result=False, phases=phases)
+    if journal.config.get("discovery"):
+        return _claims(journal, rows).model_copy(update={"phases": phases})
     finals = {r.idea: r for r in rows if r.best_value is not None}  # each idea's last stage with a best
     headlines = _headlines(journal.log.path.parent, sorted(finals))
     return _best(journal, rows, finals, headlines).model_copy(update={"phases": phases})
+
+
+def _claims(journal: Journal, rows: list[StageRow]) -> RunResult:
+    """A discovery run's result: its claims by verdict. Its primary metric (a test's log p) only
+    ranks the hypotheses tried; the best of them is no result, and no paper tests it."""
+    from search.discovery.claims import ClaimStore, counts  # pandas: only for discovery runs
+
+    store = ClaimStore(journal.log.path.parent)
+    found = counts(store.load()) if store.exists else {}
+    listed = ", ".join(f"{n} {status}" for status, n in found.items() if n) or "none yet"
+    good, total = sum(r.good for r in rows), sum(r.done for r in rows)
+    return RunResult(
+        text=f"result: claims: {listed}, from {good} of {total} hypothesis nodes that ran cleanly "
+        "(discovery keeps claims, not a best node)",
+        has_result=good > 0,
+    )
 
 
 def _best(
     journal: Journal, rows: list[StageRow], finals: dict[str, StageRow], headlines: dict[str, Claim]
 ) -> RunResult:
     spec = journal.primary_metric
-    if (not finals or spec is None) and any(r.good for r in rows):  # discovery: claims, not a best node
-        good, total = sum(r.good for r in rows), sum(r.done for r in rows)
-        return RunResult(
-            text=f"result: {good} of {total} experiment nodes ran cleanly; this mode keeps claims, not a "
-            "best node (its findings are above)",
-            has_result=True,
-        )
     if not finals or spec is None:
         return RunResult(text="result: none: no node has a value of the primary metric", has_result=False)
     best = max(finals.values(), key=lambda r: spec.oriented(r.best_value) or float("-inf"))

@@ -184,6 +184,9 @@ def test_cli_discover_and_status(tmp_path: Path, data: Path, capsys: pytest.Capt
         ]
     )
     assert code == 0
+    # Its result is its claims, not the smallest log p among the hypotheses tried
+    result = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("result: "))
+    assert result.startswith("result: claims: ") and "log_p" not in result, result
     run_dir = next((tmp_path / "runs").iterdir())
     snapshot = yaml.safe_load((run_dir / "config.yaml").read_text())
     assert snapshot["discovery"]["gate"] == "bonferroni" and snapshot["scripted_fn"]
