@@ -31,6 +31,7 @@ from search.discovery.claims import Claim, ClaimStore
 from search.discovery.scripted import respond
 from silva import lifecycle
 from silva.config import load_config
+from tests.stateful.helpers import run as run_stateful
 
 RESULTS = Path(__file__).parent / "results" / "discovery.json"
 SLOTS = 4
@@ -221,6 +222,39 @@ def planted_sections(tmp: Path) -> dict[str, Any]:
     return out
 
 
+def interaction_section(tmp: Path) -> dict[str, Any]:
+    """Per mode, a run of default size on the planted interaction table, without Silva's follow-ups
+    (`interactions: 0`, as before them) and with them, and on the same table with no interaction:
+    interactions tested (Silva's own among them), the planted one accepted or not, any accepted
+    where none is planted. Auto-Bench plays graph oracles: no table to test."""
+    out: dict[str, Any] = {}
+    for label, strength, follow in (("before", 0.35, 0), ("planted", 0.35, 3), ("none", 0.0, 3)):
+        table = B.interaction_table(3, n=800, interaction=strength)
+        for mode in ("discoper", "experigen", "stateful"):
+            if mode == "stateful":
+                _, sd = run_stateful(tmp / f"interaction_{mode}_{label}", table, interactions=follow)
+                found = [
+                    (set(i.claim.variables), sd.judge(i).verdict in GOOD, True)
+                    for i in sd.state.investigations.values()
+                    if i.evidence and i.evidence[0].analysis.tool == "interaction"
+                ]
+            else:
+                name = f"interaction_{mode}_{label}"
+                claims = run(tmp, name, table, mode=mode, interactions=follow)["claims"]
+                found = [
+                    (set(c.variables), c.status in GOOD, c.kind == "interaction")
+                    for c in claims
+                    if c.test == "ols_interaction"
+                ]
+            out.setdefault(mode, {})[label] = {
+                "tested": len(found),
+                "by_silva": sum(silva for _, _, silva in found),
+                "accepted": sum(ok for _, ok, _ in found),
+                "planted_accepted": any(ok and set(B.INTERACTION) <= v for v, ok, _ in found),
+            }
+    return out
+
+
 def counterfactual_section(tmp: Path) -> dict[str, Any]:
     """Every planted effect reversed; the prior states the usual direction."""
     cf = run(
@@ -293,12 +327,20 @@ def print_summary(out: dict[str, Any]) -> None:
 
 
 def main() -> None:
+    if "--interactions" in sys.argv:  # this section alone, merged into the last full results
+        with tempfile.TemporaryDirectory() as d:
+            section = interaction_section(Path(d))
+        last = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+        RESULTS.write_text(json.dumps({**last, "interaction_modes": section}, indent=2, default=str))
+        print(json.dumps(section, indent=1))
+        return
     out: dict[str, Any] = {"setup": {"slots": SLOTS, "sandbox": SANDBOX, "provider": "scripted analyst"}}
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         out.update(null_sections(tmp))
         out.update(planted_sections(tmp))
         out["counterfactual"] = counterfactual_section(tmp)
+        out["interaction_modes"] = interaction_section(tmp)
         for name, n in (("asia", 2000), ("sachs", 2000)):
             out[name] = skeleton_section(tmp, name, n)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,7 @@ class Settings:
 
 
 def open_run(
-    run_dir: Path, df: pd.DataFrame | None = None, fn: Any = None, **switches: Any
+    run_dir: Path, df: pd.DataFrame | None = None, fn: Any = None, interactions: int = 3, **switches: Any
 ) -> tuple[Journal, StatefulDiscovery]:
     run_dir.mkdir(parents=True, exist_ok=True)
     if df is not None:
@@ -47,7 +47,11 @@ def open_run(
     provider = ScriptedProvider("o", fn=fn or StatefulScientist())
     llm = build_gateway(LLMConfig.model_validate(LLM), run_dir, None, {}, providers={"o": provider}).client()
     return journal, build_stateful(
-        DiscoveryConfig(data=run_dir / "data.csv"), StatefulConfig(**switches), 0, journal, llm
+        DiscoveryConfig(data=run_dir / "data.csv", interactions=interactions),
+        StatefulConfig(**switches),
+        0,
+        journal,
+        llm,
     )
 
 
