@@ -26,7 +26,8 @@ _SEEDS = re.compile(
     re.IGNORECASE,
 )
 HELD_OUT_WORDS = re.compile(
-    r"(?<!no )\b(?:held[- ]out|test[- ](?:set|data|split|results?|performance|accuracy|score)|unseen|"
+    r"(?<!no )\b(?:held[- ]out|test[- ](?:set|data|split|results?|performance|accurac(?:y|ies)|scores?)|"
+    r"unseen|"
     r"out[- ]of[- ]sample|generali[sz]ation|final test|on test|(?:never|not) (?:been )?seen)\b",
     re.IGNORECASE,
 )
@@ -36,7 +37,7 @@ SYSTEM = re.compile(
     r"\b[A-Za-z]*[A-Z][A-Za-z]*[A-Z0-9][\w-]*\b|\b(?:forest|network|net|classifier|regression|boost\w*|"
     r"transformer|loss|entropy|trees?|model|baseline|method|approach|\w*mix\w*|smoothing|dropout|pruning|"
     r"distillation|augmentation|regulari[sz]ation|ensembles?|teaching|bagging|regressor|estimator|"
-    r"learner|perceptron|svm|mlp|kernel)\b"
+    r"\w*weighting|\w*sampling|learner|perceptron|svm|mlp|kernel)\b"
 )
 GENERIC_NP = re.compile(
     r"^(?:(?:the|our|this|each|every|a|its)\s+)?(?:\w+\s+)?(?:model|method|approach|baseline)$", re.I
@@ -62,7 +63,8 @@ def attributed(sentence: str, names: Resolver) -> list[tuple[Literal_, frozenset
     for lit in lits:
         after = [(at, g) for at, g in mentions if at > lit.start]
         before = [(at, g) for at, g in mentions if at < lit.start]
-        if after and _FOR.match(blank[lit.start : after[0][0]].split(lit.text, 1)[-1]):
+        between = blank[lit.start : after[0][0]].split(lit.text, 1)[-1] if after else ""
+        if after and (_FOR.match(between) or re.fullmatch(r"\s*\(\s*", between)):  # "0.91 (X)"
             out.append((lit, after[0][1]))
         else:
             out.append((lit, (before[-1] if before else after[0])[1]))
@@ -93,7 +95,9 @@ def group_numbers(sentence: str, names: Resolver, ledger: Ledger) -> list[str]:
     out = []
     for lit, labels in attributed(sentence, names):
         own = _summaries(ledger, labels, metrics)
-        tested = _claims(ledger, labels, metrics) if _STATISTIC.search(sentence) else []
+        # A change (%, points, a ratio) is a comparison's figure, wherever it stands.
+        statistic = _STATISTIC.search(sentence) or lit.unit != "plain"
+        tested = _claims(ledger, labels, metrics) if statistic else []
         if fits_group(lit, own) or any(fits(lit, c, means=False) for c in tested):
             continue
         who = " or ".join(sorted(labels))

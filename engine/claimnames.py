@@ -50,6 +50,11 @@ _QUALIFIER = re.compile(
 )
 
 
+def _singular(word: str) -> str:
+    """ "accuracies" -> "accuracy", "scores" -> "score" (a metric's name is singular)."""
+    return re.sub(r"ies$", "y", word) if word.endswith("ies") else re.sub(r"(?<=[^s])s$", "", word)
+
+
 def _words(s: str) -> str:
     """The key a name is matched by: lower case, underscores and hyphens as spaces."""
     return " ".join(re.sub(r"[_\s-]+", " ", s).split()).lower()
@@ -158,7 +163,7 @@ class Resolver:
     def test_metric(self, base: str) -> str | None:
         """The held-out test metric whose name holds `base` ("accuracy" -> test_accuracy)."""
         for c in self.ledger.claims:
-            if c.role == "test" and _words(base).split()[0] in _words(c.metric).split():
+            if c.role == "test" and _singular(_words(base).split()[0]) in _words(c.metric).split():
                 return c.metric
         return None
 
@@ -166,6 +171,8 @@ class Resolver:
         """Metric words of the sentence that name no metric of the run; a qualified metric
         ("balanced accuracy", "top-5 accuracy") must be measured with its qualifier."""
         measured = " ".join(p for c in self.ledger.claims for p in metric_phrases(c.metric))
+        if "accuracy" in measured:  # an error rate is one minus an accuracy
+            measured += " error rate error"
         out = []
         for m in METRIC_WORDS.finditer(sentence):
             word = _words(m.group(1))

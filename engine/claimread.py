@@ -22,19 +22,27 @@ _QUALITY_UP = (
     r"surpass\w*|beat(?:s|ing|en)?|exceed\w*|edg(?:e|es|ed|ing)"
     r"(?: out)?|improv\w*|superior|ahead|wins?|winning|won|tops|topped|lead(?:s|ing)?(?! to)|led(?! to)|"
     r"advantage|gain(?:s|ed|ing)?|stronger|strongest|dominat\w*|best|boost\w*|the top(?![-\s]*\d)|"
-    r"benefit\w*|favou?r(?:s|ed)?|faster|fastest|quicker|preferable|excel\w*|"
+    r"benefit\w*|favou?r(?:s|ed|abl[ey])?|faster|fastest|quicker|preferable|excel\w*|better(?:s|ed)|"
+    r"on top(?! of)|"
     r"more (?:accurate|effective|robust|reliable|"
     r"precise|efficient|stable|competitive)"
 )
 _QUALITY_DOWN = (
     r"worse|worst|underperform\w*|under-perform\w*|inferior|trail\w*|lag(?:s|ged|ging)?|behind|"
     r"fall(?:s|ing)? short|fell short|los(?:e|es|t|ing)(?! \d)|weaker|weakest|hurt\w*|degrad\w*|deficit|"
-    r"disadvantage|penalt\w*|slower|slowest|less (?:accurate|effective|robust|reliable|precise|efficient|"
+    r"disadvantage|penalt\w*|slower|slowest|poor(?:er|est|ly)?|deteriorat\w*|"
+    r"less (?:accurate|effective|robust|reliable|precise|efficient|"
     r"stable|competitive)"
 )
 # "above G", "below G": a position relative to a group is a comparison of magnitudes.
 _MAGNITUDE_UP = r"higher|highest|greater|greatest|larger|largest|bigger|above(?= (?:that of )?G\b)"
 _MAGNITUDE_DOWN = r"lower|lowest|smaller|smallest|fewer|below(?= (?:that of )?G\b)"
+# "more favourable", "less competitive": a quality, whatever the metric's direction.
+_QUALITY_ADJ = re.compile(
+    r"\s+(?:accurate|effective|robust|reliable|precise|efficient|stable|competitive|favou?rable|"
+    r"successful|useful|consistent|capable|performant|attractive|suitable)\b",
+    re.I,
+)
 # Verbs of change compare only where a quantity is named ("reduces the error", "drops by 3 points").
 _CHANGE_UP = r"increas\w*|rais(?:e|es|ed|ing)|rose|rises?"
 _CHANGE_DOWN = (
@@ -85,7 +93,9 @@ _RELATION = re.compile(
     re.I,
 )
 _RANK = re.compile(
-    r"\b(?:rank(?:s|ed)? (?:first|top|highest)|first place|c[oa]mes? (?:out )?first|top-ranked)\b", re.I
+    r"\b(?:rank(?:s|ed)? (?:first|top|highest)|first place|c[oa]mes? (?:out )?first|top-ranked)\b"
+    r"|\bG,? (?:\w+ )?first\b(?! (?:time|stage|step|round))",
+    re.I,
 )
 # A comparison inside a denied clause: "no evidence that G beats G", "we cannot claim that ...".
 _NEGATED_CLAUSE = re.compile(
@@ -97,6 +107,10 @@ _NEGATED_CLAUSE = re.compile(
 _ERROR_NOUN = re.compile(
     r"\s+(?:(?:the|its|their|our)\s+)?(?:[\w-]+\s+){0,2}?(?:errors?|loss(?:es)?|mistakes|misclassif\w*)\b",
     re.I,
+)
+# "The error rate of G is lower": the error is what the magnitude is of.
+_ERROR_TOPIC = re.compile(
+    r"\b(?:errors?|loss(?:es)?|mistakes)\b(?: rate)?(?: of G| for G)?(?:'s)? (?:is|are|was|were)\b.*$", re.I
 )
 _NEGATION = re.compile(
     r"\bwhether\b.*$|\b(?:not|never|no|neither|nor|cannot|without|fail(?:s|ed)? to)\b(?:\s+\w+){0,2}\s*$"
@@ -118,13 +132,18 @@ _NOT_SIGNIFICANT = re.compile(
     re.I,
 )
 # "best of 12 nodes", "the stage's best node": how a group was chosen, not a ranking of groups.
+# What a null hypothesis says ("that G and G share one mean") is what the test rejects or not.
 _PROVENANCE = re.compile(
-    r"\bbest (?:of\b|node)|(?<=\bnull hypothesis )of (?:no \w+|equal(?: \w+){0,3})", re.I
+    r"\bbest (?:of\b|node)|(?<=\bnull hypothesis )of (?:no \w+|equal(?: \w+){0,3})"
+    r"|(?<=\bnull hypothesis )that\b.*?(?=\b(?:is|was|are|were|can|cannot|could|must|be)\b|$)",
+    re.I,
 )
 # "Compared with G, G ...", "Replacing G with G ...": the group named first is the reference.
 _FRONTED = re.compile(
     r"^\W*(?:compared (?:with|to)|relative to|against|versus|unlike|over)\b"
-    r"|\b(?:replac|substitut)\w* G (?:with|by) G|\b(?:switch|mov|go|chang|transition)\w* from G to G",
+    r"|\b(?:replac|substitut)\w* G (?:with|by) G|\b(?:switch|mov|go|chang|transition)\w* from G to G"
+    r"|\b(?:swap|exchang|trad)\w* G (?:for|with) G|\bG (?:is|are|was|were|gets?) (?:replaced|substituted|"
+    r"swapped) (?:by|with|for) G",
     re.I,
 )
 
@@ -142,6 +161,7 @@ class Reading:
 def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
     """What `masked` (the sentence with each group it names replaced by "G") says; `measured`:
     it prints a number, `metric`: it names a metric (then a verb of change compares)."""
+    named = masked.count("G")  # before a null hypothesis's content is dropped
     masked = _PROVENANCE.sub(" ", masked)
     hedged = bool(_NOT_SIGNIFICANT.search(masked))
     significant = bool(_SIGNIFICANT.search(_NOT_SIGNIFICANT.sub(" ", masked)))
@@ -149,11 +169,16 @@ def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
     before = ""
     for m in _CUE.finditer(masked):
         kind = m.lastgroup or ""
-        if kind in ("more", "less") and not re.match(r"\s+\w+\s+than\b", masked[m.end() :]):
+        if kind in ("more", "less") and _QUALITY_ADJ.match(masked, m.end()):
+            kind = "up" if kind == "more" else "down"
+        elif kind in ("more", "less") and not re.match(r"\s+\w+\s+than\b", masked[m.end() :]):
             continue
         if kind in ("chi", "clo") and not (measured and _CHANGE_OBJECT.match(masked, m.end()) or metric):
             continue
-        if kind in ("hi", "lo", "more", "less", "chi", "clo") and _ERROR_NOUN.match(masked, m.end()):
+        if kind in ("hi", "lo", "more", "less", "chi", "clo") and (
+            _ERROR_NOUN.match(masked, m.end())
+            or _ERROR_TOPIC.search(masked[max(0, m.start() - 60) : m.start()])
+        ):
             kind = "down" if kind in ("hi", "more", "chi") else "up"
         negated = bool(
             _NEGATION.search(masked[max(0, m.start() - 30) : m.start()])
@@ -169,8 +194,12 @@ def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
         said is not None
         or bool(_THAN.search(masked))
         or bool(re.search(r"\bbetween G and\b", masked))
-        or masked.count("G") >= 2
-        and bool(_RELATION.search(masked) or re.search(r"\bbetween G\b", masked) or significant)
+        or named >= 2
+        and bool(
+            _RELATION.search(masked)
+            or re.search(r"\bbetween G\b|\b(?:difference|gap|margin|minus)\b", masked)
+            or significant
+        )
         # "G reaches 0.85 against 0.91": one group named, the other's figure printed.
         or measured
         and "G" in masked

@@ -53,7 +53,7 @@ def check_table(rows: list[str], caption: str, ledger: Ledger, names: Resolver) 
     body = grid[1:] if header else grid
     by_column = header is not None and sum(bool(names.groups(c)) for c in header[1:]) >= 2
     named_rows = [r for r in body if names.groups(r[0])]
-    out = []
+    out = _absent_columns(header, body, names) if by_column and header else []
     for r in body:
         cells = [(r[0], h) for h in header[1:]] if header else [(r[0], "")] * (len(r) - 1)
         problems: list[str] = []
@@ -73,6 +73,19 @@ def check_table(rows: list[str], caption: str, ledger: Ledger, names: Resolver) 
             out.append(pair)
         elif problems:
             out.append(RowCheck(" | ".join(r), None, tuple(dict.fromkeys(problems))))
+    return out
+
+
+def _absent_columns(header: list[str], body: list[list[str]], names: Resolver) -> list[RowCheck]:
+    """A column headed by a system that is no group of the run, among columns headed by groups."""
+    out = []
+    for i, head in enumerate(header[1:], start=1):
+        figures = literals(" ".join(r[i] for r in body if i < len(r)))
+        if figures and not names.groups(head) and SYSTEM.search(head) and not names.metrics(head):
+            groups = "; ".join(names.labels)
+            out.append(
+                RowCheck(head, None, (f"column '{head}' names no group of the run (its groups: {groups})",))
+            )
     return out
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from engine.claimfacts import GENERIC_NP, SYSTEM, group_numbers, held_out_figure, seed_counts
 from engine.claimnames import METRIC_WORDS, Resolver
-from engine.claimnumbers import fits, literals, rounds_to
+from engine.claimnumbers import Literal_, fits, literals, rounds_to
 from engine.claimread import Reading, read
 from engine.claims import Claim, Ledger
 from engine.claimtables import blocks, check_table
@@ -59,7 +59,7 @@ def _unescape(latex: str) -> str:
 
 # The idea's own words (its hypothesis and description): what is tested, not a result.
 IDEA_SECTION = re.compile(r"(?<=\\section\{Idea\}).*?(?=\\section|\\end\{document\}|\Z)", re.DOTALL)
-_HYPOTHESIS = re.compile(r"(?<!null )\bhypothes[ie]s\b", re.IGNORECASE)
+_HYPOTHESIS = re.compile(r"(?<!null )\bhypothes(?:[ie]s|i[sz]e[sd]?)\b", re.IGNORECASE)
 # "vs.", "e.g.", "et al." and "Fig." end no sentence.
 ABBREVIATED = r"(?<!\bvs)(?<!\be\.g)(?<!\bi\.e)(?<!\bal)(?<!\bFig)(?<!\bEq)(?<!\bcf)(?<!\bresp)"
 _BOUNDARY = re.compile(ABBREVIATED + r"[.!?](?=\s|\[claim|$)(?:\[claim:[A-Za-z0-9-]+\])?|\n\s*\n")
@@ -142,10 +142,27 @@ def _numbers(sentence: str, claim: Claim, reversed_: bool, ledger: Ledger, named
     for lit in literals(sentence):
         if not any(fits(lit, c) for c in [claim, *also]):
             out.append(f"prints {lit.text}{_UNIT[lit.unit]}, which is none of the claim's figures")
+        elif _as_difference(sentence, lit, claim):
+            out.append(f"prints {lit.text} as the difference, but the difference is {abs(claim.diff):.3g}")
     return out
 
 
 _UNIT = {"plain": "", "percent": "%", "points": " points", "fold": "-fold"}
+# A sentence about the difference itself, and the figures of one that speaks of other statistics too.
+_DIFFERENCE = re.compile(r"\b(?:difference|gap|margin|delta)\b", re.IGNORECASE)
+_OTHER_STATISTIC = re.compile(
+    r"interval|\bCI\b|±|\bsd\b|standard|spread|varian|\bp\s*[=<>≤]|\b[tgdU]\s*=|statistic|effect|seeds?\b|runs?\b",
+    re.IGNORECASE,
+)
+
+
+def _as_difference(sentence: str, lit: Literal_, claim: Claim) -> bool:
+    """A plain figure in a sentence about the difference alone that is neither the difference nor
+    a group's mean (a group's sd or a p-value printed as the difference)."""
+    if lit.unit != "plain" or not _DIFFERENCE.search(sentence) or _OTHER_STATISTIC.search(sentence):
+        return False
+    own = [claim.diff, claim.subject.mean, claim.reference.mean, claim.alpha]
+    return not any(rounds_to(v, lit) for v in own)
 
 
 # Two figures as a change from one to the other ("from 0.86 to 0.91", "(0.86 to 0.91)").
@@ -211,9 +228,16 @@ def match_claims(sentence: str, ledger: Ledger, names: Resolver | None = None) -
     on_metric = [c for c in candidates if c.metric in metrics] or candidates
     lits = literals(names.group_re.sub(" ", CLAIM_MARK_RE.sub("", sentence)))
     fit = {c.id: sum(fits(x, c) for x in lits) for c in on_metric}
+    # A figure that is the comparison's own (its difference, p) says more than a group's sd.
+    own = {c.id: sum(fits(x, c, means=False) for x in lits) for c in on_metric}
     ranked = sorted(
         on_metric,
-        key=lambda c: (fit[c.id], c.headline or c.id == ledger.headline_id, c.same_runs_as is None),
+        key=lambda c: (
+            fit[c.id],
+            own[c.id],
+            c.headline or c.id == ledger.headline_id,
+            c.same_runs_as is None,
+        ),
         reverse=True,
     )
     if len(set(mentions)) == 1:
@@ -261,14 +285,14 @@ def _check_one(sentence: str, ledger: Ledger, names: Resolver) -> SentenceCheck 
     claims = match_claims(sentence, ledger, names)
     claim = claims[0] if claims else None
     extra = _held_out(shown, claim, ledger, names) + tuple(seed_counts(shown, ledger))
-    if _HYPOTHESIS.search(sentence) and not mark:  # what is tested, not a result
-        return SentenceCheck(shown, None, extra) if extra else None
     reading = _read(sentence, names)
+    # What is tested, not a result: a hypothesis stated before its comparison ("we hypothesise
+    # that X beats Y"); "X beats Y, against our hypothesis" is a result.
+    hypothesis = _HYPOTHESIS.search(sentence)
+    if hypothesis and not mark and (reading.said is None or _HYPOTHESIS.search(reading.before)):
+        return SentenceCheck(shown, None, extra) if extra else None
     if not (mark or reading.comparison):
-        # Figures said of groups ("X reaches 0.93, Y 0.91"): each against its own group.
-        facts = tuple(group_numbers(shown, names, ledger)) + _absent(shown, names)
-        if literals(names.group_re.sub(" ", shown)):
-            facts += tuple(f"names {w}, a metric the run did not measure" for w in names.unmeasured(shown))
+        facts = _facts(shown, names, ledger)
         return SentenceCheck(shown, claim, facts + extra) if claim or facts or extra else None
     if claim is None:
         why = _unmatched(mark, shown, names)
@@ -277,7 +301,22 @@ def _check_one(sentence: str, ledger: Ledger, names: Resolver) -> SentenceCheck 
     claim, problems = min(
         ((c, tuple(check_sentence(shown, c, ledger, names))) for c in claims), key=lambda cp: len(cp[1])
     )
-    return SentenceCheck(shown, claim, problems + _absent_object(shown, names) + extra)
+    sides = tuple(dict.fromkeys(_absent_object(shown, names) + _absent(shown, names)))
+    return SentenceCheck(shown, claim, problems + sides[:1] + extra)
+
+
+_DENIED = re.compile(r"\b(?:not|no|never|without|neither|nor)\b|n't\b", re.IGNORECASE)
+
+
+def _facts(sentence: str, names: Resolver, ledger: Ledger) -> tuple[str, ...]:
+    """Figures said of groups ("X reaches 0.93, Y 0.91"), each against its own group; a result
+    about a group on a metric the run never measured."""
+    facts = tuple(group_numbers(sentence, names, ledger)) + _absent(sentence, names)
+    if literals(names.group_re.sub(" ", sentence)) or (
+        names.groups(sentence) and not _DENIED.search(sentence)
+    ):
+        facts += tuple(f"names {w}, a metric the run did not measure" for w in names.unmeasured(sentence))
+    return facts
 
 
 def _held_out(sentence: str, claim: Claim | None, ledger: Ledger, names: Resolver) -> tuple[str, ...]:
@@ -306,7 +345,7 @@ def _unmatched(mark: re.Match[str] | None, sentence: str, names: Resolver) -> tu
     """A comparison no claim supports: a marker not in the ledger, or a group the run lacks."""
     if mark:
         return (f"is a comparison that names claim {mark.group(1)}, not in the ledger",)
-    return _absent_object(sentence, names)
+    return (_absent_object(sentence, names) + _absent(sentence, names))[:1]
 
 
 # What may open a sentence before its subject: "Even", "On accuracy,", "In our runs,".
@@ -351,21 +390,34 @@ def _absent_object(sentence: str, names: Resolver) -> tuple[str, ...]:
 
 
 _ACHIEVES = re.compile(
-    r"^(?:[^,;:]*,\s*)?(?P<np>[^,;:]{2,60}?)\s+(?:obtain|reach|achiev|attain|scor|yield|record|hit)\w*\b",
+    r"^(?:[^,;:]*,\s*){0,2}?(?P<np>[^,;:]{2,60}?),?\s+(?:obtain|reach|achiev|attain|scor|yield|record|hit)\w*\b",
+    re.IGNORECASE,
+)
+
+
+# A sentence's opening phrase that is not its subject: "On accuracy, ...", "Averaged over seeds, ...".
+_ADVERBIAL = re.compile(
+    r"(?:on|in|at|for|with|across|under|over|after|before|when|while|compared|relative|unlike|as|by|from|"
+    r"to|of|overall|notably|however|here|finally|averaged|measured|evaluated|tested|again|also|thus)\b",
     re.IGNORECASE,
 )
 
 
 def _absent(sentence: str, names: Resolver) -> tuple[str, ...]:
-    """A result said of something that is no group of the run ("A ResNet-18 reaches 0.91")."""
+    """A result said of something that is no group of the run ("A ResNet-18 reaches 0.91", "Kernel
+    SVM, a strong baseline, reaches 0.69", "a ridge-regression baseline reaches 0.70")."""
     m = _ACHIEVES.match(sentence)
     if m is None or not literals(sentence[m.end() :]):
         return ()
-    np = m.group("np").strip()
-    if names.group_re.search(np) or METRIC_WORDS.search(np) or names.metrics(np) or GENERIC_NP.match(np):
-        return ()
-    if not SYSTEM.search(np):
-        return ()
-    return (
-        f"gives a result for '{np}', which is no group of the run (its groups: {'; '.join(names.labels)})",
-    )
+    lead = sentence.split(",", 1)[0]
+    for np in (m.group("np").strip(), lead.strip() if "," in sentence[: m.start("np")] else ""):
+        if not np or _ADVERBIAL.match(np) or METRIC_WORDS.search(np) or names.metrics(np):
+            continue
+        masked = names.group_re.sub("G", np)
+        if re.match(r"(?:the\s+|an?\s+|our\s+|this\s+)?G\b", masked, re.IGNORECASE):
+            continue
+        np = re.sub(r"\s*\bG\b.*", "", masked)  # "a ridge baseline": the words before a role word
+        if np and SYSTEM.search(np) and not GENERIC_NP.match(np):
+            groups = "; ".join(names.labels)
+            return (f"gives a result for '{np}', which is no group of the run (its groups: {groups})",)
+    return ()

@@ -148,3 +148,69 @@ def test_a_qualified_or_unlisted_metric_the_run_lacks_is_unmeasured(sentence: st
 )
 def test_a_side_of_a_comparison_that_is_no_group_is_found(sentence: str, ledger: Ledger) -> None:
     assert any("no group of the run" in p for p in _problems(sentence, ledger)), sentence
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Test accuracy is more favourable under mixup training than under plain training.",
+        "Plain training gives a significantly poorer test accuracy than mixup training.",
+        "Test accuracy deteriorates when mixup training is replaced by plain training.",
+        "Mixup training betters plain training on test accuracy.",
+        "On test accuracy the order is clear: mixup training first, then plain training.",
+        "Swapping mixup training for plain training lowers test accuracy.",
+        "Mixup training beats plain training on test accuracy, contrary to our hypothesis.",
+        "The test error of plain training is higher than that of mixup training.",
+    ],
+)
+def test_a_false_comparison_in_other_words_is_found(sentence: str, ledger: Ledger) -> None:
+    assert any("states" in p for p in _problems(sentence, ledger)), sentence
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "We hypothesised that mixup training would beat plain training on test accuracy.",
+        "Plain training lowers the error rate relative to mixup training.",  # 1 - accuracy: measured
+        "The error rate of mixup training is 1.3 times that of plain training.",
+        "Test accuracies are 0.784 (no mixing ablation) and 0.781 (mixup training).",
+        "The error rate of plain training is lower than that of mixup training.",
+    ],
+)
+def test_an_honest_sentence_in_other_words_is_left_alone(sentence: str, ledger: Ledger) -> None:
+    assert _problems(sentence, ledger) == [], sentence
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Ridge regression, a strong baseline elsewhere, reaches 0.802 on test accuracy.",
+        "A ridge-regression baseline reaches 0.802 on test accuracy.",
+        " & mixup training & plain training & ResNet-50 \\\\ \nTest accuracy & 0.781 & 0.835 & 0.811 \\\\ \n",
+        "When specificity replaces test accuracy, mixup training and plain training keep their order.",
+    ],
+)
+def test_a_result_for_a_system_or_metric_the_run_lacks_is_found(text: str, ledger: Ledger) -> None:
+    assert any("no group of the run" in p or "did not measure" in p for p in _problems(text, ledger)), text
+
+
+def test_what_a_rejected_null_hypothesis_says_is_not_the_claim(ledger: Ledger) -> None:
+    # The ablation and mixup training do not differ (p = 0.27): rejecting their equality is false.
+    text = (
+        "The null hypothesis that the no mixing ablation and mixup training reach one mean test "
+        "accuracy is rejected at the 0.05 level."
+    )
+    assert any("significance" in p for p in _problems(text, ledger))
+
+
+def test_a_figure_given_as_the_difference_must_be_the_difference(ledger: Ledger) -> None:
+    # 0.005 is plain training's sd, not the difference (0.054).
+    wrong = "The difference in test accuracy (plain training minus mixup training) comes to 0.005."
+    assert any("as the difference" in p for p in _problems(wrong, ledger))
+    right = "The difference in test accuracy (plain training minus mixup training) comes to 0.054."
+    assert _problems(right, ledger) == []
+
+
+def test_a_result_beside_a_group_for_a_system_the_run_lacks_is_found(ledger: Ledger) -> None:
+    text = "An early-stopping regularization baseline reaches 0.702, compared with 0.781 for mixup training."
+    assert any("no group of the run" in p for p in _problems(text, ledger))
