@@ -170,9 +170,6 @@ class Source:
         # for 0.4 s of the call's own at load 20: a plan of the calls alone ran chains too fast).
         self.spans = _spans(journal)
         self.step_s: dict[str, list[float]] = defaultdict(list)
-        for (_, step), took in self.spans.items():
-            if step in LLM_STEPS:
-                self.step_s[step].append(took)
         self.ran_s = self.held_s = 0.0  # experiments' own time, and the slot time it took
         # Replay: each planned node takes its twin's figures, the source's node of its idea and
         # kind in the same place of their order (created there, first started here: the same
@@ -195,6 +192,13 @@ class Source:
             if n.is_finished and n.status != NodeStatus.DISCARDED and n.finished_at:
                 self._add(n, self.spans.get((n.id, "run")) or self.spans.get((n.id, "all")) or 0.0)
         self._stage_ends(journal)
+        # A proposal that failed took its re-asks' time (9 s for 2 s at load 20): drawn from
+        # those, the one that ran out of ablations ended its stage before the others thought.
+        for (node_id, step), took in self.spans.items():
+            if step in LLM_STEPS:
+                seen = self.by_node.get(node_id)
+                failed = step == "think" and seen is not None and seen.proposal[0]
+                self.step_s[f"{step}_failed" if failed else step].append(took)
         for r in read_records(ledger) if ledger is not None and ledger.is_file() else []:
             if r.attempts and not r.error and not r.cache_hit:
                 self.calls[r.role].append((r.latency_s, r.input_tokens, r.output_tokens))
@@ -316,13 +320,15 @@ class Source:
             return own.converged
         return node is not None and self._reached("converged", node, rng)
 
-    def step_time(self, step: str, rng: random.Random, node: Node | None, calls_s: float) -> float:
-        """An LLM step's time (`LLM_STEPS`): as the source run's driver saw such steps (replayed,
-        its twin's), else `calls_s`, its calls' latencies."""
+    def step_time(
+        self, step: str, rng: random.Random, node: Node | None, calls_s: float, failed: bool = False
+    ) -> float:
+        """An LLM step's time (`LLM_STEPS`; a think step's whose proposal `failed`): as the source
+        run's driver saw such steps (replayed, its twin's), else `calls_s`, its calls' latencies."""
         twin = self.twin(node)
         if twin is not None and (twin, step) in self.spans:
             return self.spans[(twin, step)]
-        seen = self.step_s.get(step)
+        seen = (self.step_s.get(f"{step}_failed") if failed else None) or self.step_s.get(step)
         return rng.choice(seen) if seen else calls_s
 
     def call(self, role: str, rng: random.Random, node: Node | None = None) -> tuple[float, int, int]:
@@ -492,8 +498,8 @@ class PlanExecutor:
     def _draw_think(self, job: ThinkJob, node: Node) -> tuple[float, StepResult, float]:
         """A think step: one code-model call and a proposal of `node`'s kind, or a failed one."""
         took, dollars = self._llm("code", 1, node)
-        took = self.source.step_time("think", self.rng, node, took)
         failed, exhausted = self.source.proposal(node.kind, self.rng, node)
+        took = self.source.step_time("think", self.rng, node, took, failed)
         if failed:
             proposed = Proposed(proposal_error="simulated failure", exhausted=exhausted, llm_calls=1)
             return took, StepResult(step="think", outcome=proposed), dollars

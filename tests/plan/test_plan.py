@@ -450,7 +450,7 @@ def test_a_stage_runs_out_of_variants_and_converges_where_the_source_runs_did(
     """The third ablation of the source's stage named only tried ones (the stage's end) and its
     second good tuning judgement said converged: a planned stage of theirs ends at the same place,
     not at its node budget nor at a random node."""
-    ablations = [{}, {}, {"exhausted": True}]
+    ablations = [{}, {}, {"exhausted": True, "think": 9.0}]
     tunings = [
         {"kind": "hyperparameter", "stage": "hyperparameter", "converged": c} for c in (False, True, True)
     ]
@@ -464,8 +464,11 @@ def test_a_stage_runs_out_of_variants_and_converges_where_the_source_runs_did(
         Node(id=f"h{i}", idea="default", stage="hyperparameter", kind="hyperparameter") for i in range(3)
     ]
     assert [source.converges("hyperparameter", rng, n) for n in tuning] == [False, True, True]
-    # The exhausted proposal ran nothing: no experiment time of it to draw.
+    # The exhausted proposal ran nothing: no experiment time of it to draw. Its think step took
+    # its re-asks' time: a failed proposal's is drawn from those, the others' from the rest.
     assert sorted(source.took["ablation"]) == pytest.approx([4.0, 4.0])
+    assert source.step_time("think", rng, None, 0.4, failed=True) == pytest.approx(9.0)
+    assert max(source.step_time("think", rng, None, 0.4) for _ in range(20)) == pytest.approx(1.0)
 
 
 def test_a_failed_proposal_is_judged_without_a_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
