@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,12 @@ def test_a_rolling_forest_killed_after_admissions_resumes_without_repeating_anyt
         kept = before.log.count  # events journaled before the kill
         paid = ideation_records(run_dir)
         assert paid > 0
+        # What status says of the killed run: no clean stop, its admitted ideas still running.
+        killed = status_report(run_dir, before)
+        assert killed.state == "running" and killed.nodes["total"] == len(list(before))
+        states = killed.ideas  # None when ideation had decided nothing yet
+        assert (states.running if states else []) == admitted
+        assert (states.rejected if states else {}) == dict(sorted(Counter(rejected.values()).items()))
         cfg, journal = run.open_run(run_dir)
         again = Counting()
         outcome = run.execute(cfg, journal, providers=providers(again))
