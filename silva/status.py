@@ -161,7 +161,7 @@ def render(run_dir: Path, cfg: RunConfig, journal: Journal) -> Group:
 
 def queue_line(run_dir: Path, now: float | None = None) -> str | None:
     """The calls waiting in the LLM gateway's queue for their provider's limits, and for how long
-    (engine/llm/gateway.py `QueueFile`, rewritten at most once a second while the run lives)."""
+    (engine/llm/queuefile.py `QueueFile`, rewritten at most once a second while the run lives)."""
     try:
         waiting = json.loads((run_dir / QUEUE_FILE).read_text())["waiting"]
     except (OSError, ValueError, KeyError, TypeError):

@@ -36,6 +36,7 @@ from engine.llm.ledger import CallRecord
 from engine.llm.prices import ResolvedModel, resolve_model
 from engine.llm.prompt_budget import PromptBudget, estimate_tokens, too_small
 from engine.llm.providers.base import ProviderCall
+from engine.llm.resolve import build_provider
 from engine.llm.types import EMBEDDING_ROLE, Message
 
 PROBE_TOKENS = 32
@@ -124,8 +125,6 @@ def probe_models(cfg: LLMConfig, keys: Mapping[str, str]) -> list[ProbeResult]:
 async def _probe_all(
     cfg: LLMConfig, wanted: Mapping[str, ResolvedModel], keys: Mapping[str, str]
 ) -> list[ProbeResult]:
-    from engine.llm.gateway import build_provider
-
     out = []
     for model in wanted.values():
         pcfg = cfg.providers[model.provider]
@@ -172,7 +171,7 @@ async def _probe(provider: Any, model: ResolvedModel, pcfg: ProviderConfig, key:
         result.error = str(exc) or type(exc).__name__
         result.wall_s = time.monotonic() - begun
         # As the gateway accounts a call with no answer: the prompt was sent, and one that timed
-        # out was read by the provider, which may bill it (engine/llm/gateway.py `Tally.lost`).
+        # out was read by the provider, which may bill it (engine/llm/rows.py `Tally.lost`).
         result.input_tokens = estimate_tokens(call.messages)
         if isinstance(exc, TimeoutError) and model.price is not None:
             result.dollars = result.lost_dollars = model.price.dollars(result.input_tokens, 0, 0)
