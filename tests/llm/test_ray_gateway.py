@@ -103,3 +103,33 @@ def test_embeddings_go_through_the_actor(fake: FakeLLMServer, tmp_path: Path, ra
     assert vectors == [fake_vector("a"), fake_vector("b")]
     assert [r.body["input"] for r in fake.requests] == [["a", "b"]]
     assert summarize(tmp_path)["by_role"]["embedding"]["calls"] == 1
+
+
+def test_a_chain_that_gives_up_in_a_worker_is_one_ledger_line(
+    fake: FakeLLMServer, tmp_path: Path, ray_cluster: None
+) -> None:
+    import ray
+
+    from actors.gateway import start_gateway_actor
+    from engine.llm import StructuredOutputError
+    from engine.llm.ledger import LEDGER_FILE, read_records
+
+    def worker_structured(llm: LLM) -> str:
+        from engine.llm.types import Usage  # any model: the answer is no JSON at all
+
+        try:
+            llm.complete("token counts, please", role="code", output_type=Usage, node_id="n1")
+        except StructuredOutputError as exc:
+            return str(exc)
+        return "validated"
+
+    fake.default = Reply.ok("not JSON at all")
+    llm = start_gateway_actor(make_cfg("openai", fake.url), tmp_path, None, keys={"p": TEST_KEY})
+    try:
+        message = ray.get(ray.remote(num_cpus=0.1)(worker_structured).remote(llm), timeout=60)
+    finally:
+        kill_gateway(llm)
+    assert "did not validate as Usage after 3 tries" in message
+    rows = read_records(tmp_path / LEDGER_FILE)
+    assert [r.cause for r in rows] == [None, None, None, "invalid"] and len(fake.requests) == 3
+    assert rows[-1].error == message and rows[-1].chain == rows[0].chain
