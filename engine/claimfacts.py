@@ -18,7 +18,7 @@ _STATISTIC = re.compile(
     r"\bp\s*[=<>≤]|differen|\bgap\b|interval|\bCI\b|statistic|\b[tgd]\s*=|effect|margin|%|points|fold", re.I
 )
 # "0.91 for X", "0.91 is reached by X": the number is said of the group after it.
-_FOR = re.compile(r"\s*(?:[A-Za-z]+\s+){0,2}?(?:for|by)\s+$")
+_FOR = re.compile(r"\s*(?:[A-Za-z]+\s+){0,2}?(?:for|by|under)\s+$")
 # "X and Y reach 0.84 and 0.90, respectively": the figures in the order of the groups.
 _RESPECTIVELY = re.compile(r"\brespectively\b", re.IGNORECASE)
 _SEEDS = re.compile(
@@ -37,7 +37,7 @@ SYSTEM = re.compile(
     r"\b[A-Za-z]*[A-Z][A-Za-z]*[A-Z0-9][\w-]*\b|\b(?:forest|network|net|classifier|regression|boost\w*|"
     r"transformer|loss|entropy|trees?|model|baseline|method|approach|\w*mix\w*|smoothing|dropout|pruning|"
     r"distillation|augmentation|regulari[sz]ation|ensembles?|teaching|bagging|regressor|estimator|"
-    r"\w*weighting|\w*sampling|learner|perceptron|svm|mlp|kernel)\b"
+    r"\w*weighting|\w*sampling|\w*stopping|\w*pretraining|learner|perceptron|svm|mlp|kernel)\b"
 )
 GENERIC_NP = re.compile(
     r"^(?:(?:the|our|this|each|every|a|its)\s+)?(?:\w+\s+)?(?:model|method|approach|baseline)$", re.I

@@ -37,7 +37,7 @@ METRIC_WORDS = re.compile(
     r"\b(accuracy|error rate|f1(?:[- ]score)?|auc|auroc|roc[- ]auc|precision|recall|perplexity|bleu|rouge|"
     r"rmse|mse|mae|r2|r²|log[- ]likelihood|calibration error|ece|latency|throughput|runtime|"
     r"(?:fit|training|inference) time|memory|specificity|sensitivity|brier(?: score)?|mcc|kappa|iou|"
-    r"dice(?: score)?|ndcg|wer|psnr|ssim|log[- ]?loss)\b",
+    r"dice(?: score)?|ndcg|wer|psnr|ssim|log[- ]?loss|(?:false|true) (?:positive|negative) rate|fpr|tpr)\b",
     re.IGNORECASE,
 )
 
@@ -45,7 +45,7 @@ METRIC_WORDS = re.compile(
 # Words that make a metric another metric: "balanced accuracy" is not accuracy.
 _QUALIFIER = re.compile(
     r"\b((?:class[- ])?balanced[- ]|macro[- ]|micro[- ]|weighted[- ]|worst[- ]group[- ]|top[- ]?\d+[- ]|"
-    r"per[- ]class[- ]|mean[- ]class[- ])$",
+    r"per[- ]class[- ]|mean[- ]class[- ]|geometric[- ]mean[- ])$",
     re.IGNORECASE,
 )
 

@@ -20,17 +20,18 @@ Said = Literal["better", "worse", "higher", "lower", "no detectable difference",
 _QUALITY_UP = (
     r"better|out-?(?:perform|do|did|shin|shone|class|strip|pac|scor|rank|run|ran|compet|match|play)\w*|"
     r"surpass\w*|beat(?:s|ing|en)?|exceed\w*|edg(?:e|es|ed|ing)"
-    r"(?: out)?|improv\w*|superior|ahead|wins?|winning|won|tops|topped|lead(?:s|ing)?(?! to)|led(?! to)|"
+    r"(?: out)?|improv\w*|superior(?:ity)?|ahead|wins?|winning|won|tops|topped|lead(?:s|ing)?(?! to)|"
+    r"led(?! to)|"
     r"advantage|gain(?:s|ed|ing)?|stronger|strongest|dominat\w*|best|boost\w*|the top(?![-\s]*\d)|"
     r"benefit\w*|favou?r(?:s|ed|abl[ey])?|faster|fastest|quicker|preferable|excel\w*|better(?:s|ed)|"
-    r"on top(?! of)|"
+    r"on top(?! of)|best(?:s|ed)|pays? off|paid off|winners?|"
     r"more (?:accurate|effective|robust|reliable|"
     r"precise|efficient|stable|competitive)"
 )
 _QUALITY_DOWN = (
     r"worse|worst|underperform\w*|under-perform\w*|inferior|trail\w*|lag(?:s|ged|ging)?|behind|"
     r"fall(?:s|ing)? short|fell short|los(?:e|es|t|ing)(?! \d)|weaker|weakest|hurt\w*|degrad\w*|deficit|"
-    r"disadvantage|penalt\w*|slower|slowest|poor(?:er|est|ly)?|deteriorat\w*|"
+    r"disadvantage|penalt\w*|slower|slowest|poor(?:er|est|ly)?|deteriorat\w*|worsen\w*|losers?|"
     r"less (?:accurate|effective|robust|reliable|precise|efficient|"
     r"stable|competitive)"
 )
@@ -121,7 +122,8 @@ _NEGATION = re.compile(
 # rejection ("cannot reject", "is not rejected", "retains the null") is a hedge.
 _SIGNIFICANT = re.compile(
     r"\b(?:statistically )?significant(?:ly)?\b|\bp\s*[<≤]\s*0?\.0\d|\breject\w* the null"
-    r"|\bnull hypothes[ie]s\b.{0,80}?\b(?:is|was|are|were|be|been|gets?|got)\s+rejected",
+    r"|\bnull hypothes[ie]s\b.{0,80}?\b(?:is|was|are|were|be|been|gets?|got)\s+rejected"
+    r"|\bstatistically (?:meaningful|reliable|robust)",
     re.I,
 )
 _NOT_SIGNIFICANT = re.compile(
@@ -193,7 +195,7 @@ def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
     comparison = (
         said is not None
         or bool(_THAN.search(masked))
-        or bool(re.search(r"\bbetween G and\b", masked))
+        or bool(re.search(r"\bbetween G and\b|\bG (?:\w+ )?(?:match(?:es|ed)|rivals?|equals)\b", masked))
         or named >= 2
         and bool(
             _RELATION.search(masked)

@@ -313,7 +313,7 @@ def _facts(sentence: str, names: Resolver, ledger: Ledger) -> tuple[str, ...]:
     about a group on a metric the run never measured."""
     facts = tuple(group_numbers(sentence, names, ledger)) + _absent(sentence, names)
     if literals(names.group_re.sub(" ", sentence)) or (
-        names.groups(sentence) and not _DENIED.search(sentence)
+        names.groups(sentence) and not _DENIED.search(names.group_re.sub("G", sentence))
     ):
         facts += tuple(f"names {w}, a metric the run did not measure" for w in names.unmeasured(sentence))
     return facts
@@ -333,7 +333,8 @@ def _held_out(sentence: str, claim: Claim | None, ledger: Ledger, names: Resolve
 _OBJECT = re.compile(
     r"\b(?:than|over|against|versus|vs\.?|compared (?:with|to)|relative to|to|between \S.*? and|unlike|"
     r"improv\w* (?:on|upon)|"
-    r"beat(?:s|ing)?|outperform\w*|surpass\w*|exceed\w*|edg(?:e|es|ed|ing) out|trail\w*|behind|ahead of)\s+"
+    r"beat(?:s|ing)?|outperform\w*|surpass\w*|exceed\w*|edg(?:e|es|ed|ing) out|trail\w*|behind|ahead of|"
+    r"match(?:es|ed)?|rival(?:s|led)?|equal(?:s|led)?)\s+"
     r"((?:the\s+|an?\s+)?[^\s,.;:()]+(?:\s+[^\s,.;:()]+){0,3})"
     # the first of two sides: "A ResNet-18 and G perform comparably", "between X and G"
     r"|(?:^|\bbetween\s+)((?:an?\s+)?[^\s,.;:()]+(?:\s+[^\s,.;:()]+){0,2})(?=\s+and\s+G\b)",
@@ -366,9 +367,16 @@ def _sides(sentence: str, names: Resolver) -> list[str]:
     out = [m.group(1) or m.group(2) for m in _OBJECT.finditer(masked)]
     before = _read(sentence, names).before.strip()
     subject = _TAIL.sub("", before[_LEAD.match(before).end() :]) if before else ""  # type: ignore[union-attr]
+    subject = re.sub(
+        r"^(?:the\s+)?(?:results?|scores?|performance|figures?|numbers?)\s+(?:for|of)\s+",
+        "",
+        subject,
+        flags=re.I,
+    )
     if subject and len(subject.split()) <= 4:
         out.append(subject)
     # "X by 5%", "X on accuracy": the side ends where its modifiers begin.
+    out = [re.sub(r"\s*\([^()]*\)", "", x) for x in out]  # "X (0.90)": the figure is not the side
     return [re.split(r"\s+(?:by|on|in|at|with|for|across|when|while)\b", x)[0] for x in out]
 
 

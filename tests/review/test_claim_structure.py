@@ -214,3 +214,34 @@ def test_a_figure_given_as_the_difference_must_be_the_difference(ledger: Ledger)
 def test_a_result_beside_a_group_for_a_system_the_run_lacks_is_found(ledger: Ledger) -> None:
     text = "An early-stopping regularization baseline reaches 0.702, compared with 0.781 for mixup training."
     assert any("no group of the run" in p for p in _problems(text, ledger))
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Plain training is bested by mixup training on test accuracy.",  # the passive of 'best'
+        "Moving from mixup training to plain training worsens test accuracy.",
+        "The superiority of mixup training over plain training on test accuracy is clear.",
+        "Plain training is the loser of its comparison with mixup training.",
+    ],
+)
+def test_a_false_comparison_by_verb_noun_or_passive_is_found(sentence: str, ledger: Ledger) -> None:
+    assert any("states" in p for p in _problems(sentence, ledger)), sentence
+
+
+def test_more_shapes_of_significance_results_and_systems(ledger: Ledger) -> None:
+    null = "The no mixing ablation and mixup training differ in a statistically meaningful way."
+    assert any("significance" in p for p in _problems(null, ledger))
+    under = "Mean test accuracy is 0.835 under plain training and 0.781 under mixup training."
+    assert _problems(under, ledger) == []
+    for text in (
+        "Mixup training matches Co-teaching on test accuracy.",
+        "Results for early stopping (0.802) lag behind mixup training.",
+    ):
+        assert any("no group of the run" in p for p in _problems(text, ledger)), text
+    # "no" in a group's name denies nothing.
+    unlisted = (
+        "With specificity instead of test accuracy, the no mixing ablation and mixup training keep "
+        "their order."
+    )
+    assert any("did not measure" in p for p in _problems(unlisted, ledger))
