@@ -245,3 +245,17 @@ def test_more_shapes_of_significance_results_and_systems(ledger: Ledger) -> None
         "their order."
     )
     assert any("did not measure" in p for p in _problems(unlisted, ledger))
+
+
+def test_the_held_out_choices_own_measure_of_the_selection_metric_may_be_called_held_out() -> None:
+    # A run without a test metric whose held-out choice measured val_accuracy on unseen data.
+    def ledger(heldout: str | None) -> Ledger:
+        claim = _claim("agenda-val", "val_accuracy", "selection", MIX, PLAIN, 1e-4)
+        return Ledger(idea="m", headline_id="agenda-val", claims=[claim], heldout_metric=heldout)
+
+    own = "The held-out choice reaches a held-out validation accuracy of 0.874."
+    assert _problems(own, ledger("val_accuracy")) == []
+    assert any("selected on" in p for p in _problems(own, ledger(None)))
+    # A group's figure is the search's, never the held-out choice's: still a finding.
+    group = "Mixup training reaches a held-out validation accuracy of 0.781."
+    assert any("selected on" in p for p in _problems(group, ledger("val_accuracy")))
