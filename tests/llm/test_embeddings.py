@@ -91,12 +91,11 @@ def test_timeout_then_success(fake: FakeLLMServer, tmp_path: Path) -> None:
     fake.script(Reply.ok("", delay_s=1.5))
     gw = gateway_for(embed_cfg(fake.url, timeout_s=0.5), tmp_path)
     try:
-        start = time.monotonic()
         assert gw.client().embed(["x"]) == [fake_vector("x")]
-        elapsed = time.monotonic() - start
     finally:
         gw.close()
-    assert elapsed < 1.4  # the slow answer was abandoned at the deadline
+    # The slow answer was abandoned at the deadline and the call sent again, not waited out.
+    assert len(fake.embedding_requests) == 2
 
 
 def test_malformed_bodies_fail_clearly(fake: FakeLLMServer, tmp_path: Path) -> None:
