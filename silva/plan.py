@@ -221,7 +221,9 @@ class Source:
         span = max(0.0, max(ran, held) or n.finished_at - (n.started_at or n.created_at))
         self.took[n.kind].append(span)
         self.failed[n.kind].append(buggy)
-        if n.execution is not None:
+        # A selection's or an aggregation's result has an empty execution: not an experiment (as
+        # one, a forest's own share came out 0.85 for 0.97, and its plan's utilization with it).
+        if n.execution is not None and ran > 0:
             self.ran_s, self.held_s = self.ran_s + ran, self.held_s + span
             self.experiments.append(span)
             self.experiment_failed.append(buggy)
@@ -368,7 +370,7 @@ class PlanExecutor:
         self.ends: list[tuple[float, Handle]] = []  # (end, handle), a heap; cancelled ones left in
         self.ids = itertools.count()
         self.held_s: defaultdict[str, float] = defaultdict(float)  # experiments' slot-seconds per idea
-        self.gpu_s = self.cpu_s = self.dollars = 0.0
+        self.gpu_s = self.cpu_s = self.dollars = self.experiment_s = 0.0
         self.llm_calls: Counter[str] = Counter()
         self.completions = 0
 
@@ -407,10 +409,7 @@ class PlanExecutor:
         self.completions += 1
         self.dollars += dollars
         if holds_resources(job):
-            took = end - start
-            self.held_s[self.journal.nodes[job.node_id].idea] += took
-            self.gpu_s += took * res.num_gpus
-            self.cpu_s += took * res.num_cpus
+            self._charge(job, res, end - start)
         if self.budgets.dollars is not None and self.dollars >= self.budgets.dollars:
             raise BudgetStop("dollars", f"LLM budget of ${self.budgets.dollars:.2f} used up")
         return JobDone(handle, result)
@@ -419,10 +418,16 @@ class PlanExecutor:
         """The budget stops the run: the experiments in flight held their slots until now."""
         for start, end, job, res, _, _ in self.pending.values():
             if holds_resources(job) and start < self.now:
-                took = min(end, self.now) - start
-                self.held_s[self.journal.nodes[job.node_id].idea] += took
-                self.gpu_s += took * res.num_gpus
-                self.cpu_s += took * res.num_cpus
+                self._charge(job, res, min(end, self.now) - start)
+
+    def _charge(self, job: Job, res: Resources, took: float) -> None:
+        """A slot-holding job's time: its idea's share, GPU and CPU time, and, an experiment's,
+        utilization (an aggregation holds a slot but is no experiment, as `silva status` counts)."""
+        self.held_s[self.journal.nodes[job.node_id].idea] += took
+        self.gpu_s += took * res.num_gpus
+        self.cpu_s += took * res.num_cpus
+        if isinstance(job, RunJob | CycleJob | ExperimentJob):
+            self.experiment_s += took
 
     def cancel(self, handle: Handle) -> None:
         self.pending.pop(handle, None)
@@ -800,7 +805,7 @@ def _report(
         papers_reviewed=good[REVIEW],
         ideas_admitted=(admitted := sum(1 for _ in journal.log.read(IdeaAdmitted))),
         ideas_per_hour=round(admitted / (wall / 3600), 3) if admitted and wall > 0 else None,
-        utilization=round(held * ex.source.own_share / (slots * wall), 4) if wall > 0 else 0.0,
+        utilization=round(ex.experiment_s * ex.source.own_share / (slots * wall), 4) if wall > 0 else 0.0,
         share_by_idea={k: round(v / held, 4) for k, v in sorted(ex.held_s.items())} if held else {},
         outcome=outcome.status,
         stopped_by=outcome.budget,

@@ -492,3 +492,31 @@ def test_a_failed_proposal_is_judged_without_a_call(tmp_path: Path, monkeypatch:
     assert result.status == "buggy" and dollars == 0.0 and not ex.llm_calls
     assert isinstance(result.outcome, OperatorOutcome)
     assert result.outcome.status_rule == "proposal" and result.outcome.exhausted
+
+
+def test_utilization_counts_experiments_not_aggregations_nor_selections(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An aggregation holds a slot but is no experiment, and a selection's or an aggregation's
+    empty execution is no experiment time: neither enters the plan's utilization nor the share
+    of their slot time experiments spend on their own work (0.85 for 0.97 in a forest's plan)."""
+    from engine.attempt import ExperimentJob
+
+    source_run = agentic_source(tmp_path, monkeypatch, [{"run": 4.0}])
+    journal = Journal.open(source_run.log.path.parent, read_only=True)
+    source = Source(PlanSettings(), journal)
+    source._add(
+        Node(id="s", stage="s", kind="selection", execution=ExecSummary(), finished_at=50.0, started_at=10.0),
+        0.0,
+    )
+    assert source.own_share == pytest.approx(2.0 / 4.0)
+    plan_journal = Journal.open(tmp_path / "plan")
+    for kind in ("aggregation", "ablation"):
+        plan_journal.add_node(Node(id=kind, stage="s", kind=kind))
+    fixed = {k: Lognormal(median_s=3.0, sigma=0) for k in ("aggregation", "ablation")}
+    ex = PlanExecutor(plan_journal, Source(PlanSettings(durations=fixed), None), 0, Budgets(), {})
+    experiment = ExperimentJob.__new__(ExperimentJob)
+    object.__setattr__(experiment, "node_id", "ablation")
+    ex._charge(Sleep("aggregation"), Resources(), 3.0)
+    ex._charge(experiment, Resources(), 3.0)
+    assert ex.experiment_s == pytest.approx(3.0) and ex.held_s["default"] == pytest.approx(6.0)
