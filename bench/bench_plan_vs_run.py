@@ -12,7 +12,7 @@ x wall) of each, and the deltas plan vs A, plan vs B and A vs B (this machine's 
 Runs are kept under --keep for `--read`.
 
     .venv/bin/python bench/bench_plan_vs_run.py --pairs 1:0 1:1 1:4 4:0 4:1 4:4 --keep /tmp/pvr
-    .venv/bin/python bench/bench_plan_vs_run.py --read /tmp/pvr --pairs 4:1   (plans again, no runs)
+    .venv/bin/python bench/bench_plan_vs_run.py --read --keep /tmp/pvr --pairs 4:1   (plans again, no runs)
 """
 
 from __future__ import annotations
@@ -142,6 +142,8 @@ def row_of(ideas: int, ratio: float, a: dict[str, Any], b: dict[str, Any]) -> di
         "a_vs_b": delta(a, b),
         "replay_vs_a": delta(replay, a),
         "nodes_in_a": len(Journal.open(Path(a["run_dir"]), read_only=True).nodes),
+        # What a plan of each step's calls alone missed: the steps' spans beside their calls.
+        "steps_in_a": steps(Path(a["run_dir"])),
         "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
 
