@@ -345,12 +345,13 @@ def _opening(run: RunResults, idea: IdeaResults, macros: ResultsMacros) -> list[
 def _results(idea: IdeaResults, macros: ResultsMacros, figures: list[Figure]) -> str:
     """The figures (the template's first, in their order), the headline and the tests table."""
     figs = {f.name: f for f in figures}
-    results = ""
+    results, table = "", tests_table(idea, macros)
     if "fig_stages.png" in figs and "fig_main.png" in figs:
+        # No table when no group has two runs to test (one seed): then no sentence names it either
+        tested = table and "Table~\\ref{tab:tests} tests each stage's subject against the other groups; "
         results += (
             "Figure~\\ref{fig:fig_stages} summarises the stages and Figure~\\ref{fig:fig_main} the headline "
-            "comparison. Table~\\ref{tab:tests} tests each stage's subject against the other groups; "
-            "Appendix~\\ref{sec:per-stage-results} lists every group's values.\n\n"
+            f"comparison. {tested}Appendix~\\ref{{sec:per-stage-results}} lists every group's values.\n\n"
         )
     ordered = sorted(
         figs.values(),
@@ -373,7 +374,7 @@ def _results(idea: IdeaResults, macros: ResultsMacros, figures: list[Figure]) ->
             + "\n\n"
             + findings_text(macros)
         )
-    return results + tests_table(idea, macros)
+    return results + table
 
 
 def _heldout(idea: IdeaResults, macros: ResultsMacros) -> list[Section]:

@@ -8,6 +8,7 @@ shown as the final node's, a repeat of the baseline comparison, an n = 1 group p
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +16,7 @@ from engine.claims import verdict
 from engine.claimtext import check_text, plain
 from engine.node import MetricSpec
 from writeup.claim_sentences import contradictions, remove_contradictions
-from writeup.figures import figure_data
+from writeup.figures import Figure, figure_data
 from writeup.ledger import build_ledger
 from writeup.llm_writer import ledger_lines
 from writeup.offline import abstract, called, report, settings_text
@@ -265,3 +266,23 @@ def test_prose_puts_an_article_before_silvas_names_only() -> None:
     )
     macros.names[main.subject.label] = "random Fourier features"  # a method's name, lower case
     assert called(macros, main.subject) == "random Fourier features"
+
+
+def test_a_report_of_one_seed_names_no_tests_table_it_lacks() -> None:
+    i = idea(with_test_metric=False)  # every group one run, as with `replicates: 1`: nothing to test
+    for stage in i.stages:
+        for per in stage.groups.values():
+            for m, g in per.items():
+                per[m] = GroupStats(mean=g.mean, std=0.0, n=1, values=g.values[:1])
+    macros = build_macros(_run(i), i, build_ledger(i))
+    figures = [Figure(name=n, path=Path(n)) for n in ("fig_stages.png", "fig_main.png")]
+    tex = report(_run(i), i, macros, figures, "workshop")
+    assert "\\label{tab:tests}" not in tex and "\\ref{tab:tests}" not in tex  # was a "Table ??"
+    assert "Appendix~\\ref{sec:per-stage-results}" in tex
+    both = report(_run(idea(with_test_metric=False)), *_with_macros(), figures, "workshop")
+    assert "\\label{tab:tests}" in both and "\\ref{tab:tests}" in both
+
+
+def _with_macros() -> tuple[IdeaResults, ResultsMacros]:
+    i = idea(with_test_metric=False)
+    return i, build_macros(_run(i), i, build_ledger(i))
