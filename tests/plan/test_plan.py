@@ -82,8 +82,9 @@ def test_a_plan_agrees_with_the_real_run(tmp_path: Path, capsys: pytest.CaptureF
 def test_the_wall_clock_budget_stops_a_plan_in_virtual_time(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Default experiments take 20 minutes: a 1-hour budget stops the plan, which says so."""
-    report = plan_json(capsys, str(small_config(tmp_path, budgets={"wall_clock_s": 3600})))
+    """Experiments of 20 minutes: a 1-hour budget stops the plan, which says so."""
+    cfg = str(small_config(tmp_path, budgets={"wall_clock_s": 3600}))
+    report = plan_json(capsys, cfg, "--experiment-s", "1200")
     assert report["outcome"] == "budget" and report["stopped_by"] == "wall_clock_s"
     assert report["wall_s"] == 3600
 
