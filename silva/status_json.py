@@ -121,6 +121,8 @@ def _claims(journal: Journal, rows: list[StageRow]) -> RunResult:
     found = counts(store.load()) if store.exists else {}
     listed = ", ".join(f"{n} {status}" for status, n in found.items() if n) or "none yet"
     good, total = sum(r.good for r in rows), sum(r.done for r in rows)
+    if total == 0:  # nothing has finished: "claims: none yet, from 0 of 0" said nothing
+        return RunResult(text="result: none yet: no hypothesis node has finished", has_result=False)
     return RunResult(
         text=f"result: claims: {listed}, from {good} of {total} hypothesis nodes that ran cleanly "
         "(discovery keeps claims, not a best node)",
