@@ -1,0 +1,268 @@
+"""Where a plan's durations, outcomes, metric values and LLM calls come from: a previous run's
+journal and ledger (`--from`, or its replay), else the settings' distributions."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from engine.errors import ConfigError
+from engine.events import AttemptFinished, AttemptStarted, StepFinished
+from engine.journal import EVENTS_FILE, Journal
+from engine.llm.ledger import read_records
+from engine.node import MetricSpec, MetricValue, Node, NodeStatus
+from search.agentic.operators.outcome import OperatorOutcome, operator_outcome
+from silva.config import RunConfig
+from silva.plan.settings import LEDGER_FILE, LLM_STEPS, PlanSettings
+
+
+class Seen(NamedTuple):
+    """One finished node of the source run, as a replay hands it to its twin."""
+
+    took: float
+    buggy: bool
+    metrics: list[MetricValue]
+    proposal: tuple[bool, bool] = (False, False)  # its proposal failed; it had run out of variants
+    converged: bool = False  # its judgement said tuning converged
+
+
+class Source:
+    """Durations, outcomes, metric values and LLM calls to draw from: a previous run's journal
+    and ledger, or the settings' distributions."""
+
+    def __init__(
+        self,
+        settings: PlanSettings,
+        journal: Journal | None,
+        ledger: Path | None = None,
+        replay: bool = False,
+    ) -> None:
+        self.settings, self.replay = settings, replay
+        self.took: dict[str, list[float]] = defaultdict(list)
+        self.failed: dict[str, list[bool]] = defaultdict(list)
+        self.metrics: dict[str, list[list[MetricValue]]] = defaultdict(list)
+        self.calls: dict[str, list[tuple[float, int, int]]] = defaultdict(list)
+        # Every experiment's time and outcome, whatever its kind: what an experiment of a kind the
+        # run happened not to make (a debug node after one bug) takes here. Not the defaults'
+        # 20-minute median: one such draw stopped a 2-minute run's plan at its 1-hour budget.
+        self.experiments: list[float] = []
+        self.experiment_failed: list[bool] = []
+        # Each step's time as the driver saw it, from its submission to its result journaled: an
+        # experiment's slot time with sandbox start, result collection and dispatch (8.9 s for
+        # 5.5 s of its own on 2 cores); an LLM step's prompt, calls, re-asks and parsing (2.0 s
+        # for 0.4 s of the call's own at load 20: a plan of the calls alone ran chains too fast).
+        self.spans = _spans(journal)
+        self.step_s: dict[str, list[float]] = defaultdict(list)
+        self.ran_s = self.held_s = 0.0  # experiments' own time, and the slot time it took
+        # Replay: each planned node takes its twin's figures, the source's node of its idea and
+        # kind in the same place of their order (created there, first started here: the same
+        # but for slot-holding jobs queued across kinds); what differs then is the model's.
+        self.order: dict[tuple[str, str], list[str]] = defaultdict(list)
+        self.twins: dict[str, str | None] = {}
+        self.by_node: dict[str, Seen] = {}
+        # What ends an agentic stage before its node budget, as the run's model answered: the
+        # n-th proposal of a kind in an idea's stage that named only variants already tried, the
+        # n-th good judgement that said tuning converged (None: never), and other proposals that
+        # failed. Never drawn, a plan ran every tuning and ablation stage to its budget: 8 nodes
+        # where the run made 6 and 4. Drawn once per stage of the plan, counted as it goes.
+        self.ends_at: dict[tuple[str, str], list[int | None]] = defaultdict(list)
+        self.proposal_failed: dict[str, list[bool]] = defaultdict(list)
+        self.limit: dict[tuple[str, ...], int | None] = {}
+        self.count: Counter[tuple[str, ...]] = Counter()
+        self.node_calls: dict[tuple[str, str], list[tuple[float, int, int]]] = defaultdict(list)
+        for n in journal or []:
+            self.order[(n.idea, n.kind)].append(n.id)
+            if n.is_finished and n.status != NodeStatus.DISCARDED and n.finished_at:
+                self._add(n, self.spans.get((n.id, "run")) or self.spans.get((n.id, "all")) or 0.0)
+        self._stage_ends(journal)
+        # A proposal that failed took its re-asks' time (9 s for 2 s at load 20): drawn from
+        # those, the one that ran out of ablations ended its stage before the others thought.
+        for (node_id, step), took in self.spans.items():
+            if step in LLM_STEPS:
+                seen = self.by_node.get(node_id)
+                failed = step == "think" and seen is not None and seen.proposal[0]
+                self.step_s[f"{step}_failed" if failed else step].append(took)
+        for r in read_records(ledger) if ledger is not None and ledger.is_file() else []:
+            if r.attempts and not r.error and not r.cache_hit:
+                self.calls[r.role].append((r.latency_s, r.input_tokens, r.output_tokens))
+                if r.node_id is not None:
+                    self.node_calls[(r.node_id, r.role)].append(self.calls[r.role][-1])
+
+    def _add(self, n: Node, held: float) -> None:
+        """A finished node of the source run: its time, outcome and what its model answered."""
+        buggy = n.status == NodeStatus.BUGGY
+        out = n.outcome_as(OperatorOutcome)
+        if out is not None and "think" in n.steps:
+            self.proposal_failed[n.kind].append(out.status_rule == "proposal" and not out.exhausted)
+            if out.status_rule == "proposal":  # it ran nothing: no experiment time to draw
+                self.by_node[n.id] = Seen(0.0, True, [], (True, out.exhausted))
+                return
+        converged = out is not None and out.judgement is not None and bool(out.judgement.converged)
+        # An experiment's slot time; a job that runs no code (aggregation), its attempt.
+        ran = n.execution.wall_s if n.execution is not None else 0.0
+        assert n.finished_at is not None
+        span = max(0.0, max(ran, held) or n.finished_at - (n.started_at or n.created_at))
+        self.took[n.kind].append(span)
+        self.failed[n.kind].append(buggy)
+        # A selection's or an aggregation's result has an empty execution: not an experiment (as
+        # one, a forest's own share came out 0.85 for 0.97, and its plan's utilization with it).
+        if n.execution is not None and ran > 0:
+            self.ran_s, self.held_s = self.ran_s + ran, self.held_s + span
+            self.experiments.append(span)
+            self.experiment_failed.append(buggy)
+        if n.status == NodeStatus.GOOD and n.metrics:
+            self.metrics[n.kind].append(n.metrics)
+        self.by_node[n.id] = Seen(span, buggy, n.metrics, converged=converged)
+
+    def _stage_ends(self, journal: Journal | None) -> None:
+        """`ends_at`: in each idea's stage, the place among its proposals of a kind of the first
+        that ran out of variants, and among their good judgements of the first that converged."""
+        groups: dict[tuple[str, str, str], list[Node]] = defaultdict(list)
+        for n in journal or []:
+            if n.is_finished and n.status != NodeStatus.DISCARDED and "think" in n.steps:
+                groups[(n.idea, n.stage, n.kind)].append(n)
+        for (_, _, kind), nodes in groups.items():
+            outs = [operator_outcome(n) for n in nodes]
+            self.ends_at[("exhausted", kind)].append(
+                next((i for i, o in enumerate(outs) if o.exhausted), None)
+            )
+            judged = [o.judgement for n, o in zip(nodes, outs, strict=True) if n.status == NodeStatus.GOOD]
+            if any(j is not None for j in judged):
+                first = next((i for i, j in enumerate(judged) if j is not None and j.converged), None)
+                self.ends_at[("converged", kind)].append(first)
+
+    def _reached(self, what: str, node: Node, rng: random.Random) -> bool:
+        """Whether `node`, the next of its kind in its idea's stage, is at or past where `what`
+        (`exhausted`, `converged`) happens in that stage, a place drawn from the source run's."""
+        key = (what, node.idea, node.stage, node.kind)
+        if key not in self.limit:
+            seen = self.ends_at.get((what, node.kind))
+            self.limit[key] = rng.choice(seen) if seen else None
+        place, self.count[key] = self.count[key], self.count[key] + 1
+        limit = self.limit[key]
+        return limit is not None and place >= limit
+
+    @property
+    def own_share(self) -> float:
+        """The experiments' own time over the slot time they held (1 from the defaults)."""
+        return self.ran_s / self.held_s if self.held_s > 0 else 1.0
+
+    def twin(self, node: Node | None) -> str | None:
+        """Replay: the source's node `node` replays (None: not replaying, or none left)."""
+        if not self.replay or node is None:
+            return None
+        if node.id not in self.twins:
+            left = self.order.get((node.idea, node.kind))
+            self.twins[node.id] = left.pop(0) if left else None
+        return self.twins[node.id]
+
+    def replayed(self, node: Node | None) -> Seen | None:
+        twin = self.twin(node)
+        return self.by_node.get(twin) if twin is not None else None
+
+    def duration(self, kind: str, rng: random.Random, node: Node | None = None) -> float:
+        if (own := self.replayed(node)) is not None:
+            return own.took
+        if self.took.get(kind):
+            return rng.choice(self.took[kind])
+        d = self.settings.durations
+        if kind not in d and self.experiments:
+            return rng.choice(self.experiments)
+        return (d.get(kind) or d["default"]).draw(rng)
+
+    def buggy(self, kind: str, rng: random.Random, node: Node | None = None) -> bool:
+        if (own := self.replayed(node)) is not None:
+            return own.buggy
+        if self.failed.get(kind):
+            return rng.choice(self.failed[kind])
+        if kind not in self.settings.buggy and self.experiment_failed:
+            return rng.choice(self.experiment_failed)
+        return rng.random() < self.settings.buggy.get(kind, 0.0)
+
+    def values(
+        self, kind: str, specs: Sequence[MetricSpec], rng: random.Random, node: Node | None = None
+    ) -> list[MetricValue]:
+        if (own := self.replayed(node)) is not None and own.metrics:
+            return [m.model_copy() for m in own.metrics]
+        seen = self.metrics.get(kind) or [ms for of_kind in self.metrics.values() for ms in of_kind]
+        if seen:
+            return [m.model_copy() for m in rng.choice(seen)]
+        return [MetricValue(name=s.name, value=rng.gauss(0.0, 1.0), direction=s.direction) for s in specs]
+
+    def proposal(self, kind: str, rng: random.Random, node: Node | None = None) -> tuple[bool, bool]:
+        """Whether a think step's proposal fails, and whether it named only variants already
+        tried (which ends the stage), as the source run's proposals of `kind` did."""
+        if (own := self.replayed(node)) is not None:
+            return own.proposal
+        if node is not None and self._reached("exhausted", node, rng):
+            return True, True
+        seen = self.proposal_failed.get(kind)
+        return (rng.choice(seen), False) if seen else (False, False)
+
+    def converges(self, kind: str, rng: random.Random, node: Node | None = None) -> bool:
+        """Whether a good run's judgement says tuning converged, as the source run's of `kind` did."""
+        if (own := self.replayed(node)) is not None:
+            return own.converged
+        return node is not None and self._reached("converged", node, rng)
+
+    def step_time(
+        self, step: str, rng: random.Random, node: Node | None, calls_s: float, failed: bool = False
+    ) -> float:
+        """An LLM step's time (`LLM_STEPS`; a think step's whose proposal `failed`): as the source
+        run's driver saw such steps (replayed, its twin's), else `calls_s`, its calls' latencies."""
+        twin = self.twin(node)
+        if twin is not None and (twin, step) in self.spans:
+            return self.spans[(twin, step)]
+        seen = (self.step_s.get(f"{step}_failed") if failed else None) or self.step_s.get(step)
+        return rng.choice(seen) if seen else calls_s
+
+    def call(self, role: str, rng: random.Random, node: Node | None = None) -> tuple[float, int, int]:
+        """One call of `role`: (latency s, input tokens, output tokens); replayed, the twin's next."""
+        twin = self.twin(node)
+        if twin is not None and self.node_calls.get((twin, role)):
+            return self.node_calls[(twin, role)].pop(0)
+        if self.calls.get(role):
+            return rng.choice(self.calls[role])
+        r = self.settings.llm.get(role) or self.settings.llm["feedback"]
+        return r.latency.draw(rng), r.input_tokens, r.output_tokens
+
+    def calls_per_job(self, role: str) -> int:
+        r = self.settings.llm.get(role)
+        return r.calls if r is not None else 1
+
+
+def _spans(journal: Journal | None) -> dict[tuple[str, str], float]:
+    """Each finished step's span in the run, from the driver's submission to its result
+    journaled, by (node, step); a one-job attempt's step is its node kind (a selection)."""
+    out: dict[tuple[str, str], float] = {}
+    if journal is None:
+        return out
+    began: dict[tuple[str, int], tuple[float, str]] = {}
+    for e in journal.log.read(AttemptStarted, StepFinished, AttemptFinished):
+        assert isinstance(e, AttemptStarted | StepFinished | AttemptFinished)
+        key = (e.node_id, e.attempt)
+        if isinstance(e, AttemptStarted):
+            began[key] = (e.ts, e.step or journal.nodes[e.node_id].kind)
+        elif key in began:
+            t0, step = began.pop(key)
+            out[(e.node_id, step)] = max(0.0, e.ts - t0)
+    return out
+
+
+def check_source(from_dir: Path, cfg: RunConfig) -> Journal:
+    """The previous run to draw from: a Silva run directory, with its LLM ledger when the
+    planned run calls an LLM."""
+    if not (from_dir / EVENTS_FILE).is_file():
+        raise ConfigError(
+            f"--from {from_dir}: not a Silva run directory (no {EVENTS_FILE}); pass a directory "
+            "`silva run` made, or leave --from out to plan from the documented defaults"
+        )
+    if cfg.llm is not None and not (from_dir / LEDGER_FILE).is_file():
+        raise ConfigError(
+            f"--from {from_dir}: no {LEDGER_FILE}, so no LLM latencies or tokens to plan from; pass "
+            "a run that called an LLM, or leave --from out to plan from the documented defaults"
+        )
+    return Journal.open(from_dir, read_only=True)
