@@ -56,10 +56,12 @@ class Resources(Strict):
 
 
 # Node kinds whose jobs hold no experiment resources unless the config says otherwise: the
-# aggregation is Silva's own small computation, a selection waits on one LLM call.
+# aggregation is Silva's own small computation, a selection waits on one LLM call, a paper draws
+# and compiles on one CPU in the CPU pool (`ExecutorConfig.cpu_jobs`).
 SUPPORT_RESOURCES = {
     "aggregation": Resources(num_cpus=0.5, memory_mb=1024),
     "selection": Resources(num_cpus=0, memory_mb=256),
+    "paper": Resources(num_cpus=1, memory_mb=2048),
 }
 
 
@@ -82,6 +84,12 @@ class ExecutorConfig(Strict):
         ge=0,
         description="proposals thinking ahead of free slots; null derives it from measured LLM and "
         "experiment times",
+    )
+    cpu_jobs: int = Field(
+        2,
+        ge=1,
+        description="jobs at once in the CPU pool: work that computes but is no experiment (a paper's "
+        "figures and LaTeX); they take no experiment slot and no GPU",
     )
     max_llm_steps: int = Field(
         64, ge=1, description="in-process executor: threads for steps that only wait on an LLM"

@@ -7,8 +7,10 @@ on a fresh attempt, at most MAX_LOST times per node; a node gets one result only
 Jobs that hold experiment resources (a sandboxed run) take one of the slots (`max_in_flight`, or the
 cluster's capacity: `_follow_cluster`); jobs
 that only wait on an LLM (a pipelined attempt's think and judge steps, a selection) take none
-and run beside them. Look-ahead keeps proposals thinking ahead of free slots, so a freed slot
-starts an experiment at once: `ready` holds nodes whose next step waits for a slot.
+and run beside them, and so do jobs of the CPU pool (a paper's figures and LaTeX: `cpu_jobs` at
+once, on their kind's CPUs, never an accelerator). Look-ahead keeps proposals thinking ahead of
+free slots, so a freed slot starts an experiment at once: `ready` holds nodes whose next step
+waits for a slot, `cpu_ready` those waiting for the CPU pool.
 """
 
 from __future__ import annotations
@@ -20,9 +22,19 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from engine.budgets import ComputeMeter
-from engine.config import EngineSettings
+from engine.config import EngineSettings, Resources
 from engine.events import AttemptCancelled, AttemptLost, RunFinished, RunStopped, SlotsChanged
-from engine.executor import NO_RESOURCES, Executor, Handle, Job, JobDone, capacity, holds_resources, step_of
+from engine.executor import (
+    NO_RESOURCES,
+    Executor,
+    Handle,
+    Job,
+    JobDone,
+    capacity,
+    cpu_pool,
+    holds_resources,
+    step_of,
+)
 from engine.journal import Journal
 from engine.node import AttemptResult, Node, NodeStatus, StepResult
 
@@ -78,6 +90,7 @@ class Running:
     attempt: int
     step: str
     holds: bool  # takes a worker slot (experiment resources)
+    cpu: bool = False  # runs in the CPU pool
 
 
 class StepClock:
@@ -128,8 +141,9 @@ class Dispatcher:
         self.inflight: dict[Handle, Running] = {}
         # Jobs in flight that hold a slot, and those in an LLM step: counted as they come and go
         # (summed over `inflight` they cost O(slots) per completion: 2 ms at 1,000 slots).
-        self.holding = self.in_llm = 0
+        self.holding = self.in_llm = self.computing = 0  # `computing`: jobs of the CPU pool
         self.ready: deque[tuple[Node, Job]] = deque()  # next step needs a slot
+        self.cpu_ready: deque[tuple[Node, Job]] = deque()  # next job waits for the CPU pool
         self.clock = StepClock()
         # Nodes created but without a result: after a resume they continue from their last step.
         self.backlog: list[str] = [n.id for n in journal.unfinished]
@@ -148,7 +162,7 @@ class Dispatcher:
                 self._check_budgets()
                 self._follow_cluster()
                 self._fill_slots()
-                if not self.inflight and not self.ready:
+                if not self.inflight and not self.ready and not self.cpu_ready:
                     finish = self.strategy.finished()
                     if finish is not None:
                         self.journal.record(RunFinished(reason=finish.message, kind=finish.kind))
@@ -235,7 +249,8 @@ class Dispatcher:
         elif self.handle_of.get(r.node_id, (0, None))[1] == handle:
             del self.handle_of[r.node_id]
         self.holding += sign * r.holds
-        self.in_llm += sign * (not r.holds and bool(r.step))
+        self.in_llm += sign * (not r.holds and not r.cpu and bool(r.step))
+        self.computing += sign * r.cpu
         return r
 
     def _fill_slots(self) -> None:
@@ -276,6 +291,7 @@ class Dispatcher:
         self.discards = self.journal.discards
         if any(node_id not in self.handle_of for node_id in new):  # one may wait for a slot
             self.ready = deque((n, job) for n, job in self.ready if not n.is_finished)
+            self.cpu_ready = deque((n, job) for n, job in self.cpu_ready if not n.is_finished)
         # Cancelled in the order they were submitted, as a scan of `inflight` would.
         for _, handle in sorted(self.handle_of[i] for i in set(new) if i in self.handle_of):
             self.executor.cancel(handle)
@@ -283,10 +299,13 @@ class Dispatcher:
             self.journal.record(AttemptCancelled(node_id=running.node_id, attempt=running.attempt))
 
     def _route(self, node: Node) -> None:
-        """The node's next job: started now if it holds no slot, else queued for a free slot."""
+        """The node's next job: queued for a free slot if it holds one, for the CPU pool if it
+        runs there, else started now."""
         job = self.strategy.job_for(node, node.next_attempt)
         if holds_resources(job):
             self.ready.append((node, job))
+        elif cpu_pool(job):
+            self.cpu_ready.append((node, job))
         else:
             self._submit(node, job)
 
@@ -295,12 +314,21 @@ class Dispatcher:
         while free > 0 and self.ready:
             self._submit(*self.ready.popleft())
             free -= 1
+        while self.computing < self.cfg.executor.cpu_jobs and self.cpu_ready:
+            self._submit(*self.cpu_ready.popleft())
+
+    def _resources(self, node: Node, job: Job) -> Resources:
+        if holds_resources(job):
+            return self.cfg.resources_for(node.kind)
+        if cpu_pool(job):  # CPUs only: a paper never waits for, or holds, an accelerator
+            return self.cfg.resources_for(node.kind).model_copy(update={"num_gpus": 0.0})
+        return NO_RESOURCES
 
     def _submit(self, node: Node, job: Job) -> None:
         step, holds = step_of(job), holds_resources(job)
         self.journal.attempt_started(node.id, job.attempt, step, holds)
-        handle = self.executor.submit(job, self.cfg.resources_for(node.kind) if holds else NO_RESOURCES)
-        self._running(handle, Running(node.id, job.attempt, step, holds))
+        handle = self.executor.submit(job, self._resources(node, job))
+        self._running(handle, Running(node.id, job.attempt, step, holds, cpu_pool(job)))
 
     # -- consuming ----------------------------------------------------------------------
     def _consume(self, c: JobDone) -> None:
@@ -347,5 +375,6 @@ class Dispatcher:
             if self.journal.nodes[running.node_id].status == NodeStatus.RUNNING:
                 self.journal.record(AttemptCancelled(node_id=running.node_id, attempt=running.attempt))
         self.inflight.clear()
-        self.holding = self.in_llm = 0
+        self.holding = self.in_llm = self.computing = 0
         self.ready.clear()  # queued nodes are pending in the journal: a resume routes them again
+        self.cpu_ready.clear()

@@ -31,8 +31,9 @@ class Job(Protocol):
     """One attempt at one node, or one step of it; picklable so it can travel to a Ray worker.
 
     A pipelined attempt is several jobs: each but the last returns a `StepResult`. A job may set
-    `step` (its name, journaled) and `holds_resources = False` (it only waits on an LLM: it runs
-    with no CPUs or GPUs reserved and takes no worker slot)."""
+    `step` (its name, journaled) and `holds_resources = False` (it takes no experiment slot: it
+    only waits on an LLM and runs with no CPUs or GPUs reserved, or, with `cpu_pool = True`, it
+    computes on its kind's CPUs in the CPU pool, never on an accelerator)."""
 
     @property
     def node_id(self) -> str: ...
@@ -48,7 +49,14 @@ def step_of(job: Job) -> str:
 
 
 def holds_resources(job: Job) -> bool:
+    """The job takes an experiment slot."""
     return bool(getattr(job, "holds_resources", True))
+
+
+def cpu_pool(job: Job) -> bool:
+    """The job computes but is no experiment (a paper's figures and LaTeX): it runs in the CPU
+    pool, `executor.cpu_jobs` at once, beside the experiment slots and never in one."""
+    return not holds_resources(job) and bool(getattr(job, "cpu_pool", False))
 
 
 # What a job that holds no experiment resources reserves (Ray needs a memory figure).

@@ -95,11 +95,11 @@ def build_strategy(
 
 def build_executor(cfg: RunConfig) -> Executor:
     if cfg.executor.kind == "inprocess":
-        # Threads for the slots plus for steps that only wait on an LLM (they take no slot).
+        # Threads for the slots, the CPU pool and steps that only wait on an LLM (those take no slot).
         slots = cfg.executor.max_in_flight or slots_for(
             os.cpu_count() or 1, None, cfg.resources_for("default")
         )
-        return InProcessExecutor(slots + cfg.executor.max_llm_steps)
+        return InProcessExecutor(slots + cfg.executor.cpu_jobs + cfg.executor.max_llm_steps)
     from actors.ray_executor import RayExecutor
 
     return RayExecutor(cfg.executor)

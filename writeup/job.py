@@ -30,6 +30,9 @@ class WriteupJob:
     llm: LLM | None = None
     sandbox: str = "local"
     sandbox_options: dict[str, Any] = field(default_factory=dict)
+    # Figures and LaTeX are CPU work, no experiment: the CPU pool runs it, never an experiment slot.
+    holds_resources: bool = False
+    cpu_pool: bool = True
 
     def run(self, gpu_ids: Sequence[int]) -> AttemptResult:
         import os

@@ -9,11 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine import events as ev
+from engine.config import Resources
 from engine.dispatch import MAX_LOST, Dispatcher, Finish
-from engine.executor import Handle, InProcessExecutor, Job, JobDone
+from engine.executor import Handle, InProcessExecutor, Job, JobDone, cpu_pool, holds_resources
 from engine.journal import Journal
 from engine.node import AttemptResult, MetricValue, Node, NodeStatus
 from silva.config import RunConfig
+from writeup.job import WriteupJob
 
 
 @dataclass
@@ -216,3 +218,102 @@ def test_a_job_that_holds_no_slot_is_journaled_so_and_is_no_slot_time(tmp_path: 
     assert outcome.status == "finished"
     assert [e.holds for e in j.log.read(ev.AttemptStarted)] == [False, False]
     assert j.totals.busy.seconds(now=time.time()) == 0.0
+
+
+@dataclass
+class PaperJob:
+    """A CPU-pool job (a paper's figures and LaTeX) that waits until an experiment has run beside
+    it, or gives up after `patience` seconds (then it held the only slot meanwhile)."""
+
+    node_id: str
+    attempt: int
+    experiment_ran: threading.Event
+    log: list[tuple[str, float, float]]
+    patience: float = 30.0
+    holds_resources: bool = False
+    cpu_pool: bool = True
+
+    def run(self, gpu_ids: Sequence[int]) -> AttemptResult:
+        start = time.monotonic()
+        saw = self.experiment_ran.wait(self.patience)
+        self.log.append((self.node_id, start, time.monotonic()))
+        return AttemptResult(status="good", reason="beside an experiment" if saw else "alone")
+
+
+@dataclass
+class ExperimentJob(SleepJob):
+    ran: threading.Event = field(default_factory=threading.Event)
+
+    def run(self, gpu_ids: Sequence[int]) -> AttemptResult:
+        self.ran.set()
+        return super().run(gpu_ids)
+
+
+@dataclass
+class PapersFirst:
+    """Proposes `papers` paper nodes, then `experiments` experiment nodes, as asked."""
+
+    papers: int
+    experiments: int
+    patience: float = 30.0
+    ran: threading.Event = field(default_factory=threading.Event)
+    log: list[tuple[str, float, float]] = field(default_factory=list)
+    proposed: int = 0
+
+    def propose(self, slots: int) -> list[Node]:
+        kinds = ["paper"] * self.papers + ["k"] * self.experiments
+        take = kinds[self.proposed : self.proposed + slots]
+        self.proposed += len(take)
+        return [Node(stage="s", kind=kind) for kind in take]
+
+    def job_for(self, node: Node, attempt: int) -> Job:
+        if node.kind == "paper":
+            return PaperJob(node.id, attempt, self.ran, self.log, self.patience)
+        return ExperimentJob(node.id, attempt, 0.05, self.log, self.ran)
+
+    def finished(self) -> Finish | None:
+        done = self.proposed == self.papers + self.experiments
+        return Finish("complete", "all proposed") if done else None
+
+
+class RecordingExecutor(InProcessExecutor):
+    def __init__(self, workers: int) -> None:
+        super().__init__(workers)
+        self.asked: dict[str, Resources] = {}
+
+    def submit(self, job: Job, resources: Resources) -> Handle:
+        self.asked[job.node_id] = resources
+        return super().submit(job, resources)
+
+
+def test_a_paper_job_leaves_the_experiment_slot_free(tmp_path: Path) -> None:
+    # One slot: a paper holding it would wait out its patience before the experiment could run.
+    strategy = PapersFirst(papers=1, experiments=1)
+    j = journal(tmp_path)
+    gpu = {"resources": {"default": {"num_cpus": 4, "num_gpus": 1}}}
+    executor = RecordingExecutor(4)
+    cfg = config(executor={"kind": "inprocess", "max_in_flight": 1}, **gpu)
+    outcome = Dispatcher(cfg, j, strategy, executor).run()
+    assert outcome.status == "finished"
+    paper, experiment = j.nodes["n0000"], j.nodes["n0001"]
+    assert paper.reason == "beside an experiment"
+    assert experiment.status == NodeStatus.GOOD
+    # The paper asked for its kind's CPUs and no accelerator; it is journaled as holding no slot.
+    assert executor.asked["n0000"].num_gpus == 0 and executor.asked["n0000"].num_cpus == 1
+    assert executor.asked["n0001"].num_gpus == 1
+    assert [e.holds for e in j.log.read(ev.AttemptStarted)] == [False, True]
+
+
+def test_the_cpu_pool_runs_at_most_cpu_jobs_at_once(tmp_path: Path) -> None:
+    strategy = PapersFirst(papers=3, experiments=0, patience=0.1)
+    j = journal(tmp_path)
+    cfg = config(executor={"kind": "inprocess", "max_in_flight": 3, "cpu_jobs": 1})
+    assert Dispatcher(cfg, j, strategy, InProcessExecutor(4)).run().status == "finished"
+    spans = sorted((s, e) for _, s, e in strategy.log)
+    assert len(spans) == 3
+    assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:]))
+
+
+def test_a_writeup_job_runs_in_the_cpu_pool(tmp_path: Path) -> None:
+    job = WriteupJob(node_id="n1", attempt=1, run_dir=tmp_path, idea="i")
+    assert cpu_pool(job) and not holds_resources(job)
