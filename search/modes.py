@@ -88,6 +88,9 @@ class Mode:
     # Lines of its own for `silva status`, read from the run directory (a discovery run's claim
     # counts): the status command shows any mode's without knowing its name.
     status_lines: Callable[[Path], list[str]] | None = None
+    # A stage's limit where the mode's own settings set it rather than `stages.<name>.max_nodes`
+    # (a discovery run's hypotheses): shown in `silva status`'s budget table in its place.
+    stage_limits: Callable[[ModeConfig], Mapping[str, str]] | None = None
 
 
 _MODES: dict[str, Mode] = {}

@@ -129,9 +129,11 @@ def budgets_table(cfg: RunConfig, journal: Journal, llm: dict[str, Any] | None) 
     b = cfg.budgets
     budgets.add_row("wall clock (s)", f"{journal.elapsed_s():.0f}", fmt(b.wall_clock_s))
     budgets.add_row("nodes (every kind)", str(len(journal.nodes)), str(b.max_nodes) if b.max_nodes else "-")
+    mode = cfg.search_mode
+    own = mode.stage_limits(cfg) if mode.stage_limits else {}
     for stage, sc in cfg.stages.items():
         used = sum(1 for n in journal.in_stage(stage) if n.kind not in SUPPORT_KINDS)
-        budgets.add_row(f"{stage} search nodes", str(used), str(sc.max_nodes))
+        budgets.add_row(f"{stage} search nodes", str(used), own.get(stage, str(sc.max_nodes)))
     budgets.add_row("per-node timeout (s)", "-", fmt(b.node_timeout_s))
     dollars = llm["run"]["dollars"] if llm else sum(n.cost_usd for n in journal)
     budgets.add_row("LLM dollars", f"{dollars:.4f}", fmt(b.dollars))

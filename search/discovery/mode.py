@@ -52,6 +52,18 @@ def _status_lines(run_dir: Path) -> list[str]:
     return [line] if line else []
 
 
+def _stage_limits(cfg: ModeConfig) -> dict[str, str]:
+    """The hypotheses stage ends on the discovery section's own limit, never on `max_nodes`."""
+    dcfg = _section(cfg)
+    if dcfg.mode == "experigen":
+        limit = f"{dcfg.max_chains} chains of {dcfg.chain_steps} (discovery.max_chains)"
+    elif dcfg.mode == "stateful":
+        limit = f"{dcfg.stateful.max_steps} steps (discovery.stateful.max_steps)"
+    else:
+        limit = f"{dcfg.max_hypotheses} (discovery.max_hypotheses)"
+    return {"hypotheses": limit}
+
+
 MODE = Mode(
     name="discovery",
     plan=PLAN,
@@ -63,4 +75,5 @@ MODE = Mode(
     section_model=DiscoveryConfig,
     resolve=_resolve,
     status_lines=_status_lines,
+    stage_limits=_stage_limits,
 )
