@@ -15,6 +15,7 @@ waits for a slot, `cpu_ready` those waiting for the CPU pool.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from collections.abc import Callable
@@ -94,34 +95,43 @@ class Running:
 
 
 class StepClock:
-    """Mean durations, measured in this session, of a node's LLM steps (think and judge: steps
-    that hold no slot) and of its slot-holding steps (experiments): the look-ahead they call for."""
+    """Durations, measured in this session, of a node's LLM steps (think and judge: steps that
+    hold no slot) and of its slot-holding steps (experiments): the look-ahead they call for."""
+
+    TAIL = 0.9  # the quantile of each LLM step's time that the look-ahead covers
+    WINDOW = 256  # the latest durations of each LLM step that the quantile is taken over
 
     def __init__(self) -> None:
-        self.llm: dict[str, list[float]] = {}  # step -> [total seconds, count]
-        self.run = [0.0, 0]
+        self.llm: dict[str, deque[float]] = {}  # step -> its latest durations
+        self.run = [0.0, 0]  # [total seconds, count] of the experiments
+        self._llm_tail: float | None = None  # the sum of the steps' tails, until the next sample
 
     def add(self, running: Running, result: AttemptResult | StepResult) -> None:
         took = max(0.0, result.finished_at - result.started_at)
-        bucket = (
-            self.run
-            if running.holds
-            else self.llm.setdefault(running.step, [0.0, 0])
-            if running.step
-            else None
-        )
-        if bucket is not None:
-            bucket[0] += took
-            bucket[1] += 1
+        if running.holds:
+            self.run[0] += took
+            self.run[1] += 1
+        elif running.step:
+            self.llm.setdefault(running.step, deque(maxlen=self.WINDOW)).append(took)
+            self._llm_tail = None
+
+    def llm_tail(self) -> float:
+        """A node's LLM time at its steps' TAIL quantiles (sorted once per new sample)."""
+        if self._llm_tail is None:
+            self._llm_tail = sum(
+                sorted(times)[min(len(times) - 1, int(self.TAIL * len(times)))] for times in self.llm.values()
+            )
+        return self._llm_tail
 
     def lookahead(self, slots: int) -> int:
-        """Nodes to keep in their LLM steps beside the slots (Little's law: slots x LLM time per
-        node / experiment time, rounded); none until measured (a proposal made ahead sees an
+        """Nodes to keep in their LLM steps beside the slots: Little's law (slots x LLM time per
+        node / experiment time, rounded up) on the LLM time's tail, not its mean: an LLM's latency
+        is heavy-tailed (lognormal), and with the mean a freed slot waited on a late proposal
+        (7-11% of slot time idle on 4 slots). None until measured (a proposal made ahead sees an
         older tree), never more than 8 per slot."""
         if not self.run[1] or not self.llm:
             return 0
-        llm = sum(total / count for total, count in self.llm.values())
-        return min(8 * slots, round(slots * llm / max(self.run[0] / self.run[1], 1e-3)))
+        return min(8 * slots, math.ceil(slots * self.llm_tail() / max(self.run[0] / self.run[1], 1e-3)))
 
 
 class Dispatcher:

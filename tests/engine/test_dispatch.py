@@ -10,10 +10,10 @@ from pathlib import Path
 
 from engine import events as ev
 from engine.config import Resources
-from engine.dispatch import MAX_LOST, Dispatcher, Finish
+from engine.dispatch import MAX_LOST, Dispatcher, Finish, Running, StepClock
 from engine.executor import Handle, InProcessExecutor, Job, JobDone, cpu_pool, holds_resources
 from engine.journal import Journal
-from engine.node import AttemptResult, MetricValue, Node, NodeStatus
+from engine.node import AttemptResult, MetricValue, Node, NodeStatus, StepResult
 from silva.config import RunConfig
 from writeup.job import WriteupJob
 
@@ -317,3 +317,24 @@ def test_the_cpu_pool_runs_at_most_cpu_jobs_at_once(tmp_path: Path) -> None:
 def test_a_writeup_job_runs_in_the_cpu_pool(tmp_path: Path) -> None:
     job = WriteupJob(node_id="n1", attempt=1, run_dir=tmp_path, idea="i")
     assert cpu_pool(job) and not holds_resources(job)
+
+
+def _timed(clock: StepClock, step: str, holds: bool, seconds: float) -> None:
+    result = StepResult(step=step or "all", started_at=100.0, finished_at=100.0 + seconds)
+    clock.add(Running("n", 1, step, holds), result)
+
+
+def test_the_lookahead_covers_the_llm_latency_tail_not_its_mean() -> None:
+    clock = StepClock()
+    assert clock.lookahead(4) == 0  # nothing measured yet
+    for _ in range(10):
+        _timed(clock, "", True, 2.0)  # experiments of 2 s
+    for seconds in [1.0] * 17 + [5.0] * 3:  # thinking: mean 1.6 s, 90th percentile 5 s
+        _timed(clock, "think", False, seconds)
+    # On the mean, 4 x 1.6 / 2 = 3.2 nodes ahead; a freed slot then waits on each slow proposal.
+    assert clock.lookahead(4) == 10  # 4 x 5 / 2
+    for _ in range(StepClock.WINDOW):  # the tail is the recent one: the slow calls age out
+        _timed(clock, "think", False, 1.0)
+    assert clock.lookahead(4) == 2
+    _timed(clock, "judge", False, 1000.0)
+    assert clock.lookahead(4) == 32  # at most 8 per slot
