@@ -4,18 +4,19 @@ OpenAI-compatible server, every LLM call at the same latency (lognormal, median 
 experiments' median wall time in this run so far: see Latency): the scripted scientist's experiments
 (lognormal sleeps inside real numpy code), a scripted ideation model (a new idea each time,
 reflected on once, one literature search against a fake Semantic Scholar on 127.0.0.1, judged
-novel), the offline paper writer (`writeup: {offline: true}`: templates, no LLM; it compiles the
-paper with LaTeX and holds a slot meanwhile) and a scripted LLM reviewer (`review:`, REVIEWS
-reviews and a meta-review per paper). The run starts from the label-noise idea; ideation adds
-ideas whenever the trees cannot fill the slots; `budgets.wall_clock_s` stops it at the deadline.
+novel), the offline paper writer (`writeup: {offline: true}`: templates, no LLM; it draws and
+compiles the paper with LaTeX in the CPU pool, `executor.cpu_jobs` at once, beside the slots)
+and a scripted LLM reviewer (`review:`, REVIEWS reviews and a meta-review per paper). The run
+starts from the label-noise idea; ideation adds ideas whenever the trees cannot fill the slots;
+`budgets.wall_clock_s` stops it at the deadline.
 
     .venv/bin/python bench/bench_pipeline_rolling.py --slots 4 --ratio 1 --minutes 20
     .venv/bin/python bench/bench_pipeline_rolling.py --read RUN_DIR   # a run kept with --keep
 
 Reported (bench/results/pipeline_rolling.json): utilization as `silva status` computes it and
 of slot-holding jobs only, over the run and over its steady part (from the first moment every
-slot was held to the end), the slot time by what held it, the idle slot time per minute and by
-its cause (idle_causes),
+slot was held to the end), and of experiments alone (no aggregation), the slot time by what held
+it, the CPU pool's time (papers), the idle slot time per minute and by its cause (idle_causes),
 ideas admitted / retired / published / rejected, when each reviewed manuscript appeared, nodes,
 LLM calls and dollars per kept node (tokens priced as bench_pipeline's PRICED_AS), and the load
 average at the start, the end and sampled during the run.
@@ -48,6 +49,7 @@ from engine.eventlog import EVENTS_FILE  # noqa: E402
 from engine.events import AttemptCancelled, AttemptFinished, AttemptLost, AttemptStarted, StepFinished  # noqa: E402
 from engine.journal import Journal  # noqa: E402
 from engine.llm.ledger import LEDGER_FILE, read_records  # noqa: E402
+from engine.totals import HOLDING_STEPS  # noqa: E402
 from silva import lifecycle  # noqa: E402
 from silva.config import load_config  # noqa: E402
 from silva.cost import throughput  # noqa: E402
@@ -103,6 +105,7 @@ MECHANISMS = (
 )
 IDEATION_SCHEMAS = ("IdeaDraft", "Reflection", "NoveltyStep")
 DOCUMENTS = ("paper", "review", "selection")  # nodes that are no experiment
+CPU_POOL = ("paper",)  # nodes whose jobs run in the CPU pool (`executor.cpu_jobs`), not in a slot
 
 
 class Ideation:
@@ -254,23 +257,27 @@ def run_config(tmp: Path, url: str, literature: str, args: argparse.Namespace) -
 Span = tuple[float, float, str]  # (start, end, what)
 
 
-def job_spans(j: Journal) -> tuple[list[Span], list[Span]]:
-    """What held a slot, (start, end, node kind), and what only waited on the LLM, (start, end,
-    step or node kind): a think or judge step, a stage's selection, a review."""
-    spans, waits, started = list[Span](), list[Span](), dict[tuple[str, int], tuple[float, str]]()
+def job_spans(j: Journal) -> tuple[list[Span], list[Span], list[Span]]:
+    """What held a slot, (start, end, node kind); what only waited on the LLM, (start, end, step
+    or node kind): a think or judge step, a stage's selection, a review; and what ran in the CPU
+    pool beside the slots, (start, end, node kind): papers, journaled as holding no slot."""
+    spans, waits, pool = list[Span](), list[Span](), list[Span]()
+    started = dict[tuple[str, int], tuple[float, str, bool]]()
     for e in j.log.read(AttemptStarted, StepFinished, AttemptFinished, AttemptCancelled, AttemptLost):
         assert isinstance(e, AttemptStarted | StepFinished | AttemptFinished | AttemptCancelled | AttemptLost)
         key = (e.node_id, e.attempt)
         if isinstance(e, AttemptStarted):
-            started[key] = (e.ts, e.step)
+            started[key] = (e.ts, e.step, e.holds)
         elif key in started:
-            begun, step = started.pop(key)
+            begun, step, holds = started.pop(key)
             kind = j.nodes[e.node_id].kind
-            if step in ("run", "all") or (not step and kind not in ("selection", "review")):
+            if holds and step in HOLDING_STEPS:
                 spans.append((begun, e.ts, kind))
+            elif kind in CPU_POOL:
+                pool.append((begun, e.ts, kind))
             else:
                 waits.append((begun, e.ts, step or kind))
-    return spans, waits
+    return spans, waits, pool
 
 
 def idle_causes(
@@ -306,12 +313,17 @@ def idle_causes(
 
 
 def slot_figures(j: Journal, slots: int, t0: float, end: float, ideation: list[Span]) -> dict[str, Any]:
-    """Utilization of slot-holding jobs over the run and its steady part, the slot time by what
-    held it, the idle slot-seconds of each minute and by their cause."""
-    spans, waits = job_spans(j)
+    """Utilization of slot-holding jobs over the run and its steady part, and of experiments
+    alone (not an aggregation, Silva's own mean and plot, which holds a slot); the slot time by
+    what held it, the CPU pool's time by kind, the idle slot-seconds of each minute and by their
+    cause."""
+    spans, waits, pool = job_spans(j)
     by_kind: dict[str, float] = defaultdict(float)
     for a, b, kind in spans:
         by_kind[kind] += b - a
+    pool_s: dict[str, float] = defaultdict(float)
+    for a, b, kind in pool:
+        pool_s[kind] += b - a
     step = 1.0
     held = [sum(a <= t0 + k * step < b for a, b, _ in spans) for k in range(int((end - t0) / step))]
     full = next((k for k, h in enumerate(held) if h >= slots), None)
@@ -322,11 +334,15 @@ def slot_figures(j: Journal, slots: int, t0: float, end: float, ideation: list[S
     steady = held[full:] if full is not None else []
     return {
         "utilization_held": round(busy / (slots * (end - t0)), 3),
+        "utilization_experiments": round(
+            sum(v for k, v in by_kind.items() if k != "aggregation") / (slots * (end - t0)), 3
+        ),
         "steady_from_s": full,
         "utilization_steady": round(sum(min(h, slots) for h in steady) / (slots * len(steady)), 3)
         if steady
         else None,
         "slot_s_by_kind": {k: round(v, 1) for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])},
+        "cpu_pool_s_by_kind": {k: round(v, 1) for k, v in pool_s.items()},
         "idle_slot_s_per_minute": idle_per_min,
         "idle_slot_s_by_cause": idle_causes(spans, waits, ideation, slots, t0, end),
     }
@@ -374,6 +390,7 @@ def figures(run_dir: Path, slots: int) -> dict[str, Any]:
         "experiment_median_s": round(statistics.median(walls), 2) if walls else None,
         "llm_calls": len(paid),
         "llm_calls_by_role": dict(sorted(_count(r.role for r in paid).items())),
+        "llm_calls_per_kept_node": round(len(paid) / kept, 3) if kept else None,
         "llm_priced_as": PRICED_AS,
         "llm_dollars": round(dollars, 4),
         "llm_dollars_per_kept_node": round(dollars / kept, 5) if kept else None,
