@@ -13,7 +13,7 @@ from typing import Any
 from engine.attempt import ExperimentJob
 from engine.config import Budgets, Resources
 from engine.dispatch import BudgetStop
-from engine.executor import Handle, Job, JobDone, holds_resources
+from engine.executor import Handle, Job, JobDone, cpu_pool, holds_resources
 from engine.journal import Journal
 from engine.llm.config import Price
 from engine.node import AttemptResult, ExecSummary, MetricSpec, MetricValue, Node, StepResult
@@ -89,6 +89,8 @@ class PlanExecutor:
         self.dollars += dollars
         if holds_resources(job):
             self._charge(job, res, end - start)
+        elif cpu_pool(job):  # a paper beside the slots, as the run's: CPU time, no slot time
+            self.cpu_s += (end - start) * res.num_cpus
         if self.budgets.dollars is not None and self.dollars >= self.budgets.dollars:
             raise BudgetStop("dollars", f"LLM budget of ${self.budgets.dollars:.2f} used up")
         return JobDone(handle, result)

@@ -311,6 +311,23 @@ def test_experiments_in_flight_at_the_wall_clock_stop_count_the_time_they_held(t
     assert ex.held_s["default"] == pytest.approx(4.0) and ex.gpu_s == pytest.approx(4.0)
 
 
+@dataclass
+class Paper(Sleep):
+    """A job of the CPU pool (a paper's figures and LaTeX): no slot."""
+
+    holds_resources: bool = False
+    cpu_pool: bool = True
+
+
+def test_a_paper_in_the_cpu_pool_is_cpu_time_but_no_slot_time(tmp_path: Path) -> None:
+    """As in the run (engine/dispatch.py): a paper takes no experiment slot, so none of its
+    idea's slot time nor of the utilization, but its CPUs are charged."""
+    ex = virtual(tmp_path, PlanSettings(durations={"long": Lognormal(median_s=5.0, sigma=0)}))
+    done = ex.wait([ex.submit(Paper("long"), Resources(num_cpus=1))], 0.5)
+    assert done is not None and done.result is not None
+    assert ex.cpu_s == pytest.approx(5.0) and not ex.held_s and ex.experiment_s == ex.gpu_s == 0
+
+
 def test_settings_that_name_some_kinds_keep_the_defaults_of_the_others() -> None:
     s = PlanSettings.model_validate({"durations": {"default": {"median_s": 60}}, "llm": {}})
     assert s.durations["default"].median_s == 60 and s.durations["aggregation"].median_s == 5
