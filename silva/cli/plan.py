@@ -35,6 +35,12 @@ def plan(
         min=0.001,
         help="median seconds of an experiment (default: from the config's node_timeout_s, docs/plan.md)",
     ),
+    replay: bool = typer.Option(
+        False,
+        "--replay",
+        help="with --from: give each planned node its twin's figures in that run (times, failures, "
+        "metrics, LLM calls) instead of draws, so what differs from the run is the plan's model",
+    ),
     json_out: bool = typer.Option(False, "--json", help="print the report as JSON"),
 ) -> int:
     """Project wall time, GPU-hours, nodes, papers, slot use and the stopping budget of a run."""
@@ -55,7 +61,9 @@ def plan(
         named = "default" in (raw.get("durations") or {})
     cfg = load_config(config)
     assumed, whence = experiments(cfg, assumed, named, experiment_s)
-    report = simulate(config, slots=slots, gpus=gpus, from_dir=from_dir, seed=seed, settings=assumed)
+    report = simulate(
+        config, slots=slots, gpus=gpus, from_dir=from_dir, seed=seed, settings=assumed, replay=replay
+    )
     if json_out:
         print(report.model_dump_json(indent=2))
         return 0
@@ -118,6 +126,7 @@ def report_lines(r: PlanReport) -> list[str]:
         ),
         f"  utilization    {r.utilization:.1%} of the slots held by experiments",
         "  share by idea  " + ", ".join(f"{k} {v:.1%}" for k, v in r.share_by_idea.items()),
+        f"  failures       {r.outcomes}; {r.ideas_lost} of {r.ideas} idea(s) lost every search node",
         f"  stops          {r.outcome}" + (f" by {r.stopped_by}" if r.stopped_by else "") + f": {r.message}",
         f"  driver         {r.driver_cpu_ms_per_completion:.2f} ms CPU per completion "
         f"({r.completions} completions), peak {r.driver_peak_rss_mb:.0f} MB",

@@ -129,8 +129,7 @@ class PlanExecutor:
         return took, dollars
 
     def _experiment(self, node: Node, specs: Sequence[MetricSpec]) -> tuple[float, bool, list[MetricValue]]:
-        took = self.source.duration(node.kind, self.rng, node)
-        buggy = self.source.buggy(node.kind, self.rng, node)
+        took, buggy = self.source.experiment(node.kind, self.rng, node)
         return took, buggy, [] if buggy else self.source.values(node.kind, specs, self.rng, node)
 
     def _draw(self, job: Job, node: Node) -> tuple[float, AttemptResult | StepResult, float]:

@@ -13,7 +13,7 @@ from engine.events import IdeaAdmitted
 from engine.journal import Journal
 from engine.node import NodeStatus
 from silva.plan.executor import PlanExecutor
-from silva.plan.settings import PAPER, REVIEW
+from silva.plan.settings import PAPER, REVIEW, SUPPORT
 
 
 class PlanReport(BaseModel):
@@ -41,6 +41,9 @@ class PlanReport(BaseModel):
         "time they took, sandbox start and result collection included, is what wall_s is made of)"
     )
     share_by_idea: dict[str, float] = Field(description="each idea's share of the slot-seconds held")
+    outcomes: str = Field("", description="how experiments' failures were drawn: per idea or per attempt")
+    ideas: int = Field(0, description="ideas that made a search node")
+    ideas_lost: int = Field(0, description="of those, the ideas none of whose search nodes was good")
     outcome: str
     stopped_by: str | None = Field(description="the budget that stopped the run, if one did")
     message: str
@@ -63,6 +66,10 @@ def report(
     kinds = Counter(n.kind for n in journal if n.status != NodeStatus.DISCARDED)
     held = sum(ex.held_s.values())
     good = Counter(n.kind for n in journal if n.status == NodeStatus.GOOD)
+    searched: dict[str, bool] = {}  # idea: whether one of its search nodes was good
+    for n in journal:
+        if n.kind not in SUPPORT and n.status in (NodeStatus.GOOD, NodeStatus.BUGGY):
+            searched[n.idea] = searched.get(n.idea, False) or n.status == NodeStatus.GOOD
     return PlanReport(
         config=str(config),
         source=str(from_dir) if from_dir else "defaults",
@@ -82,6 +89,9 @@ def report(
         ideas_per_hour=round(admitted / (wall / 3600), 3) if admitted and wall > 0 else None,
         utilization=round(ex.experiment_s * ex.source.own_share / (slots * wall), 4) if wall > 0 else 0.0,
         share_by_idea={k: round(v / held, 4) for k, v in sorted(ex.held_s.items())} if held else {},
+        outcomes=ex.source.outcomes(),
+        ideas=len(searched),
+        ideas_lost=sum(1 for ok in searched.values() if not ok),
         outcome=outcome.status,
         stopped_by=outcome.budget,
         message=outcome.message,

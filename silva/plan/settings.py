@@ -14,6 +14,7 @@ from silva.config import RunConfig
 LEDGER_FILE = "llm_ledger.jsonl"
 PAPER, REVIEW = "paper", "review"  # the phases' node kinds (silva/paper_phases.py)
 LLM_STEPS = ("think", "judge", "selection")  # jobs that wait on an LLM and hold no slot
+SUPPORT = frozenset({"aggregation", "selection", PAPER, REVIEW})  # node kinds that are no search node
 
 
 class Lognormal(BaseModel):
@@ -77,6 +78,13 @@ class PlanSettings(BaseModel):
     buggy: dict[str, float] = Field(
         default_factory=dict, description="per node kind: the share of attempts that fail"
     )
+    ideas_failing: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="the share of ideas whose every experiment fails (failures that come together: "
+        "a bad idea, a machine too loaded for it); the other ideas' attempts fail at `buggy`",
+    )
     llm: dict[str, LLMRole] = Field(
         default_factory=lambda: dict(DEFAULT_ROLES), description="per LLM role: latency and tokens a call"
     )
@@ -110,9 +118,8 @@ def instant_scripted(cfg: RunConfig, settings: PlanSettings) -> PlanSettings:
 def scaled(settings: PlanSettings, experiments: float = 1.0, llm: float = 1.0) -> PlanSettings:
     """The settings with every experiment duration (not aggregation, selection, paper, review)
     and every LLM latency multiplied."""
-    support = {"aggregation", "selection", PAPER, REVIEW}
     durations = {
-        k: d if k in support else d.model_copy(update={"median_s": d.median_s * experiments})
+        k: d if k in SUPPORT else d.model_copy(update={"median_s": d.median_s * experiments})
         for k, d in settings.durations.items()
     }
     roles = {
@@ -131,6 +138,10 @@ def assumptions(settings: PlanSettings) -> list[str]:
         for kind, d in settings.durations.items()
     ]
     lines += [f"{kind} attempts failing: {share:.0%}" for kind, share in settings.buggy.items()]
+    lines += [
+        f"ideas failing whole: {settings.ideas_failing:.0%} (every experiment of such an idea fails; the "
+        "others' attempts fail on their own at their kind's share)"
+    ]
     lines += [
         f"LLM {role}: {r.calls} call(s) a job, latency median {r.latency.median_s:g} s (sigma "
         f"{r.latency.sigma:g}), {r.input_tokens} tokens in, {r.output_tokens} out"

@@ -51,6 +51,8 @@ def plan(
 
     if slots is not None and slots < 1:
         raise ConfigError(f"--slots {slots}: a run needs at least one slot")
+    if replay and from_dir is None:
+        raise ConfigError("--replay replays a run: pass the run directory with --from RUN_DIR")
     if gpus is not None and gpus <= 0:
         raise ConfigError(f"--gpus {gpus:g}: give a positive number of GPUs")
     cfg = load_config(config)

@@ -73,6 +73,17 @@ class Source:
         self.limit: dict[tuple[str, ...], int | None] = {}
         self.count: Counter[tuple[str, ...]] = Counter()
         self.node_calls: dict[tuple[str, str], list[tuple[float, int, int]]] = defaultdict(list)
+        # Failures come together per idea: in both real runs of a forest of 4 at load 32, two
+        # ideas lost every experiment of their first stage and stopped there, where a draw per
+        # node at the pooled rate passed 0 to 4 ideas (+53% nodes). Each source idea's
+        # experiments by kind, (slot time, failed) drawn together; each planned idea is like one
+        # source idea, dealt in turn from a shuffled deck (each once before any twice), so a
+        # plan of as many ideas loses as many whole ideas as the run did.
+        self.idea_runs: dict[str, dict[str, list[tuple[float, bool]]]] = defaultdict(
+            lambda: defaultdict(list)
+        )
+        self.like: dict[str, str | bool] = {}  # planned idea: its source idea, or failing whole
+        self.deck: list[str] = []
         for n in journal or []:
             self.order[(n.idea, n.kind)].append(n.id)
             if n.is_finished and n.status != NodeStatus.DISCARDED and n.finished_at:
@@ -113,6 +124,8 @@ class Source:
             self.ran_s, self.held_s = self.ran_s + ran, self.held_s + span
             self.experiments.append(span)
             self.experiment_failed.append(buggy)
+        if buggy or (n.execution is not None and ran > 0):
+            self.idea_runs[n.idea][n.kind].append((span, buggy))
         if n.status == NodeStatus.GOOD and n.metrics:
             self.metrics[n.kind].append(n.metrics)
         self.by_node[n.id] = Seen(span, buggy, n.metrics, converged=converged)
@@ -173,6 +186,63 @@ class Source:
             return rng.choice(self.experiments)
         return (d.get(kind) or d["default"]).draw(rng)
 
+    def experiment(self, kind: str, rng: random.Random, node: Node | None = None) -> tuple[float, bool]:
+        """An experiment's slot time and whether it fails, drawn together from an experiment of
+        its kind of the source idea its idea is like (`like`); of one failing whole, failed.
+        Otherwise, or replayed, each on its own (`duration`, `buggy`)."""
+        like = self._like(node.idea, rng) if node is not None and self.twin(node) is None else None
+        if like is True:
+            return self.duration(kind, rng, node), True
+        if isinstance(like, str):
+            # A kind its source idea never ran (a debug node where it had none) takes that idea's
+            # other experiments: a source idea that failed whole fails here whatever the kind.
+            kinds = self.idea_runs[like]
+            return rng.choice(kinds.get(kind) or [seen for of_kind in kinds.values() for seen in of_kind])
+        return self.duration(kind, rng, node), self.buggy(kind, rng, node)
+
+    def _like(self, idea: str, rng: random.Random) -> str | bool | None:
+        """The source idea whose outcomes planned `idea` takes (dealt once per idea), or without
+        a source's: whether it fails whole (`ideas_failing`); None when neither is modelled."""
+        if idea not in self.like:
+            if self.idea_runs:
+                if not self.deck:
+                    self.deck = sorted(self.idea_runs)
+                    rng.shuffle(self.deck)
+                self.like[idea] = self.deck.pop()
+            elif self.settings.ideas_failing > 0:
+                self.like[idea] = rng.random() < self.settings.ideas_failing
+            else:
+                return None
+        return self.like[idea]
+
+    def good_rates(self) -> dict[str, float]:
+        """Each source idea's share of good experiments, fitted from the journal."""
+        out = {}
+        for idea, kinds in sorted(self.idea_runs.items()):
+            runs = [failed for seen in kinds.values() for _, failed in seen]
+            out[idea] = 1 - sum(runs) / len(runs)
+        return out
+
+    def outcomes(self) -> str:
+        """How the plan draws experiments' failures, in a line."""
+        rates = self.good_rates()
+        if self.replay:
+            return "replayed: each node fails as its twin in the source run did"
+        if rates:
+            whole = sum(1 for r in rates.values() if r == 0)
+            return (
+                f"per idea: each planned idea fails as one of the source's {len(rates)} idea(s) did, "
+                f"dealt in turn ({whole} lost every experiment; good rates "
+                + ", ".join(f"{k} {v:.0%}" for k, v in rates.items())
+                + ")"
+            )
+        if self.settings.ideas_failing > 0:
+            return (
+                f"per idea: {self.settings.ideas_failing:.0%} of ideas lose every experiment, the "
+                "others' attempts fail on their own at their kind's share"
+            )
+        return "per attempt, each on its own at its kind's share"
+
     def buggy(self, kind: str, rng: random.Random, node: Node | None = None) -> bool:
         if (own := self.replayed(node)) is not None:
             return own.buggy
@@ -180,7 +250,8 @@ class Source:
             return rng.choice(self.failed[kind])
         if kind not in self.settings.buggy and self.experiment_failed:
             return rng.choice(self.experiment_failed)
-        return rng.random() < self.settings.buggy.get(kind, 0.0)
+        # `default`, as in `durations`, is every experiment kind the settings do not name.
+        return rng.random() < self.settings.buggy.get(kind, self.settings.buggy.get("default", 0.0))
 
     def values(
         self, kind: str, specs: Sequence[MetricSpec], rng: random.Random, node: Node | None = None
