@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import Limits, SandboxProvider, get_provider, local, warm
+from sandbox import Limits, SandboxProvider, get_provider, local, none, warm
 from sandbox import docker_provider as docker_module
 from sandbox.docker_provider import DockerProvider, DockerSandbox
 
@@ -88,3 +88,33 @@ def test_a_cache_directory_that_cannot_be_written_means_no_warm_start_not_a_fail
     assert warm.font_cache("key", build, root=blocked) is None
     stored = warm.font_cache("key", build, root=tmp_path / "ok")
     assert stored is not None and stored.read_text() == "{}" and stored.stat().st_mode & 0o777 == 0o644
+
+
+UNSANDBOXED_PROBE = """
+import os, pathlib
+import matplotlib.pyplot as plt
+plt.figure()
+(copy,) = pathlib.Path(os.environ["MPLCONFIGDIR"]).glob("fontlist-v*.json")
+copy.write_text("{}")  # the attempt's own copy: the next attempt must not see this
+print(pathlib.Path(os.environ["MPLCONFIGDIR"]).is_relative_to(pathlib.Path.cwd()))
+"""
+
+
+@pytest.mark.slow
+def test_unsandboxed_workspaces_start_from_their_own_copy_of_one_prebuilt_font_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("matplotlib")
+    monkeypatch.setattr(warm, "CACHE_ROOT", tmp_path / "cache")
+    none.shared_font_cache.cache_clear()
+    try:
+        provider = get_provider("none")
+        for i in range(2):
+            box = provider.open(tmp_path / f"attempt-{i}")
+            res = box.exec(["python3", "-c", UNSANDBOXED_PROBE], limits=Limits(wall_s=300))
+            assert res.exit_code == 0, res.stderr
+            assert "building the font cache" not in res.stderr and res.stdout == "True\n"
+        (built,) = (tmp_path / "cache").glob("mpl-*/fontlist-v*.json")
+        assert built.read_text() != "{}"
+    finally:
+        none.shared_font_cache.cache_clear()
