@@ -125,10 +125,12 @@ def load_half(name: str, corpus: Path = CORPUS) -> Half:
     return half
 
 
-def load_batches(half: str, corpus: Path = CORPUS) -> list[Half]:
-    """Every batch of `half`: the files named `half`.yaml and `half`_<batch>.yaml."""
+def load_batches(half: str, corpus: Path = CORPUS, batches: tuple[str, ...] | None = None) -> list[Half]:
+    """Every batch of `half` (or those in `batches`, the others' files left unread): the files
+    named `half`.yaml and `half`_<batch>.yaml."""
     stems = sorted(p.stem for p in corpus.glob(f"{half}*.yaml"))
-    return [load_half(s, corpus) for s in stems if s == half or s.startswith(f"{half}_")]
+    stems = [s for s in stems if s == half or s.startswith(f"{half}_")]
+    return [load_half(s, corpus) for s in stems if batches is None or batch_of(s) in batches]
 
 
 def split_key(kind: str, text: str) -> str:
@@ -577,7 +579,21 @@ def _examples(results: list[tuple[Variant, list[str]]], limit: int = 60) -> dict
     return {"tune_missed": missed[:limit], "tune_honest_flagged": flagged[:limit]}
 
 
-def bench(runs: list[Path], halves: tuple[str, ...] = HALVES) -> dict[str, object]:
+PARITIES = ("all", "odd", "even")
+
+
+def picked(v: Variant, parity: str) -> bool:
+    """Whether `v` is in the chosen phrasings: "odd" or "even" keeps the phrasings of that index
+    within their kind, so that one can tune on one share of a half and measure on the other."""
+    return parity == "all" or v.phrasing % 2 == (parity == "odd")
+
+
+def bench(
+    runs: list[Path],
+    halves: tuple[str, ...] = HALVES,
+    batches: tuple[str, ...] | None = None,
+    parity: str = "all",
+) -> dict[str, object]:
     from bench_claims import findings
 
     started = time.monotonic()
@@ -586,9 +602,9 @@ def bench(runs: list[Path], halves: tuple[str, ...] = HALVES) -> dict[str, objec
     own = {p.key: findings(p.dir) for p in papers}
     by_key = {p.key: p for p in papers}
     results, unfilled, placements = [], {}, defaultdict[str, int](int)
-    for half in (h for name in halves for h in load_batches(name)):
+    for half in (h for name in halves for h in load_batches(name, batches=batches)):
         made, unfilled[_stem(half)] = variants(half, papers)
-        for v in made:
+        for v in (v for v in made if picked(v, parity)):
             placements[v.placement] += 1
             results.append((v, review(by_key[v.paper], v, own[v.paper])))
     reviewed = time.monotonic()
@@ -612,19 +628,24 @@ def _stem(half: Half) -> str:
     return half.half if half.batch == "a" else f"{half.half}_{half.batch}"
 
 
-def dry_run(runs: list[Path], halves: tuple[str, ...] = HALVES) -> dict[str, object]:
-    """Every phrasing of every batch filled from the runs' papers, nothing reviewed."""
+def dry_run(
+    runs: list[Path], halves: tuple[str, ...] = HALVES, batches: tuple[str, ...] | None = None
+) -> dict[str, object]:
+    """Every phrasing of every batch (or of `batches`) filled from the runs' papers, nothing reviewed."""
     papers = own_papers(runs)
-    return {"papers": sorted(p.key for p in papers), **fill_counts(papers, halves)}
+    return {"papers": sorted(p.key for p in papers), **fill_counts(papers, halves, batches=batches)}
 
 
 def fill_counts(
-    papers: list[Paper], halves: tuple[str, ...] = HALVES, corpus: Path = CORPUS
+    papers: list[Paper],
+    halves: tuple[str, ...] = HALVES,
+    corpus: Path = CORPUS,
+    batches: tuple[str, ...] | None = None,
 ) -> dict[str, object]:
     """Per corpus file and kind, how many phrasings and variants there are, and the phrasings that
     fit no claim of `papers` (with their text, to fix their needs)."""
     out: dict[str, object] = {}
-    for half in (h for name in halves for h in load_batches(name, corpus)):
+    for half in (h for name in halves for h in load_batches(name, corpus, batches)):
         made, unfilled = variants(half, papers)
         made_per = Counter(v.kind for v in made)
         out[_stem(half)] = {
@@ -648,11 +669,19 @@ def main(argv: list[str] | None = None) -> int:
         "--runs", nargs="*", type=Path, help="finished run directories (default: run the examples)"
     )
     ap.add_argument("--halves", nargs="*", default=list(HALVES), choices=HALVES)
+    ap.add_argument("--batches", nargs="*", help="only these batches (a, b...; default: every batch)")
+    ap.add_argument(
+        "--phrasings",
+        default="all",
+        choices=PARITIES,
+        help="only the odd- or even-indexed phrasings of each kind (a split of a half of one's own)",
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "claims_wording.json")
     ap.add_argument(
         "--dry-run", action="store_true", help="fill and count the variants, review none, write nothing"
     )
     args = ap.parse_args(argv)
+    batches = tuple(args.batches) if args.batches is not None else None
     with tempfile.TemporaryDirectory(prefix="silva-bench-wording-") as tmp:
         runs = args.runs or run_examples(Path(tmp))
         if args.runs:  # never write into the given runs: work on copies
@@ -661,9 +690,9 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.copytree(r, Path(tmp) / r.name, ignore=shutil.ignore_patterns("paper"))
                 runs.append(Path(tmp) / r.name)
         if args.dry_run:
-            print(json.dumps(dry_run(runs, tuple(args.halves)), indent=2))
+            print(json.dumps(dry_run(runs, tuple(args.halves), batches), indent=2))
             return 0
-        result = bench(runs, tuple(args.halves))
+        result = bench(runs, tuple(args.halves), batches, args.phrasings)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     shown = ("tune_missed", "tune_honest_flagged", "own_paper_finding_texts")

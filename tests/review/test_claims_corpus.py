@@ -187,3 +187,12 @@ def test_a_dry_run_counts_variants_and_names_the_phrasings_that_fit_nothing(
     unfilled = bench.fill_counts([bench.Paper("toy/offline", tmp_path, significant_only)], ("tune",))
     assert unfilled["tune"]["per_kind"]["false_comparison"]["variants"] == 0
     assert unfilled["tune"]["unfilled_phrasings"][0].startswith("false_comparison[0]: ")
+
+
+def test_a_bench_run_may_keep_some_batches_and_one_parity_of_phrasings(bench: ModuleType) -> None:
+    # Only the named batches' files are read; "odd"/"even" split each kind's phrasings by index.
+    assert [h.batch for h in bench.load_batches("tune", batches=("b",))] == ["b"] * ("b" in BATCHES)
+    assert [h.batch for h in bench.load_batches("tune", batches=())] == []
+    v = bench.Variant("tune", "a", "honest", 3, "p", "c", "body_end", "text")
+    assert bench.picked(v, "odd") and bench.picked(v, "all") and not bench.picked(v, "even")
+    assert bench.picked(v._replace(phrasing=4), "even")
