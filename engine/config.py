@@ -85,11 +85,12 @@ class ExecutorConfig(Strict):
         description="proposals thinking ahead of free slots; null derives it from measured LLM and "
         "experiment times",
     )
-    cpu_jobs: int = Field(
-        2,
+    cpu_jobs: int | None = Field(
+        None,
         ge=1,
         description="jobs at once in the CPU pool: work that computes but is no experiment (a paper's "
-        "figures and LaTeX); they take no experiment slot and no GPU",
+        "figures and LaTeX; an LLM writeup mostly waits on its model); they take no experiment slot and "
+        "no GPU; null: as many as the experiment slots",
     )
     max_llm_steps: int = Field(
         64, ge=1, description="in-process executor: threads for steps that only wait on an LLM"

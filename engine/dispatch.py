@@ -324,7 +324,7 @@ class Dispatcher:
         while free > 0 and self.ready:
             self._submit(*self.ready.popleft())
             free -= 1
-        while self.computing < self.cfg.executor.cpu_jobs and self.cpu_ready:
+        while self.computing < (self.cfg.executor.cpu_jobs or self.slots) and self.cpu_ready:
             self._submit(*self.cpu_ready.popleft())
 
     def _resources(self, node: Node, job: Job) -> Resources:

@@ -99,7 +99,7 @@ def build_executor(cfg: RunConfig) -> Executor:
         slots = cfg.executor.max_in_flight or slots_for(
             os.cpu_count() or 1, None, cfg.resources_for("default")
         )
-        return InProcessExecutor(slots + cfg.executor.cpu_jobs + cfg.executor.max_llm_steps)
+        return InProcessExecutor(slots + (cfg.executor.cpu_jobs or slots) + cfg.executor.max_llm_steps)
     from actors.ray_executor import RayExecutor
 
     return RayExecutor(cfg.executor)
