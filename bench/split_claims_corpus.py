@@ -24,12 +24,13 @@ from bench_claims_wording import CORPUS, HALVES, split_key
 HEADER = """\
 # Claims-wording corpus, batch {batch}, half "{half}" (bench/bench_claims_wording.py; docs/benchmarks.md).
 #
-# Batch {batch} was written after batch a (tune.yaml, heldout.yaml) by a second author who did not
-# read the claim checker's code, Silva's writer templates or batch a's held-out half, nor ran the
-# checker on these phrasings: LLM-style sentences (hedges, passive voice, parentheticals,
-# semicolons, rankings, relative changes, points, x-fold, equivalence, denials, abbreviations,
-# percentages) in wordings batch a lacks. The slot language ({{method}}, {{Loser}}, {{pct}}, {{abbr}},
-# the *_wrong values, the fakes) and the `needs` are batch a's: see the header of tune.yaml.
+# Batch {batch} was written after the batches before it (batch a: tune.yaml, heldout.yaml) by an
+# author of its own who did not read the claim checker's code, Silva's writer templates or any
+# held-out half, nor ran the checker on these phrasings: LLM-style sentences (hedges, passive voice,
+# parentheticals, semicolons, rankings, relative changes, points, x-fold, equivalence, denials,
+# abbreviations, percentages) in wordings of its own. The slot language ({{method}}, {{Loser}},
+# {{pct}}, {{abbr}}, the *_wrong values, the fakes) and the `needs` are batch a's: see the header of
+# tune.yaml.
 #
 # Split rule (bench/split_claims_corpus.py): within each kind (and each `fakes` list, as kind
 # "fakes.<list>"), the entries are sorted by sha256("silva-claims-corpus/<kind>\\n<text>") (for
