@@ -105,7 +105,7 @@ MECHANISMS = (
 )
 IDEATION_SCHEMAS = ("IdeaDraft", "Reflection", "NoveltyStep")
 DOCUMENTS = ("paper", "review", "selection")  # nodes that are no experiment
-CPU_POOL = ("paper",)  # nodes whose jobs run in the CPU pool (`executor.cpu_jobs`), not in a slot
+CPU_POOL = ("paper", "aggregation")  # their jobs run in the CPU pool (`executor.cpu_jobs`), no slot
 
 
 class Ideation:

@@ -58,6 +58,10 @@ class AggregationJob:
     title: str
     metrics: list[MetricSpec]
     groups: dict[str, dict[str, list[float]]]
+    # Means and a plot are Silva's computation, no experiment: the CPU pool runs it, not a slot
+    # (on 4 slots it had held 17% of the slot time).
+    holds_resources: bool = False
+    cpu_pool: bool = True
 
     def run(self, gpu_ids: Sequence[int]) -> AttemptResult:
         started = time.time()

@@ -55,9 +55,9 @@ class Resources(Strict):
         return v
 
 
-# Node kinds whose jobs hold no experiment resources unless the config says otherwise: the
-# aggregation is Silva's own small computation, a selection waits on one LLM call, a paper draws
-# and compiles on one CPU in the CPU pool (`ExecutorConfig.cpu_jobs`).
+# Node kinds whose jobs hold no experiment resources unless the config says otherwise: a selection
+# waits on one LLM call; in the CPU pool (`ExecutorConfig.cpu_jobs`), the aggregation is Silva's
+# own small computation and a paper draws and compiles on one CPU.
 SUPPORT_RESOURCES = {
     "aggregation": Resources(num_cpus=0.5, memory_mb=1024),
     "selection": Resources(num_cpus=0, memory_mb=256),

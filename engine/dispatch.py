@@ -7,8 +7,8 @@ on a fresh attempt, at most MAX_LOST times per node; a node gets one result only
 Jobs that hold experiment resources (a sandboxed run) take one of the slots (`max_in_flight`, or the
 cluster's capacity: `_follow_cluster`); jobs
 that only wait on an LLM (a pipelined attempt's think and judge steps, a selection) take none
-and run beside them, and so do jobs of the CPU pool (a paper's figures and LaTeX: `cpu_jobs` at
-once, on their kind's CPUs, never an accelerator). Look-ahead keeps proposals thinking ahead of
+and run beside them, and so do jobs of the CPU pool (an aggregation, a paper's figures and LaTeX:
+`cpu_jobs` at once, on their kind's CPUs, never an accelerator). Look-ahead keeps proposals thinking ahead of
 free slots, so a freed slot starts an experiment at once: `ready` holds nodes whose next step
 waits for a slot, `cpu_ready` those waiting for the CPU pool.
 """

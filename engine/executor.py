@@ -54,8 +54,9 @@ def holds_resources(job: Job) -> bool:
 
 
 def cpu_pool(job: Job) -> bool:
-    """The job computes but is no experiment (a paper's figures and LaTeX): it runs in the CPU
-    pool, `executor.cpu_jobs` at once, beside the experiment slots and never in one."""
+    """The job computes but is no experiment (an aggregation's means and plot, a paper's figures
+    and LaTeX): it runs in the CPU pool, `executor.cpu_jobs` at once, beside the experiment slots
+    and never in one."""
     return not holds_resources(job) and bool(getattr(job, "cpu_pool", False))
 
 

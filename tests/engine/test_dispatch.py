@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine import events as ev
+from engine.aggregate import AggregationJob
 from engine.config import Resources
 from engine.dispatch import MAX_LOST, Dispatcher, Finish, Running, StepClock
 from engine.executor import Handle, InProcessExecutor, Job, JobDone, cpu_pool, holds_resources
@@ -314,9 +315,11 @@ def test_the_cpu_pool_runs_at_most_cpu_jobs_at_once(tmp_path: Path) -> None:
     assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:]))
 
 
-def test_a_writeup_job_runs_in_the_cpu_pool(tmp_path: Path) -> None:
-    job = WriteupJob(node_id="n1", attempt=1, run_dir=tmp_path, idea="i")
-    assert cpu_pool(job) and not holds_resources(job)
+def test_papers_and_aggregations_run_in_the_cpu_pool(tmp_path: Path) -> None:
+    paper = WriteupJob(node_id="n1", attempt=1, run_dir=tmp_path, idea="i")
+    aggregation = AggregationJob(node_id="n2", attempt=1, run_dir=tmp_path, title="t", metrics=[], groups={})
+    for job in (paper, aggregation):
+        assert cpu_pool(job) and not holds_resources(job)
 
 
 def _timed(clock: StepClock, step: str, holds: bool, seconds: float) -> None:
