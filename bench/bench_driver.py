@@ -19,6 +19,14 @@ every figure (a shared machine's wall times are not CPU times).
     .venv/bin/python bench/bench_driver.py [--sizes 1000,10000,100000] [--completions 2000]
     .venv/bin/python bench/bench_driver.py --code DIR --label before   # another checkout, same journals
     .venv/bin/python bench/bench_driver.py --wide 256 [--wide-slots 10000]   # a wide forest, by fifths
+    .venv/bin/python bench/bench_driver.py --rolling 300 [--wide-slots 10000]   # a rolling forest, by fifths
+
+`--rolling N`: the north-star day's rolling forest (`ideation:`, bench/bench_plan.py's config:
+agentic ideas of 2, 4, 3 and 2 search nodes, the LLM writeup and review after each search),
+admitting up to N ideas as the slots need them, from an empty journal to the forest's end. Its
+steps are simulated by `silva plan`'s executor (silva/plan/: experiments lognormal, median 20
+min; LLM steps at hosted models' latencies, in virtual time; no model called) and its ideas by
+the plan's idea source (every idea asked for is admitted), under the real driver as above.
 """
 
 from __future__ import annotations
@@ -487,6 +495,95 @@ def child_forest(run: Path, ideas: int, slots: int, completions: int) -> dict[st
     }
 
 
+class Marked:
+    """An executor whose completions are marked with the process's CPU time."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.cpu_marks: list[float] = []
+
+    def wait(self, handles: Any, timeout: float) -> Any:
+        done = self.inner.wait(handles, timeout)
+        if done is not None:
+            self.cpu_marks.append(time.process_time())
+        return done
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def child_rolling(config: Path, slots: int, nodes_out: Path) -> dict[str, Any]:
+    """The real driver on the rolling forest of `config` at `slots` simulated slots until the
+    forest ends; every node's id, parent, idea, kind, stage, params and status to `nodes_out`."""
+    from rich.console import Console
+
+    from engine.events import IdeaAdmitted
+    from engine.llm.config import ProviderConfig
+    from silva.config import load_config
+    from silva.lifecycle import create_run, execute
+    from silva.plan import PlanExecutor, PlannedIdeation, PlanSettings, Source
+    from silva.progress import Progress
+
+    cfg = load_config(config)
+    assert cfg.llm is not None and cfg.ideation is not None and cfg.ideation.max_ideas is not None
+    # The CPU pool as wide as the forest, so no paper queues for it: with the default 2 papers at
+    # a time, 100 ideas' papers queued to the 24-hour budget while the slots stood empty.
+    pool = {"max_in_flight": slots, "cpu_jobs": cfg.ideation.max_ideas}
+    # The config's models on scripted providers, unprobed, as `silva plan` opens them: no job calls one.
+    scripted = {name: ProviderConfig(kind="scripted") for name in cfg.llm.providers}
+    cfg = cfg.model_copy(
+        update={
+            "executor": cfg.executor.model_copy(update=pool),
+            "llm": cfg.llm.model_copy(update={"providers": scripted, "probe": False}),
+            "ideation": PlannedIdeation.model_validate(cfg.ideation.model_dump()),
+        }
+    )
+    _, journal = create_run(cfg.model_copy(update={"writeup": None}))  # no TeX: nothing is typeset
+    settings = PlanSettings.model_validate({"durations": {"default": {"median_s": 1200.0, "sigma": 0.75}}})
+    sim = Marked(PlanExecutor(journal, Source(settings, None), 0, cfg.budgets, {}))
+    start = time.process_time()
+    with open(os.devnull, "w") as sink, Progress(Console(file=sink, force_terminal=False)) as progress:
+        outcome = execute(cfg, journal, on_change=progress.update, executor=sim)
+    took = time.process_time() - start
+    nodes = [[n.id, n.parent_id, n.idea, n.kind, n.stage, n.params, str(n.status)] for n in journal]
+    nodes_out.write_text(json.dumps(nodes))
+    admitted = sum(1 for _ in journal.log.read(IdeaAdmitted))
+    journal.log.close()
+    return {
+        "ideas_admitted": admitted,
+        "slots": slots,
+        "nodes": len(nodes),
+        "completions": len(sim.cpu_marks),
+        **cpu_per_completion(sim.cpu_marks),
+        "driver_cpu_s": took,
+        "driver_rss_mb": rss_mb(),
+        "virtual_wall_h": round((sim.inner.now - sim.inner.start) / 3600, 2),
+        "outcome": outcome.status,
+        "message": outcome.message[:200],
+    }
+
+
+def rolling_row(args: argparse.Namespace) -> None:
+    """A rolling forest of up to `--rolling` ideas on `--wide-slots` simulated slots, from an empty
+    journal to its end: driver CPU per completion in each fifth (key `rolling` of --label)."""
+    sys.path.insert(1, str(REPO / "bench"))
+    from bench_plan import write_rolling_config
+
+    work = args.work / f"rolling-{args.rolling}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    config = write_rolling_config(work, args.rolling)
+    nodes = args.work / f"rolling-{args.rolling}-{args.label}-nodes.json"
+    try:
+        row = in_child(args.code, "rolling", str(config), str(args.wide_slots), str(nodes))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    row |= {"load_avg": os.getloadavg()[0], "cpus": os.cpu_count(), "code": str(args.code)}
+    row["nodes_file"] = str(nodes)
+    print(json.dumps(row), flush=True)
+    save(args.label, row, key="rolling")
+
+
 def matrix(args: argparse.Namespace) -> dict[str, Any]:
     """Driver CPU per completion for forests of `--ideas` template ideas at `--matrix-slots`
     slots, on an empty journal and on one of `--big-journal` nodes; then one idea whose tuning
@@ -636,7 +733,10 @@ def parser() -> argparse.ArgumentParser:
         help="driver CPU per completion with the MLflow follower off and on, on the first --sizes journal",
     )
     ap.add_argument("--wide", type=int, default=0, help="a forest of this many fresh ideas, by fifths")
-    ap.add_argument("--wide-slots", type=int, default=10000, help="--wide: simulated slots")
+    ap.add_argument("--wide-slots", type=int, default=10000, help="--wide, --rolling: simulated slots")
+    ap.add_argument(
+        "--rolling", type=int, default=0, help="a rolling forest admitting up to this many ideas, by fifths"
+    )
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     return ap
 
@@ -649,6 +749,8 @@ def run_child(what: str, rest: list[str]) -> None:
         print(json.dumps(child_driver(Path(rest[0]), int(rest[1]), int(rest[2]), *rest[3:4])))
     elif what == "forest":
         print(json.dumps(child_forest(Path(rest[0]), int(rest[1]), int(rest[2]), int(rest[3]))))
+    elif what == "rolling":
+        print(json.dumps(child_rolling(Path(rest[0]), int(rest[1]), Path(rest[2]))))
     elif what == "generate-stage":
         n = int(rest[1])
         stages = tuple((s, k, n if s == "hyperparameter" else c) for s, k, c in STAGES)
@@ -720,11 +822,13 @@ def main() -> None:
         what, *rest = args.child
         run_child(what, rest)
         return
-    if not (args.wide or args.tracking or args.matrix):
+    if not (args.wide or args.rolling or args.tracking or args.matrix):
         size_rows(args)
     else:
         args.work.mkdir(parents=True, exist_ok=True)
-        if args.wide:
+        if args.rolling:
+            rolling_row(args)
+        elif args.wide:
             wide_row(args)
         elif args.tracking:
             tracking_rows(args)
