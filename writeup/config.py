@@ -5,6 +5,7 @@ writeup:
   template: workshop            # workshop (4 pages) | conference (8 pages)
   offline: null                 # null: the LLM writer when the run has a `writeup` role, else templates
   literature: {provider: semantic_scholar, api_key_env: S2_API_KEY}
+  sections: [Introduction, Method, Experiments, Results, Related Work, Limitations, Conclusion]
 ```
 """
 
@@ -13,10 +14,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 TemplateName = Literal["workshop", "conference"]
 PAGE_LIMITS: dict[str, int] = {"workshop": 4, "conference": 8}
+SECTIONS = ["Introduction", "Method", "Experiments", "Results", "Related Work", "Limitations", "Conclusion"]
 
 
 class _Strict(BaseModel):
@@ -53,6 +55,22 @@ class WriteupConfig(_Strict):
     max_citations: int = Field(20, ge=0)
     test: Literal["welch", "student", "mannwhitney"] = Field("welch", description="method against baseline")
     alpha: float = Field(0.05, gt=0, lt=1, description="significance level of every claim's verdict")
+    sections: list[str] = Field(
+        default_factory=lambda: list(SECTIONS),
+        min_length=1,
+        description="the LLM writer's sections after the abstract, in order, one call each; "
+        "Results (the figures' place) is required",
+    )
+
+    @field_validator("sections")
+    @classmethod
+    def _results_once(cls, value: list[str]) -> list[str]:
+        names = [v.strip() for v in value]
+        if "Results" not in names:
+            raise ValueError("sections must include Results: the figures and the numbers go there")
+        if "" in names or "Abstract" in names or len(set(names)) < len(names):
+            raise ValueError(f"sections must be distinct and named, the abstract aside: {value}")
+        return names
 
     @property
     def page_limit(self) -> int:

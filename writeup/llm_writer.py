@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 
 ROLE = "writeup"
 M = TypeVar("M", bound=BaseModel)
-SECTIONS = ("Introduction", "Method", "Experiments", "Results", "Related Work", "Limitations", "Conclusion")
 SYSTEM = (
     "You are a careful ML researcher writing a paper about experiments that were actually run. "
     "Write LaTeX. Never type a number: every number comes from the \\macros listed (results.tex). "
@@ -424,7 +423,7 @@ class LLMWriter:
         title = self.optional("title", self.prompt(asked), Title, Title(title=self.p.idea.title[:150]))
         sections: list[Section] = []
         written = ""
-        for name in ("Abstract", *SECTIONS):
+        for name in ("Abstract", *self.p.cfg.sections):
             answer = str(
                 self.ask(
                     "section",
