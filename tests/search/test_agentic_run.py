@@ -44,10 +44,13 @@ def test_four_stages_with_bug_timeout_and_rejected_plots(tmp_path: Path) -> None
     cfg = agentic_config(
         tmp_path,
         search={"num_drafts": 2, "debug_prob": 1.0, "max_debug_depth": 2},
-        # The node timeout also bounds each plot script, whose HOME is its fresh workspace: matplotlib
-        # builds its font cache on import, 13-14 s at load 15 on 2 cores. 60 s holds at load 10.
-        budgets={"node_timeout_s": 60},
-        executor={"kind": "inprocess", "max_in_flight": 2},
+        # The stage's decision waits for the draft that times out. The node timeout also bounds
+        # each experiment and plot script (0.7 CPU-s to import matplotlib with the font cache that
+        # sandbox: none copies in, 14 s at load 40 on 2 cores): 30 s holds at load 10.
+        budgets={"node_timeout_s": 30},
+        # No proposal ahead of a free slot: a third draft made ahead could be the stage's first good
+        # node, before the debug step this test follows.
+        executor={"kind": "inprocess", "max_in_flight": 2, "lookahead": 0},
         # Two slots and four agenda nodes: by the fourth, the rejected node is in and gets its debug.
         stages={"agenda": {"max_nodes": 4}},
     )
@@ -58,7 +61,7 @@ def test_four_stages_with_bug_timeout_and_rejected_plots(tmp_path: Path) -> None
     # Stage 1: a draft with a bug and a draft that times out; a debug step fixes one of them.
     bug, slow = j.nodes["n0000"], j.nodes["n0001"]
     assert bug.status == NodeStatus.BUGGY and "NameError" in bug.reason and op(bug).status_rule == "execution"
-    assert slow.status == NodeStatus.BUGGY and "timed out after 60 s" in slow.reason
+    assert slow.status == NodeStatus.BUGGY and "timed out after 30 s" in slow.reason
     assert slow.execution is not None and slow.execution.timed_out
     prelim_best = j.nodes[j.stage_ended[("noise", "preliminary")].best_node_id or ""]
     assert prelim_best.kind == "debug" and prelim_best.parent_id in ("n0000", "n0001")
