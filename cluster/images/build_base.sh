@@ -11,8 +11,9 @@
 # so a rebuild after a package change takes seconds for the OS part. Needs root, debootstrap,
 # bubblewrap (used instead of chroot so no mount can leak) and a Docker-compatible CLI.
 #
-# Other images reuse it (build_node.sh): SILVA_DEBIAN_INCLUDE adds Debian packages to the OS
-# layer (its own cached tarball per list), SILVA_IMAGE_USER sets the image's user.
+# Every image shares one OS layer, so a machine debootstraps once: it carries the node image's
+# sandbox tools (bubblewrap, procps; under 2 MB) for build_node.sh too. SILVA_DEBIAN_INCLUDE adds
+# Debian packages to it (its own cached tarball per list), SILVA_IMAGE_USER sets the image's user.
 set -euo pipefail
 
 force=0
@@ -27,7 +28,8 @@ mirror="${SILVA_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 docker="${DOCKER:-docker}"
 cache="${SILVA_CACHE:-$HOME/.cache/silva}/images"
 wanted="${packages[*]}"
-include="python3,python3-pip,ca-certificates${SILVA_DEBIAN_INCLUDE:+,$SILVA_DEBIAN_INCLUDE}"
+os_packages="bubblewrap,util-linux,procps${SILVA_DEBIAN_INCLUDE:+,$SILVA_DEBIAN_INCLUDE}"
+include="python3,python3-pip,ca-certificates,$os_packages"
 image_user="${SILVA_IMAGE_USER:-65534:65534}"
 
 # One build at a time per machine: two builders of the same tag (parallel test workers, two runs)
@@ -51,7 +53,7 @@ done
 [[ $(id -u) -eq 0 ]] || { echo "build_base.sh: debootstrap needs root" >&2; exit 1; }
 
 mkdir -p "$cache/pip"
-os_tar="$cache/$suite-minbase-python3${SILVA_DEBIAN_INCLUDE:+-$(echo "$SILVA_DEBIAN_INCLUDE" | tr , -)}.tar"
+os_tar="$cache/$suite-minbase-python3-$(echo "$os_packages" | tr , -).tar"
 work=$(mktemp -d "${TMPDIR:-/tmp}/silva-image.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 root="$work/root"

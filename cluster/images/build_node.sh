@@ -6,10 +6,10 @@
 #   e.g.   SILVA_RAY_VERSION=2.60.0 build_node.sh silva-node:latest .
 #
 # Two steps, each skipped when its result is already there:
-#   1. TAG's "-deps" sibling (silva-node-deps:latest): build_base.sh's debootstrap root plus
-#      bubblewrap and util-linux (the local sandbox inside a node), then Ray (pinned to the
-#      driver's version: Ray refuses to mix versions in one cluster) and Silva's dependencies
-#      from PyPI. Slow the first time (about 300 MB of wheels), cached afterwards.
+#   1. TAG's "-deps" sibling (silva-node-deps:latest): build_base.sh's debootstrap root (the
+#      experiment image's, with bubblewrap for the local sandbox inside a node), then Ray
+#      (pinned to the driver's version: Ray refuses to mix versions in one cluster) and Silva's
+#      dependencies from PyPI. Slow the first time (about 300 MB of wheels), cached afterwards.
 #   2. TAG: Silva itself, installed from a wheel of SILVA_SOURCE_DIR into a container of the
 #      deps image and committed. Rebuilt in seconds when the source changes (label silva.source).
 # Runs as root inside the image: Ray's raylet and the sandbox's uid leases need it; experiment
@@ -43,8 +43,7 @@ for dep in dict.fromkeys(project["dependencies"] + [d for e in wanted for d in e
 EOF
 )
 
-SILVA_DEBIAN_INCLUDE="bubblewrap,util-linux,procps" SILVA_IMAGE_USER="0:0" \
-  bash "$here/build_base.sh" "${force[@]}" "$deps_tag" "${packages[@]}"
+SILVA_IMAGE_USER="0:0" bash "$here/build_base.sh" "${force[@]}" "$deps_tag" "${packages[@]}"
 
 # The source fingerprint: every file the wheel would carry (package dirs and pyproject.toml).
 packages_dirs="silva engine sandbox search actors writeup review cluster"
