@@ -107,6 +107,9 @@ class IdeationSupply:
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        # Each known idea's text, by name (a forest's ideas never change): dumped afresh at every
+        # ask, the driver's thread paid O(ideas) model dumps per admission, O(ideas^2) a run.
+        self._texts: dict[str, str] = {}
 
     def pending(self, decided: set[str]) -> None:
         """Kept ideas of the archive that the forest never decided on (made just before a crash):
@@ -119,11 +122,17 @@ class IdeationSupply:
         return self._thread is not None and self._thread.is_alive()
 
     def ask(self, n: int, known: Collection[Idea]) -> None:
-        from silva.ideation.similarity import idea_text
-
-        texts = [idea_text(i.model_dump(mode="json")) for i in known]
+        texts = [self._text(i) for i in known]
         self._thread = threading.Thread(target=self._make, args=(n, texts), name="ideation", daemon=True)
         self._thread.start()
+
+    def _text(self, idea: Idea) -> str:
+        text = self._texts.get(idea.name)
+        if text is None:
+            from silva.ideation.similarity import idea_text
+
+            text = self._texts[idea.name] = idea_text(idea.model_dump(mode="json"))
+        return text
 
     def take(self, wait: bool) -> list[Offer]:
         if wait and self._thread is not None:
