@@ -29,7 +29,9 @@ def test_an_agentic_run_ends_honestly(
     cfg["idea"] = str(EXAMPLE.parent / cfg["idea"])
     cfg["output_dir"] = str(tmp_path / "runs")
     cfg["llm"]["providers"]["local"]["base_url"] = local_model.url
-    cfg["stages"] = {"preliminary": {"max_nodes": 2}, "hyperparameter": {"max_nodes": 1}}
+    # One node a stage: a 135M model's first draft is the run's fate either way (a second draft
+    # cost a code call and two judgements, a minute and a half at load 30).
+    cfg["stages"] = {"preliminary": {"max_nodes": 1}, "hyperparameter": {"max_nodes": 1}}
     cfg["budgets"] = {**cfg["budgets"], "max_nodes": 4}
     for role, tokens in {"code": 384, "feedback": 96, "selection": 48, "review": 256}.items():
         cfg["llm"]["roles"][role]["max_tokens"] = tokens

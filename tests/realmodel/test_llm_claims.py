@@ -28,7 +28,9 @@ def test_smollm2_extracts_comparisons_for_the_claims_check(local_model: LocalSer
     (paper.dir / "paper.tex").write_text(report(paper.run, paper.idea, paper.macros, [], "workshop"))
     (paper.dir / "references.bib").write_text("")
     (resolved,) = resolve(paper.dir)
-    cfg = LLMConfig.model_validate({**llm_section(local_model.url, review=REVIEW_TOKENS), "probe": False})
+    # No re-ask (test_local_model covers it): a cut answer was asked again, 512 tokens more.
+    section = llm_section(local_model.url, review=REVIEW_TOKENS)
+    cfg = LLMConfig.model_validate({**section, "probe": False, "max_reasks": 0})
     gw = build_gateway(cfg, tmp_path / "llm", None, {})
     try:
         check = run_checks(resolved, ReviewConfig(page_limit=9, llm_claims=True), gw.client()).check(

@@ -36,30 +36,13 @@ def gateway(server: LocalServer, run_dir: Path, **max_tokens: int):
     return build_gateway(cfg, run_dir, None, {})
 
 
-def test_structured_output_through_json_schema(local_model: LocalServer, tmp_path: Path) -> None:
-    gw = gateway(local_model, tmp_path)
-    try:
-        verdict = gw.client().complete(
-            "An experiment printed 'accuracy: 0.91' and exited 0. Was it buggy? Summarize in one sentence.",
-            role="feedback",
-            output_type=Verdict,
-        )
-    finally:
-        gw.close()
-    assert isinstance(verdict, Verdict)
-    (row,) = read_records(tmp_path / LEDGER_FILE)
-    assert row.error is None and row.attempts == 1 and row.output_tokens > 0 and row.input_tokens > 0
-    assert row.wall_s >= row.latency_s > 0 and row.dollars == 0.0
-
-
-def test_an_answer_that_fails_validation_is_re_asked(local_model: LocalServer, tmp_path: Path) -> None:
-    """The first answer is refused by the validator, whatever it is; the re-ask, carrying the
-    validation error, goes to the real server and its answer is accepted."""
+def test_structured_output_and_a_re_ask(local_model: LocalServer, tmp_path: Path) -> None:
+    """Structured output through `json_schema`: the server's grammar holds the answer to the
+    schema. The first answer is refused by the validator, whatever it is; the re-ask, carrying
+    the validation error, goes to the real server and its answer is accepted."""
     seen: list[str] = []
 
-    class Picky(BaseModel):
-        summary: str = Field(max_length=SUMMARY_CHARS)
-
+    class Picky(Verdict):
         @field_validator("summary")
         @classmethod
         def not_the_first(cls, v: str) -> str:
@@ -71,7 +54,9 @@ def test_an_answer_that_fails_validation_is_re_asked(local_model: LocalServer, t
     gw = gateway(local_model, tmp_path)
     try:
         out = gw.client().complete(
-            "Summarize: accuracy rose from 0.80 to 0.91.", role="feedback", output_type=Picky
+            "An experiment printed 'accuracy: 0.91' and exited 0. Was it buggy? Summarize in one sentence.",
+            role="feedback",
+            output_type=Picky,
         )
     finally:
         gw.close()
@@ -79,6 +64,8 @@ def test_an_answer_that_fails_validation_is_re_asked(local_model: LocalServer, t
     assert isinstance(out, Picky) and len(seen) >= 2
     rows = read_records(tmp_path / LEDGER_FILE)
     assert len(rows) >= 2 and all(r.error is None for r in rows)  # a re-ask is its own accounted call
+    assert all(r.attempts == 1 and r.output_tokens > 0 and r.input_tokens > 0 for r in rows)
+    assert all(r.wall_s >= r.latency_s > 0 and r.dollars == 0.0 for r in rows)
 
 
 def test_embeddings(local_model: LocalServer, tmp_path: Path) -> None:
@@ -119,7 +106,8 @@ def test_silva_ideate(local_model: LocalServer, tmp_path: Path, capsys: pytest.C
                 "requests_per_s": 100,
                 "max_retries": 0,
             },
-            "llm": {**llm_section(local_model.url, ideation=320), "max_reasks": 1},
+            # No re-ask: test_structured_output_and_a_re_ask covers it; here it doubled the minutes.
+            "llm": {**llm_section(local_model.url, ideation=320), "max_reasks": 0},
         }
         path = tmp_path / "topic.yaml"
         path.write_text(yaml.safe_dump(topic))
