@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from engine.claims import Claim, Ledger
+from engine.claimwords import unknown, words
 
 _BEST_OF = re.compile(r"\s*\((?:best of|tuned:)[^()]*\)\s*$", re.IGNORECASE)
 # "long name (ABBR)": the abbreviation a paper defines for a phrase it just wrote.
@@ -29,7 +30,9 @@ METHOD_WORDS = (
     "our model",
 )
 _ROLE_WORDS = {*METHOD_WORDS, "baseline"}
-_HELD_OUT = r"(?:held[- ]out|test(?:[- ]set)?|unseen)"
+_HELD_OUT = (
+    r"(?:held[- ]?out|hold[- ]?out|test(?:ing)?(?:[- ]set)?|unseen|out[- ]of[- ]sample|generali[sz]ation)"
+)
 _SYNONYMS = {"val": "validation", "valid": "validation", "acc": "accuracy"}
 _UNITS = {"s", "ms", "sec", "secs", "seconds", "pct", "percent"}
 # Metric words a reader takes for a measured quantity; one that maps to no metric of the run is a finding.
@@ -124,6 +127,14 @@ class Resolver:
     def _compile(self) -> None:
         self.all_names = {**self.names, **{k: {v} for k, v in self.aliases.items()}}
         self.group_re = _pattern(list(self.all_names))
+        metrics = [p for c in self.ledger.claims for p in metric_phrases(c.metric)]
+        self.known = frozenset(w for n in [*self.all_names, *metrics, self.ledger.idea] for w in words(n))
+
+    def unresolved(self, phrase: str) -> list[str]:
+        """The words of `phrase` that are none of the run's (its groups' names, labels and aliases,
+        its metrics, its idea) nor generic words of experimental prose: a phrase with one names
+        something the run does not have."""
+        return unknown(phrase, self.known)
 
     def define(self, text: str) -> None:
         """Record the abbreviations `text` defines for a group's name."""

@@ -17,7 +17,7 @@ Unit = Literal["plain", "percent", "points", "fold"]
 # A number not glued to a word ("n0020", "F1", "CIFAR-10"), its sign, and what follows it.
 _NUMBER = re.compile(
     r"(?<![\w.\-/^×])([-−]?)(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"
-    r"(?:\s*(%|×(?!\s*10))|\s*(percent|percentage points?|points?|pp|x|-?fold|times)(?![A-Za-z0-9])"
+    r"(?:\s*(%|×(?!\s*10))|(?:\s*|-)(percent|percentage[- ]points?|points?|pp|x|fold|times)(?![A-Za-z0-9])"
     r"|(?![\w]|\.\d))",
     re.IGNORECASE,
 )

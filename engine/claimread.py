@@ -24,13 +24,17 @@ _QUALITY_UP = (
     r"led(?! to)|"
     r"advantage|gain(?:s|ed|ing)?|stronger|strongest|dominat\w*|best|boost\w*|the top(?![-\s]*\d)|"
     r"benefit\w*|favou?r(?:s|ed|abl[ey])?|faster|fastest|quicker|preferable|excel\w*|better(?:s|ed)|"
-    r"on top(?! of)|best(?:s|ed)|pays? off|paid off|winners?|"
+    r"on top(?! of)|best(?:s|ed)|pays? off|paid off|winners?|step up|leav(?:e|es|ing) G behind|left G behind|"
     r"more (?:accurate|effective|robust|reliable|"
     r"precise|efficient|stable|competitive)"
 )
 _QUALITY_DOWN = (
-    r"worse|worst|underperform\w*|under-perform\w*|inferior|trail\w*|lag(?:s|ged|ging)?|behind|"
-    r"fall(?:s|ing)? short|fell short|los(?:e|es|t|ing)(?! \d)|weaker|weakest|hurt\w*|degrad\w*|deficit|"
+    r"worse|worst|under-?(?:perform|deliver|shoot|shot|achiev|whelm)\w*|inferior|second to|runner-up|"
+    r"step down|"
+    r"(?:comes?|came|ranks?|ranked|finish(?:es|ed)?|places?|placed|ends?|ended) (?:in )?(?:second|last)|"
+    r"(?:gives?|gave|giving) up|conced\w*|ced(?:e|es|ed|ing)\b|trail\w*|lag(?:s|ged|ging)?|behind|"
+    r"fall(?:s|ing)? (?:\S+ )?short|fell (?:\S+ )?short|los(?:e|es|t|ing)(?! \d)|weaker|weakest|hurt\w*|"
+    r"degrad\w*|deficit|"
     r"disadvantage|penalt\w*|slower|slowest|poor(?:er|est|ly)?|deteriorat\w*|worsen\w*|losers?|"
     r"less (?:accurate|effective|robust|reliable|precise|efficient|"
     r"stable|competitive)"
@@ -51,14 +55,18 @@ _CHANGE_DOWN = (
 )
 _CHANGE_OBJECT = re.compile(r"\s+(?:by|of|in|to|from|the|its|their|our|G)\b", re.I)
 _EQUAL = (
-    r"no (?:\w+ ){0,3}differences?|(?:did|does|do) not (?:\w+ )?differ\w*|indistinguishable|on par|"
+    r"no (?:\w+ ){0,3}differences?|(?:did|does|do) not (?:\w+ )?differ\w*|indistinguishable|on (?:a )?par|"
     r"comparabl[ey]|similar|equivalent(?:ly)?|(?:the same|equal) (?:\w+ )?(?:performance|accuracy|scores?|"
     r"levels?|results?|means?)|tied?|parity|within (?:the )?noise|"
     r"statistically (?:equal|tied)|(?:roughly|nearly|essentially|about|approximately) equal|"
-    r"no (?:\w+ ){0,2}(?:gain|advantage|improvement|benefit|edge)s?|no better|no worse|"
+    r"no worse|"
     r"not (?:statistically )?significantly (?:\w+ )?(?:differ\w*|better|worse|higher|lower)|"
-    r"neither .{0,40}? nor"
+    r"neither .{0,40}? nor|"
+    r"(?:end(?:s|ed)? up|draw(?:s|n)?|drew|are|is|were|was|finish(?:es|ed)?|roughly|essentially) level\b"
 )
+# A superiority denied ("no benefit of G over G", "no better than G"): not better, which a loss
+# also satisfies.
+_NO_GAIN = r"no (?:\w+ ){0,2}(?:gain|advantage|improvement|benefit|edge)s?|no better"
 # Verbs of matching a group: "G matches G" says no difference, "G cannot keep up with G" that the
 # first is worse.
 _PAR = (
@@ -72,6 +80,7 @@ _CUE = re.compile(
         rf"(?P<{kind}>(?<!-)\b(?:{words})\b)"
         for kind, words in (
             ("par", _PAR),
+            ("nob", _NO_GAIN),
             ("eq", _EQUAL),
             ("up", _QUALITY_UP),
             ("down", _QUALITY_DOWN),
@@ -144,10 +153,16 @@ _PROVENANCE = re.compile(
 _FRONTED = re.compile(
     r"^\W*(?:compared (?:with|to)|relative to|against|versus|unlike|over)\b"
     r"|\b(?:replac|substitut)\w* G (?:with|by) G|\b(?:switch|mov|go|chang|transition)\w* from G to G"
+    r"|\bfrom\b[^,;]{0,30}?\bG\b[^,;]{0,30}?\bto\b[^,;]{0,30}?\bG\b"
     r"|\b(?:swap|exchang|trad)\w* G (?:for|with) G|\bG (?:is|are|was|were|gets?) (?:replaced|substituted|"
     r"swapped) (?:by|with|for) G",
     re.I,
 )
+
+
+def cue(text: str) -> re.Match[str] | None:
+    """The first word of `text` that compares (a verb of winning, a comparative, "on par")."""
+    return _CUE.search(text)
 
 
 @dataclass(frozen=True)
@@ -220,6 +235,8 @@ def _said(kind: str, negated: bool, passive: bool) -> Said | None:
         return "worse" if negated else "no detectable difference"
     if kind == "eq":
         return "no detectable difference"
+    if kind == "nob":
+        return "not worse" if passive else "not better"
     up = kind in ("up", "hi", "more", "chi")
     if passive:
         up = not up

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engine.claimfacts import HELD_OUT_WORDS, SYSTEM, group_numbers, held_out_figure, seed_counts
+from engine.claimfacts import HELD_OUT_WORDS, group_numbers, held_out_figure, seed_counts
 from engine.claimnames import Resolver
 from engine.claimnumbers import fits, literals
 from engine.claims import Claim, Ledger
@@ -64,7 +64,7 @@ def check_table(rows: list[str], caption: str, ledger: Ledger, names: Resolver) 
             not by_column
             and named_rows
             and not names.groups(r[0])
-            and SYSTEM.search(r[0])
+            and names.unresolved(r[0])
             and literals(" ".join(r[1:]))
         ):
             problems.append(f"row '{r[0]}' names no group of the run (its groups: {'; '.join(names.labels)})")
@@ -81,7 +81,7 @@ def _absent_columns(header: list[str], body: list[list[str]], names: Resolver) -
     out = []
     for i, head in enumerate(header[1:], start=1):
         figures = literals(" ".join(r[i] for r in body if i < len(r)))
-        if figures and not names.groups(head) and SYSTEM.search(head) and not names.metrics(head):
+        if figures and not names.groups(head) and names.unresolved(head) and not names.metrics(head):
             groups = "; ".join(names.labels)
             out.append(
                 RowCheck(head, None, (f"column '{head}' names no group of the run (its groups: {groups})",))

@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engine.claimfacts import GENERIC_NP, SYSTEM, group_numbers, held_out_figure, seed_counts
+from engine.claimfacts import attributed, group_numbers, held_out_figure, seed_counts
 from engine.claimnames import METRIC_WORDS, Resolver
 from engine.claimnumbers import Literal_, fits, literals, rounds_to
-from engine.claimread import Reading, read
+from engine.claimread import Reading, cue, read
 from engine.claims import Claim, Ledger
 from engine.claimtables import blocks, check_table
 
@@ -132,12 +132,15 @@ def check_sentence(sentence: str, claim: Claim, ledger: Ledger, names: Resolver 
     if named and claim.metric not in named:
         problems.append(f"names {', '.join(sorted(named))} but the claim is on {claim.metric}")
     problems += [f"names {w}, a metric the run did not measure" for w in names.unmeasured(sentence)]
-    problems += _numbers(names.group_re.sub(" ", sentence), claim, reversed_, ledger, named)
+    problems += _numbers(sentence, claim, reversed_, ledger, named, names)
     return problems
 
 
-def _numbers(sentence: str, claim: Claim, reversed_: bool, ledger: Ledger, named: list[str]) -> list[str]:
-    out = swapped_means(sentence, claim, reversed_)
+def _numbers(
+    named_sentence: str, claim: Claim, reversed_: bool, ledger: Ledger, named: list[str], names: Resolver
+) -> list[str]:
+    out = swapped_means(named_sentence, claim, reversed_, names)
+    sentence = names.group_re.sub(" ", named_sentence)
     also = [c for c in ledger.claims if c.metric in named and c.stage == claim.stage]
     for lit in literals(sentence):
         if not any(fits(lit, c) for c in [claim, *also]):
@@ -169,17 +172,28 @@ def _as_difference(sentence: str, lit: Literal_, claim: Claim) -> bool:
 _FROM_TO = re.compile(r"[-−]?\d+(?:\.\d+)?\s*%?\s+(?:to|→)\s+[-−]?\d")
 
 
-def swapped_means(sentence: str, claim: Claim, reversed_: bool) -> list[str]:
-    """The first-named group is given the other group's mean (an inverted conclusion)."""
-    means = []
-    for lit in literals(sentence):
-        if lit.unit != "plain":
-            continue
-        is_s, is_r = rounds_to(claim.subject.mean, lit), rounds_to(claim.reference.mean, lit)
-        if is_s != is_r:
-            means.append("subject" if is_s else "reference")
+def swapped_means(sentence: str, claim: Claim, reversed_: bool, names: Resolver) -> list[str]:
+    """The first-named group is given the other group's mean (an inverted conclusion). Where groups
+    and figures alternate ("X (0.86) beats Y (0.91)", "from 0.86 under X to 0.91 under Y") each
+    figure belongs to the group it is said of; else the figures follow the groups' order."""
+    blank = names.group_re.sub(lambda m: " " * len(m.group(0)), sentence)
+    pairs = [(lit, labels) for lit, labels in attributed(sentence, names) if lit.unit == "plain"]
+    at = [a for a, _ in names.groups(sentence)]
+    lits = [
+        x
+        for x in literals(blank)
+        if x.unit == "plain" and rounds_to(claim.subject.mean, x) != rounds_to(claim.reference.mean, x)
+    ]
+    if lits and len(at) >= 2 and any(lits[0].start < a < lits[-1].start for a in at):
+        for lit, labels in pairs:
+            is_s, is_r = rounds_to(claim.subject.mean, lit), rounds_to(claim.reference.mean, lit)
+            own_s, own_r = claim.subject.label in labels, claim.reference.label in labels
+            if own_s != own_r and is_s != is_r and is_s != own_s:
+                return ["gives each group the other group's mean"]
+        return []
+    means = ["subject" if rounds_to(claim.subject.mean, lit) else "reference" for lit in lits]
     first = "reference" if reversed_ else "subject"
-    if _FROM_TO.search(sentence):  # "raises it from 0.86 to 0.91": the first-named group's figure last
+    if _FROM_TO.search(blank):  # "raises it from 0.86 to 0.91": the first-named group's figure last
         means.reverse()
     if len(means) >= 2 and means[0] != first and first in means:
         return ["gives each group the other group's mean"]
@@ -225,8 +239,13 @@ def match_claims(sentence: str, ledger: Ledger, names: Resolver | None = None) -
     if not candidates:
         return [ledger.headline] if _GENERIC.search(sentence) and ledger.headline else []
     metrics = names.metrics(sentence)
-    on_metric = [c for c in candidates if c.metric in metrics] or candidates
     lits = literals(names.group_re.sub(" ", CLAIM_MARK_RE.sub("", sentence)))
+    on_metric = [c for c in candidates if c.metric in metrics] or candidates
+    # Naming no metric and printing none of a claim's figures, a sentence speaks of the paper's
+    # main metrics (the held-out test's or the search's), whichever of them it states faithfully.
+    unpinned = not metrics and not any(fits(x, c) for x in lits for c in candidates)
+    if unpinned:
+        on_metric = [c for c in candidates if c.role in ("test", "selection")] or candidates
     fit = {c.id: sum(fits(x, c) for x in lits) for c in on_metric}
     # A figure that is the comparison's own (its difference, p) says more than a group's sd.
     own = {c.id: sum(fits(x, c, means=False) for x in lits) for c in on_metric}
@@ -240,7 +259,7 @@ def match_claims(sentence: str, ledger: Ledger, names: Resolver | None = None) -
         ),
         reverse=True,
     )
-    if len(set(mentions)) == 1:
+    if len(set(mentions)) == 1 or unpinned:
         return [c for c in ranked if fit[c.id] == fit[ranked[0].id]]
     return ranked[:1]
 
@@ -311,7 +330,9 @@ _DENIED = re.compile(r"\b(?:not|no|never|without|neither|nor)\b|n't\b", re.IGNOR
 def _facts(sentence: str, names: Resolver, ledger: Ledger) -> tuple[str, ...]:
     """Figures said of groups ("X reaches 0.93, Y 0.91"), each against its own group; a result
     about a group on a metric the run never measured."""
-    facts = tuple(group_numbers(sentence, names, ledger)) + _absent(sentence, names)
+    facts = tuple(group_numbers(sentence, names, ledger)) + (
+        _absent(sentence, names) or _absent_member(sentence, names)
+    )
     if literals(names.group_re.sub(" ", sentence)) or (
         names.groups(sentence) and not _DENIED.search(names.group_re.sub("G", sentence))
     ):
@@ -331,15 +352,44 @@ def _held_out(sentence: str, claim: Claim | None, ledger: Ledger, names: Resolve
 
 
 _OBJECT = re.compile(
-    r"\b(?:than|over|against|versus|vs\.?|compared (?:with|to)|relative to|to|between \S.*? and|unlike|"
+    r"\b(?:than|over|against|versus|vs\.?|compared (?:with|to)|relative to|to|unlike|in contrast (?:with|to)|"
     r"improv\w* (?:on|upon)|"
     r"beat(?:s|ing)?|outperform\w*|surpass\w*|exceed\w*|edg(?:e|es|ed|ing) out|trail\w*|behind|ahead of|"
-    r"match(?:es|ed)?|rival(?:s|led)?|equal(?:s|led)?)\s+"
-    r"((?:the\s+|an?\s+)?[^\s,.;:()]+(?:\s+[^\s,.;:()]+){0,3})"
-    # the first of two sides: "A ResNet-18 and G perform comparably", "between X and G"
-    r"|(?:^|\bbetween\s+)((?:an?\s+)?[^\s,.;:()]+(?:\s+[^\s,.;:()]+){0,2})(?=\s+and\s+G\b)",
+    r"match(?:es|ed)?|rival(?:s|led)?|equal(?:s|led)?|out-?(?!come|put|line|lier|set|side|look|right)\w+|"
+    r"(?:on (?:a )?par|level|tied|comparable|similar|equivalent|indistinguishable|identical)"
+    r" (?:with|to|from))\s+"
+    # a lookahead, so that one side's words may hold the next relation ("to be on par with X")
+    r"(?=((?:the\s+|an?\s+)?[^\s,.;:()]+(?:\s+[^\s,.;:()]+){0,3}))",
     re.IGNORECASE,
 )
+# The members of a list with a group in it ("G and X", "X, G and Y", "between X and G", "both G
+# and X"): each is a side too. A member before the group starts a clause or follows a word that
+# opens a list; one after it ends at the next member.
+_NP = r"((?:(?!G\b)[^\s,;:()]+\s+){0,3}(?!G\b)[^\s,;:().]+)"
+_AFTER_GROUP = re.compile(
+    r"\bG\s*(?:,\s*(?:and|or|nor)\s+"
+    + _NP
+    + r"|\b(?:and|or|nor)\s+"
+    + _NP
+    + r"|,\s*"
+    + _NP
+    + r"(?=,?\s+(?:and|or)\b))"
+)
+_BEFORE_GROUP = re.compile(
+    r"(?:^|[,;:(]|\b(?:between|among|amongst|both|including|of|with|neither|either))\s*"
+    + _NP
+    + r"\s*(?:,\s*G\s*,?\s*(?:and|or|nor)\b|(?:,\s*)?\b(?:and|or|nor)\s+G\b)",
+    re.IGNORECASE,
+)
+_MEMBER_END = re.compile(
+    r"(?:^|\s+)(?:and|or|nor|by|on|in|at|with|for|across|when|while|of|to|is|are|was|were)\b.*", re.IGNORECASE
+)
+
+
+def _members(masked: str) -> list[str]:
+    """The other members of each list that names a group in `masked` ("G and X perform ...")."""
+    found = [x for r in (_AFTER_GROUP, _BEFORE_GROUP) for m in r.finditer(masked) for x in m.groups() if x]
+    return [_MEMBER_END.sub("", x) for x in found]
 
 
 def _unmatched(mark: re.Match[str] | None, sentence: str, names: Resolver) -> tuple[str, ...]:
@@ -352,7 +402,8 @@ def _unmatched(mark: re.Match[str] | None, sentence: str, names: Resolver) -> tu
 # What may open a sentence before its subject: "Even", "On accuracy,", "In our runs,".
 _LEAD = re.compile(
     r"^(?:.*,\s*)?(?:(?:even|only|also|still|however|notably|overall)\s+)*"
-    r"(?:(?:we|our \w+)\s+(?:\w+\s+)?(?:find|found|observe|observed|see|saw|note|show|showed)\s+"
+    r"(?:.{0,40}?\b(?:find|found|finds|observe[sd]?|see|sees|saw|note[sd]?|shows?|showed|reveal(?:s|ed)?|"
+    r"indicates?|indicated|suggests?|suggested|confirms?|confirmed|demonstrates?|demonstrated)\s+"
     r"(?:that\s+)?)?",
     re.IGNORECASE,
 )
@@ -364,7 +415,7 @@ def _sides(sentence: str, names: Resolver) -> list[str]:
     """The phrases a comparison sets against a group: its objects ("than X", "unlike X"), and its
     subject, the words before the comparing words ("X lags behind ...")."""
     masked = names.group_re.sub("G", sentence)
-    out = [m.group(1) or m.group(2) for m in _OBJECT.finditer(masked)]
+    out = [m.group(1) for m in _OBJECT.finditer(masked)] + _members(masked)
     before = _read(sentence, names).before.strip()
     subject = _TAIL.sub("", before[_LEAD.match(before).end() :]) if before else ""  # type: ignore[union-attr]
     subject = re.sub(
@@ -373,15 +424,26 @@ def _sides(sentence: str, names: Resolver) -> list[str]:
         subject,
         flags=re.I,
     )
+    subject = re.split(r"\s+(?:by|on|in|at|with|for|across|when|while)\b", subject)[0]
     if subject and len(subject.split()) <= 4:
         out.append(subject)
     # "X by 5%", "X on accuracy": the side ends where its modifiers begin.
     out = [re.sub(r"\s*\([^()]*\)", "", x) for x in out]  # "X (0.90)": the figure is not the side
-    return [re.split(r"\s+(?:by|on|in|at|with|for|across|when|while)\b", x)[0] for x in out]
+    out = [
+        re.split(r"\s+(?:by|on|in|at|with|for|across|when|while|is|are|was|were|has|have|had)\b", x)[0]
+        for x in out
+    ]
+    # A side ends where the next comparing words begin ("X neither beats nor trails G"), and a
+    # verb's object that opens with a conjunction is shared with another verb, not a side.
+    out = [x[: c.start()] if (c := cue(x)) else x for x in out]
+    return [x for x in out if not re.match(r"\s*(?:and|or|nor|but)\b", x, re.IGNORECASE)]
 
 
 def _absent_object(sentence: str, names: Resolver) -> tuple[str, ...]:
-    """A side of a comparison names a system that is no group of the run."""
+    """A side of a comparison names a system that is no group of the run (a run without groups,
+    such as a failure report's, has none to tell it from)."""
+    if not names.labels:
+        return ()
     for side in _sides(sentence, names):
         phrase = re.sub(r"^by\s+", "", side)
         if (
@@ -391,9 +453,22 @@ def _absent_object(sentence: str, names: Resolver) -> tuple[str, ...]:
         ):
             continue
         phrase = re.sub(r"\s*\bG\b.*", "", phrase)  # "a ResNet-18 baseline": the words before a role word
-        if SYSTEM.search(phrase) and not GENERIC_NP.match(phrase):
+        if phrase and names.unresolved(phrase):
             groups = "; ".join(names.labels)
             return (f"compares with '{phrase}', which is no group of the run (its groups: {groups})",)
+    return ()
+
+
+def _absent_member(sentence: str, names: Resolver) -> tuple[str, ...]:
+    """A result given for a list of systems, one of which is no group of the run ("G and X reach
+    0.84 and 0.80")."""
+    masked = names.group_re.sub("G", sentence)
+    if not names.labels or not literals(names.group_re.sub(" ", sentence)):
+        return ()
+    for member in _members(masked):
+        if not (literals(member) or METRIC_WORDS.search(member)) and names.unresolved(member):
+            groups = "; ".join(names.labels)
+            return (f"gives a result for '{member}', which is no group of the run (its groups: {groups})",)
     return ()
 
 
@@ -415,7 +490,7 @@ def _absent(sentence: str, names: Resolver) -> tuple[str, ...]:
     """A result said of something that is no group of the run ("A ResNet-18 reaches 0.91", "Kernel
     SVM, a strong baseline, reaches 0.69", "a ridge-regression baseline reaches 0.70")."""
     m = _ACHIEVES.match(sentence)
-    if m is None or not literals(sentence[m.end() :]):
+    if m is None or not names.labels or not literals(sentence[m.end() :]):
         return ()
     lead = sentence.split(",", 1)[0]
     for np in (m.group("np").strip(), lead.strip() if "," in sentence[: m.start("np")] else ""):
@@ -425,7 +500,7 @@ def _absent(sentence: str, names: Resolver) -> tuple[str, ...]:
         if re.match(r"(?:the\s+|an?\s+|our\s+|this\s+)?G\b", masked, re.IGNORECASE):
             continue
         np = re.sub(r"\s*\bG\b.*", "", masked)  # "a ridge baseline": the words before a role word
-        if np and SYSTEM.search(np) and not GENERIC_NP.match(np):
+        if np and names.unresolved(np):
             groups = "; ".join(names.labels)
             return (f"gives a result for '{np}', which is no group of the run (its groups: {groups})",)
     return ()

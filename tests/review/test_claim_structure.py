@@ -259,3 +259,107 @@ def test_the_held_out_choices_own_measure_of_the_selection_metric_may_be_called_
     # A group's figure is the search's, never the held-out choice's: still a finding.
     group = "Mixup training reaches a held-out validation accuracy of 0.781."
     assert any("selected on" in p for p in _problems(group, ledger("val_accuracy")))
+
+
+# Each side of a comparison (its object, its subject, each member of a list with a group in it) is
+# resolved against the run's names and the generic words of experimental prose; a side with a word
+# outside both names a system the run does not have, whatever family of model it is.
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Mixup training edges out label propagation on test accuracy.",
+        "Plain training and the co-training scheme end up level on test accuracy.",
+        "Plain training leads, ahead of mixup training and entropy minimisation.",
+        "Mixup training and temperature scaling both reach 0.781 on test accuracy.",
+        "The margin over confident learning is 5.4 points for plain training.",
+        "We find mixup training to be on a par with the robust loss variant.",
+        "The student network trained with distillation trails plain training by a wide margin.",
+    ],
+)
+def test_a_side_that_resolves_to_nothing_of_the_run_is_no_group(sentence: str, ledger: Ledger) -> None:
+    assert any("no group of the run" in p for p in _problems(sentence, ledger)), sentence
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Plain training does better than chance on test accuracy.",
+        "Mixup training trails plain training, as it already did in the preliminary stage.",
+        "A Welch test finds no significant difference between the no mixing ablation and mixup training.",
+        "The no mixing ablation neither significantly outperforms nor significantly underperforms mixup "
+        "training on test accuracy.",
+        "On test accuracy the two mixing variants, mixup training and the no mixing ablation, are "
+        "indistinguishable.",
+    ],
+)
+def test_a_side_in_generic_words_or_the_runs_own_is_no_absent_group(sentence: str, ledger: Ledger) -> None:
+    assert _problems(sentence, ledger) == [], sentence
+
+
+# Ranks, under- verbs, steps and concessions are comparisons too; the ablation and mixup training
+# do not differ (p = 0.27), plain training beats mixup training.
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Mixup training comes second to the no mixing ablation on test accuracy.",
+        "The no mixing ablation is a meaningful step up from mixup training in test accuracy.",
+        "Mixup training underdelivers relative to the no mixing ablation on test accuracy.",
+        "Plain training gives up 5.4 points of test accuracy to mixup training.",
+        "Mixup training leaves plain training behind on test accuracy.",
+    ],
+)
+def test_a_rank_an_under_verb_a_step_or_a_concession_is_a_comparison(sentence: str, ledger: Ledger) -> None:
+    assert any("states" in p for p in _problems(sentence, ledger)), sentence
+
+
+# Each figure belongs to the group it is said of where groups and figures alternate; a change in
+# points may be hyphenated; a figure before "short" is the shortfall.
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Compared with plain training (0.835), mixup training reaches 0.781.",
+        "Test accuracy drops from 0.835 under plain training to 0.781 under mixup training.",
+        "Plain training holds a 5.4-point lead over mixup training on test accuracy.",
+        "Mixup training falls 0.054 short of plain training on test accuracy.",
+        "Mixup training and plain training reach 0.781 and 0.835 on test accuracy.",  # in order
+        "We see no benefit of mixup training over plain training on test accuracy.",  # not better
+    ],
+)
+def test_figures_are_read_where_they_stand(sentence: str, ledger: Ledger) -> None:
+    assert _problems(sentence, ledger) == [], sentence
+
+
+@pytest.fixture
+def searched(ledger: Ledger) -> Ledger:
+    """The toy ledger with the search's own comparison: mixup training wins on validation accuracy,
+    and the ablation's training time (another metric), where it is significantly faster."""
+    mix = MIX.model_copy(update={"mean": 0.902, "sd": 0.006})
+    plain = PLAIN.model_copy(update={"mean": 0.880, "sd": 0.007})
+    fast = _claim("ablation-time", "train_time_s", "other", CUT, MIX, 1e-4).model_copy(
+        update={"direction": "minimize", "verdict": "better", "diff": -0.2}
+    )
+    claims = [fast, *ledger.claims, _claim("agenda-val", "val_accuracy", "selection", mix, plain, 0.01)]
+    return Ledger(idea="mixup", headline_id="agenda-test", claims=claims)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The testing accuracy of mixup training is 0.902.",
+        "Measured on the hold-out data, mixup training scores 0.902 against 0.880 for plain training.",
+        "In our final evaluation on the test fold, mixup training reaches 0.902.",
+    ],
+)
+def test_the_selection_metric_as_test_data_in_any_wording_is_found(sentence: str, searched: Ledger) -> None:
+    assert _problems(sentence, searched), sentence
+
+
+def test_a_sentence_naming_no_metric_is_read_on_the_main_metrics(searched: Ledger) -> None:
+    # Not on training time, the ablation's one significant win: on the test or the search's metric.
+    assert _problems("The no mixing ablation beats mixup training by a significant margin.", searched)
+    # Mixup training won the search (validation) and lost the test: either may be meant.
+    assert _problems("During the search, mixup training beat plain training.", searched) == []
+    assert (
+        _problems("On validation accuracy, mixup training leads plain training (0.902 vs. 0.880).", searched)
+        == []
+    )
