@@ -452,6 +452,8 @@ def _absent_object(sentence: str, names: Resolver) -> tuple[str, ...]:
             or METRIC_WORDS.search(phrase)
         ):
             continue
+        if re.match(r"\w+ing\s+(?:the\s+)?G\b", phrase, re.IGNORECASE):
+            continue  # "Swapping G for G", "Using G": an action on a group, not another system
         phrase = re.sub(r"\s*\bG\b.*", "", phrase)  # "a ResNet-18 baseline": the words before a role word
         if phrase and names.unresolved(phrase):
             groups = "; ".join(names.labels)
