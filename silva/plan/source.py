@@ -131,8 +131,14 @@ class Source:
         self.by_node[n.id] = Seen(span, buggy, n.metrics, converged=converged)
 
     def _stage_ends(self, journal: Journal | None) -> None:
-        """`ends_at`: in each idea's stage, the place among its proposals of a kind of the first
-        that ran out of variants, and among their good judgements of the first that converged."""
+        """`ends_at`: in each idea's stage, how many of its proposals of a kind named a variant
+        when one ran out of variants, and the place among their good judgements of the first
+        that converged.
+
+        Counted, not the place of the one that ran out: with look-ahead, proposals think
+        together, and the first made may run out while those made beside it still name variants
+        and run (in a forest at 4 slots, the first of four ran out and three ran). `_reached`
+        makes every planned proposal from that place on run out: by place, such a stage ran none."""
         groups: dict[tuple[str, str, str], list[Node]] = defaultdict(list)
         for n in journal or []:
             if n.is_finished and n.status != NodeStatus.DISCARDED and "think" in n.steps:
@@ -140,7 +146,7 @@ class Source:
         for (_, _, kind), nodes in groups.items():
             outs = [operator_outcome(n) for n in nodes]
             self.ends_at[("exhausted", kind)].append(
-                next((i for i, o in enumerate(outs) if o.exhausted), None)
+                sum(not o.exhausted for o in outs) if any(o.exhausted for o in outs) else None
             )
             judged = [o.judgement for n, o in zip(nodes, outs, strict=True) if n.status == NodeStatus.GOOD]
             if any(j is not None for j in judged):

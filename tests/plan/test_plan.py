@@ -489,6 +489,20 @@ def test_a_stage_runs_out_of_variants_and_converges_where_the_source_runs_did(
     assert max(source.step_time("think", rng, None, 0.4) for _ in range(20)) == pytest.approx(1.0)
 
 
+def test_a_stage_runs_as_many_variants_as_the_source_stage_though_its_first_proposal_ran_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With look-ahead, proposals think together: the source stage's first proposal ran out of
+    variants while the two made beside it named variants and ran. A planned stage of it runs two
+    too, not none (planned by the exhausted one's place, a forest at LLM latency 4x ran 1
+    ablation for the run's 8, and was 28% short of an independent run)."""
+    ablations = [{"exhausted": True, "think": 9.0}, {}, {}]
+    source = Source(PlanSettings(), agentic_source(tmp_path, monkeypatch, ablations))
+    rng = random.Random(0)
+    planned = [Node(id=f"a{i}", idea="default", stage="ablation", kind="ablation") for i in range(4)]
+    assert [source.proposal("ablation", rng, n) for n in planned] == [(False, False)] * 2 + [(True, True)] * 2
+
+
 def test_a_failed_proposal_is_judged_without_a_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A think step whose proposal fails runs no experiment, and its judge step asks no model:
     the node ends buggy by the proposal rule, and ran out of variants when the source's did."""
