@@ -92,21 +92,27 @@ def test_scripted_llm_writes_full_paper_fixing_latex_cites_and_numbers(tmp_path:
     assert any(e["step"] == "llm_call" and e["calls"] >= 1 for e in log)
 
 
-def test_untraced_number_removed_when_reflection_does_not_fix_it(tmp_path: Path) -> None:
-    run = make_run(tmp_path)
-    llm, gateway = scripted_llm(run, ScriptedWriter(typed_number=True, fixes_numbers=False))
-    pdf = write_paper(run, llm=llm, cfg=WriteupConfig(reflection_rounds=0), sandbox=_sandbox())
+@pytest.fixture(scope="module")
+def unfixed_paper(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One paper whose typed number and false claim no reflection round fixes (one compile
+    serves both tests below)."""
+    run = make_run(tmp_path_factory.mktemp("unfixed"))
+    writer = ScriptedWriter(typed_number=True, fixes_numbers=False, false_claim=True)
+    llm, gateway = scripted_llm(run, writer)
+    pdf = write_paper(run, llm=llm, cfg=WriteupConfig(reflection_rounds=1), sandbox=_sandbox())
     gateway.close()
+    return pdf
+
+
+def test_untraced_number_removed_when_reflection_does_not_fix_it(unfixed_paper: Path) -> None:
+    pdf = unfixed_paper
     assert any(e["step"] == "numbers_removed" and e["numbers"] == ["0.987"] for e in _log(pdf))
     assert "0.987" not in (pdf.parent / "paper.tex").read_text()
     assert json.loads((pdf.parent / "numbers.json").read_text())["untraced"] == []
 
 
-def test_sentence_contradicting_its_claim_is_sent_back_then_removed(tmp_path: Path) -> None:
-    run = make_run(tmp_path)
-    llm, gateway = scripted_llm(run, ScriptedWriter(false_claim=True))
-    pdf = write_paper(run, llm=llm, cfg=WriteupConfig(reflection_rounds=1), sandbox=_sandbox())
-    gateway.close()
+def test_sentence_contradicting_its_claim_is_sent_back_then_removed(unfixed_paper: Path) -> None:
+    pdf = unfixed_paper
     log = _log(pdf)
     (reflection,) = [e for e in log if e["step"] == "reflection"]
     assert any("contradicts claim tuning-AvsB-accuracy" in i and "'worse'" in i for i in reflection["issues"])
