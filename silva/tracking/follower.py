@@ -58,8 +58,9 @@ class Follower:
     def __init__(self, run_dir: Path, backend: Backend, cursor: Cursor, cursor_path: Path) -> None:
         self.run_dir, self.backend, self.cursor, self.cursor_path = run_dir, backend, cursor, cursor_path
         self.log_path = run_dir / EVENTS_FILE
-        # An earlier follower may have been killed inside the next event: check before sending it.
-        self.recovering = cursor.seq >= 0
+        # An earlier follower may have been killed inside the next event, the first included:
+        # check before sending it.
+        self.recovering = True
         blobs.register(run_dir)
 
     def behind(self) -> int:
@@ -76,7 +77,13 @@ class Follower:
         passed = 0
         for end, data in self._lines():
             event = ev.parse(data)
-            sent = self._handle(event)
+            try:
+                sent = self._handle(event)
+            except Exception:
+                # A record the tracker did not acknowledge may have landed all the same (a create
+                # that timed out after the server did it): the next try looks before it sends.
+                self.recovering = True
+                raise
             self.cursor.offset, self.cursor.seq = end, event.seq
             passed += 1
             if sent:

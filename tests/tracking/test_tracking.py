@@ -8,8 +8,10 @@ import importlib.util
 import json
 import shutil
 import struct
+import threading
 from collections import Counter
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ from engine.claims import LEDGER_FILE
 from engine.errors import ConfigError, EnvironmentFailure
 from engine.events import AttemptFinished, RunStarted
 from engine.journal import Journal
-from engine.node import AttemptResult, Node
+from engine.node import AttemptResult, MetricValue, Node
 from silva.cli.main import main
 from silva.config import load_config
 from silva.tracking.config import TrackingConfig, available_backends
@@ -257,3 +259,94 @@ def test_a_run_with_a_tracker_whose_package_is_missing_is_refused(
     )
     with pytest.raises(ConfigError, match=r"needs the wandb package.*pip install 'silva\[tracking\]'"):
         start_tracker(cfg, tmp_path)
+
+
+class LossyTracker(ThreadingHTTPServer):
+    """MLflow's tracking server on 127.0.0.1 that does every request but loses the answer of the
+    first run create and of the first metrics batch: the client sees the connection drop after
+    the server did the work, as when a request times out under load."""
+
+    def __init__(self) -> None:
+        from mlflow.server import app
+
+        self.app = app.test_client()
+        self.dropped: list[str] = []
+        super().__init__(("127.0.0.1", 0), LossyHandler)
+
+    def lose(self, method: str, path: str, body: bytes) -> bool:
+        if method != "POST":
+            return False
+        if path.endswith("/runs/create"):
+            what = "create"
+        elif path.endswith("/runs/log-batch") and json.loads(body).get("metrics"):
+            what = "metrics"
+        else:
+            return False
+        if what in self.dropped:
+            return False
+        self.dropped.append(what)
+        return True
+
+
+class LossyHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # the client's keep-alive session, as with a real server
+    server: LossyTracker
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet."""
+
+    def _serve(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        answer = self.server.app.open(
+            self.path, method=self.command, data=body, headers=dict(self.headers.items())
+        )
+        if self.server.lose(self.command, self.path.split("?")[0], body):
+            self.close_connection = True  # done, and no answer
+            return
+        self.send_response(answer.status_code)
+        for k, v in answer.headers.items():
+            if k.lower() not in ("content-length", "connection"):
+                self.send_header(k, v)
+        self.send_header("Content-Length", str(len(answer.data)))
+        self.end_headers()
+        self.wfile.write(answer.data)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
+
+
+@pytest.mark.slow
+def test_a_record_whose_answer_was_lost_is_not_sent_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server created the run and logged the metrics, but the answers never came: the
+    follower's retry finds them, and neither MLflow's retry nor the follower's sends them twice."""
+    from mlflow.server import handlers
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    db = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    # The store `mlflow server --backend-store-uri` would open, for this test only.
+    monkeypatch.setattr(handlers, "_tracking_store", SqlAlchemyStore(db, (tmp_path / "art").as_uri()))
+    server = LossyTracker()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    run_dir = tmp_path / "lossy"
+    journal = Journal.open(run_dir)
+    journal.record(RunStarted(config={"name": "lossy"}))
+    node = journal.add_node(Node(stage="draft", kind="draft"))
+    result = AttemptResult(status="good", metrics=[MetricValue(name="acc", value=0.75)])
+    journal.record(AttemptFinished(node_id=node.id, attempt=1, result=result))
+    journal.log.close()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        cfg = TrackingConfig(uri=url, experiment="lossy", retry_max_s=0.1, drain_s=120)
+        said: list[str] = []
+        assert follow(run_dir, cfg, lambda: True, said.append) == 0
+    finally:
+        server.shutdown()
+        server.server_close()
+    runs = read_back(db, "lossy")
+    assert sorted(r.data.tags["silva.level"] for r in runs) == ["idea", "node", "run"]
+    (sent,) = (r for r in runs if r.data.tags["silva.level"] == "node")
+    history = mlflow.MlflowClient(tracking_uri=db).get_metric_history(sent.info.run_id, "acc")
+    assert [(h.step, h.value) for h in history] == [(0, 0.75)]
+    # Both answers were lost, and the follower (not MLflow's own retry) tried again.
+    assert server.dropped == ["create", "metrics"] and "did not take a record" in said[0]

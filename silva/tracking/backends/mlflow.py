@@ -27,8 +27,10 @@ LOCAL_ARTIFACTS = "mlartifacts"
 
 class MlflowBackend:
     def __init__(self, settings: BackendSettings) -> None:
-        # Fail fast and let the follower retry: MLflow's own retries would wait minutes.
-        os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
+        # No retries of MLflow's own: they would wait minutes, and they repeat POSTs too, so a
+        # create the server did but whose answer was lost would make a second run. The follower
+        # retries instead, looking first for what the failed try may have sent.
+        os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "15")
         # The run's terminal is not MLflow's: no "View run" line per node, no start-up notes.
         os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
