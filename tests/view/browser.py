@@ -28,7 +28,8 @@ class Watched:
 
 
 @contextmanager
-def browser_page(width: int = 1500, height: int = 1000) -> Iterator[Watched]:
+def chromium() -> Iterator[Any]:
+    """A launched headless Chromium, for a module's tests to share (a launch costs seconds)."""
     if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
         pytest.fail("headless Chromium is missing: `make system-deps` installs the Debian package `chromium`")
     from playwright.sync_api import sync_playwright
@@ -39,18 +40,32 @@ def browser_page(width: int = 1500, height: int = 1000) -> Iterator[Watched]:
             args=["--no-sandbox"],
         )
         try:
-            page = browser.new_page(viewport={"width": width, "height": height})
-            w = Watched(page)
-            page.on("requestfailed", lambda r: w.failed.append(f"{r.url} ({r.failure})"))
-            page.on(
-                "response",
-                lambda r: w.failed.append(f"{r.url} (HTTP {r.status})") if r.status >= 400 else None,
-            )
-            page.on("pageerror", lambda e: w.errors.append(str(e)))
-            page.on("console", lambda m: w.errors.append(m.text) if m.type == "error" else None)
-            yield w
+            yield browser
         finally:
             browser.close()
+
+
+@contextmanager
+def browser_page(browser: Any = None, width: int = 1500, height: int = 1000) -> Iterator[Watched]:
+    """A fresh page (its own context: no cookies or cache carried over) on `browser`, or on a
+    Chromium launched for it alone."""
+    if browser is None:
+        with chromium() as own, browser_page(own, width, height) as w:
+            yield w
+        return
+    page = browser.new_page(viewport={"width": width, "height": height})
+    try:
+        w = Watched(page)
+        page.on("requestfailed", lambda r: w.failed.append(f"{r.url} ({r.failure})"))
+        page.on(
+            "response",
+            lambda r: w.failed.append(f"{r.url} (HTTP {r.status})") if r.status >= 400 else None,
+        )
+        page.on("pageerror", lambda e: w.errors.append(str(e)))
+        page.on("console", lambda m: w.errors.append(m.text) if m.type == "error" else None)
+        yield w
+    finally:
+        page.context.close()
 
 
 def not_blank(png: Path) -> dict[str, int]:

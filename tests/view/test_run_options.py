@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from engine.eventlog import EventLog
 from engine.journal import EVENTS_FILE, Journal
@@ -23,7 +24,10 @@ def _run_dir(out: str) -> Path:
 
 
 def test_run_with_view(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    config = make_config(tmp_path, make_template(tmp_path / "tpl"))
+    config = make_config(tmp_path, make_template(tmp_path / "tpl"), replicates=1)
+    cfg = yaml.safe_load(config.read_text())
+    # One short stage: the view needs a finished run, not the whole plan.
+    config.write_text(yaml.safe_dump({**cfg, "stages": {"preliminary": {"max_nodes": 2}}}))
     assert main(["run", str(config), "--view"]) == 0
     out = capsys.readouterr().out
     assert "live view: http://127.0.0.1:" in out

@@ -4,15 +4,24 @@ run served with live refresh. Screenshots are kept under the test's tmp director
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from silva.cli.main import main
 from silva.view.build import build_view
 from silva.view.serve import ViewServer
-from tests.view.browser import browser_page, not_blank
+from tests.view.browser import browser_page, chromium, not_blank
 from tests.view.synth import make_run
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One Chromium for the module's pages (each test still gets its own page)."""
+    with chromium() as b:
+        yield b
 
 
 def _count(page: object, selector: str) -> int:
@@ -20,7 +29,7 @@ def _count(page: object, selector: str) -> int:
 
 
 @pytest.mark.slow
-def test_finished_forest_page(tmp_path: Path) -> None:
+def test_finished_forest_page(tmp_path: Path, browser: Any) -> None:
     run_dir = make_run(tmp_path, ideas=("alpha", "beta"), search_nodes=5)
     assert main(["view", str(run_dir)]) == 0
     index = run_dir / "view" / "index.html"
@@ -31,7 +40,7 @@ def test_finished_forest_page(tmp_path: Path) -> None:
     forest = json.loads((run_dir / "view" / "forest.json").read_text())
     total = len(forest["nodes"]["id"])
 
-    with browser_page() as w:
+    with browser_page(browser) as w:
         page = w.page
         page.goto(index.as_uri())
         page.wait_for_selector("body[data-ready='1']", state="attached")
@@ -82,9 +91,9 @@ def test_finished_forest_page(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_running_run_served_live(tmp_path: Path) -> None:
+def test_running_run_served_live(tmp_path: Path, browser: Any) -> None:
     run_dir = make_run(tmp_path, ideas=("alpha",), search_nodes=4, running=2)
-    with ViewServer(run_dir, interval_s=0.2) as server, browser_page() as w:
+    with ViewServer(run_dir, interval_s=0.2) as server, browser_page(browser) as w:
         page = w.page
         assert server.url.startswith("http://127.0.0.1:")
         page.goto(server.url)
