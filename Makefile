@@ -57,11 +57,15 @@ realmodel: install $(REALMODEL)
 demo-llm: realmodel
 	$(PY) -m tests.realmodel.llama_server --port 8088 -- $(VENV)/bin/silva run examples/ideas/local_llm.yaml
 
-# Lint rules, formatting and types (configured in pyproject.toml); mypy's cache makes reruns quick.
+# Lint rules, formatting and types (configured in pyproject.toml). mypy's cache lives in the user's
+# cache directory, shared by every checkout of this machine as pip's is: a fresh clone checks in
+# seconds, not minutes (an entry is reused only when its file's hash matches, and cached errors
+# are reported again, so a shared cache hides none). MYPY_CACHE_DIR=.mypy_cache keeps it in-tree.
+MYPY_CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/silva/mypy
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy
+	MYPY_CACHE_DIR=$(MYPY_CACHE_DIR) $(VENV)/bin/mypy
 
 # Two pytest workers (pytest-xdist); --dist loadscope keeps a module on one worker, so a module's
 # shared run is made once. PYTEST_WORKERS=0 runs in one process.
