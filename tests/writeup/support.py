@@ -156,6 +156,32 @@ fig.savefig("figures/comparison.png", dpi=150)
 ```"""
 
 
+# The same bar chart drawn without matplotlib (a raw PNG: one bar per group, heights from the
+# data), for tests where the figure is only carried through the paper: it saves a matplotlib
+# import per paper.
+PNG_FIGURE_SCRIPT = """```python
+import json, os, struct, zlib
+data = json.load(open("figure_data.json"))
+stage = [s for s in data["stages"] if s["stage"] == data["main_stage"]][0]
+means = [g[data["primary"]]["mean"] for g in stage["groups"].values()]
+top = max(max(means), 1e-9)
+w, h = 40 * len(means), 120
+heights = [int(h * m / top) for m in means]
+bar, blank = (40, 90, 200), (255, 255, 255)
+rows = b"".join(
+    b"\\x00" + bytes(v for x in range(w) for v in (bar if h - y <= heights[x // 40] else blank))
+    for y in range(h)
+)
+def chunk(kind, body):
+    crc = zlib.crc32(kind + body) & 0xFFFFFFFF
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
+os.makedirs("figures", exist_ok=True)
+with open("figures/comparison.png", "wb") as fh:
+    fh.write(b"\\x89PNG\\r\\n\\x1a\\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+             + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+```"""
+
+
 class ScriptedWriter:
     """Answers every writeup request by its context's step, like a diligent writer. Faults are opt-in:
     `bad_latex` (the Results draft uses an undefined command until the fix step), `fake_cite`
@@ -171,11 +197,13 @@ class ScriptedWriter:
         fixes_numbers: bool = True,
         false_claim: bool = False,
         bad_captions: bool = False,
+        figure_script: str = FIGURE_SCRIPT,
     ) -> None:
         self.bad_latex, self.fake_cite, self.typed_number = bad_latex, fake_cite, typed_number
         self.fixes_numbers = fixes_numbers
         self.false_claim = false_claim
         self.bad_captions = bad_captions  # the captions answer never validates
+        self.figure_script = figure_script
         self.calls: list[str] = []
 
     def __call__(self, call) -> str:  # a ProviderCall
@@ -184,7 +212,7 @@ class ScriptedWriter:
         step = header["step"]
         self.calls.append(step)
         if step == "figures":
-            return FIGURE_SCRIPT
+            return self.figure_script
         if step == "queries":
             return json.dumps(
                 {"queries": [] if header.get("round") != "1" else ["sparse random projections"]}

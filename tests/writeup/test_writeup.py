@@ -16,7 +16,7 @@ from sandbox.base import SandboxUnavailable, get_provider
 from silva.cli.main import main
 from silva.cli.run import paper_kind
 from tests.writeup.fake_s2 import fake_s2
-from tests.writeup.support import SEEDS, ScriptedWriter, make_run, scripted_llm
+from tests.writeup.support import PNG_FIGURE_SCRIPT, SEEDS, ScriptedWriter, make_run, scripted_llm
 from writeup.compile import TexBox
 from writeup.config import LiteratureConfig, WriteupConfig
 from writeup.literature import open_literature
@@ -47,7 +47,7 @@ def _pdf_text(pdf: Path) -> str:
 
 def test_scripted_llm_writes_full_paper_fixing_latex_cites_and_numbers(tmp_path: Path) -> None:
     run = make_run(tmp_path)
-    writer = ScriptedWriter(bad_latex=True, fake_cite=True, typed_number=True)
+    writer = ScriptedWriter(bad_latex=True, fake_cite=True, typed_number=True)  # the figure by matplotlib
     llm, gateway = scripted_llm(run, writer)
     with fake_s2(fail_first=1) as (url, server):
         lit = open_literature(LiteratureConfig(base_url=url, requests_per_s=100), backoff_s=0.01)
@@ -97,7 +97,9 @@ def unfixed_paper(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One paper whose typed number and false claim no reflection round fixes (one compile
     serves both tests below)."""
     run = make_run(tmp_path_factory.mktemp("unfixed"))
-    writer = ScriptedWriter(typed_number=True, fixes_numbers=False, false_claim=True)
+    writer = ScriptedWriter(
+        typed_number=True, fixes_numbers=False, false_claim=True, figure_script=PNG_FIGURE_SCRIPT
+    )
     llm, gateway = scripted_llm(run, writer)
     pdf = write_paper(run, llm=llm, cfg=WriteupConfig(reflection_rounds=1), sandbox=_sandbox())
     gateway.close()
@@ -157,12 +159,12 @@ def test_resume_after_kill_pays_no_call_twice(tmp_path: Path, monkeypatch: pytes
         return ask(self, step, *args, **kwargs)
 
     monkeypatch.setattr(LLMWriter, "ask", dying_ask)
-    llm, gateway = scripted_llm(run, ScriptedWriter(), price=1.0)
+    llm, gateway = scripted_llm(run, ScriptedWriter(figure_script=PNG_FIGURE_SCRIPT), price=1.0)
     with pytest.raises(Killed):
         write_paper(run, llm=llm, cfg=cfg, sandbox=_sandbox())
     gateway.close()
     monkeypatch.setattr(LLMWriter, "ask", ask)
-    llm, gateway = scripted_llm(run, ScriptedWriter(), price=1.0)
+    llm, gateway = scripted_llm(run, ScriptedWriter(figure_script=PNG_FIGURE_SCRIPT), price=1.0)
     write_paper(run, llm=llm, cfg=cfg, sandbox=_sandbox())
     gateway.close()
     records = [CallRecord.model_validate_json(line) for line in (run / LEDGER_FILE).read_text().splitlines()]
@@ -181,7 +183,8 @@ def test_every_prompt_fits_a_small_model_context(tmp_path: Path) -> None:
     notes.write_text(
         "".join(f"- node {i}: tried a learning rate, accuracy rose a little\n" for i in range(1200))
     )
-    writer = ScriptedWriter(bad_captions=True)  # a step the paper can do without fails
+    # A step the paper can do without (the captions) fails.
+    writer = ScriptedWriter(bad_captions=True, figure_script=PNG_FIGURE_SCRIPT)
     llm, gateway = scripted_llm(run, writer, context_tokens=8192, max_tokens=5120)
     pdf = write_paper(run, llm=llm, cfg=WriteupConfig(reflection_rounds=0), sandbox=_sandbox())
     gateway.close()
@@ -232,7 +235,12 @@ def test_a_draft_that_never_compiles_falls_back_and_says_so(tmp_path: Path) -> N
     """The fix step answers with the whole paper: a model whose max_tokens cannot hold it skips
     the fix, so a draft with a LaTeX error never compiles and the offline report stands in."""
     run = make_run(tmp_path)
-    llm, gateway = scripted_llm(run, ScriptedWriter(bad_latex=True), context_tokens=8192, max_tokens=256)
+    llm, gateway = scripted_llm(
+        run,
+        ScriptedWriter(bad_latex=True, figure_script=PNG_FIGURE_SCRIPT),
+        context_tokens=8192,
+        max_tokens=256,
+    )
     pdf = write_paper(run, llm=llm, cfg=WriteupConfig(reflection_rounds=0), sandbox=_sandbox())
     gateway.close()
     log = _log(pdf)
