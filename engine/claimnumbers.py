@@ -27,6 +27,8 @@ _NOT_RESULT = re.compile(
     r"|Theorem|Lemma|version|v|node|seed|top|page))\s*\(?$|[<>≤≥]\s*$|\b(?:alpha|α)\s*=?\s*$",
     re.IGNORECASE,
 )
+# "at a significance level of 0.05": the test's threshold, no group's figure.
+_LEVEL = re.compile(r"\b(?:significance|alpha|α|confidence)[- ]level\s*(?:of|=|:)?\s*$", re.IGNORECASE)
 
 
 # "by a factor of 1.6": a ratio without its "x".
@@ -45,7 +47,9 @@ class Literal_:
 def literals(text: str) -> list[Literal_]:
     out = []
     for m in _NUMBER.finditer(text):
-        if _NOT_RESULT.search(text[max(0, m.start() - 12) : m.start()]):
+        if _NOT_RESULT.search(text[max(0, m.start() - 12) : m.start()]) or _LEVEL.search(
+            text[max(0, m.start() - 30) : m.start()]
+        ):
             continue
         digits = m.group(2).replace(",", "")
         if re.fullmatch(r"(?:19|20)\d\d", digits):  # a year

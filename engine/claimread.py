@@ -137,6 +137,7 @@ _SIGNIFICANT = re.compile(
 )
 _NOT_SIGNIFICANT = re.compile(
     r"\b(?:not|no|non-?|in)\s*(?:statistically\s+)?significan\w*|did not reach significance|"
+    r"\b(?:absence|lack) of (?:an?\s+|any\s+)?(?:statistically\s+)?significan\w*|"
     r"\bn\.s\.|\bp\s*[=>≥]\s*0?\.(?:[1-9]|0[5-9])|within (?:the )?noise|\bnumerically\b|\bnominally\b|"
     r"not (?:reliably|statistically)|\b(?:not|cannot|can't|unable to|fail\w* to)\s+(?:be\s+)?reject"
     r"|\b(?:retain\w*|accept\w*) the null",

@@ -364,3 +364,15 @@ def test_a_sentence_naming_no_metric_is_read_on_the_main_metrics(searched: Ledge
         _problems("On validation accuracy, mixup training leads plain training (0.902 vs. 0.880).", searched)
         == []
     )
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "We test the no mixing ablation against mixup training at a confidence level of 0.95.",
+        "We observe the lack of any significant difference between the no mixing ablation and mixup "
+        "training on test accuracy (p = 0.27).",
+    ],
+)
+def test_a_threshold_or_a_denied_significance_is_no_claim(sentence: str, ledger: Ledger) -> None:
+    assert _problems(sentence, ledger) == [], sentence
