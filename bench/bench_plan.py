@@ -190,7 +190,11 @@ def plan_once(config: Path, slots: int) -> dict[str, Any]:
         "gpu_utilization": round(r["gpu_hours"] / (slots * r["wall_s"] / 3600), 4) if r["wall_s"] else None,
         "slot_utilization": r["utilization"],
         "llm_dollars": r["llm_dollars"],
-        "dollars_per_paper": r["dollars_per_paper"],
+        "dollars_per_paper": r["dollars_per_paper"],  # over papers written
+        # The north star's measure: all LLM spend, ideation included, over reviewed manuscripts.
+        "dollars_per_reviewed": (
+            round(r["llm_dollars"] / r["papers_reviewed"], 4) if r["papers_reviewed"] else None
+        ),
         "llm_calls": r["llm_calls"],
         "driver_cpu_ms_per_completion": r["driver_cpu_ms_per_completion"],
         "driver_peak_rss_mb": r["driver_peak_rss_mb"],
