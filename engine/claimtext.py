@@ -27,6 +27,12 @@ _WRAPPERS = re.compile(
     r"\\(?:textbf|emph|textit|texttt|ensuremath|mathrm|text|caption|section\*?|subsection\*?)\{"
 )
 
+# A table's or figure's bounds (with a tabular's column spec) end the sentence before and after.
+_FLOAT_BOUND = re.compile(
+    r"\\(?:begin|end)\{(?:table|figure|tabular[x*]?|longtable|center)\*?\}(?:\[[^\]]*\])?"
+    r"(?:\{(?:[^{}]|\{[^{}]*\})*\}){0,2}"
+)
+
 
 def plain(tex: str, macros: dict[str, str]) -> str:
     """LaTeX to reading text: macros expanded, math and formatting dropped, claims marked."""
@@ -40,6 +46,8 @@ def plain(tex: str, macros: dict[str, str]) -> str:
     text = re.sub(r"\\times\s*10\^\{?(-?\d+)\}?", r"×10^\1", text)
     text = text.replace("$\\pm$", "±").replace("\\pm", "±").replace("$\\alpha", "α").replace("\\alpha", "α")
     text = text.replace("\\%", "%").replace("\\,", " ").replace("~", " ").replace("--", "–")
+    text = _FLOAT_BOUND.sub("\n", text)
+    text = re.sub(r"\\(?:begin|end)\{[^{}]*\}", " ", text)  # the environment's name is no word of the text
     for _ in range(3):
         text = _WRAPPERS.sub("{", text)
     text = re.sub(r"\\item(?:\[[^\]]*\])?", "\n", text)
@@ -424,6 +432,7 @@ def _sides(sentence: str, names: Resolver) -> list[str]:
         subject,
         flags=re.I,
     )
+    subject = "" if subject.endswith(":") else subject  # "Train time: no difference": a label, no side
     subject = re.split(r"\s+(?:by|on|in|at|with|for|across|when|while)\b", subject)[0]
     if subject and len(subject.split()) <= 4:
         out.append(subject)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from engine.claims import Claim, GroupSummary, Ledger
-from engine.claimtext import check_text
+from engine.claimtext import check_text, plain
 
 MIX = GroupSummary(label="improve n0012 (best of agenda)", name="mixup training", n=4, mean=0.781, sd=0.004)
 PLAIN = GroupSummary(label="baseline (draft n0000)", name="plain training", n=4, mean=0.835, sd=0.005)
@@ -376,3 +376,15 @@ def test_a_sentence_naming_no_metric_is_read_on_the_main_metrics(searched: Ledge
 )
 def test_a_threshold_or_a_denied_significance_is_no_claim(sentence: str, ledger: Ledger) -> None:
     assert _problems(sentence, ledger) == [], sentence
+
+
+def test_a_caption_label_and_the_table_environment_are_no_side(ledger: Ledger) -> None:
+    tex = (
+        "\\begin{table}[h]\\centering\n\\begin{tabular}{lp{2cm}}\n\\hline\nGroup & Mean \\\\\n"
+        "No mixing ablation & 0.784 \\\\\nMixup training & 0.781 \\\\\n\\hline\n\\end{tabular}\n"
+        "\\caption{Test accuracy: no detectable difference ($p = 0.27$).}\n\\end{table}"
+    )
+    text = plain(tex, {})
+    assert "tabular" not in text
+    assert _problems(text, ledger) == []
+    assert _problems("Run summary: no detectable difference on test accuracy ($p = 0.27$).", ledger) == []
