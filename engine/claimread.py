@@ -35,6 +35,8 @@ _QUALITY_DOWN = (
     r"(?:gives?|gave|giving) up|conced\w*|ced(?:e|es|ed|ing)\b|trail\w*|lag(?:s|ged|ging)?|behind|"
     r"fall(?:s|ing)? (?:\S+ )?short|fell (?:\S+ )?short|los(?:e|es|t|ing)(?! \d)|weaker|weakest|hurt\w*|"
     r"degrad\w*|deficit|"
+    # "G would need a 30% improvement to match G": what it lacks to reach the other.
+    r"(?:need(?:s|ed)?|requir(?:e|es|ed)) (?:\S+ ){0,6}?to (?:match|reach|equal|catch up|close the gap)|"
     r"disadvantage|penalt\w*|slower|slowest|poor(?:er|est|ly)?|deteriorat\w*|worsen\w*|losers?|"
     r"less (?:accurate|effective|robust|reliable|precise|efficient|"
     r"stable|competitive)"

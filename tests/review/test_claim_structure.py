@@ -388,3 +388,10 @@ def test_a_caption_label_and_the_table_environment_are_no_side(ledger: Ledger) -
     assert "tabular" not in text
     assert _problems(text, ledger) == []
     assert _problems("Run summary: no detectable difference on test accuracy ($p = 0.27$).", ledger) == []
+
+
+def test_what_a_group_would_need_to_match_another_says_it_is_worse(ledger: Ledger) -> None:
+    honest = "Mixup training would require a 7% relative gain to match plain training on test accuracy."
+    assert _problems(honest, ledger) == []
+    false = "Plain training would require a 7% relative gain to match mixup training on test accuracy."
+    assert any("states" in p for p in _problems(false, ledger))
