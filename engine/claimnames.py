@@ -21,6 +21,12 @@ _CALLED = re.compile(
     r"|(.{2,80}?),?\s+(?:hereafter|henceforth)\s+([A-Za-z][A-Za-z0-9-]{0,11})\b",
     re.IGNORECASE,
 )
+# "ABBR denotes X", "we write ABBR for X": the abbreviation first.
+_STANDS_FOR = re.compile(
+    r"\b([A-Z][A-Za-z0-9-]{0,11})\s+(?:denotes|stands for|is short for|abbreviates)\s+(.{2,80}?)(?=[.;,:)]|$)"
+    r"|\b[Ww]e (?:write|use)\s+([A-Za-z][A-Za-z0-9-]{0,11})\s+(?:for|to denote)\s+(.{2,80}?)(?=[.;,:)]|$)",
+    re.MULTILINE,
+)
 METHOD_WORDS = (
     "the method",
     "our method",
@@ -140,6 +146,7 @@ class Resolver:
         """Record the abbreviations `text` defines for a group's name."""
         found = [(m.group(1), m.group(2)) for m in _DEFINED.finditer(text)]
         found += [(m.group(1) or m.group(3), m.group(2) or m.group(4)) for m in _CALLED.finditer(text)]
+        found += [(m.group(2) or m.group(4), m.group(1) or m.group(3)) for m in _STANDS_FOR.finditer(text)]
         for phrase, abbr in found:
             words = phrase.split()
             for k in range(len(words)):

@@ -395,3 +395,14 @@ def test_what_a_group_would_need_to_match_another_says_it_is_worse(ledger: Ledge
     assert _problems(honest, ledger) == []
     false = "Plain training would require a 7% relative gain to match mixup training on test accuracy."
     assert any("states" in p for p in _problems(false, ledger))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Below, NMA denotes the no mixing ablation. NMA and mixup training do not differ on test accuracy.",
+        "We write NMA for no mixing ablation. NMA and mixup training do not differ on test accuracy.",
+    ],
+)
+def test_an_abbreviation_defined_before_its_name_is_an_alias(text: str, ledger: Ledger) -> None:
+    assert _problems(text, ledger) == [], text
