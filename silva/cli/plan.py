@@ -44,21 +44,10 @@ def plan(
     json_out: bool = typer.Option(False, "--json", help="print the report as JSON"),
 ) -> int:
     """Project wall time, GPU-hours, nodes, papers, slot use and the stopping budget of a run."""
-    from pydantic import ValidationError
-
-    from engine.config import format_validation_error
     from silva.config import load_config
-    from silva.plan import PlanSettings
     from silva.plan import plan as simulate
 
-    assumed, named = PlanSettings(), False
-    if settings is not None:
-        raw = load_yaml(settings) or {}
-        try:
-            assumed = PlanSettings.model_validate(raw)
-        except ValidationError as e:
-            raise ConfigError(format_validation_error(str(settings), e, PlanSettings)) from None
-        named = "default" in (raw.get("durations") or {})
+    assumed, named = read_settings(settings)
     cfg = load_config(config)
     assumed, whence = experiments(cfg, assumed, named, experiment_s)
     report = simulate(
@@ -79,6 +68,24 @@ def plan(
         lines += [f"  {line}" for line in decides]
     print("\n".join(lines))
     return 0
+
+
+def read_settings(path: Path | None) -> tuple[PlanSettings, bool]:
+    """The --settings file's assumptions (the built-in ones without it), and whether it names the
+    experiments' `default` duration itself."""
+    from pydantic import ValidationError
+
+    from engine.config import format_validation_error
+    from silva.plan import PlanSettings
+
+    if path is None:
+        return PlanSettings(), False
+    raw = load_yaml(path) or {}
+    try:
+        assumed = PlanSettings.model_validate(raw)
+    except ValidationError as e:
+        raise ConfigError(format_validation_error(str(path), e, PlanSettings)) from None
+    return assumed, "default" in (raw.get("durations") or {})
 
 
 def experiments(

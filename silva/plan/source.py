@@ -84,6 +84,10 @@ class Source:
         )
         self.like: dict[str, str | bool] = {}  # planned idea: its source idea, or failing whole
         self.deck: list[str] = []
+        self._read(journal, ledger)
+
+    def _read(self, journal: Journal | None, ledger: Path | None) -> None:
+        """Each finished node's figures, stage ends, LLM steps' spans and calls of the source run."""
         for n in journal or []:
             self.order[(n.idea, n.kind)].append(n.id)
             if n.is_finished and n.status != NodeStatus.DISCARDED and n.finished_at:
