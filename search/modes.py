@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from pydantic import BaseModel
 
@@ -66,6 +66,13 @@ class BuildContext:
     ideas: IdeaSupply | None = None  # an idea source that grows the forest as it runs (`ideation:`)
 
 
+class StageLimit(NamedTuple):
+    """What a mode's own setting limits in a stage: nodes of `kind`, at most `limit` (as shown)."""
+
+    kind: str
+    limit: str
+
+
 @dataclass(frozen=True)
 class Mode:
     name: str
@@ -89,8 +96,9 @@ class Mode:
     # counts): the status command shows any mode's without knowing its name.
     status_lines: Callable[[Path], list[str]] | None = None
     # A stage's limit where the mode's own settings set it rather than `stages.<name>.max_nodes`
-    # (a discovery run's hypotheses): shown in `silva status`'s budget table in its place.
-    stage_limits: Callable[[ModeConfig], Mapping[str, str]] | None = None
+    # (a discovery run's hypotheses): shown in `silva status`'s budget table in its place, with
+    # the count of the node kind it limits.
+    stage_limits: Callable[[ModeConfig], Mapping[str, StageLimit]] | None = None
 
 
 _MODES: dict[str, Mode] = {}

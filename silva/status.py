@@ -132,8 +132,13 @@ def budgets_table(cfg: RunConfig, journal: Journal, llm: dict[str, Any] | None) 
     mode = cfg.search_mode
     own = mode.stage_limits(cfg) if mode.stage_limits else {}
     for stage, sc in cfg.stages.items():
+        if stage in own:  # the mode's own setting limits one kind of the stage's nodes
+            kind, limit = own[stage]
+            used = sum(1 for n in journal.in_stage(stage) if n.kind == kind)
+            budgets.add_row(f"{stage}: {kind} nodes", str(used), limit)
+            continue
         used = sum(1 for n in journal.in_stage(stage) if n.kind not in SUPPORT_KINDS)
-        budgets.add_row(f"{stage} search nodes", str(used), own.get(stage, str(sc.max_nodes)))
+        budgets.add_row(f"{stage} search nodes", str(used), str(sc.max_nodes))
     budgets.add_row("per-node timeout (s)", "-", fmt(b.node_timeout_s))
     dollars = llm["run"]["dollars"] if llm else sum(n.cost_usd for n in journal)
     budgets.add_row("LLM dollars", f"{dollars:.4f}", fmt(b.dollars))

@@ -10,7 +10,7 @@ from engine.dispatch import Strategy
 from engine.node import MetricSpec
 from search.discovery.config import DiscoveryConfig
 from search.discovery.plan import PLAN
-from search.modes import BuildContext, Mode, ModeConfig
+from search.modes import BuildContext, Mode, ModeConfig, StageLimit
 
 SECTION = "discovery"
 
@@ -52,15 +52,16 @@ def _status_lines(run_dir: Path) -> list[str]:
     return [line] if line else []
 
 
-def _stage_limits(cfg: ModeConfig) -> dict[str, str]:
-    """The hypotheses stage ends on the discovery section's own limit, never on `max_nodes`."""
+def _stage_limits(cfg: ModeConfig) -> dict[str, StageLimit]:
+    """The hypotheses stage ends on the discovery section's own limit, never on `max_nodes`; Silva's
+    checks, Reflect and held-out reads are nodes of the stage that the limit does not count."""
     dcfg = _section(cfg)
     if dcfg.mode == "experigen":
-        limit = f"{dcfg.max_chains} chains of {dcfg.chain_steps} (discovery.max_chains)"
+        limit = StageLimit("seed", f"{dcfg.max_chains} chains of {dcfg.chain_steps} (discovery.max_chains)")
     elif dcfg.mode == "stateful":
-        limit = f"{dcfg.stateful.max_steps} steps (discovery.stateful.max_steps)"
+        limit = StageLimit("step", f"{dcfg.stateful.max_steps} steps (discovery.stateful.max_steps)")
     else:
-        limit = f"{dcfg.max_hypotheses} (discovery.max_hypotheses)"
+        limit = StageLimit("hypothesis", f"{dcfg.max_hypotheses} (discovery.max_hypotheses)")
     return {"hypotheses": limit}
 
 

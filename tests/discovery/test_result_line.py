@@ -24,7 +24,8 @@ def test_a_discovery_run_with_no_finished_node_says_so(tmp_path: Path) -> None:
 
 def test_the_budget_table_gives_the_hypotheses_limit_discovery_applies(tmp_path: Path) -> None:
     """The hypotheses stage ends on `discovery.max_hypotheses` (or chains, or steps), never on the
-    stage's `max_nodes`: the table shows that limit, not the stage default of 30."""
+    stage's `max_nodes`: the table shows that limit, not the stage default of 30, beside the count
+    of the nodes it limits (not Reflect's or Silva's checks)."""
     from rich.console import Console
 
     from silva.config import RunConfig
@@ -32,6 +33,8 @@ def test_the_budget_table_gives_the_hypotheses_limit_discovery_applies(tmp_path:
 
     journal = Journal.open(tmp_path)
     journal.record(ev.RunStarted(config={}, metrics=[]))
+    for kind in ("hypothesis", "hypothesis", "reflect", "control"):
+        journal.add_node(Node(stage="hypotheses", kind=kind, idea="discovery"))
     llm = {
         "providers": {"offline": {"kind": "scripted"}},
         "models": {"analyst": {"provider": "offline", "model": "scripted-analyst"}},
@@ -46,3 +49,4 @@ def test_the_budget_table_gives_the_hypotheses_limit_discovery_applies(tmp_path:
         shown[mode] = next(line for line in console.export_text().splitlines() if "hypotheses" in line)
     assert "3 (discovery.max_hypotheses)" in shown["discoper"] and " 30 " not in shown["discoper"]
     assert "2 chains of 4 (discovery.max_chains)" in shown["experigen"]
+    assert shown["discoper"].split("│")[2].strip() == "2"  # the two hypotheses, not all four nodes
