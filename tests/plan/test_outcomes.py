@@ -10,39 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from engine.journal import Journal
 from engine.node import AttemptResult, ExecSummary, MetricValue, Node
 from silva.cli.main import main
 from silva.plan import PlanSettings, Source
-from tests.search.agentic_helpers import idea_file
-
-IDEAS = ("i0", "i1", "i2", "i3")
-
-
-def forest(tmp: Path, ideas: int = 4) -> Path:
-    """An agentic forest of `ideas` ideas on 4 slots, hosted models never called (the plan
-    needs no key), stages of 4 nodes, no paper."""
-    llm = {
-        "providers": {"anthropic": {"kind": "anthropic", "api_key_env": "SILVA_TEST_NO_SUCH_KEY"}},
-        "models": {"haiku": {"provider": "anthropic", "model": "claude-haiku-4-5"}},
-        "roles": {r: {"model": "haiku"} for r in ("code", "feedback", "selection")},
-    }
-    cfg = {
-        "name": "forest",
-        "ideas": [{"path": str(idea_file(tmp, name))} for name in IDEAS[:ideas]],
-        "output_dir": str(tmp / "runs"),
-        "replicates": 1,
-        "stages": {s: {"max_nodes": 4} for s in ("preliminary", "hyperparameter", "agenda", "ablation")},
-        "budgets": {"wall_clock_s": None},
-        "executor": {"kind": "inprocess", "max_in_flight": 4},
-        "sandbox": "none",
-        "llm": llm,
-    }
-    path = tmp / "run.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    return path
+from tests.plan.forests import forest
 
 
 def source_run(tmp: Path, outcomes: dict[str, str]) -> Path:

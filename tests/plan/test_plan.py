@@ -115,30 +115,9 @@ def test_an_agentic_forest_is_planned_to_reviewed_papers_at_its_models_prices(
     """Two agentic ideas with the LLM writeup and review: no key is needed and no model is
     called; each think, judge, writeup and review is charged its role's tokens at the model's
     built-in price, and the plan is the same for the same seed."""
-    import yaml
+    from tests.plan.forests import forest
 
-    from tests.search.agentic_helpers import idea_file
-
-    llm = {
-        "providers": {"anthropic": {"kind": "anthropic", "api_key_env": "SILVA_TEST_NO_SUCH_KEY"}},
-        "models": {"haiku": {"provider": "anthropic", "model": "claude-haiku-4-5"}},
-        "roles": {r: {"model": "haiku"} for r in ("code", "feedback", "selection", "writeup", "review")},
-    }
-    cfg = {
-        "name": "p",
-        "ideas": [{"path": str(idea_file(tmp_path, f"i{k}"))} for k in range(2)],
-        "output_dir": str(tmp_path / "runs"),
-        "replicates": 1,
-        "stages": {s: {"max_nodes": 2} for s in ("preliminary", "hyperparameter", "agenda", "ablation")},
-        "budgets": {"wall_clock_s": None},
-        "executor": {"kind": "inprocess", "max_in_flight": 4},
-        "sandbox": "none",
-        "llm": llm,
-        "writeup": {},
-        "review": {},
-    }
-    path = tmp_path / "run.yaml"
-    path.write_text(yaml.safe_dump(cfg))
+    path = forest(tmp_path, ideas=2, max_nodes=2, papers=True)
     one, two = (plan_json(capsys, str(path), "--seed", "1") for _ in range(2))
     assert one["outcome"] == "finished", one["message"]
     assert one["papers_written"] == one["papers_reviewed"] == 2
