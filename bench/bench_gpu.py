@@ -210,7 +210,8 @@ class GpuSampler:
 
 def run_spans(j: Journal) -> dict[tuple[str, int], tuple[float, float]]:
     """(node, attempt) -> when it held its node kind's resources: a pipelined node's run step, or a
-    whole single-job attempt (template nodes, replicates)."""
+    whole single-job attempt (template nodes, replicates); not the CPU pool's jobs (aggregations,
+    papers), which run beside the slots."""
     start: dict[tuple[str, int], float] = {}
     spans: dict[tuple[str, int], tuple[float, float]] = {}
     for e in j.log.read(AttemptStarted, StepFinished, AttemptFinished):
@@ -218,7 +219,7 @@ def run_spans(j: Journal) -> dict[tuple[str, int], tuple[float, float]]:
             continue
         key = (e.node_id, e.attempt)
         if isinstance(e, AttemptStarted):
-            if e.step in ("", "run", "all") and j.nodes[e.node_id].kind != "selection":
+            if e.holds and e.step in ("", "run", "all") and j.nodes[e.node_id].kind != "selection":
                 start[key] = e.ts
         elif key in start and (isinstance(e, AttemptFinished) or e.step == "run"):
             spans[key] = (start.pop(key), e.ts)
