@@ -67,11 +67,11 @@ lint: install
 	$(VENV)/bin/ruff format --check .
 	MYPY_CACHE_DIR=$(MYPY_CACHE_DIR) $(VENV)/bin/mypy
 
-# Four pytest workers (pytest-xdist) on 2 cores: the suite mostly waits (sandboxes, Ray, servers,
-# a 1-thread model) and uses about 810 CPU-seconds, so 4 overlap the waits (a fresh clone's whole
-# `make test`: 9 min 55 s, against 1,476 s with 2). --dist loadscope keeps a module on one worker, so a module's
-# shared run is made once. PYTEST_WORKERS=0 runs in one process.
-PYTEST_WORKERS ?= 4
+# Two pytest workers (pytest-xdist); --dist loadscope keeps a module on one worker, so a module's
+# shared run is made once. PYTEST_WORKERS=4 overlaps the suite's waits (a fresh clone's whole
+# `make test` in 9 min 55 s) but some kill-and-resume tests are still timing-sensitive there.
+# PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= 2
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadscope
 
 test: lint realmodel
