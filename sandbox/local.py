@@ -15,18 +15,20 @@ prefix (never preexec_fn). The tree dies with the PID namespace, so nothing outl
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import random
 import shutil
 import signal
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sandbox import seccomp, warm
+from sandbox import prestart, seccomp, warm
 from sandbox.base import (
     ExecResult,
     HostWorkspace,
@@ -34,7 +36,16 @@ from sandbox.base import (
     SandboxUnavailable,
     sandbox_provider,
 )
-from sandbox.process import prlimit_prefix, run_process, sandbox_env
+from sandbox.process import (
+    Popen,
+    prlimit_prefix,
+    rlimit_values,
+    run_process,
+    sandbox_env,
+    signal_group,
+    spawn,
+    supervise,
+)
 
 WORKSPACE = "/workspace"
 # /etc entries programs commonly need (dynamic linker, TLS roots, fonts, TeX); never the rest.
@@ -77,6 +88,16 @@ class LocalOptions(BaseModel):
     )
     font_cache: bool = Field(
         default=True, description="bind a prebuilt matplotlib font cache read-only (sandbox/warm.py)"
+    )
+    prestart: int = Field(
+        default=0,
+        ge=0,
+        description="sandboxes kept started per process, each for one attempt, its interpreter waiting "
+        "with `prestart_imports` imported (sandbox/prestart.py); 0: off",
+    )
+    prestart_imports: list[str] = Field(
+        default_factory=lambda: ["numpy", "matplotlib.pyplot"],
+        description="modules a started sandbox's interpreter imports while it waits",
     )
 
 
@@ -219,12 +240,15 @@ class BwrapSandbox(HostWorkspace):
         root_args: list[str],
         gpu_ids: Sequence[int],
         font_cache: Path | None = None,
+        pool: prestart.Pool[_Started] | None = None,
     ) -> None:
         super().__init__(workspace)
         self._opts = opts
         self._root_args = root_args
         self._gpu_ids = tuple(gpu_ids)
         self._font_cache = font_cache
+        self._pool = pool
+        self._fresh = True  # no exec yet: the first may run in a sandbox started ahead of need
         # Found on Silva's PATH, as check() looks for it: the sandbox's own PATH may not hold it.
         self._bwrap = shutil.which(opts.bwrap) or opts.bwrap
         self._as_root = os.geteuid() == 0
@@ -243,7 +267,13 @@ class BwrapSandbox(HostWorkspace):
         files: Mapping[str, bytes] | None = None,
         env: Mapping[str, str] | None = None,
     ) -> ExecResult:
+        full_env = self._env(env)  # a credential-like name is refused before anything starts
+        started = self._take_started(command, limits, env)
         self._stage(files)
+        if started is not None:
+            result = started.run(command, limits, self.workspace, self._address_space())
+            if result is not None:
+                return result
         fds = [seccomp.bpf_fd(), *self._identity_fds(), _memfd("cpu", b"")]
         try:
             result = run_process(
@@ -254,7 +284,7 @@ class BwrapSandbox(HostWorkspace):
                     *command,
                 ],
                 cwd=self.workspace,
-                env=self._env(env),
+                env=full_env,
                 limits=limits,
                 workspace=self.workspace,
                 pass_fds=fds,
@@ -295,14 +325,48 @@ class BwrapSandbox(HostWorkspace):
         args += ["--bind", str(self.workspace.resolve()), WORKSPACE, "--chdir", WORKSPACE]
         return [*args, "--seccomp", str(seccomp_fd), "--"]
 
-    def _inner_prefix(self, limits: Limits) -> list[str]:
+    def _address_space(self) -> bool:
         # RLIMIT_AS breaks CUDA's large virtual reservations: GPU attempts go without it.
-        rlimits = prlimit_prefix(limits, address_space=self._opts.address_space_limit and not self._gpu_ids)
+        return self._opts.address_space_limit and not self._gpu_ids
+
+    def _inner_prefix(self, limits: Limits) -> list[str]:
+        return [*self._drop(), *prlimit_prefix(limits, address_space=self._address_space())]
+
+    def _drop(self) -> list[str]:
         if not self._as_root:
-            return rlimits
+            return []
         uid = str(self.uid)
         drop = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
-        return [*drop, "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", *rlimits]
+        return [*drop, "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
+
+    def _take_started(
+        self, command: Sequence[str], limits: Limits, env: Mapping[str, str] | None
+    ) -> _Started | None:
+        """On the first exec, a sandbox started ahead of need for an attempt like this one, its
+        workspace renamed onto this one (still empty) and its uid lease this sandbox's own."""
+        fresh, self._fresh = self._fresh, False
+        if self._pool is None or not fresh or not prestart.runnable(command):
+            return None
+        shape = prestart.Shape(
+            python=command[0],
+            tmp_mb=limits.disk_mb or self._opts.tmp_mb,
+            env=tuple(sorted((env or {}).items())),
+            gpu_ids=self._gpu_ids,
+            staging=str(prestart.staging_folder(self.workspace)),
+        )
+        started = self._pool.take(shape)
+        if started is None:
+            return None
+        try:
+            os.rename(started.box.workspace, self.workspace)  # replaces the empty directory
+        except OSError:
+            started.close()  # files were written first, or another filesystem: start fresh
+            return None
+        own, self._lease, started.box._lease = self._lease, started.box._lease, None
+        self.uid = started.box.uid
+        if own:
+            own.release()
+        return started
 
     def _identity_fds(self) -> list[int]:
         # A synthetic passwd/group: getpass.getuser() and friends work, host accounts stay hidden.
@@ -343,11 +407,82 @@ class BwrapSandbox(HostWorkspace):
     def close(self) -> None:
         if self._lease:
             self._lease.release()
+            self._lease = None
+
+
+class _Started:
+    """A sandbox started ahead of need (sandbox/prestart.py) on a waiting workspace: bwrap with
+    the interpreter of `prestart.LAUNCHER` importing, then waiting on a pipe for its order."""
+
+    def __init__(self, box: BwrapSandbox, shape: prestart.Shape, modules: Sequence[str]) -> None:
+        self.box = box
+        go, self._go = os.pipe()
+        self._cpu = _memfd("cpu", b"")
+        fds = [seccomp.bpf_fd(), *box._identity_fds(), self._cpu]
+        try:
+            self.proc: Popen = spawn(
+                [
+                    *box._bwrap_args(Limits(disk_mb=shape.tmp_mb), fds),
+                    *box._drop(),  # the attempt's rlimits are set in the order, before its code
+                    *_cpu_reporter(self._cpu),
+                    *prestart.launcher(shape.python, go, modules),
+                ],
+                cwd=box.workspace,
+                env=box._env(dict(shape.env)),
+                pass_fds=[*fds, go],
+            )
+        finally:
+            for fd in (*fds[:-1], go):  # the child holds its own copies
+                os.close(fd)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def run(
+        self, command: Sequence[str], limits: Limits, workspace: Path, address_space: bool
+    ) -> ExecResult | None:
+        """Give the waiting interpreter `command` and the attempt's limits; the deadline counts
+        from now. None when it died before it read them (the caller then starts afresh)."""
+        start = time.monotonic()
+        order = {"argv": list(command[1:]), "rlimits": rlimit_values(limits, address_space=address_space)}
+        try:
+            try:
+                with os.fdopen(self._go, "wb") as pipe:
+                    self._go = -1
+                    pipe.write(json.dumps(order).encode())
+            except BrokenPipeError:
+                return None
+            result = supervise(
+                self.proc, limits=limits, workspace=workspace, terminate=_namespace_terminator, start=start
+            )
+            return result.model_copy(update={"cpu_s": _reported_cpu(self._cpu)})
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self.proc.returncode is None:
+            signal_group(self.proc.pid, signal.SIGKILL)  # the namespace dies with bwrap
+            self.proc.wait()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
+        for fd in (self._go, self._cpu):
+            if fd >= 0:
+                os.close(fd)
+        self._go = self._cpu = -1
+
+    def close(self) -> None:
+        """Closed unused: the process, its uid lease and its waiting workspace go."""
+        self._release()
+        self.box.close()
+        shutil.rmtree(self.box.workspace, ignore_errors=True)
 
 
 # Probes passed, by options, per process: the engine asks for a provider per attempt. With each,
 # the font cache its sandboxes share (None: none to share).
 _PROBED: dict[str, Path | None] = {}
+# Sandboxes started ahead of need, by options, per process (`prestart` > 0).
+_POOLS: dict[str, prestart.Pool[_Started]] = {}
 
 
 @sandbox_provider("local", options=LocalOptions)
@@ -404,4 +539,23 @@ class LocalProvider:
 
     def open(self, workspace: Path, *, gpu_ids: Sequence[int] = ()) -> BwrapSandbox:
         self.check()
-        return BwrapSandbox(workspace, self.options, self._root_args, gpu_ids, _PROBED[self._key])
+        font_cache = _PROBED[self._key]
+        pool = self._pool(font_cache)
+        return BwrapSandbox(workspace, self.options, self._root_args, gpu_ids, font_cache, pool)
+
+    def _pool(self, font_cache: Path | None) -> prestart.Pool[_Started] | None:
+        if not self.options.prestart:
+            return None
+        if self._key not in _POOLS:
+            opts, root_args = self.options, self._root_args
+
+            def start(shape: prestart.Shape, workspace: Path) -> _Started:
+                box = BwrapSandbox(workspace, opts, root_args, shape.gpu_ids, font_cache)
+                try:
+                    return _Started(box, shape, opts.prestart_imports)
+                except BaseException:
+                    box.close()
+                    raise
+
+            _POOLS[self._key] = prestart.Pool(opts.prestart, start)
+        return _POOLS[self._key]

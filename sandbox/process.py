@@ -26,6 +26,8 @@ from typing import IO
 
 from sandbox.base import TRUNCATION_MARKER, ExecResult, Limits, list_files
 
+Popen = subprocess.Popen[bytes]
+
 # Environment every sandboxed process gets; anything else must be allow-listed explicitly.
 BASE_ENV = {
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -62,19 +64,33 @@ def sandbox_env(extra: Mapping[str, str] | None, **fixed: str) -> dict[str, str]
     return env
 
 
+_PRLIMIT_FLAGS = {
+    "RLIMIT_CPU": "--cpu",
+    "RLIMIT_AS": "--as",
+    "RLIMIT_NPROC": "--nproc",
+    "RLIMIT_FSIZE": "--fsize",
+    "RLIMIT_CORE": "--core",
+}
+
+
+def rlimit_values(limits: Limits, *, address_space: bool = True) -> list[tuple[str, int]]:
+    """The limits an rlimit can express, as (resource name, soft and hard value), core dumps off."""
+    values = []
+    if limits.cpu_s is not None:
+        values.append(("RLIMIT_CPU", limits.cpu_s))
+    if limits.memory_mb is not None and address_space:
+        values.append(("RLIMIT_AS", limits.memory_mb * 1024 * 1024))
+    if limits.processes is not None:
+        values.append(("RLIMIT_NPROC", limits.processes))
+    if limits.file_size_mb is not None:
+        values.append(("RLIMIT_FSIZE", limits.file_size_mb * 1024 * 1024))
+    return [*values, ("RLIMIT_CORE", 0)]
+
+
 def prlimit_prefix(limits: Limits, *, address_space: bool = True) -> list[str]:
     """`prlimit` arguments for the limits an rlimit can express."""
-    args = ["prlimit"]
-    if limits.cpu_s is not None:
-        args.append(f"--cpu={limits.cpu_s}")
-    if limits.memory_mb is not None and address_space:
-        args.append(f"--as={limits.memory_mb * 1024 * 1024}")
-    if limits.processes is not None:
-        args.append(f"--nproc={limits.processes}")
-    if limits.file_size_mb is not None:
-        args.append(f"--fsize={limits.file_size_mb * 1024 * 1024}")
-    args.append("--core=0")
-    return [*args, "--"]
+    values = rlimit_values(limits, address_space=address_space)
+    return ["prlimit", *(f"{_PRLIMIT_FLAGS[name]}={value}" for name, value in values), "--"]
 
 
 class OutputCap:
@@ -164,7 +180,7 @@ def _wait_exit(pidfd: int, deadline: float, disk: tuple[Path, int] | None) -> st
 
 
 def _supervise(
-    proc: subprocess.Popen[bytes],
+    proc: Popen,
     deadline: float,
     disk: tuple[Path, int] | None,
     limits: Limits,
@@ -187,6 +203,22 @@ def _supervise(
     return reason, status, rusage
 
 
+def spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], pass_fds: Sequence[int] = ()) -> Popen:
+    """Start argv in a session of its own (its whole tree is one process group we own), its
+    output on pipes that `supervise` drains."""
+    return subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        close_fds=True,
+        pass_fds=tuple(pass_fds),
+    )
+
+
 def run_process(
     argv: Sequence[str],
     *,
@@ -203,17 +235,21 @@ def run_process(
     SIGKILL always goes to the whole group afterwards.
     """
     start = time.monotonic()
-    proc = subprocess.Popen(
-        list(argv),
-        cwd=cwd,
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        close_fds=True,
-        pass_fds=tuple(pass_fds),
-    )
+    proc = spawn(argv, cwd=cwd, env=env, pass_fds=pass_fds)
+    return supervise(proc, limits=limits, workspace=workspace, terminate=terminate, start=start)
+
+
+def supervise(
+    proc: Popen,
+    *,
+    limits: Limits,
+    workspace: Path | None = None,
+    terminate: Callable[[int], None] | None = None,
+    start: float | None = None,
+) -> ExecResult:
+    """Drain, time and stop a spawned process: its deadline is `limits.wall_s` from `start`
+    (default now: a process started ahead of need counts from when it was given its work)."""
+    start = time.monotonic() if start is None else start
     assert proc.stdout is not None and proc.stderr is not None
     readers = [_PipeReader(proc.stdout, limits.output_bytes), _PipeReader(proc.stderr, limits.output_bytes)]
     for r in readers:
