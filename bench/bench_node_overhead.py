@@ -1,6 +1,7 @@
 """Where a node's slot time goes outside its experiment, and what warming the sandbox saves.
 
     .venv/bin/python bench/bench_node_overhead.py [--providers local docker] [--median 4] [--pairs 1]
+        [--variants cold warm prestart] [--prestart SLOTS]
 
 A provider this machine lacks (no Docker engine, no silva-base image) is skipped with the reason.
 
@@ -19,8 +20,11 @@ attempt splits into:
   collection  its end -> job end: the process exiting, the sandbox closing, results.json read
 and what a slot did besides attempts (dispatch, stage ends, aggregations, idle) is the rest of
 slots x makespan, per node. Utilization = the experiments' own time / (slots x makespan).
-Each provider runs cold (`font_cache: false`, as before) and warm (the prebuilt font cache,
-sandbox/warm.py) in turn, A B A B, in one process. Writes bench/results/node_overhead.json.
+Each provider runs its variants in turn, A B C A B C, in one process: cold (`font_cache: false`,
+as before), warm (the prebuilt font cache, sandbox/warm.py) and prestart (the font cache and
+`prestart: --prestart` sandboxes started ahead of need, sandbox/prestart.py; local only). With
+prestart an attempt's imports are mostly done before its slot: its "start" then ends when the
+waiting interpreter runs the experiment's first line. Writes bench/results/node_overhead.json.
 """
 
 from __future__ import annotations
@@ -85,10 +89,15 @@ def template(root: Path, median_s: float) -> Path:
     return root
 
 
-def config(tmp: Path, tpl: Path, provider: str, warm: bool, slots: int) -> Path:
-    options = {"font_cache": warm}
+VARIANTS = ("cold", "warm", "prestart")
+
+
+def config(tmp: Path, tpl: Path, provider: str, variant: str, slots: int, prestart: int) -> Path:
+    options: dict[str, Any] = {"font_cache": variant != "cold"}
+    if variant == "prestart":
+        options["prestart"] = prestart
     cfg = {
-        "name": f"{provider}-{'warm' if warm else 'cold'}",
+        "name": f"{provider}-{variant}",
         "template": str(tpl),
         "output_dir": str(tmp / "runs"),
         "replicates": 1,
@@ -143,8 +152,9 @@ def split(run_dir: Path, slots: int) -> dict[str, Any]:
     }
 
 
-def one_run(tmp: Path, provider: str, warm: bool, args: argparse.Namespace) -> dict[str, Any]:
-    cfg = config(tmp, template(tmp / "tpl", args.median), provider, warm, args.slots)
+def one_run(tmp: Path, provider: str, variant: str, args: argparse.Namespace) -> dict[str, Any]:
+    tpl = template(tmp / "tpl", args.median)
+    cfg = config(tmp, tpl, provider, variant, args.slots, args.prestart or args.slots)
     load = os.getloadavg()[0]
     proc = subprocess.run(
         [sys.executable, "-m", "silva.cli.main", "run", str(cfg)],
@@ -156,7 +166,8 @@ def one_run(tmp: Path, provider: str, warm: bool, args: argparse.Namespace) -> d
     if proc.returncode != 0:
         raise SystemExit(f"{provider} run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     (run_dir,) = (tmp / "runs").iterdir()
-    return {"provider": provider, "warm": warm, "load_before": round(load, 2)} | split(run_dir, args.slots)
+    row = {"provider": provider, "variant": variant, "warm": variant != "cold", "load_before": round(load, 2)}
+    return row | split(run_dir, args.slots)
 
 
 def main() -> None:
@@ -164,7 +175,9 @@ def main() -> None:
     ap.add_argument("--providers", nargs="+", default=["local", "docker"], help="missing ones skipped")
     ap.add_argument("--median", type=float, default=4.0, help="experiment median, s")
     ap.add_argument("--slots", type=int, default=4)
-    ap.add_argument("--pairs", type=int, default=1, help="cold/warm pairs per provider")
+    ap.add_argument("--pairs", type=int, default=1, help="rounds of the variants per provider")
+    ap.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
+    ap.add_argument("--prestart", type=int, default=0, help="sandboxes started ahead (default: --slots)")
     ap.add_argument("--out", type=Path, default=RESULTS, help="results file")
     args = ap.parse_args()
     rows: list[dict[str, Any]] = []
@@ -178,9 +191,10 @@ def main() -> None:
                 print(f"skipping {provider}: {e}")
                 continue
             noops[provider] = round(noop_s(sandbox, Path(tmp) / provider / "noop"), 3)
+            variants = [v for v in args.variants if v != "prestart" or provider == "local"]
             for pair in range(args.pairs):
-                for warm in (False, True):
-                    row = one_run(Path(tmp) / provider / f"{pair}-{warm}", provider, warm, args)
+                for variant in variants:
+                    row = one_run(Path(tmp) / provider / f"{pair}-{variant}", provider, variant, args)
                     rows.append(row)
                     print(json.dumps(row), flush=True)
     report = {

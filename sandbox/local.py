@@ -249,6 +249,7 @@ class BwrapSandbox(HostWorkspace):
         self._font_cache = font_cache
         self._pool = pool
         self._fresh = True  # no exec yet: the first may run in a sandbox started ahead of need
+        self.prestarted = False  # whether it did (for the tests and the bench)
         # Found on Silva's PATH, as check() looks for it: the sandbox's own PATH may not hold it.
         self._bwrap = shutil.which(opts.bwrap) or opts.bwrap
         self._as_root = os.geteuid() == 0
@@ -274,6 +275,7 @@ class BwrapSandbox(HostWorkspace):
             result = started.run(command, limits, self.workspace, self._address_space())
             if result is not None:
                 return result
+            self.prestarted = False  # it died before it read the order: start afresh
         fds = [seccomp.bpf_fd(), *self._identity_fds(), _memfd("cpu", b"")]
         try:
             result = run_process(
@@ -363,7 +365,7 @@ class BwrapSandbox(HostWorkspace):
             started.close()  # files were written first, or another filesystem: start fresh
             return None
         own, self._lease, started.box._lease = self._lease, started.box._lease, None
-        self.uid = started.box.uid
+        self.uid, self.prestarted = started.box.uid, True
         if own:
             own.release()
         return started

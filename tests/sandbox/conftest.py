@@ -1,4 +1,5 @@
-"""Providers for the sandbox tests: local always, docker whenever an engine answers.
+"""Providers for the sandbox tests: local always (also with sandboxes started ahead of need),
+docker whenever an engine answers.
 
 The docker fixture builds the registry-free base image once per machine (cluster/images/
 build_base.sh skips the build when the image already exists with the same packages).
@@ -10,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from sandbox import SandboxProvider, SandboxUnavailable, get_provider
+from sandbox import Limits, SandboxProvider, SandboxUnavailable, get_provider
 from sandbox.docker_provider import DEFAULT_IMAGE, DockerProvider, ensure_image
 
 
@@ -18,6 +19,20 @@ from sandbox.docker_provider import DEFAULT_IMAGE, DockerProvider, ensure_image
 def local_provider() -> SandboxProvider:
     provider = get_provider("local")
     provider.check()  # this machine must be able to isolate: failing here is a real failure
+    return provider
+
+
+@pytest.fixture(scope="session")
+def local_prestart_provider(tmp_path_factory: pytest.TempPathFactory) -> SandboxProvider:
+    """`local` with `prestart`, its pool already started for the cases' usual shape: a first exec
+    in a workspace beside theirs (the same staging folder) makes it start them."""
+    provider = get_provider("local", prestart=2)
+    provider.check()
+    box = provider.open(tmp_path_factory.mktemp("prime") / "workspace")
+    try:
+        box.exec(["python3", "-c", "pass"], limits=Limits(wall_s=60))
+    finally:
+        box.close()
     return provider
 
 
@@ -40,6 +55,6 @@ def docker_provider() -> Iterator[DockerProvider]:
     provider.sweep(mine=True)
 
 
-@pytest.fixture(params=["local", pytest.param("docker", marks=pytest.mark.docker)])
+@pytest.fixture(params=["local", "local_prestart", pytest.param("docker", marks=pytest.mark.docker)])
 def provider(request: pytest.FixtureRequest) -> SandboxProvider:
     return request.getfixturevalue(f"{request.param}_provider")

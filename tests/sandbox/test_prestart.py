@@ -1,0 +1,217 @@
+"""Sandboxes started ahead of need (sandbox/prestart.py): one attempt each, run as `python` would
+run the attempt cold, under the attempt's own limits, and never kept past their use."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from sandbox import ExecResult, Limits, get_provider, prestart
+from sandbox.local import BwrapSandbox, LocalProvider
+
+LIMITS = Limits(wall_s=120)
+
+
+@pytest.fixture(scope="module")
+def cold() -> LocalProvider:
+    provider = get_provider("local")
+    assert isinstance(provider, LocalProvider)
+    provider.check()
+    return provider
+
+
+@pytest.fixture(scope="module")
+def started() -> LocalProvider:
+    provider = get_provider("local", prestart=2, prestart_imports=["json", "numpy"])
+    assert isinstance(provider, LocalProvider)
+    provider.check()
+    return provider
+
+
+def _box(provider: LocalProvider, root: Path, name: str) -> BwrapSandbox:
+    return provider.open(root / "nodes" / name / "attempt-1")
+
+
+def _exec_started(
+    provider: LocalProvider,
+    root: Path,
+    name: str,
+    command: list[str],
+    limits: Limits = LIMITS,
+    files: dict[str, bytes] | None = None,
+) -> tuple[BwrapSandbox, ExecResult]:
+    """Run `command` as an attempt's first exec once a sandbox of its shape is waiting: an
+    attempt of the same shape before it makes the pool start one."""
+    prime = _box(provider, root, f"{name}-prime")
+    try:
+        prime.exec(command, limits=limits, files=files)
+    finally:
+        prime.close()
+    box = _box(provider, root, name)
+    return box, box.exec(command, limits=limits, files=files)
+
+
+SCRIPT = """
+import sys
+print(__name__, __file__, sys.argv, sys.path[0], sorted(k for k in globals() if not k.startswith('__')))
+def inner():
+    raise ValueError('boom')
+inner()
+"""
+CASES: dict[str, tuple[list[str], dict[str, bytes]]] = {
+    "script": (["python3", "main.py", "a", "b"], {"main.py": SCRIPT.encode()}),
+    "code": (["python3", "-c", "import sys; print(__name__, sys.argv, repr(sys.path[0])); 1/0", "x"], {}),
+    "syntax": (["python3", "main.py"], {"main.py": b"x = (\n"}),
+    "missing": (["python3", "missing.py"], {}),
+    "exit": (["python3", "-c", "import sys; print('out'); sys.exit(3)"], {}),
+    "signal": (["python3", "-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"], {}),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_started_sandbox_runs_the_attempt_as_python_would(
+    cold: LocalProvider, started: LocalProvider, tmp_path: Path, case: str
+) -> None:
+    command, files = CASES[case]
+    before = _box(cold, tmp_path, "cold")
+    try:
+        want = before.exec(command, limits=LIMITS, files=files)
+    finally:
+        before.close()
+    box, got = _exec_started(started, tmp_path, case, command, files=files)
+    box.close()
+    assert box.prestarted
+    assert (got.exit_code, got.stdout, got.stderr) == (want.exit_code, want.stdout, want.stderr)
+
+
+def test_the_imports_are_made_before_the_attempt_and_its_limits_are_its_own(
+    started: LocalProvider, tmp_path: Path
+) -> None:
+    probe = textwrap.dedent(
+        """
+        import resource, sys
+        print('numpy' in sys.modules, [resource.getrlimit(getattr(resource, n)) for n in
+              ('RLIMIT_CPU', 'RLIMIT_AS', 'RLIMIT_NPROC', 'RLIMIT_FSIZE', 'RLIMIT_CORE')])
+        """
+    )
+    limits = Limits(wall_s=60, cpu_s=50, memory_mb=3000, processes=40, file_size_mb=7)
+    box, res = _exec_started(started, tmp_path, "limits", ["python3", "-c", probe], limits=limits)
+    box.close()
+    assert box.prestarted and res.exit_code == 0, res
+    mb = 2**20
+    want = [(50, 50), (3000 * mb, 3000 * mb), (40, 40), (7 * mb, 7 * mb), (0, 0)]
+    assert res.stdout == f"True {want}\n"
+
+
+def test_each_attempt_has_its_own_sandbox_and_none_is_reused(started: LocalProvider, tmp_path: Path) -> None:
+    code = ["python3", "-c", "import os; open('mine', 'w').write(str(os.getuid())); print(os.listdir('.'))"]
+    _exec_started(started, tmp_path, "first", code)[0].close()
+    boxes = [_box(started, tmp_path, f"n{i}") for i in range(2)]
+    try:
+        results = [box.exec(code, limits=LIMITS) for box in boxes]
+        assert all(box.prestarted for box in boxes)
+        assert [r.stdout for r in results] == ["['mine']\n"] * 2  # each workspace fresh and its own
+        uids = {box.uid for box in boxes}
+        if os.geteuid() == 0:
+            assert len(uids) == 2
+            assert [box.read_file("mine").decode() for box in boxes] == [str(box.uid) for box in boxes]
+            assert all(box.workspace.stat().st_uid == box.uid for box in boxes)
+        # A sandbox runs one order: later execs of the attempt start their own.
+        again = boxes[0].exec(["python3", "-c", "import sys; print('numpy' in sys.modules)"], limits=LIMITS)
+        assert again.stdout == "False\n"
+    finally:
+        for box in boxes:
+            box.close()
+
+
+def test_another_shape_or_a_written_workspace_starts_cold(started: LocalProvider, tmp_path: Path) -> None:
+    code = ["python3", "-c", "import sys; print('numpy' in sys.modules)"]
+    _exec_started(started, tmp_path, "prime", code)[0].close()
+    other_env = _box(started, tmp_path, "env")
+    written = _box(started, tmp_path, "written")
+    try:
+        assert other_env.exec(code, limits=LIMITS, env={"SEED": "1"}).stdout == "False\n"
+        written.write_file("data.txt", b"x")
+        assert written.exec(code, limits=LIMITS).stdout == "False\n"
+        assert not other_env.prestarted and not written.prestarted
+    finally:
+        other_env.close()
+        written.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a leased uid per sandbox needs root")
+def test_a_deadline_leaves_no_process_of_the_attempt(started: LocalProvider, tmp_path: Path) -> None:
+    code = """
+    import os, signal, time
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if os.fork() == 0:
+        os.setsid(); os.close(1); os.close(2)
+        while True: time.sleep(0.1)
+    print('started', flush=True)
+    while True: pass
+    """
+    limits = Limits(wall_s=3, kill_grace_s=1)
+    command = ["python3", "-c", textwrap.dedent(code)]
+    box, res = _exec_started(started, tmp_path, "deadline", command, limits=limits)
+    box.close()
+    assert box.prestarted and res.timed_out and res.stdout == "started\n", res
+    assert 3 <= res.wall_s < 3 + 1 + 5
+    deadline = time.monotonic() + 5
+    while (left := _processes_of(box.uid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not left
+
+
+def _processes_of(uid: int) -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.stat(f"/proc/{pid}").st_uid == uid:
+                found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+class _Fake:
+    def __init__(self, shape: prestart.Shape, workspace: Path) -> None:
+        self.workspace, self.closed = workspace, False
+
+    def alive(self) -> bool:
+        return not self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _until(check: Callable[[], bool], within_s: float = 10.0) -> None:
+    deadline = time.monotonic() + within_s
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def test_the_pool_keeps_its_size_per_shape_and_closes_idle_sandboxes(tmp_path: Path) -> None:
+    made: list[_Fake] = []
+
+    def start(shape: prestart.Shape, workspace: Path) -> _Fake:
+        made.append(_Fake(shape, workspace))
+        return made[-1]
+
+    pool = prestart.Pool(2, start, idle_s=0.5)
+    shape = prestart.Shape("python3", 512, (), (), str(tmp_path / "staging"))
+    assert pool.take(shape) is None  # none waiting yet: the take orders two
+    _until(lambda: pool.started == 2)
+    first = pool.take(shape)
+    assert first is made[0] and pool.taken == 1
+    _until(lambda: pool.started == 3)  # one more for the one taken
+    assert pool.take(prestart.Shape("python3", 32, (), (), str(tmp_path / "staging"))) is None
+    made[1].closed = True  # died while waiting: never given out
+    assert pool.take(shape) is made[2]
+    _until(lambda: all(box.closed for box in made[3:]) and len(made) == 7, within_s=20)
+    assert len(made) == 7 and all(box.closed for box in made if box is not first and box is not made[2])
+    pool.close()
