@@ -1,0 +1,171 @@
+"""The sides of a comparison resolved against the run: its objects ("than X", "unlike X"), its
+subject (the words before the comparing words) and each member of a list with a group in it ("X and
+Y reach ..."). A side in words that are neither the run's own names nor the generic words of
+experimental prose (engine/claimwords.py) names a system the run does not have, and is a finding.
+See docs/review.md, "Integrity checks".
+"""
+
+from __future__ import annotations
+
+import re
+
+from engine.claimnames import METRIC_WORDS, Resolver
+from engine.claimnumbers import literals
+from engine.claimread import Reading, cue, read
+
+
+def read_named(sentence: str, names: Resolver) -> Reading:
+    """The sentence read with each group it names replaced by "G" (a label's words are no cue)."""
+    masked = names.group_re.sub("G", sentence)
+    return read(masked, measured=bool(literals(masked)), metric=bool(names.metrics(sentence)))
+
+
+_OBJECT = re.compile(
+    r"\b(?:than|over|against|versus|vs\.?|compared (?:with|to)|relative to|to|unlike|in contrast (?:with|to)|"
+    r"improv\w* (?:on|upon)|"
+    r"beat(?:s|ing)?|outperform\w*|surpass\w*|exceed\w*|edg(?:e|es|ed|ing) out|trail\w*|behind|ahead of|"
+    r"match(?:es|ed)?|rival(?:s|led)?|equal(?:s|led)?|out-?(?!come|put|line|lier|set|side|look|right)\w+|"
+    r"(?:on (?:a )?par|level|tied|comparable|similar|equivalent|indistinguishable|identical)"
+    r" (?:with|to|from))\s+"
+    # a lookahead, so that one side's words may hold the next relation ("to be on par with X")
+    r"(?=((?:the\s+|an?\s+)?[^\s,.;:()]+(?:\s+[^\s,.;:()]+){0,3}))",
+    re.IGNORECASE,
+)
+# The members of a list with a group in it ("G and X", "X, G and Y", "between X and G", "both G
+# and X"): each is a side too. A member before the group starts a clause or follows a word that
+# opens a list; one after it ends at the next member.
+_NP = r"((?:(?!G\b)[^\s,;:()]+\s+){0,3}(?!G\b)[^\s,;:().]+)"
+_AFTER_GROUP = re.compile(
+    r"\bG\s*(?:,\s*(?:and|or|nor)\s+"
+    + _NP
+    + r"|\b(?:and|or|nor)\s+"
+    + _NP
+    + r"|,\s*"
+    + _NP
+    + r"(?=,?\s+(?:and|or)\b))"
+)
+_BEFORE_GROUP = re.compile(
+    r"(?:^|[,;:(]|\b(?:between|among|amongst|both|including|of|with|neither|either))\s*"
+    + _NP
+    + r"\s*(?:,\s*G\s*,?\s*(?:and|or|nor)\b|(?:,\s*)?\b(?:and|or|nor)\s+G\b)",
+    re.IGNORECASE,
+)
+_MEMBER_END = re.compile(
+    r"(?:^|\s+)(?:and|or|nor|by|on|in|at|with|for|across|when|while|of|to|is|are|was|were)\b.*", re.IGNORECASE
+)
+
+
+def _members(masked: str) -> list[str]:
+    """The other members of each list that names a group in `masked` ("G and X perform ...")."""
+    found = [x for r in (_AFTER_GROUP, _BEFORE_GROUP) for m in r.finditer(masked) for x in m.groups() if x]
+    return [_MEMBER_END.sub("", x) for x in found]
+
+
+# What may open a sentence before its subject: "Even", "On accuracy,", "In our runs,".
+_LEAD = re.compile(
+    r"^(?:.*,\s*)?(?:(?:even|only|also|still|however|notably|overall)\s+)*"
+    r"(?:.{0,40}?\b(?:find|found|finds|observe[sd]?|see|sees|saw|note[sd]?|shows?|showed|reveal(?:s|ed)?|"
+    r"indicates?|indicated|suggests?|suggested|confirms?|confirmed|demonstrates?|demonstrated)\s+"
+    r"(?:that\s+)?)?",
+    re.IGNORECASE,
+)
+# What may close it before the comparing words: "X is clearly", "X to", "X does".
+_TAIL = re.compile(r"(?:\s+(?:to|is|are|was|were|does|do|did|has|have|\w+ly))+$", re.IGNORECASE)
+
+
+def _sides(sentence: str, names: Resolver) -> list[str]:
+    """The phrases a comparison sets against a group: its objects ("than X", "unlike X"), and its
+    subject, the words before the comparing words ("X lags behind ...")."""
+    masked = names.group_re.sub("G", sentence)
+    out = [m.group(1) for m in _OBJECT.finditer(masked)] + _members(masked)
+    before = read_named(sentence, names).before.strip()
+    subject = _TAIL.sub("", before[_LEAD.match(before).end() :]) if before else ""  # type: ignore[union-attr]
+    subject = re.sub(
+        r"^(?:the\s+)?(?:results?|scores?|performance|figures?|numbers?)\s+(?:for|of)\s+",
+        "",
+        subject,
+        flags=re.I,
+    )
+    subject = "" if subject.endswith(":") else subject  # "Train time: no difference": a label, no side
+    subject = re.split(r"\s+(?:by|on|in|at|with|for|across|when|while)\b", subject)[0]
+    if subject and len(subject.split()) <= 4:
+        out.append(subject)
+    # "X by 5%", "X on accuracy": the side ends where its modifiers begin.
+    out = [re.sub(r"\s*\([^()]*\)", "", x) for x in out]  # "X (0.90)": the figure is not the side
+    out = [
+        re.split(r"\s+(?:by|on|in|at|with|for|across|when|while|is|are|was|were|has|have|had)\b", x)[0]
+        for x in out
+    ]
+    # A side ends where the next comparing words begin ("X neither beats nor trails G"), and a
+    # verb's object that opens with a conjunction is shared with another verb, not a side.
+    out = [x[: c.start()] if (c := cue(x)) else x for x in out]
+    return [x for x in out if not re.match(r"\s*(?:and|or|nor|but)\b", x, re.IGNORECASE)]
+
+
+def absent_object(sentence: str, names: Resolver) -> tuple[str, ...]:
+    """A side of a comparison names a system that is no group of the run (a run without groups,
+    such as a failure report's, has none to tell it from)."""
+    if not names.labels:
+        return ()
+    for side in _sides(sentence, names):
+        phrase = re.sub(r"^by\s+", "", side)
+        if (
+            re.match(r"(?:the\s+|an?\s+|our\s+)?G\b", phrase)
+            or literals(phrase)
+            or METRIC_WORDS.search(phrase)
+        ):
+            continue
+        if re.match(r"\w+ing\s+(?:the\s+)?G\b", phrase, re.IGNORECASE):
+            continue  # "Swapping G for G", "Using G": an action on a group, not another system
+        phrase = re.sub(r"\s*\bG\b.*", "", phrase)  # "a ResNet-18 baseline": the words before a role word
+        if phrase and names.unresolved(phrase):
+            groups = "; ".join(names.labels)
+            return (f"compares with '{phrase}', which is no group of the run (its groups: {groups})",)
+    return ()
+
+
+def absent_member(sentence: str, names: Resolver) -> tuple[str, ...]:
+    """A result given for a list of systems, one of which is no group of the run ("G and X reach
+    0.84 and 0.80")."""
+    masked = names.group_re.sub("G", sentence)
+    if not names.labels or not literals(names.group_re.sub(" ", sentence)):
+        return ()
+    for member in _members(masked):
+        if not (literals(member) or METRIC_WORDS.search(member)) and names.unresolved(member):
+            groups = "; ".join(names.labels)
+            return (f"gives a result for '{member}', which is no group of the run (its groups: {groups})",)
+    return ()
+
+
+_ACHIEVES = re.compile(
+    r"^(?:[^,;:]*,\s*){0,2}?(?P<np>[^,;:]{2,60}?),?\s+(?:obtain|reach|achiev|attain|scor|yield|record|hit)\w*\b",
+    re.IGNORECASE,
+)
+
+
+# A sentence's opening phrase that is not its subject: "On accuracy, ...", "Averaged over seeds, ...".
+_ADVERBIAL = re.compile(
+    r"(?:on|in|at|for|with|across|under|over|after|before|when|while|compared|relative|unlike|as|by|from|"
+    r"to|of|overall|notably|however|here|finally|averaged|measured|evaluated|tested|again|also|thus)\b",
+    re.IGNORECASE,
+)
+
+
+def absent_result(sentence: str, names: Resolver) -> tuple[str, ...]:
+    """A result said of something that is no group of the run ("A ResNet-18 reaches 0.91", "Kernel
+    SVM, a strong baseline, reaches 0.69", "a ridge-regression baseline reaches 0.70")."""
+    m = _ACHIEVES.match(sentence)
+    if m is None or not names.labels or not literals(sentence[m.end() :]):
+        return ()
+    lead = sentence.split(",", 1)[0]
+    for np in (m.group("np").strip(), lead.strip() if "," in sentence[: m.start("np")] else ""):
+        if not np or _ADVERBIAL.match(np) or METRIC_WORDS.search(np) or names.metrics(np):
+            continue
+        masked = names.group_re.sub("G", np)
+        if re.match(r"(?:the\s+|an?\s+|our\s+|this\s+)?G\b", masked, re.IGNORECASE):
+            continue
+        np = re.sub(r"\s*\bG\b.*", "", masked)  # "a ridge baseline": the words before a role word
+        if np and names.unresolved(np):
+            groups = "; ".join(names.labels)
+            return (f"gives a result for '{np}', which is no group of the run (its groups: {groups})",)
+    return ()
