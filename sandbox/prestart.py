@@ -134,6 +134,26 @@ def staging_folder(workspace: Path) -> Path:
     return workspace.parent.parent / STAGING / f"{socket.gethostname()}-{os.getpid()}"
 
 
+def sweep(staging: Path) -> None:
+    """Remove the waiting workspaces that processes of this host left when they died (killed
+    before their exit closed them): those of a live process, or of another host, stay."""
+    host = socket.gethostname()
+    for folder in staging.glob(f"{host}-*") if staging.is_dir() else ():
+        pid = folder.name.removeprefix(f"{host}-")
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class Started(Protocol):
     def alive(self) -> bool: ...
 
@@ -204,6 +224,8 @@ class Pool(Generic[S]):
         self._count += 1
         folder = Path(shape.staging)
         try:
+            if not folder.is_dir():
+                sweep(folder.parent)
             folder.mkdir(parents=True, exist_ok=True)
             return self._start(shape, folder / str(self._count))
         except Exception as e:  # an attempt then starts its own sandbox, as without a pool

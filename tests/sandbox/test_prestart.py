@@ -4,6 +4,7 @@ run the attempt cold, under the attempt's own limits, and never kept past their 
 from __future__ import annotations
 
 import os
+import socket
 import textwrap
 import time
 from collections.abc import Callable
@@ -203,13 +204,17 @@ def test_the_pool_keeps_its_size_per_shape_and_closes_idle_sandboxes(tmp_path: P
         return made[-1]
 
     pool = prestart.Pool(2, start, idle_s=0.5)
-    shape = prestart.Shape("python3", 512, (), (), str(tmp_path / "staging"))
+    staging = prestart.staging_folder(tmp_path / "nodes" / "n1" / "attempt-1")
+    dead = staging.parent / f"{socket.gethostname()}-{2**22 + 1}"  # above pid_max: never alive
+    (dead / "3").mkdir(parents=True)
+    shape = prestart.Shape("python3", 512, (), (), str(staging))
     assert pool.take(shape) is None  # none waiting yet: the take orders two
     _until(lambda: pool.started == 2)
     first = pool.take(shape)
     assert first is made[0] and pool.taken == 1
     _until(lambda: pool.started == 3)  # one more for the one taken
-    assert pool.take(prestart.Shape("python3", 32, (), (), str(tmp_path / "staging"))) is None
+    assert not dead.exists()  # a dead process's waiting workspaces are swept
+    assert pool.take(prestart.Shape("python3", 32, (), (), str(staging))) is None
     made[1].closed = True  # died while waiting: never given out
     assert pool.take(shape) is made[2]
     _until(lambda: all(box.closed for box in made[3:]) and len(made) == 7, within_s=20)
