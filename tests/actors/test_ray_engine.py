@@ -87,26 +87,37 @@ def test_killed_worker_is_retried_and_node_gets_one_result(tmp_path: Path) -> No
 @pytest.mark.e2e
 @pytest.mark.timeout(300)
 def test_driver_sigkill_then_resume_loses_nothing(tmp_path: Path) -> None:
+    import ray
+
     tpl = make_template(tmp_path / "tpl", fixed={"sleep": 0.4})
+    # This test process's own cluster by its address: `auto` reads the newest cluster this machine
+    # started, which under pytest-xdist can be another test's short-lived private one.
+    address = ray.get_runtime_context().gcs_address
     path = make_config(
-        tmp_path, tpl, executor={"kind": "ray", "address": "auto", "max_in_flight": 3}, sandbox="local"
+        tmp_path, tpl, executor={"kind": "ray", "address": address, "max_in_flight": 3}, sandbox="local"
     )
     env = {**os.environ, "RAY_AUTH_MODE": "token", "PYTHONPATH": str(ROOT)}
-    driver = subprocess.Popen(
-        [sys.executable, "-m", "silva.cli.main", "run", str(path)],
-        env=env,
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    log = tmp_path / "driver.log"
+    with log.open("wb") as out:
+        driver = subprocess.Popen(
+            [sys.executable, "-m", "silva.cli.main", "run", str(path)],
+            env=env,
+            cwd=tmp_path,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     runs = tmp_path / "runs"
 
     def finished_count() -> int:
+        if driver.poll() is not None:
+            raise AssertionError(f"the driver exited ({driver.returncode}) early:\n{log.read_text()[-3000:]}")
         dirs = list(runs.glob("*/" + EVENTS_FILE)) if runs.exists() else []
         return sum('"attempt_finished"' in line for line in dirs[0].read_text().splitlines()) if dirs else 0
 
     try:
-        wait_for(lambda: finished_count() >= 6, timeout=120, what="six finished attempts")
+        wait_for(lambda: finished_count() >= 6, timeout=180, what="six finished attempts")
+    except AssertionError as e:
+        raise AssertionError(f"{e}; the driver printed:\n{log.read_text()[-3000:]}") from None
     finally:
         driver.send_signal(signal.SIGKILL)
         driver.wait()
@@ -123,13 +134,15 @@ def test_driver_sigkill_then_resume_loses_nothing(tmp_path: Path) -> None:
     assert all(("default", s) in after.stage_ended for s in STAGES)
     for node_id, dumped in done_before.items():  # completed nodes kept, never re-run
         assert after.nodes[node_id].model_dump() == dumped
-    for node_id in running_before:  # in-flight ones re-run once
+    kept = {n.id for n in after if n.status != NodeStatus.DISCARDED}  # not speculation made moot
+    for node_id in running_before & kept:  # in-flight ones re-run once
         assert (
             after.nodes[node_id].is_finished
             and after.nodes[node_id].attempts == before.nodes[node_id].attempts + 1
         )
     per_node = [e.node_id for e in after.log.read(ev.AttemptFinished)]
-    assert len(per_node) == len(set(per_node)) == len(after.nodes)
+    assert len(per_node) == len(set(per_node))  # no node paid for twice
+    assert kept <= set(per_node) <= set(after.nodes)
     assert len(after.sessions) == 2
     # The same tree: stage bests decided before the kill are the ones it ended with.
     for key, decision in before.stage_best.items():

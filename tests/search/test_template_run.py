@@ -57,13 +57,14 @@ def test_four_stages_with_replicates_and_aggregates(tmp_path: Path) -> None:
     assert all(n.parent_id == hp_best for n in j.in_stage("agenda", "method"))
     assert all(n.params["method"] for n in j.in_stage("agenda", "method"))
     assert not any(n.params["method"] for n in j.in_stage("hyperparameter", "hyperparameter"))
-    # Stages overlap: the next stage's search starts before the decided stage's wrap-up ends.
+    # Stages overlap: the next stage's search starts before the decided stage's wrap-up ends, and
+    # only speculation (grown from a leader while the last nodes run) starts before the decision.
     seq = {e.node.id: e.seq for e in j.log.read(ev.NodeCreated)}
     for earlier, later in zip(STAGES, STAGES[1:]):
         ended_at = j.stage_ended[("default", earlier)].seq
         decided = j.stage_best[("default", earlier)].seq
-        first_next = min(seq[n.id] for n in j.in_stage(later))
-        assert decided < first_next < ended_at
+        assert min(seq[n.id] for n in j.in_stage(later)) < ended_at
+        assert all(n.origin.speculative for n in j.in_stage(later) if seq[n.id] < decided)
     ablation = j.in_stage("ablation", "ablation")[0]
     assert ablation.params["ab"] is True and ablation.params["method"] is True
 
