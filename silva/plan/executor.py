@@ -96,10 +96,15 @@ class PlanExecutor:
         return JobDone(handle, result)
 
     def _held_until_now(self) -> None:
-        """The budget stops the run: the experiments in flight held their slots until now."""
+        """The budget stops the run: the experiments in flight held their slots until now, and
+        the papers in the CPU pool spent its CPUs until now."""
         for start, end, job, res, _, _ in self.pending.values():
-            if holds_resources(job) and start < self.now:
+            if start >= self.now:
+                continue
+            if holds_resources(job):
                 self._charge(job, res, min(end, self.now) - start)
+            elif cpu_pool(job):
+                self.cpu_s += (min(end, self.now) - start) * res.num_cpus
 
     def _charge(self, job: Job, res: Resources, took: float) -> None:
         """A slot-holding job's time: its idea's share, GPU and CPU time, and, an experiment's,

@@ -307,6 +307,15 @@ def test_a_paper_in_the_cpu_pool_is_cpu_time_but_no_slot_time(tmp_path: Path) ->
     assert ex.cpu_s == pytest.approx(5.0) and not ex.held_s and ex.experiment_s == ex.gpu_s == 0
 
 
+def test_a_paper_in_flight_at_the_wall_clock_stop_counts_the_cpu_time_it_spent(tmp_path: Path) -> None:
+    ex = virtual(tmp_path, PlanSettings(durations={"long": Lognormal(median_s=10.0, sigma=0)}))
+    ex.budgets = Budgets(wall_clock_s=4)
+    ex.submit(Paper("long"), Resources(num_cpus=2))
+    with pytest.raises(BudgetStop):
+        ex.wait([0], 0.5)
+    assert ex.cpu_s == pytest.approx(8.0) and not ex.held_s and ex.experiment_s == ex.gpu_s == 0
+
+
 def test_settings_that_name_some_kinds_keep_the_defaults_of_the_others() -> None:
     s = PlanSettings.model_validate({"durations": {"default": {"median_s": 60}}, "llm": {}})
     assert s.durations["default"].median_s == 60 and s.durations["aggregation"].median_s == 5
