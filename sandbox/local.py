@@ -270,7 +270,12 @@ class BwrapSandbox(HostWorkspace):
     ) -> ExecResult:
         full_env = self._env(env)  # a credential-like name is refused before anything starts
         started = self._take_started(command, limits, env)
-        self._stage(files)
+        try:
+            self._stage(files)
+        except BaseException:
+            if started is not None:
+                started.release()  # its process must not outlive the attempt it was given to
+            raise
         if started is not None:
             result = started.run(command, limits, self.workspace, self._address_space())
             if result is not None:
@@ -459,9 +464,10 @@ class _Started:
             )
             return result.model_copy(update={"cpu_s": _reported_cpu(self._cpu)})
         finally:
-            self._release()
+            self.release()
 
-    def _release(self) -> None:
+    def release(self) -> None:
+        """Stop the process (if it still runs) and close the pipe and report."""
         if self.proc.returncode is None:
             signal_group(self.proc.pid, signal.SIGKILL)  # the namespace dies with bwrap
             self.proc.wait()
@@ -475,7 +481,7 @@ class _Started:
 
     def close(self) -> None:
         """Closed unused: the process, its uid lease and its waiting workspace go."""
-        self._release()
+        self.release()
         self.box.close()
         shutil.rmtree(self.box.workspace, ignore_errors=True)
 
@@ -557,6 +563,7 @@ class LocalProvider:
                     return _Started(box, shape, opts.prestart_imports)
                 except BaseException:
                     box.close()
+                    shutil.rmtree(workspace, ignore_errors=True)
                     raise
 
             _POOLS[self._key] = prestart.Pool(opts.prestart, start)

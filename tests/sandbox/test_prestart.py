@@ -162,10 +162,16 @@ def test_a_deadline_leaves_no_process_of_the_attempt(started: LocalProvider, tmp
     box.close()
     assert box.prestarted and res.timed_out and res.stdout == "started\n", res
     assert 3 <= res.wall_s < 3 + 1 + 5
-    deadline = time.monotonic() + 5
-    while (left := _processes_of(box.uid)) and time.monotonic() < deadline:
+    assert _none_left(box.uid)
+
+
+def _none_left(uid: int, within_s: float = 5.0) -> bool:
+    """Whether every process of `uid` is gone within `within_s` (a namespace dies with its init,
+    a moment after bwrap)."""
+    deadline = time.monotonic() + within_s
+    while _processes_of(uid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not left
+    return not _processes_of(uid)
 
 
 def _processes_of(uid: int) -> list[int]:
@@ -220,3 +226,16 @@ def test_the_pool_keeps_its_size_per_shape_and_closes_idle_sandboxes(tmp_path: P
     _until(lambda: all(box.closed for box in made[3:]) and len(made) == 7, within_s=20)
     assert len(made) == 7 and all(box.closed for box in made if box is not first and box is not made[2])
     pool.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a leased uid per sandbox needs root")
+def test_a_started_sandbox_given_files_it_refuses_is_stopped(started: LocalProvider, tmp_path: Path) -> None:
+    code = ["python3", "-c", "pass"]
+    _exec_started(started, tmp_path, "prime", code)[0].close()
+    box = _box(started, tmp_path, "refused")
+    try:
+        with pytest.raises(ValueError, match="escapes the workspace"):
+            box.exec(code, limits=LIMITS, files={"../outside.txt": b"x"})
+        assert box.prestarted and _none_left(box.uid)
+    finally:
+        box.close()
