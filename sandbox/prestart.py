@@ -176,6 +176,7 @@ class Pool(Generic[S]):
         self._orders: queue.Queue[Shape] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._count = 0
+        self._closed = False
         self.taken = self.started = 0  # for the bench and the tests
         atexit.register(self.close)
 
@@ -215,7 +216,9 @@ class Pool(Generic[S]):
             box = self._started(shape)
             with self._lock:
                 self._pending[shape] -= 1
-                if box is not None:
+                if box is not None and self._closed:
+                    box.close()  # started while the process was exiting
+                elif box is not None:
                     self._waiting.setdefault(shape, deque()).append((time.monotonic(), box))
                     self.started += 1
             self._reap()
@@ -242,8 +245,9 @@ class Pool(Generic[S]):
             box.close()
 
     def close(self) -> None:
-        """Close every waiting sandbox and remove their folders (at exit, and in tests)."""
+        """Close every waiting sandbox and remove their folders, for good (at exit)."""
         with self._lock:
+            self._closed = True
             boxes = [box for waiting in self._waiting.values() for _, box in waiting]
             folders = {shape.staging for shape in self._waiting}
             self._waiting.clear()
