@@ -127,6 +127,22 @@ def fits(lit: Literal_, claim: Claim, means: bool = True) -> bool:
     return any(rounds_to(v, lit) for v in pool)
 
 
+# "p < 0.001": a bound on a p-value (a threshold, never read as a figure) says which tests it fits.
+_P_BOUND = re.compile(r"\bp(?:[- ]value)?\s*([<>≤≥])\s*(\d*\.\d+|\d+)(?![\d.])", re.IGNORECASE)
+
+
+def p_bounds_met(text: str, claim: Claim) -> int:
+    """How many of the p-value bounds `text` prints the claim's p meets ("p < 0.001": below it)."""
+    if claim.p is None:
+        return 0
+    p, out = claim.p, 0
+    for m in _P_BOUND.finditer(text):
+        bound = float(m.group(2))
+        met = {"<": p < bound, "≤": p <= bound, ">": p > bound, "≥": p >= bound}
+        out += met[m.group(1)]
+    return out
+
+
 def fits_group(lit: Literal_, groups: list[GroupSummary]) -> bool:
     scale = 100.0 if lit.unit == "percent" else 1.0
     return any(rounds_to(scale * v, lit) for g in groups for v in group_values(g))

@@ -58,7 +58,8 @@ _CHANGE_DOWN = (
 _CHANGE_OBJECT = re.compile(r"\s+(?:by|of|in|to|from|the|its|their|our|G)\b", re.I)
 _EQUAL = (
     r"no (?:\w+ ){0,3}differences?|(?:did|does|do) not (?:\w+ )?differ\w*|indistinguishable|on (?:a )?par|"
-    r"comparabl[ey]|similar|equivalent(?:ly)?|(?:the same|equal) (?:\w+ )?(?:performance|accuracy|scores?|"
+    r"comparabl[ey]|similar(?:ly)?|equivalent(?:ly)?|"
+    r"(?:the same|equal) (?:\w+ )?(?:performance|accuracy|scores?|"
     r"levels?|results?|means?)|tied?|parity|within (?:the )?noise|"
     r"statistically (?:equal|tied)|(?:roughly|nearly|essentially|about|approximately) equal|"
     r"no worse|"
@@ -76,12 +77,16 @@ _PAR = (
     r"catch(?:es)? up (?:with|to)|caught up (?:with|to)|measures? up to|reach(?:es)? the level of)"
     r"(?= (?:the )?G\b)"
 )
+# Coming close to a group: denied, the first is worse; said, it may still be worse ("comes close to
+# G but trails"), so nothing is asserted.
+_NEAR = r"(?:comes?|came|coming|gets?|got|getting) (?:\w+ )?close to(?= (?:the )?G\b)"
 # A word inside a hyphenated compound ("gradient-boosted", "error-reducing") is no cue.
 _CUE = re.compile(
     "|".join(
         rf"(?P<{kind}>(?<!-)\b(?:{words})\b)"
         for kind, words in (
             ("par", _PAR),
+            ("near", _NEAR),
             ("nob", _NO_GAIN),
             ("eq", _EQUAL),
             ("up", _QUALITY_UP),
@@ -93,7 +98,9 @@ _CUE = re.compile(
             ("chi", _CHANGE_UP),
             ("clo", _CHANGE_DOWN),
         )
-    ),  # fmt: skip
+    )  # fmt: skip
+    # "G > G", "G < G": an order between two groups, written as in mathematics.
+    + r"|(?<=G)\s*(?:(?P<gt>[>≻])|(?P<lt>[<≺]))(?=\s*(?:the\s+)?G\b)",
     re.IGNORECASE,
 )
 _THAN = re.compile(
@@ -134,11 +141,13 @@ _NEGATION = re.compile(
 _SIGNIFICANT = re.compile(
     r"\b(?:statistically )?significant(?:ly)?\b|\bp\s*[<≤]\s*0?\.0\d|\breject\w* the null"
     r"|\bnull hypothes[ie]s\b.{0,80}?\b(?:is|was|are|were|be|been|gets?|got)\s+rejected"
-    r"|\bstatistically (?:meaningful|reliable|robust)",
+    r"|\bstatistically (?:meaningful|reliable|robust)|\b(?:statistical|with) significance\b",
     re.I,
 )
 _NOT_SIGNIFICANT = re.compile(
-    r"\b(?:not|no|non-?|in)\s*(?:statistically\s+)?significan\w*|did not reach significance|"
+    r"\b(?:not|no|non-?|in|without|lack(?:s|ed|ing)?)\s*(?:statistical(?:ly)?\s+)?significan\w*|"
+    r"\b(?:not|never|fail\w* to|n't|short of|lacks?)\s+(?!only\b)(?:\w+\s+){0,2}?(?:statistical(?:ly)?\s+)?"
+    r"significan\w*|"
     r"\b(?:absence|lack) of (?:an?\s+|any\s+)?(?:statistically\s+)?significan\w*|"
     r"\bn\.s\.|\bp\s*[=>≥]\s*0?\.(?:[1-9]|0[5-9])|within (?:the )?noise|\bnumerically\b|\bnominally\b|"
     r"not (?:reliably|statistically)|\b(?:not|cannot|can't|unable to|fail\w* to)\s+(?:be\s+)?reject"
@@ -152,13 +161,25 @@ _PROVENANCE = re.compile(
     r"|(?<=\bnull hypothesis )that\b.*?(?=\b(?:is|was|are|were|can|cannot|could|must|be)\b|$)",
     re.I,
 )
-# "Compared with G, G ...", "Replacing G with G ...": the group named first is the reference.
+# "Compared with G, G ...", "Replacing G with G ...", "Taking G as the reference, G ...": the group
+# named first is the reference.
 _FRONTED = re.compile(
     r"^\W*(?:compared (?:with|to)|relative to|against|versus|unlike|over)\b"
+    r"|^(?:(?!\bG\b).)*?\bG,? (?:is|serves as|acts as|as) (?:the |a |our )?(?:\w+ )?"
+    r"(?:reference|baseline|anchor|yardstick|point of (?:comparison|reference)|comparison point|"
+    r"starting point)\b"
     r"|\b(?:replac|substitut)\w* G (?:with|by) G|\b(?:switch|mov|go|chang|transition)\w* from G to G"
     r"|\bfrom\b[^,;]{0,30}?\bG\b[^,;]{0,30}?\bto\b[^,;]{0,30}?\bG\b"
     r"|\b(?:swap|exchang|trad)\w* G (?:for|with) G|\bG (?:is|are|was|were|gets?) (?:replaced|substituted|"
     r"swapped) (?:by|with|for) G",
+    re.I,
+)
+
+
+# A test said to confirm a direction ("the test confirms that G beats G") asserts its significance.
+_CONFIRMED = re.compile(
+    r"\btests?\b[^.;]{0,40}?\b(?:confirm|establish|verif|prov)\w*"
+    r"|\b(?:confirm|establish|verifi)\w* (?:by|with|through) (?:a |the |our )?(?:\w+ ){0,2}test\b",
     re.I,
 )
 
@@ -188,7 +209,7 @@ def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
     said: Said | None = None
     before = ""
     for m in _CUE.finditer(masked):
-        kind = m.lastgroup or ""
+        kind = {"gt": "hi", "lt": "lo"}.get(m.lastgroup or "", m.lastgroup or "")
         if kind in ("more", "less") and _QUALITY_ADJ.match(masked, m.end()):
             kind = "up" if kind == "more" else "down"
         elif kind in ("more", "less") and not re.match(r"\s+\w+\s+than\b", masked[m.end() :]):
@@ -210,6 +231,9 @@ def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
             break
     if said is None and _RANK.search(masked):
         said = "better"
+    significant = (
+        significant or said in ("better", "worse", "higher", "lower") and bool(_CONFIRMED.search(masked))
+    )
     comparison = (
         said is not None
         or bool(_THAN.search(masked))
@@ -238,6 +262,8 @@ def _said(kind: str, negated: bool, passive: bool) -> Said | None:
         return "worse" if negated else "no detectable difference"
     if kind == "eq":
         return "no detectable difference"
+    if kind == "near":
+        return "worse" if negated else None
     if kind == "nob":
         return "not worse" if passive else "not better"
     up = kind in ("up", "hi", "more", "chi")

@@ -105,9 +105,29 @@ def _sides(sentence: str, names: Resolver) -> list[str]:
 def absent_object(sentence: str, names: Resolver) -> tuple[str, ...]:
     """A side of a comparison names a system that is no group of the run (a run without groups,
     such as a failure report's, has none to tell it from)."""
+    return _absent_side(_sides(sentence, names), names)
+
+
+# A system brought in to be compared with ("we include X as an additional baseline", "X serves as
+# a point of comparison"): a side of the comparisons to come, whatever the sentence states of it.
+_COMPARATOR = re.compile(
+    r"(?:^|\b(?:includ|add|consider|introduc|us|evaluat|report|run|train|benchmark|tak|treat)\w*\s+)"
+    r"((?:[^\s,;:()]+\s+){0,3}?[^\s,;:()]+),?\s+(?:as|serves as|acts as)\s+(?:an?|the|our)\s+"
+    r"(?:\w+\s+){0,2}?(?:baselines?|points? of comparison|comparison points?|comparators?|competitors?|"
+    r"contenders?|references?)\b",
+    re.IGNORECASE,
+)
+
+
+def absent_comparator(sentence: str, names: Resolver) -> tuple[str, ...]:
+    """A system brought in as a comparator that is no group of the run."""
+    return _absent_side([m.group(1) for m in _COMPARATOR.finditer(names.group_re.sub("G", sentence))], names)
+
+
+def _absent_side(sides: list[str], names: Resolver) -> tuple[str, ...]:
     if not names.labels:
         return ()
-    for side in _sides(sentence, names):
+    for side in sides:
         phrase = re.sub(r"^by\s+", "", side)
         if (
             re.match(r"(?:the\s+|an?\s+|our\s+)?G\b", phrase)

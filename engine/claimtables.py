@@ -24,10 +24,16 @@ class RowCheck:
     problems: tuple[str, ...]
 
 
+# Where `plain` found a float's bounds (a table, figure or centred block): a paragraph break that
+# also ends a caption, so that a paragraph after (or before) a float is never read as its caption.
+FLOAT_MARK = "\n\f\n"
+
+
 def blocks(text: str) -> list[tuple[list[str], str]]:
     """Each run of table rows (lines with "&", rules and blank lines between them) with the text
-    around it (its caption)."""
-    lines = text.splitlines()
+    around it (its caption): three lines either side, within the rows' float where the text marks
+    floats."""
+    lines = text.split("\n")  # not splitlines(), which would split at the float mark too
     out: list[tuple[list[str], str]] = []
     rows: list[str] = []
     start = 0
@@ -35,12 +41,21 @@ def blocks(text: str) -> list[tuple[list[str], str]]:
         if "&" in line:
             start = start if rows else i
             rows.append(line)
-        elif rows and not line.strip():
+        elif rows and not line.strip() and "\f" not in line:
             continue
         elif rows:
-            out.append((rows, " ".join(lines[max(0, start - 3) : start] + lines[i : i + 3])))
+            out.append((rows, " ".join(_within_float(lines[max(0, start - 3) : start], lines[i : i + 3]))))
             rows = []
     return out
+
+
+def _within_float(before: list[str], after: list[str]) -> list[str]:
+    """The lines before and after a table's rows up to its float's bounds."""
+    bound = [k for k, line in enumerate(before) if "\f" in line]
+    if bound:
+        before = before[bound[-1] + 1 :]
+    end = next((k for k, line in enumerate(after) if "\f" in line), len(after))
+    return before + after[:end]
 
 
 def _cells(row: str) -> list[str]:

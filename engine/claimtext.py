@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 from engine.claimfacts import attributed, group_numbers, held_out_figure, seed_counts
 from engine.claimnames import Resolver
-from engine.claimnumbers import Literal_, fits, literals, rounds_to
+from engine.claimnumbers import Literal_, fits, literals, p_bounds_met, rounds_to
 from engine.claimread import Reading
 from engine.claims import Claim, Ledger
-from engine.claimsides import absent_member, absent_object, absent_result, read_named
-from engine.claimtables import blocks, check_table
+from engine.claimsides import absent_comparator, absent_member, absent_object, absent_result, read_named
+from engine.claimtables import FLOAT_MARK, blocks, check_table
 
 CLAIM_MARK = "[claim:{}]"
 CLAIM_MARK_RE = re.compile(r"\[claim:([A-Za-z0-9-]+)\]")
@@ -28,9 +28,10 @@ _WRAPPERS = re.compile(
     r"\\(?:textbf|emph|textit|texttt|ensuremath|mathrm|text|caption|section\*?|subsection\*?)\{"
 )
 
-# A table's or figure's bounds (with a tabular's column spec) end the sentence before and after.
+# A table's or figure's bounds (with a tabular's column spec) end the sentence before and after;
+# a float's own bounds stay marked, so that a table's caption is read from within its float only.
 _FLOAT_BOUND = re.compile(
-    r"\\(?:begin|end)\{(?:table|figure|tabular[x*]?|longtable|center)\*?\}(?:\[[^\]]*\])?"
+    r"\\(?:begin|end)\{(table|figure|tabular[x*]?|longtable|center)\*?\}(?:\[[^\]]*\])?"
     r"(?:\{(?:[^{}]|\{[^{}]*\})*\}){0,2}"
 )
 
@@ -47,7 +48,7 @@ def plain(tex: str, macros: dict[str, str]) -> str:
     text = re.sub(r"\\times\s*10\^\{?(-?\d+)\}?", r"×10^\1", text)
     text = text.replace("$\\pm$", "±").replace("\\pm", "±").replace("$\\alpha", "α").replace("\\alpha", "α")
     text = text.replace("\\%", "%").replace("\\,", " ").replace("~", " ").replace("--", "–")
-    text = _FLOAT_BOUND.sub("\n", text)
+    text = _FLOAT_BOUND.sub(lambda m: "\n" if m.group(1).startswith("tabular") else FLOAT_MARK, text)
     text = re.sub(r"\\(?:begin|end)\{[^{}]*\}", " ", text)  # the environment's name is no word of the text
     for _ in range(3):
         text = _WRAPPERS.sub("{", text)
@@ -249,12 +250,13 @@ def match_claims(sentence: str, ledger: Ledger, names: Resolver | None = None) -
     metrics = names.metrics(sentence)
     lits = literals(names.group_re.sub(" ", CLAIM_MARK_RE.sub("", sentence)))
     on_metric = [c for c in candidates if c.metric in metrics] or candidates
+    # A figure printed, or a bound on a p-value ("p < 0.001"), is a claim's where the claim has it.
+    fit = {c.id: sum(fits(x, c) for x in lits) + p_bounds_met(sentence, c) for c in candidates}
     # Naming no metric and printing none of a claim's figures, a sentence speaks of the paper's
     # main metrics (the held-out test's or the search's), whichever of them it states faithfully.
-    unpinned = not metrics and not any(fits(x, c) for x in lits for c in candidates)
+    unpinned = not metrics and not any(fit.values())
     if unpinned:
         on_metric = [c for c in candidates if c.role in ("test", "selection")] or candidates
-    fit = {c.id: sum(fits(x, c) for x in lits) for c in on_metric}
     # A figure that is the comparison's own (its difference, p) says more than a group's sd.
     own = {c.id: sum(fits(x, c, means=False) for x in lits) for c in on_metric}
     ranked = sorted(
@@ -328,7 +330,11 @@ def _check_one(sentence: str, ledger: Ledger, names: Resolver) -> SentenceCheck 
     claim, problems = min(
         ((c, tuple(check_sentence(shown, c, ledger, names))) for c in claims), key=lambda cp: len(cp[1])
     )
-    sides = tuple(dict.fromkeys(absent_object(shown, names) + absent_result(shown, names)))
+    sides = tuple(
+        dict.fromkeys(
+            absent_object(shown, names) + absent_result(shown, names) + absent_comparator(shown, names)
+        )
+    )
     return SentenceCheck(shown, claim, problems + sides[:1] + extra)
 
 
@@ -339,7 +345,7 @@ def _facts(sentence: str, names: Resolver, ledger: Ledger) -> tuple[str, ...]:
     """Figures said of groups ("X reaches 0.93, Y 0.91"), each against its own group; a result
     about a group on a metric the run never measured."""
     facts = tuple(group_numbers(sentence, names, ledger)) + (
-        absent_result(sentence, names) or absent_member(sentence, names)
+        absent_result(sentence, names) or absent_member(sentence, names) or absent_comparator(sentence, names)
     )
     if literals(names.group_re.sub(" ", sentence)) or (
         names.groups(sentence) and not _DENIED.search(names.group_re.sub("G", sentence))

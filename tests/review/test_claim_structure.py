@@ -406,3 +406,79 @@ def test_what_a_group_would_need_to_match_another_says_it_is_worse(ledger: Ledge
 )
 def test_an_abbreviation_defined_before_its_name_is_an_alias(text: str, ledger: Ledger) -> None:
     assert _problems(text, ledger) == [], text
+
+
+_STAGE_TABLE = (
+    "\\begin{{table}}[h]\\centering\n\\caption{{{caption}}}\n\\begin{{tabular}}{{lcc}}\\toprule\n"
+    "Group & val\\_accuracy & test\\_accuracy \\\\ \\midrule\nMixup training & 0.902 & 0.781 \\\\\n"
+    "Plain training & 0.880 & 0.835 \\\\\n\\bottomrule\\end{{tabular}}\n\\end{{table}}\n"
+)
+
+
+def test_a_paragraph_beside_a_table_is_not_its_caption(searched: Ledger) -> None:
+    # The paragraph after the float speaks of the held-out test; the table's validation column is
+    # the search's own figures, which its caption does not call held-out.
+    after = "\n\nOn the held-out test set, plain training reaches 0.835.\n"
+    before = "On the held-out test set, plain training reaches 0.835.\n\n"
+    table = _STAGE_TABLE.format(caption="Per-stage results: mean over seeds.")
+    assert _problems(plain(table + after, {}), searched) == []
+    assert _problems(plain(before + table, {}), searched) == []
+    # Within the float, a caption calling the columns held-out still speaks of the validation column.
+    held_out = _STAGE_TABLE.format(caption="Held-out test results: mean over seeds.")
+    assert any("selected on" in p for p in _problems(plain(held_out + after, {}), searched))
+
+
+def test_a_bound_on_the_p_value_says_which_test_a_sentence_states(searched: Ledger) -> None:
+    # Naming no metric: "p < 0.001" fits the ablation's training-time test (p = 1e-4), not its
+    # test-accuracy one (p = 0.27), and of mixup against plain training only the test-accuracy loss.
+    assert _problems("The no mixing ablation beats mixup training significantly (p < 0.001).", searched) == []
+    assert any("states" in p for p in _problems("Mixup training beats plain training (p < 0.001).", searched))
+
+
+def test_a_group_taken_as_the_reference_is_the_reference(ledger: Ledger) -> None:
+    honest = "Taking plain training as the reference, mixup training lowers test accuracy by 0.054."
+    assert _problems(honest, ledger) == []
+    yardstick = "With plain training as our yardstick, mixup training trails on test accuracy."
+    assert _problems(yardstick, ledger) == []
+    false = "Taking plain training as the reference, mixup training improves test accuracy by 0.054."
+    assert any("states" in p for p in _problems(false, ledger))
+
+
+# Mixup training is significantly worse than plain training; the ablation and mixup training do
+# not differ (p = 0.27).
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Put briefly, mixup training > plain training in test accuracy.",  # an order in mathematics
+        # p = 0.27 printed: without the significance asserted, only the means' order would be read.
+        "The no mixing ablation beats mixup training on test accuracy with statistical significance "
+        "(p = 0.27).",
+        "Our Welch test confirms that the no mixing ablation beats mixup training on test accuracy "
+        "(p = 0.27).",
+        "Plain training and mixup training behave similarly on test accuracy.",
+        "On test accuracy, mixup training does not come close to the no mixing ablation.",
+    ],
+)
+def test_an_order_a_confirmed_test_or_a_likeness_is_a_comparison(sentence: str, ledger: Ledger) -> None:
+    assert _problems(sentence, ledger), sentence
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Put briefly, plain training > mixup training in test accuracy.",
+        "The no mixing ablation and mixup training behave similarly on test accuracy.",
+        "On test accuracy, mixup training does not come close to plain training.",
+        "The no mixing ablation beats mixup training on test accuracy but does not reach statistical "
+        "significance.",
+        "The test confirms that mixup training trails plain training on test accuracy.",
+    ],
+)
+def test_the_same_shapes_stated_truly_are_left_alone(sentence: str, ledger: Ledger) -> None:
+    assert _problems(sentence, ledger) == [], sentence
+
+
+def test_a_system_brought_in_as_a_comparator_must_be_a_group(ledger: Ledger) -> None:
+    text = "We add label smoothing as a further point of comparison; it reaches 0.790."
+    assert any("no group of the run" in p for p in _problems(text, ledger))
+    assert _problems("We keep plain training as the reference; it reaches 0.835.", ledger) == []
