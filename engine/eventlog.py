@@ -14,6 +14,7 @@ Integrity rules (docs/engine.md, "Journal integrity"):
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import logging
@@ -21,10 +22,11 @@ import math
 import os
 import pickle
 import re
+import signal
 import time
 from array import array
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, is_dataclass
 from enum import Enum
@@ -47,6 +49,9 @@ CHUNK = 8 << 20  # the log is read in pieces of this size, never whole
 SEEK_SHARE = 8  # `read(types)` seeks to each event when at most 1 in this many is wanted
 
 log = logging.getLogger(__name__)
+
+# What a snapshot holds, made when it is written: the replayed state and the classes in it.
+SnapshotState = Callable[[], tuple[Mapping[str, Any], Iterable[type]]]
 
 
 class JournalDamaged(ConfigError):
@@ -246,7 +251,8 @@ class EventLog:
     The log keeps no events in memory: only each event's byte offset. `events` and `read()`
     read them back from the file. `Journal` replays a snapshot of its state (when one matches
     the log, byte for byte, up to the offset it was taken at) plus the events after it, and a
-    writer writes a new snapshot every SNAPSHOT_EVERY events (docs/engine.md, "Driver scaling").
+    writer writes a new snapshot every SNAPSHOT_EVERY events, in a forked child so the driver does
+    not wait for it (docs/engine.md, "Driver scaling").
     """
 
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
@@ -265,6 +271,7 @@ class EventLog:
         self._file: Any = None
         self._group = 0  # nesting depth of group commits
         self._unsynced = False
+        self._writer: int | None = None  # pid of the background snapshot writer, until reaped
         if not read_only:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._lock = WriterLock(path.parent)
@@ -527,11 +534,60 @@ class EventLog:
 
     # -- snapshots -----------------------------------------------------------------------------
     def snapshot_due(self) -> bool:
+        if self._writer is not None:
+            self._reap(block=False)
         return self._file is not None and self.count - self.snapshot_count >= SNAPSHOT_EVERY
 
-    def write_snapshot(self, state: Mapping[str, Any], classes: Iterable[type]) -> None:
-        """Replace the snapshot by `state` as of now (atomically: a crash leaves the old one)."""
-        self.sync()
+    def write_snapshot(self, state_of: SnapshotState, *, background: bool = False) -> None:
+        """Replace the snapshot by the state `state_of()` gives (and its classes) as of now,
+        atomically: a crash leaves the old one. `background`: in a forked child, so the driver
+        goes on at once (its cost, O(nodes), stays off the dispatch loop): the child holds a
+        copy-on-write image of this moment and writes it while the driver appends further
+        events. One snapshot is written at a time; `close()` waits for it."""
+        self._reap(block=True)
+        if background and hasattr(os, "fork"):
+            self._writer = self._fork_writer(state_of)
+        else:
+            self._write_snapshot_file(*state_of())
+        self.snapshot_count = self.count
+
+    def _fork_writer(self, state_of: SnapshotState) -> int:
+        pid = os.fork()
+        if pid:
+            return pid
+        code = 1
+        try:  # the child: write and leave, running nothing of the driver's (no atexit, no flush)
+            gc.disable()  # it exits in a moment: a collection would only copy pages
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # ^C stops the driver; the child finishes
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            WriterLock.close_inherited()
+            self._write_snapshot_file(*state_of())
+            code = 0
+        except BaseException as e:  # a snapshot is a cache: its failure is told, never fatal
+            os.write(2, f"silva: snapshot not written ({type(e).__name__}: {e})\n".encode())
+        finally:
+            os._exit(code)
+
+    def _reap(self, *, block: bool) -> None:
+        """Collect a finished background writer (wait for it when `block`)."""
+        if self._writer is None:
+            return
+        try:
+            pid, status = os.waitpid(self._writer, 0 if block else os.WNOHANG)
+        except ChildProcessError:  # already collected (someone waited for every child)
+            pid, status = self._writer, 0
+        if pid == 0:
+            return  # still writing
+        self._writer = None
+        if os.waitstatus_to_exitcode(status) != 0:
+            log.warning(
+                "%s: the background snapshot failed (exit %s); the previous one stays",
+                self.snapshot_path,
+                os.waitstatus_to_exitcode(status),
+            )
+
+    def _write_snapshot_file(self, state: Mapping[str, Any], classes: Iterable[type]) -> None:
+        self.sync()  # the log up to the snapshot's offset is durable before the snapshot names it
         payload = pickle.dumps(
             {
                 "state": dict(state),
@@ -550,16 +606,18 @@ class EventLog:
             "payload_sha256": hashlib.sha256(payload).hexdigest(),
             "classes": {f"{c.__module__}.{c.__qualname__}": fingerprint(c) for c in classes},
         }
-        tmp = self.snapshot_path.with_name(SNAPSHOT_FILE + ".tmp")
+        # Named by the writing process: a background writer that outlived its driver never
+        # shares a file with the next driver's.
+        tmp = self.snapshot_path.with_name(f"{SNAPSHOT_FILE}.{os.getpid()}.tmp")
         with tmp.open("wb") as f:
             f.write(json.dumps(head).encode() + b"\n")
             f.write(payload)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.snapshot_path)
-        self.snapshot_count = self.count
 
     def _release(self) -> None:
+        self._reap(block=True)  # a snapshot being written: the run's files are complete once closed
         if self._file is not None:
             self.sync()
             self._file.close()

@@ -55,25 +55,34 @@ class GroupCommit:
         if self._done:
             return self._done.popleft()
         self._start_queued()
-        # Built and narrowed by C-level copies: at 10,000 slots a Python-level filter of the
-        # handles per completion taken was the driver's largest cost.
-        found = dict.fromkeys(map(self._inner_of.get, handles))
-        found.pop(None, None)  # not this executor's
-        inner = cast(dict[Handle, None], found)
+        inner = self._inner_handles(handles)
         if not inner:
             return None
         first = self._inner.wait(list(inner), timeout)
         if first is None:
             return None
-        inner.pop(first.handle, None)
         self._done.append(self._outer(first))
+        inner.pop(first.handle, None)  # (already gone when `inner` is `_outer_of`)
         while len(self._done) < MAX_BATCH:
             more = self._inner.wait(list(inner), 0)
             if more is None:
                 break
-            inner.pop(more.handle, None)
             self._done.append(self._outer(more))
+            inner.pop(more.handle, None)
         return self._done.popleft()
+
+    def _inner_handles(self, handles: Sequence[Handle]) -> dict[Handle, Any]:
+        """The inner handles of `handles` (a dict used as an ordered set). The dispatcher waits
+        on every job it has in flight, in the order it submitted them: the jobs started here
+        and not yet taken, in the same order. That list is recognised by one C-level comparison
+        (its items are the very objects `submit` returned) and its inner handles are read off
+        `_outer_of` as they are; only another list is mapped handle by handle (at 1,000 jobs in
+        flight that map cost 0.3 ms per completion; at 10,000 it was the driver's largest cost)."""
+        if len(handles) == len(self._inner_of) and list(self._inner_of) == handles:
+            return self._outer_of
+        found = dict.fromkeys(map(self._inner_of.get, handles))
+        found.pop(None, None)  # not this executor's
+        return cast(dict[Handle, Any], found)
 
     def _outer(self, done: JobDone) -> JobDone:
         outer = self._outer_of.pop(done.handle)

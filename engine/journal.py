@@ -182,11 +182,16 @@ class Journal:
         stored = type(event).model_validate(written)
         self._apply(stored)
         if self.log.snapshot_due():
-            self.snapshot()
+            self.snapshot(background=True)  # O(nodes): written beside the driver, not by it
         return stored
 
-    def snapshot(self) -> None:
-        """Write the replayed state for the next open to start from (engine/eventlog.py)."""
+    def snapshot(self, *, background: bool = False) -> None:
+        """Write the replayed state for the next open to start from (engine/eventlog.py);
+        `background`: by a forked child, from an image of this moment (the driver goes on)."""
+        self.log.write_snapshot(self._snapshot_state, background=background)
+
+    def _snapshot_state(self) -> tuple[dict[str, Any], set[type]]:
+        """The state a snapshot holds and the model classes in it (a walk of every node)."""
         state = {k: v for k, v in self.__dict__.items() if k not in NOT_STATE}
         classes: set[type] = {NodeStatus, MetricSpec, *TOTALS_CLASSES}
         for n in self.nodes.values():
@@ -197,7 +202,8 @@ class Journal:
         for kept in (self.stage_started, self.stage_best, self.stage_ended, self.heldout, self.idea_stopped):
             _model_classes(kept, classes)  # events the journal holds on to
         _model_classes([self.stop, self.finished], classes)
-        self.log.write_snapshot(state, (c for c in classes if c is not type(None)))
+        classes.discard(type(None))
+        return state, classes
 
     def add_node(self, node: Node) -> Node:
         node.id = node.id or self.new_node_id()

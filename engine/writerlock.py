@@ -132,6 +132,15 @@ class WriterLock:
         os.close(fd)
 
     @classmethod
+    def close_inherited(cls) -> None:
+        """In a forked child (a background snapshot): close its copies of the locks' descriptors,
+        so that the claim ends with the writer, never with a child that outlives it. No guard:
+        a thread that held it at the fork does not exist in the child."""
+        for fd, _ in cls._held.values():
+            os.close(fd)
+        cls._held.clear()
+
+    @classmethod
     def release_all(cls) -> None:
         """At interpreter exit: a clean exit leaves no lock file behind (a killed one does)."""
         with cls._guard:

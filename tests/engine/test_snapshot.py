@@ -6,7 +6,7 @@ import hashlib
 import json
 import os
 import pickle
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +140,40 @@ def test_damage_before_the_snapshot_offset_voids_it(tmp_path: Path) -> None:
     assert e.value.line == 3
 
 
+def test_the_snapshot_is_written_beside_the_driver(tmp_path: Path) -> None:
+    """The snapshot that falls due while the driver records is written by a forked child: the
+    record returns at once, the events after it are not in it, and closing the log waits for it."""
+    grow(tmp_path, 12)
+    j = Journal.open(tmp_path)
+    first = j.log.snapshot_count
+    while j.log.count - j.log.snapshot_count < eventlog.SNAPSHOT_EVERY - 1:
+        j.record(ev.StageStarted(idea="a", stage=f"s{j.log.count}", root=None))
+    j.record(ev.StageStarted(idea="a", stage="due", root=None))  # the one that makes it due
+    writer, taken = j.log._writer, j.log.snapshot_count
+    assert writer is not None and writer != os.getpid() and taken == j.log.count > first
+    j.record(ev.StageStarted(idea="a", stage="after", root=None))  # the driver goes on meanwhile
+    j.log.close()
+    assert j.log._writer is None  # waited for and collected
+    again = Journal.open(tmp_path, read_only=True)
+    assert again.log.snapshot_count == taken  # the state of the moment it was taken
+    assert state(again) == full_replay(tmp_path) and ("a", "after") in again.stage_started
+
+
+def test_a_failed_background_snapshot_keeps_the_previous_one(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    grow(tmp_path, 12)
+    before = (tmp_path / SNAPSHOT_FILE).read_bytes()
+    j = Journal.open(tmp_path)
+    j.config = {"unpicklable": lambda: None}  # the child cannot pickle the state
+    j.snapshot(background=True)
+    j.record(ev.StageStarted(idea="a", stage="after", root=None))  # the driver is unaffected
+    j.log.close()
+    assert "the background snapshot failed" in caplog.text
+    assert (tmp_path / SNAPSHOT_FILE).read_bytes() == before
+    assert state(Journal.open(tmp_path, read_only=True)) == full_replay(tmp_path)
+
+
 def rewrite_snapshot(run_dir: Path, body: bytes, **head: Any) -> None:
     path = run_dir / SNAPSHOT_FILE
     raw = path.read_bytes()
@@ -206,3 +240,33 @@ def test_group_commit_syncs_before_any_job_starts(tmp_path: Path) -> None:
     assert not j.log._unsynced
     j.log.close()
     assert Journal.open(tmp_path, read_only=True).finished is not None
+
+
+class Watched(list[Handle]):
+    """Handles whose every iteration in Python is counted."""
+
+    iterations = 0
+
+    def __iter__(self) -> Iterator[Handle]:
+        Watched.iterations += 1
+        return super().__iter__()
+
+
+def test_group_commit_waits_on_every_job_in_flight_without_mapping_each(tmp_path: Path) -> None:
+    """The dispatcher waits on all its jobs in flight, in submission order: that list is the
+    group commit's own, taken as it is; a subset, or a list with another's handle, is mapped."""
+    j = Journal.open(tmp_path)
+    j.record(ev.RunStarted(config={}, metrics=[]))
+    nodes = [j.add_node(Node(stage="s", kind="k")) for _ in range(4)]
+    executor = GroupCommit(Recorder(j.log), j.log)
+    handles = [executor.submit(n, Resources()) for n in nodes]  # type: ignore[arg-type]
+    executor.cancel(handles.pop(1))
+    Watched.iterations = 0
+    first = executor.wait(Watched(handles), 0)
+    assert first is not None and first.handle == handles[0] and Watched.iterations == 0
+    other = GroupCommit(Recorder(j.log), j.log)
+    mine = [other.submit(n, Resources()) for n in nodes]  # type: ignore[arg-type]
+    done = other.wait(Watched([mine[2], 10_000, mine[3], 10_001]), 0)  # two of its own, two unknown
+    assert done is not None and done.handle == mine[2] and Watched.iterations == 1
+    assert sorted(d.handle for d in [other.wait([mine[3]], 0)] if d) == [mine[3]]
+    j.log.close()
