@@ -8,11 +8,12 @@ run produces the same files.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from engine.aggregate import AggregateOutcome
 from engine.journal import Journal
@@ -97,7 +98,10 @@ class ExperimentNotes:
     def write(self) -> None:
         data = self.build()
         self.dir.mkdir(parents=True, exist_ok=True)
-        _atomic(self.dir / "notes.json", json.dumps(data, indent=2, default=str))
+        # orjson: the standard encoder with an indent is pure Python, and a rolling forest's
+        # stage ends made it a tenth of the driver's CPU (a NaN is written null, as in events).
+        text = orjson.dumps(data, default=str, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
+        _atomic(self.dir / "notes.json", text.decode())
         _atomic(self.dir / "journal.md", self.markdown(data))
 
     def markdown(self, data: dict[str, Any]) -> str:
