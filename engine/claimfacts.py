@@ -19,6 +19,7 @@ _STATISTIC = re.compile(
 )
 # "0.91 for X", "0.91 is reached by X": the number is said of the group after it.
 _FOR = re.compile(r"\s*(?:[A-Za-z]+\s+){0,2}?(?:for|by|under)\s+(?:(?:the|our|an?)\s+)?$", re.IGNORECASE)
+_WITH = re.compile(r"\s*(?:with|using|via)\s+(?:(?:the|our|an?)\s+)?", re.IGNORECASE)
 _SEEDS = re.compile(
     r"(?<![\w.])(\d+)\s+(?:(?:random|independent|different|training)\s+)?(?:seeds|replicates|repetitions)\b",
     re.IGNORECASE,
@@ -62,7 +63,16 @@ def attributed(sentence: str, names: Resolver) -> list[tuple[Literal_, frozenset
         after = [(at, g) for at, g in mentions if at > lit.start]
         before = [(at, g) for at, g in mentions if at < lit.start]
         between = blank[lit.start : after[0][0]].split(lit.text, 1)[-1] if after else ""
-        if after and (_FOR.match(between) or re.fullmatch(r"\s*\(\s*", between)):  # "0.91 (X)"
+        if (
+            after
+            and (
+                _FOR.match(between)
+                or re.fullmatch(r"\s*\(\s*", between)  # "0.91 (X)"
+                # "from 0.89 with X to 0.96 with Y": each end of a change is said of the group it is with
+                or _WITH.fullmatch(between)
+                and re.search(r"\b(?:from|to)\s*$", blank[: lit.start])
+            )
+        ):
             out.append((lit, after[0][1]))
         else:
             out.append((lit, (before[-1] if before else after[0])[1]))

@@ -10,14 +10,15 @@ import re
 from dataclasses import dataclass, field
 
 from engine.claims import Claim, Ledger
-from engine.claimwords import unknown, words
+from engine.claimwords import GENERIC_WORDS, unknown, words
 
 _BEST_OF = re.compile(r"\s*\((?:best of|tuned:)[^()]*\)\s*$", re.IGNORECASE)
 # "long name (ABBR)": the abbreviation a paper defines for a phrase it just wrote.
 _DEFINED = re.compile(r"((?:[A-Za-z][\w'-]*\s+){0,6}[A-Za-z][\w'-]*)\s*\(([A-Za-z][A-Za-z0-9-]{0,11})\)")
 # "we refer to X as ABBR", "X, hereafter ABBR": the same, in words.
 _CALLED = re.compile(
-    r"(?:refer to|call|denote|name)\s+(.{2,80}?)\s+(?:as|by)\s+([A-Za-z][A-Za-z0-9-]{0,11})\b"
+    r"(?:refer to|call|denote|name|abbreviate|shorten|write)\s+(.{2,80}?)\s+(?:as|by|to)\s+"
+    r"([A-Za-z][A-Za-z0-9-]{0,11})\b"
     r"|(.{2,80}?),?\s+(?:hereafter|henceforth)\s+([A-Za-z][A-Za-z0-9-]{0,11})\b",
     re.IGNORECASE,
 )
@@ -151,7 +152,13 @@ class Resolver:
             words = phrase.split()
             for k in range(len(words)):
                 labels = self.names.get(_words(" ".join(words[k:])))
-                if labels is not None and len(labels) == 1 and _words(abbr) not in self.names:
+                # "we refer to X as the ...": a word of prose is no abbreviation
+                if (
+                    labels is not None
+                    and len(labels) == 1
+                    and _words(abbr) not in self.names
+                    and abbr.lower() not in GENERIC_WORDS
+                ):
                     self.aliases[_words(abbr)] = next(iter(labels))
                     self.defined[abbr] = next(iter(labels))
                     break

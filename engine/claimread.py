@@ -51,9 +51,10 @@ _QUALITY_ADJ = re.compile(
     re.I,
 )
 # Verbs of change compare only where a quantity is named ("reduces the error", "drops by 3 points").
-_CHANGE_UP = r"increas\w*|rais(?:e|es|ed|ing)|rose|rises?"
+_CHANGE_UP = r"increas\w*|rais(?:e|es|ed|ing)|rose|rises?|climb(?:s|ed|ing)?|gr(?:ow|ows|ew|own)"
 _CHANGE_DOWN = (
-    r"decreas\w*|reduc\w*|lower(?:s|ed|ing)|drop(?:s|ped|ping)?|declin\w*|shrank|shrinks?|cut(?:s|ting)?"
+    r"decreas\w*|reduc\w*|lower(?:s|ed|ing)|drop(?:s|ped|ping)?|declin\w*|shrank|shrinks?|cut(?:s|ting)?|"
+    r"fall(?:s|ing)?|fell|dip(?:s|ped)?"
 )
 _CHANGE_OBJECT = re.compile(r"\s+(?:by|of|in|to|from|the|its|their|our|G)\b", re.I)
 _EQUAL = (

@@ -21,7 +21,9 @@ def read_named(sentence: str, names: Resolver) -> Reading:
 
 
 _OBJECT = re.compile(
-    r"\b(?:than|over|against|versus|vs\.?|compared (?:with|to)|relative to|to|unlike|in contrast (?:with|to)|"
+    # "contrary to", "according to", "due to": no relation between systems
+    r"\b(?:than|over|against|versus|vs\.?|compared (?:with|to)|relative to|unlike|in contrast (?:with|to)|"
+    r"(?<!contrary )(?<!according )(?<!due )(?<!thanks )(?<!owing )(?<!addition )(?<!prior )(?<!up )to|"
     r"improv\w* (?:on|upon)|"
     r"beat(?:s|ing)?|outperform\w*|surpass\w*|exceed\w*|edg(?:e|es|ed|ing) out|trail\w*|behind|ahead of|"
     r"match(?:es|ed)?|rival(?:s|led)?|equal(?:s|led)?|out-?(?!come|put|line|lier|set|side|look|right)\w+|"
@@ -73,6 +75,15 @@ _LEAD = re.compile(
 _TAIL = re.compile(r"(?:\s+(?:to|is|are|was|were|does|do|did|has|have|\w+ly))+$", re.IGNORECASE)
 
 
+_NOT_SUBJECT = re.compile(
+    r"(?:despite|contrary|although|though|while|whereas|because|since|given|after|before|during|in|on|at|"
+    r"for|with|from|under|over|across|among|between|by|as|if|when|once|unless|we|i|you|they|one|it|there|"
+    r"here|yet|so|thus|hence)\b",
+    re.IGNORECASE,
+)
+_CLAUSE = re.compile(r"\s*(?:and|or|nor|but|what|which|whether|how|why|who|whom|whatever)\b", re.IGNORECASE)
+
+
 def _sides(sentence: str, names: Resolver) -> list[str]:
     """The phrases a comparison sets against a group: its objects ("than X", "unlike X"), and its
     subject, the words before the comparing words ("X lags behind ...")."""
@@ -87,6 +98,9 @@ def _sides(sentence: str, names: Resolver) -> list[str]:
         flags=re.I,
     )
     subject = "" if subject.endswith(":") else subject  # "Train time: no difference": a label, no side
+    # "Despite a numerical edge ...", "We attribute no difference ...": an adverbial phrase or the
+    # authors, not a system.
+    subject = "" if _NOT_SUBJECT.match(subject) else subject
     subject = re.split(r"\s+(?:by|on|in|at|with|for|across|when|while)\b", subject)[0]
     if subject and len(subject.split()) <= 4:
         out.append(subject)
@@ -96,10 +110,11 @@ def _sides(sentence: str, names: Resolver) -> list[str]:
         re.split(r"\s+(?:by|on|in|at|with|for|across|when|while|is|are|was|were|has|have|had)\b", x)[0]
         for x in out
     ]
-    # A side ends where the next comparing words begin ("X neither beats nor trails G"), and a
-    # verb's object that opens with a conjunction is shared with another verb, not a side.
+    # A side ends where the next comparing words begin ("X neither beats nor trails G"); a verb's
+    # object that opens with a conjunction is shared with another verb, and one that opens with a
+    # wh-word is a clause ("than what we expected"): neither is a side.
     out = [x[: c.start()] if (c := cue(x)) else x for x in out]
-    return [x for x in out if not re.match(r"\s*(?:and|or|nor|but)\b", x, re.IGNORECASE)]
+    return [x for x in out if not _CLAUSE.match(x)]
 
 
 def absent_object(sentence: str, names: Resolver) -> tuple[str, ...]:
@@ -111,7 +126,8 @@ def absent_object(sentence: str, names: Resolver) -> tuple[str, ...]:
 # A system brought in to be compared with ("we include X as an additional baseline", "X serves as
 # a point of comparison"): a side of the comparisons to come, whatever the sentence states of it.
 _COMPARATOR = re.compile(
-    r"(?:^|\b(?:includ|add|consider|introduc|us|evaluat|report|run|train|benchmark|tak|treat)\w*\s+)"
+    r"(?:^(?!" + _NOT_SUBJECT.pattern + r")|"
+    r"\b(?:includ|add|consider|introduc|us|evaluat|report|run|train|benchmark|tak|treat)\w*\s+)"
     r"((?:[^\s,;:()]+\s+){0,3}?[^\s,;:()]+),?\s+(?:as|serves as|acts as)\s+(?:an?|the|our)\s+"
     r"(?:\w+\s+){0,2}?(?:baselines?|points? of comparison|comparison points?|comparators?|competitors?|"
     r"contenders?|references?)\b",
@@ -121,7 +137,8 @@ _COMPARATOR = re.compile(
 
 def absent_comparator(sentence: str, names: Resolver) -> tuple[str, ...]:
     """A system brought in as a comparator that is no group of the run."""
-    return _absent_side([m.group(1) for m in _COMPARATOR.finditer(names.group_re.sub("G", sentence))], names)
+    found = [m.group(1) for m in _COMPARATOR.finditer(names.group_re.sub("G", sentence))]
+    return _absent_side([x for x in found if not re.search(r"\bG\b", x)], names)  # a group brought in
 
 
 def _absent_side(sides: list[str], names: Resolver) -> tuple[str, ...]:

@@ -177,8 +177,9 @@ def _as_difference(sentence: str, lit: Literal_, claim: Claim) -> bool:
     return not any(rounds_to(v, lit) for v in own)
 
 
-# Two figures as a change from one to the other ("from 0.86 to 0.91", "(0.86 to 0.91)").
-_FROM_TO = re.compile(r"[-−]?\d+(?:\.\d+)?\s*%?\s+(?:to|→)\s+[-−]?\d")
+# Two figures as a change from one to the other ("from 0.86 to 0.91", "0.86 → 0.91"); "G beats G,
+# 0.91 to 0.86" is a score, in the groups' order.
+_FROM_TO = re.compile(r"\bfrom\s+[-−]?\d+(?:\.\d+)?\s*%?\s+to\s+[-−]?\d|\d\s*%?\s*→\s*[-−]?\d")
 
 
 def swapped_means(sentence: str, claim: Claim, reversed_: bool, names: Resolver) -> list[str]:
