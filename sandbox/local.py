@@ -18,6 +18,7 @@ import fcntl
 import json
 import os
 import random
+import select
 import shutil
 import signal
 import sys
@@ -57,6 +58,7 @@ DEFAULT_ETC = (
 # Merged-/usr systems make these symlinks; older ones have real directories to bind.
 _USR_ALIASES = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _SANDBOX_NAME = "silva"
+READY_S = 30.0  # how long an attempt waits for a started sandbox's interpreter to run
 
 
 def _default_ro_paths() -> list[str]:
@@ -364,6 +366,9 @@ class BwrapSandbox(HostWorkspace):
         started = self._pool.take(shape)
         if started is None:
             return None
+        if not started.running():
+            started.close()
+            return None
         try:
             os.rename(started.box.workspace, self.workspace)  # replaces the empty directory
         except OSError:
@@ -424,6 +429,8 @@ class _Started:
     def __init__(self, box: BwrapSandbox, shape: prestart.Shape, modules: Sequence[str]) -> None:
         self.box = box
         go, self._go = os.pipe()
+        self._ready, ready = os.pipe()
+        self._running: bool | None = None  # not yet known
         self._cpu = _memfd("cpu", b"")
         fds = [seccomp.bpf_fd(), *box._identity_fds(), self._cpu]
         try:
@@ -432,18 +439,26 @@ class _Started:
                     *box._bwrap_args(Limits(disk_mb=shape.tmp_mb), fds),
                     *box._drop(),  # the attempt's rlimits are set in the order, before its code
                     *_cpu_reporter(self._cpu),
-                    *prestart.launcher(shape.python, go, modules),
+                    *prestart.launcher(shape.python, go, ready, modules),
                 ],
                 cwd=box.workspace,
                 env=box._env(dict(shape.env)),
-                pass_fds=[*fds, go],
+                pass_fds=[*fds, go, ready],
             )
         finally:
-            for fd in (*fds[:-1], go):  # the child holds its own copies
+            for fd in (*fds[:-1], go, ready):  # the child holds its own copies
                 os.close(fd)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def running(self, within_s: float = READY_S) -> bool:
+        """Whether the interpreter runs (so bwrap's mounts are made and the waiting workspace
+        may be renamed), waiting up to `within_s` for it: False if it died first."""
+        if self._running is None:
+            said = select.select([self._ready], [], [], within_s)[0] and os.read(self._ready, 1) == b"r"
+            self._running = bool(said)
+        return self._running
 
     def run(
         self, command: Sequence[str], limits: Limits, workspace: Path, address_space: bool
@@ -474,10 +489,10 @@ class _Started:
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 stream.close()
-        for fd in (self._go, self._cpu):
+        for fd in (self._go, self._cpu, self._ready):
             if fd >= 0:
                 os.close(fd)
-        self._go = self._cpu = -1
+        self._go = self._cpu = self._ready = -1
 
     def close(self) -> None:
         """Closed unused: the process, its uid lease and its waiting workspace go."""

@@ -37,13 +37,16 @@ IDLE_S = 120.0  # a sandbox started but not taken for this long is closed: its r
 _REAP_S = 5.0
 STAGING = ".silva-prestart"  # folder of waiting workspaces, beside the attempts' node folders
 
-# The interpreter's program: import quietly (an experiment that imports the module itself sees
+# The interpreter's program: say it runs (until then bwrap may still be resolving the waiting
+# workspace's path, which a take renames), import quietly (an experiment that imports the module itself sees
 # its warnings then), move what the imports made out of the collector's sight (gc.freeze: the
 # full collections of the interpreter's exit took 1.1 s with matplotlib.pyplot loaded, 0.09 s
 # frozen, at load 7), wait for the order, set the attempt's rlimits, then run the attempt's code
 # as `python` would: in __main__, with its argv, sys.path[0] and traceback (this frame dropped).
 LAUNCHER = r"""
-import sys
+import os, sys
+os.write(int(sys.argv[2]), b"r")  # running: bwrap has bound the waiting workspace, it may move
+os.close(int(sys.argv[2]))
 
 
 def _silva_wait(fd, modules):
@@ -100,13 +103,14 @@ def _silva_run(argv):
         sys.exit(1)
 
 
-_silva_run(_silva_wait(int(sys.argv[1]), [m for m in sys.argv[2].split(",") if m]))
+_silva_run(_silva_wait(int(sys.argv[1]), [m for m in sys.argv[3].split(",") if m]))
 """
 
 
-def launcher(python: str, go_fd: int, modules: Sequence[str]) -> list[str]:
-    """The command of a sandbox started ahead of need: `python` waiting on pipe `go_fd`."""
-    return [python, "-c", LAUNCHER, str(go_fd), ",".join(modules)]
+def launcher(python: str, go_fd: int, ready_fd: int, modules: Sequence[str]) -> list[str]:
+    """The command of a sandbox started ahead of need: `python` saying on pipe `ready_fd` that it
+    runs, then waiting for its order on pipe `go_fd`."""
+    return [python, "-c", LAUNCHER, str(go_fd), str(ready_fd), ",".join(modules)]
 
 
 def runnable(command: Sequence[str]) -> bool:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import ExecResult, Limits, get_provider, prestart
+from sandbox import ExecResult, Limits, get_provider, local, prestart
 from sandbox.local import BwrapSandbox, LocalProvider
 
 LIMITS = Limits(wall_s=120)
@@ -239,3 +239,28 @@ def test_a_started_sandbox_given_files_it_refuses_is_stopped(started: LocalProvi
         assert box.prestarted and _none_left(box.uid)
     finally:
         box.close()
+
+
+class _StartsWhenTaken:
+    """A pool whose sandbox starts at the moment it is taken: bwrap is still setting up."""
+
+    def __init__(self, provider: LocalProvider, root: Path) -> None:
+        self.provider, self.root, self.count = provider, root, 0
+
+    def take(self, shape: prestart.Shape) -> local._Started:
+        self.count += 1
+        p = self.provider
+        box = BwrapSandbox(self.root / f"waiting-{self.count}", p.options, p._root_args, (), None)
+        return local._Started(box, shape, [])
+
+
+def test_a_sandbox_taken_as_it_starts_moves_once_it_runs(started: LocalProvider, tmp_path: Path) -> None:
+    pool = _StartsWhenTaken(started, tmp_path / "nodes" / ".waiting")
+    for i in range(3):
+        ws = tmp_path / "nodes" / f"n{i}" / "attempt-1"
+        box = BwrapSandbox(ws, started.options, started._root_args, (), None, pool)  # type: ignore[arg-type]
+        try:
+            res = box.exec(["python3", "-c", "print('ok')"], limits=LIMITS)
+        finally:
+            box.close()
+        assert box.prestarted and (res.exit_code, res.stdout, res.stderr) == (0, "ok\n", ""), res
