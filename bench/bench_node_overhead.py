@@ -126,9 +126,10 @@ def noop_s(provider: SandboxProvider, root: Path, reps: int = 5) -> float:
 def split(run_dir: Path, slots: int) -> dict[str, Any]:
     journal = Journal.open(run_dir, read_only=True)
     parts: dict[str, list[float]] = {"start": [], "imports": [], "experiment": [], "collection": []}
-    first, last, held = float("inf"), 0.0, 0.0
+    first, last, held, buggy = float("inf"), 0.0, 0.0, 0
     for e in journal.log.read(AttemptFinished):
         r = e.result
+        buggy += r.status == "buggy"
         first, last = min(first, r.started_at), max(last, r.finished_at)
         held += r.finished_at - r.started_at
         stamps = run_dir / r.workspace / PHASES_FILE
@@ -143,6 +144,7 @@ def split(run_dir: Path, slots: int) -> dict[str, Any]:
     makespan = last - first
     return {
         "experiments": n,
+        "buggy_attempts": buggy,  # each experiment here succeeds: a buggy one is the sandbox's
         "makespan_s": round(makespan, 2),
         "per_node_median_s": {k: round(statistics.median(v), 3) for k, v in parts.items()},
         "per_node_mean_s": {k: round(statistics.fmean(v), 3) for k, v in parts.items()},

@@ -38,11 +38,12 @@ _REAP_S = 5.0
 STAGING = ".silva-prestart"  # folder of waiting workspaces, beside the attempts' node folders
 
 # The interpreter's program: say it runs (until then bwrap may still be resolving the waiting
-# workspace's path, which a take renames), import quietly (an experiment that imports the module itself sees
-# its warnings then), move what the imports made out of the collector's sight (gc.freeze: the
-# full collections of the interpreter's exit took 1.1 s with matplotlib.pyplot loaded, 0.09 s
-# frozen, at load 7), wait for the order, set the attempt's rlimits, then run the attempt's code
-# as `python` would: in __main__, with its argv, sys.path[0] and traceback (this frame dropped).
+# workspace's path, which a take renames), import quietly (the attempt's own imports then find
+# the modules loaded, and none of their import warnings), move what the imports made out of the
+# collector's sight (gc.freeze: the full collections of the interpreter's exit took 1.1 s with
+# matplotlib.pyplot loaded, 0.09 s frozen, at load 7), wait for the order, set the attempt's
+# rlimits, then run the attempt's code as `python` would: in __main__, with its argv,
+# sys.path[0] and traceback (this frame dropped).
 LAUNCHER = r"""
 import os, sys
 os.write(int(sys.argv[2]), b"r")  # running: bwrap has bound the waiting workspace, it may move
