@@ -9,7 +9,9 @@ As root, bwrap runs privileged without a user namespace and `setpriv` drops to a
 per sandbox: inside a user namespace the sandbox uid would map to host root, which RLIMIT_NPROC
 exempts, and a leased uid keeps parallel attempts from sharing one process count. As a normal
 user, bwrap creates a user namespace and nested ones are disabled. Limits are a `prlimit`
-prefix (never preexec_fn). The tree dies with the PID namespace, so nothing outlives an exec.
+prefix (never preexec_fn), or, in a sandbox started ahead of need (`prestart`,
+sandbox/prestart.py), set by its waiting interpreter on itself before it runs a line of the
+attempt's code. The tree dies with the PID namespace, so nothing outlives an exec.
 """
 
 from __future__ import annotations
