@@ -377,6 +377,13 @@ class Journal:
         """Nodes of one idea's tree, every kind."""
         return len(self._by_idea.get(idea, []))
 
+    def status_count(self, status: NodeStatus) -> int:
+        """Nodes with this status, every kind: good and buggy ones from their index, the others
+        among the unfinished (in flight, not the run)."""
+        if status in self._status:
+            return len(self._status[status])
+        return sum(self.nodes[i].status == status for i in self._unfinished)
+
     def unfinished_count(self, idea: str | None = None) -> int:
         return len(self._unfinished) if idea is None else self._unfinished_by_idea.get(idea, 0)
 

@@ -122,21 +122,28 @@ class Progress:
         return t
 
     def line(self, journal: Journal) -> str:
-        """Run totals, then each active stage (prefixed by its idea in a forest)."""
-        counts = {s: 0 for s in NodeStatus}
-        documents = []  # papers and reviews: documents, never counted as good or buggy experiments
-        for n in journal:
-            if n.kind in DOCUMENT_STAGES:
-                documents.append(f"{n.kind} {DOCUMENT_STATE.get(n.status, n.status.value)}")
-            else:
-                counts[n.status] += 1
+        """Run totals, then each active stage (prefixed by its idea in a forest). Made from the
+        journal's indexes: its cost is that of the documents, the jobs in flight and the open
+        stages, not of every node of the run (a run of 10,000 slots redraws it every 5 s)."""
+        documents = [  # papers and reviews: documents, never counted as good or buggy experiments
+            journal.nodes[i]
+            for i in sorted(
+                (i for stage in DOCUMENT_STAGES for i in journal.stage_ids(stage)),
+                key=lambda i: (len(i), i),  # creation order ("n0999" before "n1000")
+            )
+        ]
+        documents = [n for n in documents if n.kind in DOCUMENT_STAGES]
+        counts = {
+            s: journal.status_count(s) - sum(n.status == s for n in documents)
+            for s in (NodeStatus.GOOD, NodeStatus.BUGGY, NodeStatus.RUNNING)
+        }
         rows = stage_rows(journal, open_only=True)
         forest = len(journal.ideas) > 1
         parts = [
             f"{len(journal.nodes) - len(documents)} experiment nodes: {counts[NodeStatus.GOOD]} good, "
             f"{counts[NodeStatus.BUGGY]} buggy, {counts[NodeStatus.RUNNING]} running"
         ]
-        parts += documents
+        parts += [f"{n.kind} {DOCUMENT_STATE.get(n.status, n.status.value)}" for n in documents]
         parts += [
             f"{r.idea + '/' if forest else ''}{r.stage} {r.done} done {r.running} running {r.buggy} buggy "
             f"best (one seed)={fmt(r.best_value)}"

@@ -12,7 +12,6 @@ from rich.console import Console
 from engine.errors import ConfigError
 from engine.eventlog import EventLog
 from engine.journal import EVENTS_FILE, Journal
-from engine.node import NodeStatus
 from silva.cli.main import main
 from silva.cost import open_read_only, spend, throughput
 from silva.progress import Progress, interval_from_env
@@ -63,7 +62,7 @@ class Clock:
         return self.t
 
 
-def _journal(tmp_path: Path, search_nodes: int) -> Journal:
+def _journal(tmp_path: Path, search_nodes: int, writable: bool = False) -> Journal:
     run_dir = make_run(
         tmp_path,
         ideas=("alpha", "a_rather_long_idea_name_to_pass_eighty_columns"),
@@ -71,7 +70,7 @@ def _journal(tmp_path: Path, search_nodes: int) -> Journal:
         running=1,
         plots=False,
     )
-    return Journal(EventLog(run_dir / EVENTS_FILE, read_only=True))
+    return Journal(EventLog(run_dir / EVENTS_FILE, read_only=not writable))
 
 
 def test_progress_in_a_pipe_one_unwrapped_line_per_change(
@@ -79,13 +78,13 @@ def test_progress_in_a_pipe_one_unwrapped_line_per_change(
 ) -> None:
     clock = Clock()
     monkeypatch.setattr("silva.progress.time.monotonic", clock)
-    journal = _journal(tmp_path, 2)
+    journal = _journal(tmp_path, 2, writable=True)
     out = io.StringIO()
     console = Console(file=out, force_terminal=False, width=80)
     with Progress(console, interval_s=10) as progress:
         progress.update(journal)
         progress.update(journal)  # no change: nothing printed
-        journal.nodes[next(iter(journal.nodes))].status = NodeStatus.PENDING
+        journal.discard(next(iter(journal.nodes)), "moot")  # as the driver changes a node: an event
         clock.t += 1
         progress.update(journal)  # a change within the interval: held
         assert out.getvalue().count("\n") == 1
@@ -94,6 +93,7 @@ def test_progress_in_a_pipe_one_unwrapped_line_per_change(
     assert all(len(line) > 80 for line in lines), "each line is whole, not wrapped at 80 columns"
     assert "a_rather_long_idea_name_to_pass_eighty_columns/ablation" in lines[0] and "nodes:" in lines[0]
     assert lines[0] != lines[1]
+    journal.log.close()
 
 
 def test_progress_interval_lets_changes_through_after_it(
@@ -101,16 +101,17 @@ def test_progress_interval_lets_changes_through_after_it(
 ) -> None:
     clock = Clock()
     monkeypatch.setattr("silva.progress.time.monotonic", clock)
-    journal = _journal(tmp_path, 1)
+    journal = _journal(tmp_path, 1, writable=True)
     out = io.StringIO()
     progress = Progress(Console(file=out, force_terminal=False), interval_s=5)
     with progress:
         ids = list(journal.nodes)
         for k in range(4):
-            journal.nodes[ids[k]].status = NodeStatus.RUNNING
+            journal.discard(ids[k], "moot")
             clock.t += 6  # each change after the interval: printed at once
             progress.update(journal)
             assert out.getvalue().count("\n") == k + 1
+    journal.log.close()
 
 
 def test_progress_interval_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
