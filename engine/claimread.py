@@ -24,13 +24,14 @@ _QUALITY_UP = (
     r"led(?! to)|"
     r"advantage|gain(?:s|ed|ing)?|stronger|strongest|dominat\w*|best|boost\w*|the top(?![-\s]*\d)|"
     r"benefit\w*|favou?r(?:s|ed|abl[ey])?|faster|fastest|quicker|preferable|excel\w*|better(?:s|ed)|"
-    r"on top(?! of)|best(?:s|ed)|pays? off|paid off|winners?|step up|leav(?:e|es|ing) G behind|left G behind|"
+    r"on top(?! of)|(?:ranks?|ranked|ranking|places?|placed|sits?|sat|finish(?:es|ed)?) above|"
+    r"best(?:s|ed)|pays? off|paid off|winners?|step up|leav(?:e|es|ing) G behind|left G behind|"
     r"more (?:accurate|effective|robust|reliable|"
     r"precise|efficient|stable|competitive)"
 )
 _QUALITY_DOWN = (
     r"worse|worst|under-?(?:perform|deliver|shoot|shot|achiev|whelm)\w*|inferior|second to|runner-up|"
-    r"step down|"
+    r"step down|(?:ranks?|ranked|ranking|places?|placed|sits?|sat|finish(?:es|ed)?|lands?|landed) below|"
     r"(?:comes?|came|ranks?|ranked|finish(?:es|ed)?|places?|placed|ends?|ended) (?:in )?(?:second|last)|"
     r"(?:gives?|gave|giving) up|conced\w*|ced(?:e|es|ed|ing)\b|trail\w*|lag(?:s|ged|ging)?|behind|"
     r"fall(?:s|ing)? (?:\S+ )?short|fell (?:\S+ )?short|los(?:e|es|t|ing)(?! \d)|weaker|weakest|hurt\w*|"
@@ -42,8 +43,8 @@ _QUALITY_DOWN = (
     r"stable|competitive)"
 )
 # "above G", "below G": a position relative to a group is a comparison of magnitudes.
-_MAGNITUDE_UP = r"higher|highest|greater|greatest|larger|largest|bigger|above(?= (?:that of )?G\b)"
-_MAGNITUDE_DOWN = r"lower|lowest|smaller|smallest|fewer|below(?= (?:that of )?G\b)"
+_MAGNITUDE_UP = r"higher|highest|greater|greatest|larger|largest|bigger|above(?= (?:that of |the )?G\b)"
+_MAGNITUDE_DOWN = r"lower|lowest|smaller|smallest|fewer|below(?= (?:that of |the )?G\b)"
 # "more favourable", "less competitive": a quality, whatever the metric's direction.
 _QUALITY_ADJ = re.compile(
     r"\s+(?:accurate|effective|robust|reliable|precise|efficient|stable|competitive|favou?rable|"
@@ -120,7 +121,10 @@ _RANK = re.compile(
 # A comparison inside a denied clause: "no evidence that G beats G", "we cannot claim that ...".
 _NEGATED_CLAUSE = re.compile(
     r"\b(?:not|no|never|cannot|without|fail(?:s|ed)? to|unclear|unknown|doubt\w*)\b(?:(?!\bG\b)[^.;:]){0,40}?"
-    r"\b(?:that|whether|if)\b[^.;:,]{0,50}$",
+    r"\b(?:that|whether|if)\b[^.;:,]{0,50}$"
+    # "we do not find G to be better", "nor can G be called better": a judgement denied
+    r"|\b(?:not|never|cannot|nor)\s+(?:\w+\s+){0,2}?(?:find|consider|deem|judge|call|rate|regard|see|show)\w*\s+"
+    r"(?:the\s+)?G\s+(?:to\s+be|as)\s+(?:\w+\s+){0,2}$",
     re.I,
 )
 # A magnitude or change of an error ("reduces the error", "fewer mistakes"): lower is better.
@@ -142,7 +146,8 @@ _NEGATION = re.compile(
 _SIGNIFICANT = re.compile(
     r"\b(?:statistically )?significant(?:ly)?\b|\bp\s*[<≤]\s*0?\.0\d|\breject\w* the null"
     r"|\bnull hypothes[ie]s\b.{0,80}?\b(?:is|was|are|were|be|been|gets?|got)\s+rejected"
-    r"|\bstatistically (?:meaningful|reliable|robust)|\b(?:statistical|with) significance\b",
+    r"|\bstatistically (?:meaningful|reliable|robust)|\b(?:statistical|with) significance\b"
+    r"|\b(?:reach|attain|achiev)\w* (?:statistical )?significance\b",
     re.I,
 )
 _NOT_SIGNIFICANT = re.compile(
@@ -206,9 +211,9 @@ def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
     named = masked.count("G")  # before a null hypothesis's content is dropped
     masked = _PROVENANCE.sub(" ", masked)
     hedged = bool(_NOT_SIGNIFICANT.search(masked))
-    significant = bool(_SIGNIFICANT.search(_NOT_SIGNIFICANT.sub(" ", masked)))
+    asserted = _SIGNIFICANT.search(_NOT_SIGNIFICANT.sub(lambda x: " " * len(x.group(0)), masked))
     said: Said | None = None
-    before = ""
+    before, end = "", len(masked)
     for m in _CUE.finditer(masked):
         kind = {"gt": "hi", "lt": "lo"}.get(m.lastgroup or "", m.lastgroup or "")
         if kind in ("more", "less") and _QUALITY_ADJ.match(masked, m.end()):
@@ -226,12 +231,15 @@ def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
             _NEGATION.search(masked[max(0, m.start() - 30) : m.start()])
             or _NEGATED_CLAUSE.search(masked[max(0, m.start() - 100) : m.start()])
         )
-        said = _said(kind, negated, _passive(masked, m.end()))
+        said = _said(kind, negated, _passive(masked, m.start(), m.end()))
         if said is not None:
-            before = masked[: m.start()]
+            before, end = masked[: m.start()], m.end()
             break
     if said is None and _RANK.search(masked):
         said = "better"
+    # "We do not find G to be significantly better": the significance is denied with the rest.
+    denied = said in ("not better", "not worse")
+    significant = asserted is not None and not (denied and asserted.start() < end)
     significant = (
         significant or said in ("better", "worse", "higher", "lower") and bool(_CONFIRMED.search(masked))
     )
@@ -253,9 +261,11 @@ def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
     return Reading(said, comparison, significant, hedged, bool(_FRONTED.search(masked)), before)
 
 
-def _passive(masked: str, end: int) -> bool:
-    """ "outperformed by G": the group after "by" is the one that wins."""
-    return bool(re.match(r"\s+by\s+(?:the\s+)?G\b", masked[end:]))
+def _passive(masked: str, start: int, end: int) -> bool:
+    """ "outperformed by G": the group after "by" is the one that wins; only a verb's participle
+    is passive ("left behind by G": "behind" says the first group is behind)."""
+    participle = re.search(r"(?:ed|en|ne|wn|st|ht)(?: out)?$", masked[start:end], re.I)
+    return bool(participle and re.match(r"\s+by\s+(?:the\s+)?G\b", masked[end:]))
 
 
 def _said(kind: str, negated: bool, passive: bool) -> Said | None:
