@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sandbox import ExecResult, Limits, get_provider, local, prestart
-from sandbox.local import BwrapSandbox, LocalProvider
+from sandbox.local import BwrapSandbox, LocalOptions, LocalProvider
 
 LIMITS = Limits(wall_s=120)
 
@@ -264,3 +264,37 @@ def test_a_sandbox_taken_as_it_starts_moves_once_it_runs(started: LocalProvider,
         finally:
             box.close()
         assert box.prestarted and (res.exit_code, res.stdout, res.stderr) == (0, "ok\n", ""), res
+
+
+PROBE_EXPERIMENT = """
+import sys
+started = "numpy" in sys.modules  # before any import of its own: imported by a waiting sandbox
+import json
+spec = json.load(open("silva_params.json"))
+p = spec["params"]
+open("prestarted.txt", "w").write(str(started))
+score = 1.0 - (p["x"] - 0.3) ** 2 - 0.1 * p["y"] + (0.05 if p["method"] else 0.0) - (0.02 if p["ab"] else 0.0)
+json.dump({"metrics": {"score": score, "cost": p["x"] + p["y"]}}, open("results.json", "w"))
+"""
+
+
+def test_a_run_with_prestart_runs_its_attempts_in_started_sandboxes(tmp_path: Path) -> None:
+    from silva.cli.main import main
+    from tests.helpers import make_config, make_template
+
+    tpl = make_template(tmp_path / "tpl")
+    (tpl / "experiment.py").write_text(PROBE_EXPERIMENT)
+    options = {"prestart": 3, "prestart_imports": ["numpy"]}
+    config = make_config(tmp_path, tpl, sandbox={"provider": "local", "options": options})
+    key = LocalOptions.model_validate(options).model_dump_json()  # the run's provider's pool
+    try:
+        assert main(["run", str(config)]) == 0
+    finally:
+        pool = local._POOLS.pop(key, None)
+        if pool is not None:
+            pool.close()
+    (run,) = (tmp_path / "runs").iterdir()
+    seen = [p.read_text() for p in sorted(run.glob("nodes/n*/attempt-*/prestarted.txt"))]
+    # The first attempts start cold and make the pool start the next ones' sandboxes.
+    assert len(seen) >= 10 and seen.count("True") >= len(seen) // 2, seen
+    assert not (run / "nodes" / prestart.STAGING).exists()  # closed with the pool
