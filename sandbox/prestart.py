@@ -21,6 +21,7 @@ import contextlib
 import logging
 import os
 import queue
+import re
 import shutil
 import socket
 import threading
@@ -35,6 +36,7 @@ log = logging.getLogger(__name__)
 
 IDLE_S = 120.0  # a sandbox started but not taken for this long is closed: its run has moved on
 _REAP_S = 5.0
+PYTHON = re.compile(r"python(\d+(\.\d+)?)?")  # an interpreter's name: python, python3, python3.11
 STAGING = ".silva-prestart"  # folder of waiting workspaces, beside the attempts' node folders
 
 # The interpreter's program: say it runs (until then bwrap may still be resolving the waiting
@@ -116,8 +118,8 @@ def launcher(python: str, go_fd: int, ready_fd: int, modules: Sequence[str]) -> 
 
 def runnable(command: Sequence[str]) -> bool:
     """Whether a waiting interpreter can run `command`: `python script [args]` or `python -c code
-    [args]` (other interpreter options change how it starts)."""
-    if len(command) < 2:
+    [args]` (other interpreter options change how it starts; other programs are no Python)."""
+    if len(command) < 2 or not PYTHON.fullmatch(os.path.basename(command[0])):
         return False
     return (command[1] == "-c" and len(command) >= 3) or not command[1].startswith("-")
 

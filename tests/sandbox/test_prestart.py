@@ -145,6 +145,14 @@ def test_another_shape_or_a_written_workspace_starts_cold(started: LocalProvider
         written.close()
 
 
+def test_only_python_runs_in_a_started_sandbox() -> None:
+    python = ["/opt/venv/bin/python", "python3", "python3.11", "python"]
+    assert all(prestart.runnable([p, "main.py"]) and prestart.runnable([p, "-c", "pass"]) for p in python)
+    others = [["sh", "-c", "echo"], ["bash", "run.sh"], ["pdfinfo", "paper.pdf"], ["python3-config", "x"]]
+    options = [["python3", "-m", "pkg"], ["python3", "-u", "main.py"], ["python3"], ["python3", "-c"]]
+    assert not any(prestart.runnable(c) for c in others + options)
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="a leased uid per sandbox needs root")
 def test_a_deadline_leaves_no_process_of_the_attempt(started: LocalProvider, tmp_path: Path) -> None:
     code = """
