@@ -559,7 +559,7 @@ class EventLog:
         try:  # the child: write and leave, running nothing of the driver's (no atexit, no flush)
             gc.disable()  # it exits in a moment: a collection would only copy pages
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # ^C stops the driver; the child finishes
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # (the forking thread is the child's main)
             WriterLock.close_inherited()
             self._write_snapshot_file(*state_of())
             code = 0

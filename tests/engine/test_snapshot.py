@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import pickle
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -172,6 +173,22 @@ def test_a_failed_background_snapshot_keeps_the_previous_one(
     assert "the background snapshot failed" in caplog.text
     assert (tmp_path / SNAPSHOT_FILE).read_bytes() == before
     assert state(Journal.open(tmp_path, read_only=True)) == full_replay(tmp_path)
+
+
+def test_a_snapshot_forked_from_a_driver_thread_is_written(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A driver may run in a thread other than the main one (a test's, an embedding program's)."""
+    grow(tmp_path, 12)
+    j = Journal.open(tmp_path)
+    j.record(ev.StageStarted(idea="a", stage="more", root=None))
+    thread = threading.Thread(target=lambda: j.snapshot(background=True))
+    thread.start()
+    thread.join()
+    taken = j.log.snapshot_count
+    j.log.close()
+    assert "failed" not in caplog.text
+    assert Journal.open(tmp_path, read_only=True).log.snapshot_count == taken == j.log.count
 
 
 def rewrite_snapshot(run_dir: Path, body: bytes, **head: Any) -> None:
