@@ -18,7 +18,10 @@ _STATISTIC = re.compile(
     r"\bp\s*[=<>≤]|differen|\bgap\b|interval|\bCI\b|statistic|\b[tgd]\s*=|effect|margin|%|points|fold", re.I
 )
 # "0.91 for X", "0.91 is reached by X": the number is said of the group after it.
-_FOR = re.compile(r"\s*(?:[A-Za-z]+\s+){0,2}?(?:for|by|under)\s+(?:(?:the|our|an?)\s+)?$", re.IGNORECASE)
+_FOR = re.compile(
+    r"\s*(?:%|percent|points?)?\s*(?:[A-Za-z]+\s+){0,2}?(?:for|by|under)\s+(?:(?:the|our|an?)\s+)?$",
+    re.IGNORECASE,
+)
 _WITH = re.compile(r"\s*(?:with|using|via)\s+(?:(?:the|our|an?)\s+)?", re.IGNORECASE)
 _SEEDS = re.compile(
     r"(?<![\w.])(\d+)\s+(?:(?:random|independent|different|training)\s+)?(?:seeds|replicates|repetitions)\b",

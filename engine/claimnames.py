@@ -45,7 +45,8 @@ _UNITS = {"s", "ms", "sec", "secs", "seconds", "pct", "percent"}
 # Metric words a reader takes for a measured quantity; one that maps to no metric of the run is a finding.
 METRIC_WORDS = re.compile(
     r"\b(accuracy|error rate|f1(?:[- ]score)?|auc|auroc|roc[- ]auc|precision|recall|perplexity|bleu|rouge|"
-    r"rmse|mse|mae|r2|r²|log[- ]likelihood|calibration error|ece|latency|throughput|runtime|"
+    r"auprc|pr[- ]auc|average precision|rmse|mse|mae|r2|r²|log[- ]likelihood|calibration error|ece|latency|"
+    r"throughput|runtime|"
     r"(?:fit|training|inference) time|memory|specificity|sensitivity|brier(?: score)?|mcc|kappa|iou|"
     r"dice(?: score)?|ndcg|wer|psnr|ssim|log[- ]?loss|(?:false|true) (?:positive|negative) rate|fpr|tpr)\b",
     re.IGNORECASE,
@@ -163,6 +164,10 @@ class Resolver:
                     self.defined[abbr] = next(iter(labels))
                     break
         self._compile()
+
+    def named(self, sentence: str) -> list[frozenset[str]]:
+        """The labels each group name of `sentence` may denote, one entry per name as masked."""
+        return [frozenset(self.all_names[_words(m.group(0))]) for m in self.group_re.finditer(sentence)]
 
     def groups(self, sentence: str) -> list[tuple[int, frozenset[str]]]:
         """(position, labels it may denote) of each group the sentence names, in order; a role

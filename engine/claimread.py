@@ -64,7 +64,7 @@ _EQUAL = (
     r"(?:the same|equal) (?:\w+ )?(?:performance|accuracy|scores?|"
     r"levels?|results?|means?)|tied?|parity|within (?:the )?noise|"
     r"statistically (?:equal|tied)|(?:roughly|nearly|essentially|about|approximately) equal|"
-    r"no worse|"
+    r"no worse|as (?:good|accurate|effective|strong|well|fast|robust|reliable) as|"
     r"not (?:statistically )?significantly (?:\w+ )?(?:differ\w*|better|worse|higher|lower)|"
     r"neither .{0,40}? nor|"
     r"(?:end(?:s|ed)? up|draw(?:s|n)?|drew|are|is|were|was|finish(?:es|ed)?|roughly|essentially) level\b"
@@ -170,7 +170,8 @@ _PROVENANCE = re.compile(
 # "Compared with G, G ...", "Replacing G with G ...", "Taking G as the reference, G ...": the group
 # named first is the reference.
 _FRONTED = re.compile(
-    r"^\W*(?:compared (?:with|to)|relative to|against|versus|unlike|over)\b"
+    r"^\W*(?:compared (?:with|to)|relative to|against|versus|unlike|over|in contrast (?:to|with)|"
+    r"as opposed to)\b"
     r"|^(?:(?!\bG\b).)*?\bG,? (?:is|serves as|acts as|as) (?:the |a |our )?(?:\w+ )?"
     r"(?:reference|baseline|anchor|yardstick|point of (?:comparison|reference)|comparison point|"
     r"starting point)\b"

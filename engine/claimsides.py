@@ -23,6 +23,7 @@ def read_named(sentence: str, names: Resolver) -> Reading:
 _OBJECT = re.compile(
     # "contrary to", "according to", "due to": no relation between systems
     r"\b(?:than|over|against|versus|vs\.?|compared (?:with|to)|relative to|unlike|in contrast (?:with|to)|"
+    r"(?<!would )(?<!'d )like|as (?:\w+ )?as|"
     r"(?<!contrary )(?<!according )(?<!due )(?<!thanks )(?<!owing )(?<!addition )(?<!prior )(?<!up )to|"
     r"improv\w* (?:on|upon)|"
     r"beat(?:s|ing)?|outperform\w*|surpass\w*|exceed\w*|edg(?:e|es|ed|ing) out|trail\w*|behind|ahead of|"
@@ -65,7 +66,7 @@ def _members(masked: str) -> list[str]:
 
 # What may open a sentence before its subject: "Even", "On accuracy,", "In our runs,".
 _LEAD = re.compile(
-    r"^(?:.*,\s*)?(?:(?:even|only|also|still|however|notably|overall)\s+)*"
+    r"^(?:.*[,:;]\s*)?(?:(?:even|only|also|still|however|notably|overall)\s+)*"
     r"(?:.{0,40}?\b(?:find|found|finds|observe[sd]?|see|sees|saw|note[sd]?|shows?|showed|reveal(?:s|ed)?|"
     r"indicates?|indicated|suggests?|suggested|confirms?|confirmed|demonstrates?|demonstrated)\s+"
     r"(?:that\s+)?)?",

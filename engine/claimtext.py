@@ -130,7 +130,11 @@ def check_sentence(sentence: str, claim: Claim, ledger: Ledger, names: Resolver 
     """Why `sentence` contradicts `claim` (empty: it states the claim faithfully)."""
     names = names or Resolver(ledger)
     reading = _read(sentence, names)
-    reversed_ = _reversed(sentence, claim, names) != reading.fronted
+    clause = _clause_subject(CLAIM_MARK_RE.sub("", sentence), reading, names)
+    if clause is not None and (claim.subject.label in clause) != (claim.reference.label in clause):
+        reversed_ = claim.reference.label in clause  # "X is our choice; Y is clearly worse"
+    else:
+        reversed_ = _reversed(sentence, claim, names) != reading.fronted
     said = asserted(reading, claim)
     problems = _direction_problems(_flip(said) if reversed_ else said, reading, claim)
     if reading.significant and said != "no detectable difference" and not claim.significant:
@@ -143,6 +147,23 @@ def check_sentence(sentence: str, claim: Claim, ledger: Ledger, names: Resolver 
     problems += [f"names {w}, a metric the run did not measure" for w in names.unmeasured(sentence)]
     problems += _numbers(sentence, claim, reversed_, ledger, named, names)
     return problems
+
+
+# Where a clause of its own begins: what it says is said of the group it names first.
+_CLAUSE = re.compile(r"[;:]|,\s*(?:whereas|while|but)\b", re.IGNORECASE)
+
+
+def _clause_subject(sentence: str, reading: Reading, names: Resolver) -> frozenset[str] | None:
+    """The group a comparison's words are said of when they stand in a later clause than the
+    sentence's first group and that clause names a group before them."""
+    cuts = list(_CLAUSE.finditer(reading.before))
+    if not cuts:
+        return None
+    cut = cuts[-1].start()
+    k0 = len(re.findall(r"\bG\b", reading.before[:cut]))
+    k1 = len(re.findall(r"\bG\b", reading.before[cut:]))
+    named = names.named(sentence)
+    return named[k0] if k0 and k1 and len(named) > k0 else None
 
 
 def _numbers(

@@ -14,6 +14,7 @@ _FUNCTION = """
 a an the this that these those its it their they them we us our ours his her he she one ones
 both either neither each every all any some other others another same such own rest remaining
 former latter what which who whom whose where when whenever while whereas if then than as so too
+although though because since unless until whilst once
 very also only even just still again already almost nearly roughly about around approximately
 of to in on at by for with without from into onto upon than and or but nor not no vs versus via
 per under over between among amongst across against after before during through throughout within
@@ -46,7 +47,8 @@ groups arm arms alternative alternatives counterpart counterparts competitor com
 options choice choices candidate candidates contender contenders pair pairs two three four
 run runs seed seeds replicate replicates stage stages node nodes draft drafts search budget budgets
 level levels value values figure figures number numbers score scores result results performance
-mean means average averages median reference control comparison margin margins gap gaps difference
+mean means average averages median reference control comparison subject subjects margin margins gap gaps
+difference
 differences error errors loss losses rate rates training test tests testing validation data dataset
 datasets set sets split splits example examples sample samples fold folds trial trials time times
 case cases measure measures metric metrics prior previous earlier later initial final original

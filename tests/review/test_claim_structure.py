@@ -540,3 +540,32 @@ def test_reaching_significance_asserts_it(ledger: Ledger) -> None:
     assert any("significance" in p for p in _problems(text, ledger))
     inverted = "On test accuracy, plain training is the one left behind by mixup training."
     assert any("states" in p for p in _problems(inverted, ledger))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Put briefly: plain training wins, mixup training loses, on test accuracy.",  # a lead-in, no side
+        # the later clause's words are said of the group that clause names
+        "Plain training is our pick on test accuracy; mixup training is clearly worse.",
+        "We measure 78.1% test accuracy for mixup training and 83.5% for plain training.",
+        "Although the no mixing ablation scores slightly higher (0.784 vs. 0.781), the difference is not "
+        "significant (p = 0.27).",
+        "In contrast to mixup training, plain training achieves a significantly better test accuracy.",
+    ],
+)
+def test_lead_ins_clauses_and_percent_figures_are_read_as_written(text: str, ledger: Ledger) -> None:
+    assert _problems(text, ledger) == [], text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "On AUPRC, mixup training scores 0.781.",
+        "Like label smoothing, plain training improves over mixup training on test accuracy.",
+        "Mixup training is roughly as good as label smoothing on test accuracy.",
+        "Mixup training is our pick on test accuracy; plain training is clearly worse.",
+    ],
+)
+def test_a_likeness_a_clause_or_an_unlisted_metric_is_found(text: str, ledger: Ledger) -> None:
+    assert _problems(text, ledger), text
