@@ -1,17 +1,17 @@
 """Where a node's slot time goes outside its experiment, and what warming the sandbox saves.
 
     .venv/bin/python bench/bench_node_overhead.py [--providers local docker] [--median 4] [--pairs 1]
-        [--variants cold warm prestart] [--prestart SLOTS]
+        [--variants cold warm prestart] [--prestart SLOTS] [--busy]
 
 A provider this machine lacks (no Docker engine, no silva-base image) is skipped with the reason.
 
 Each run is a real offline `silva run` (the template search, four stages, `--slots` slots on
 the in-process executor) whose experiments do what generated ones do: import numpy and
-matplotlib, work (a lognormal sleep of `--median` s, sigma 0.5, drawn from the node id so that
-every run sees the same durations), plot, and write results.json. The experiment stamps the
-time at its first line, after its imports and at its end; the attempt's own start and end come
-from the journal (`AttemptResult.started_at`/`finished_at`, taken inside the job). So each
-attempt splits into:
+matplotlib, work (a lognormal sleep of `--median` s, or with `--busy` as many CPU seconds spun,
+sigma 0.5, drawn from the node id so that every run sees the same durations), plot, and write
+results.json. The experiment stamps the time at its first line, after its imports and at its
+end; the attempt's own start and end come from the journal (`AttemptResult.started_at`/
+`finished_at`, taken inside the job). So each attempt splits into:
   start       job start -> the experiment's first line: a fresh workspace, the sandbox, the
               interpreter (of which `sandbox_noop_s`, an exec of `true` opened and closed the same
               way, is the sandbox alone)
@@ -63,7 +63,13 @@ T1 = time.time()
 spec = json.load(open("silva_params.json"))
 p = spec["params"]
 seed = int(hashlib.sha256(spec["node_id"].encode()).hexdigest()[:8], 16)
-time.sleep(random.Random(seed).lognormvariate(math.log(p["median"]), 0.5))
+work = random.Random(seed).lognormvariate(math.log(p["median"]), 0.5)
+if p["busy"]:  # CPU seconds of its own: stretched by whatever else runs on the cores
+    c0 = time.process_time()
+    while time.process_time() - c0 < work:
+        pass
+else:
+    time.sleep(work)
 x = np.linspace(0, 1, 200)
 plt.plot(x, np.sin(6 * x * p["x"]))
 plt.savefig("curve.png")
@@ -73,7 +79,7 @@ json.dump({"t0": T0, "t1": T1, "t2": T2}, open("phases.json", "w"))
 """
 
 
-def template(root: Path, median_s: float) -> Path:
+def template(root: Path, median_s: float, busy: bool = False) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     (root / "experiment.py").write_text(EXPERIMENT)
     spec = {
@@ -83,7 +89,7 @@ def template(root: Path, median_s: float) -> Path:
         "hyperparameters": {"x": {"type": "float", "low": 0.0, "high": 1.0, "default": 0.5}},
         "method": {"name": "variant", "param": "variant"},
         "ablations": [{"name": "no-plot", "param": "ab"}],
-        "fixed": {"median": median_s},
+        "fixed": {"median": median_s, "busy": busy},
     }
     (root / "template.yaml").write_text(yaml.safe_dump(spec))
     return root
@@ -155,7 +161,7 @@ def split(run_dir: Path, slots: int) -> dict[str, Any]:
 
 
 def one_run(tmp: Path, provider: str, variant: str, args: argparse.Namespace) -> dict[str, Any]:
-    tpl = template(tmp / "tpl", args.median)
+    tpl = template(tmp / "tpl", args.median, args.busy)
     cfg = config(tmp, tpl, provider, variant, args.slots, args.prestart or args.slots)
     load = os.getloadavg()[0]
     proc = subprocess.run(
@@ -176,6 +182,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--providers", nargs="+", default=["local", "docker"], help="missing ones skipped")
     ap.add_argument("--median", type=float, default=4.0, help="experiment median, s")
+    ap.add_argument("--busy", action="store_true", help="the experiment spins for its CPU seconds")
     ap.add_argument("--slots", type=int, default=4)
     ap.add_argument("--pairs", type=int, default=1, help="rounds of the variants per provider")
     ap.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
@@ -202,6 +209,7 @@ def main() -> None:
     report = {
         "command": "bench/bench_node_overhead.py " + " ".join(sys.argv[1:]),
         "median_s": args.median,
+        "busy": args.busy,
         "slots": args.slots,
         "cpus": os.cpu_count(),
         "sandbox_noop_s": noops,
