@@ -53,7 +53,8 @@ def attributed(sentence: str, names: Resolver) -> list[tuple[Literal_, frozenset
     if not mentions:
         return []
     blank = _blanked(sentence, names)
-    lits = literals(blank)
+    # "X (3 seeds)": a count of seeds is checked as one (`seed_counts`), no figure of a metric
+    lits = [x for x in literals(blank) if not _SEEDS.match(blank, x.start)]
     # "X and Y reach 0.84 and 0.90 (respectively)": as many figures as groups, all after them.
     if (
         len(lits) == len(mentions) >= 2

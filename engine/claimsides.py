@@ -24,7 +24,8 @@ _OBJECT = re.compile(
     # "contrary to", "according to", "due to": no relation between systems
     r"\b(?:than|over|against|versus|vs\.?|compared (?:with|to)|relative to|unlike|in contrast (?:with|to)|"
     r"(?<!would )(?<!'d )like|as (?:\w+ )?as|"
-    r"(?<!contrary )(?<!according )(?<!due )(?<!thanks )(?<!owing )(?<!addition )(?<!prior )(?<!up )to|"
+    r"(?<!contrary )(?<!according )(?<!due )(?<!thanks )(?<!owing )(?<!addition )(?<!prior )(?<!up )"
+    r"(?<!er )to|"  # "faster to converge": an infinitive, no object
     r"improv\w* (?:on|upon)|"
     r"beat(?:s|ing)?|outperform\w*|surpass\w*|exceed\w*|edg(?:e|es|ed|ing) out|trail\w*|behind|ahead of|"
     r"match(?:es|ed)?|rival(?:s|led)?|equal(?:s|led)?|out-?(?!come|put|line|lier|set|side|look|right)\w+|"

@@ -150,19 +150,28 @@ def check_sentence(sentence: str, claim: Claim, ledger: Ledger, names: Resolver 
 
 
 # Where a clause of its own begins: what it says is said of the group it names first.
-_CLAUSE = re.compile(r"[;:]|,\s*(?:whereas|while|but)\b", re.IGNORECASE)
+# Where a clause of its own begins: what it says is said of the group it names first. A fronted
+# phrase ("Between X and Y, ...", "Of X and Y, ...") ends at its comma.
+_CLAUSE = re.compile(
+    r"[;:]|,\s*(?:whereas|while|but)\b|^\W*(?:between|of|among|amongst|out of|from)\b[^,;]*,", re.IGNORECASE
+)
+_ANAPHOR = re.compile(r"\bthe (former|latter)\b", re.IGNORECASE)
 
 
 def _clause_subject(sentence: str, reading: Reading, names: Resolver) -> frozenset[str] | None:
     """The group a comparison's words are said of when they stand in a later clause than the
-    sentence's first group and that clause names a group before them."""
+    sentence's first group and that clause names a group before them, or calls one of two groups
+    named before "the former" or "the latter"."""
     cuts = list(_CLAUSE.finditer(reading.before))
     if not cuts:
         return None
-    cut = cuts[-1].start()
+    cut = cuts[-1].end() if cuts[-1].group(0).endswith(",") else cuts[-1].start()
     k0 = len(re.findall(r"\bG\b", reading.before[:cut]))
     k1 = len(re.findall(r"\bG\b", reading.before[cut:]))
     named = names.named(sentence)
+    anaphor = _ANAPHOR.search(reading.before[cut:])
+    if anaphor and not k1 and k0 >= 2 and len(named) >= 2:
+        return named[0] if anaphor.group(1).lower() == "former" else named[1]
     return named[k0] if k0 and k1 and len(named) > k0 else None
 
 
@@ -341,6 +350,8 @@ def _check_one(sentence: str, ledger: Ledger, names: Resolver) -> SentenceCheck 
     # that X beats Y"); "X beats Y, against our hypothesis" is a result.
     hypothesis = _HYPOTHESIS.search(sentence)
     if hypothesis and not mark and (reading.said is None or _HYPOTHESIS.search(reading.before)):
+        return SentenceCheck(shown, None, extra) if extra else None
+    if shown.endswith("?") and not mark:  # a question states no result
         return SentenceCheck(shown, None, extra) if extra else None
     if not (mark or reading.comparison):
         facts = _facts(shown, names, ledger)

@@ -569,3 +569,22 @@ def test_lead_ins_clauses_and_percent_figures_are_read_as_written(text: str, led
 )
 def test_a_likeness_a_clause_or_an_unlisted_metric_is_found(text: str, ledger: Ledger) -> None:
     assert _problems(text, ledger), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Of plain training and mixup training, the latter scores worse on test accuracy.",
+        "Between mixup training and plain training, plain training has the better test accuracy.",
+        "Is the no mixing ablation better than mixup training on test accuracy? Not detectably (p = 0.27).",
+        "Mixup training (4 seeds) and plain training (4 seeds) reach 0.781 and 0.835.",
+        "Plain training is easier to tune and better on test accuracy than mixup training.",
+    ],
+)
+def test_anaphora_fronted_pairs_questions_and_seed_counts_are_read(text: str, ledger: Ledger) -> None:
+    assert _problems(text, ledger) == [], text
+
+
+def test_the_latter_is_the_second_group_named(ledger: Ledger) -> None:
+    false = "Of mixup training and plain training, the latter scores worse on test accuracy."
+    assert any("states" in p for p in _problems(false, ledger))
