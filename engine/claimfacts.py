@@ -19,7 +19,7 @@ _STATISTIC = re.compile(
 )
 # "0.91 for X", "0.91 is reached by X": the number is said of the group after it.
 _FOR = re.compile(
-    r"\s*(?:%|percent|points?)?\s*(?:[A-Za-z]+\s+){0,2}?(?:for|by|under)\s+(?:(?:the|our|an?)\s+)?$",
+    r"\s*(?:%|percent|points?)?\s*(?:[A-Za-z]+\s+){0,2}?(?:for|by|under|of)\s+(?:(?:the|our|an?)\s+)?$",
     re.IGNORECASE,
 )
 _WITH = re.compile(r"\s*(?:with|using|via)\s+(?:(?:the|our|an?)\s+)?", re.IGNORECASE)

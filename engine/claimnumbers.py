@@ -29,6 +29,9 @@ _NOT_RESULT = re.compile(
 )
 # "at a significance level of 0.05": the test's threshold, no group's figure.
 _LEVEL = re.compile(r"\b(?:significance|alpha|α|confidence)[- ]level\s*(?:of|=|:)?\s*$", re.IGNORECASE)
+_AT_LEVEL = re.compile(
+    r"\s*(?:significance\s+|confidence\s+|α\s+)?level\b", re.IGNORECASE
+)  # "at the 0.05 level"
 
 
 # "by a factor of 1.6": a ratio without its "x".
@@ -47,8 +50,10 @@ class Literal_:
 def literals(text: str) -> list[Literal_]:
     out = []
     for m in _NUMBER.finditer(text):
-        if _NOT_RESULT.search(text[max(0, m.start() - 12) : m.start()]) or _LEVEL.search(
-            text[max(0, m.start() - 30) : m.start()]
+        if (
+            _NOT_RESULT.search(text[max(0, m.start() - 12) : m.start()])
+            or _LEVEL.search(text[max(0, m.start() - 30) : m.start()])
+            or _AT_LEVEL.match(text, m.end())
         ):
             continue
         digits = m.group(2).replace(",", "")

@@ -76,7 +76,8 @@ _NO_GAIN = r"no (?:\w+ ){0,2}(?:gain|advantage|improvement|benefit|edge)s?|no be
 # first is worse.
 _PAR = (
     r"(?:match(?:es|ed)?|rival(?:s|led|ed)?|equal(?:s|led|ed)?|keeps? up with|kept up with|"
-    r"catch(?:es)? up (?:with|to)|caught up (?:with|to)|measures? up to|reach(?:es)? the level of)"
+    r"catch(?:es)? up (?:with|to)|caught up (?:with|to)|measures? up to|reach(?:es)? the level of|"
+    r"compet(?:e|es|ed|ing) with)"
     r"(?= (?:the )?G\b)"
 )
 # Coming close to a group: denied, the first is worse; said, it may still be worse ("comes close to
@@ -263,10 +264,11 @@ def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
 
 
 def _passive(masked: str, start: int, end: int) -> bool:
-    """ "outperformed by G": the group after "by" is the one that wins; only a verb's participle
-    is passive ("left behind by G": "behind" says the first group is behind)."""
+    """ "outperformed (on accuracy,) by G": the group after "by" is the one that wins; only a
+    verb's participle is passive ("left behind by G": "behind" says the first group is behind)."""
     participle = re.search(r"(?:ed|en|ne|wn|st|ht)(?: out)?$", masked[start:end], re.I)
-    return bool(participle and re.match(r"\s+by\s+(?:the\s+)?G\b", masked[end:]))
+    by = r"(?:\s+(?:on|in|at|for|across|over)\s+[^,;G]{1,40}?)?,?\s+by\s+(?:the\s+)?G\b"
+    return bool(participle and re.match(by, masked[end:]))
 
 
 def _said(kind: str, negated: bool, passive: bool) -> Said | None:

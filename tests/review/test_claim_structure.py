@@ -588,3 +588,24 @@ def test_anaphora_fronted_pairs_questions_and_seed_counts_are_read(text: str, le
 def test_the_latter_is_the_second_group_named(ledger: Ledger) -> None:
     false = "Of mixup training and plain training, the latter scores worse on test accuracy."
     assert any("states" in p for p in _problems(false, ledger))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Mixup training reaches 0.781 on test accuracy, well below the 0.835 of plain training.",
+        "Mixup training is outperformed on test accuracy, by plain training.",  # a passive, modifiers between
+        "Mixup training cannot compete with plain training on test accuracy.",
+    ],
+)
+def test_a_figure_of_a_group_a_delayed_passive_and_competing_are_read(text: str, ledger: Ledger) -> None:
+    assert _problems(text, ledger) == [], text
+
+
+def test_competing_and_a_level_are_read(searched: Ledger) -> None:
+    false = "Plain training cannot compete with mixup training on test accuracy."
+    assert any("states" in p for p in _problems(false, searched))
+    # "at the 0.05 level" is the test's threshold, no figure: naming no metric, the sentence is read
+    # on the main metrics, where the ablation does not differ from mixup training.
+    level = "The no mixing ablation beats mixup training, significant at the 0.05 level."
+    assert any("significance" in p for p in _problems(level, searched))
