@@ -10,6 +10,7 @@ import json
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ import pytest
 from cluster.jobs import RUN_DIR_LINE
 from engine import events as ev
 from engine.journal import EVENTS_FILE, Journal
-from tests.cluster.support import RayHead, driver_env, stop_group, wait_for
+from tests.cluster.support import RayHead, driver_env, stop_group
 from tests.helpers import make_config, make_template
 
 CONNECT = """
@@ -103,18 +104,17 @@ def test_sigterm_and_kill_sigint_stop_the_run_cleanly(tmp_path: Path) -> None:
         "SIGINT": start_driver(tmp_path / "int", ignore_sigint=True),
     }
     try:
-        for name, (proc, runs) in drivers.items():
-
-            def started(runs: Path = runs, proc: subprocess.Popen[str] = proc) -> bool:
-                return running(runs) or proc.poll() is not None
-
-            wait_for(
-                started,
-                timeout=300,
-                what=f"{name} driver's first result",
-            )
-            assert proc.poll() is None, proc.communicate()[1][-3000:]
-            proc.send_signal(getattr(signal, name))
+        # Each is signalled at its first result, whichever starts first: a short run that started
+        # while the test waited on the other could end before its signal.
+        waiting, deadline = dict(drivers), time.monotonic() + 300
+        while waiting:
+            for name, (proc, runs) in list(waiting.items()):
+                if running(runs) or proc.poll() is not None:
+                    assert proc.poll() is None, proc.communicate()[1][-3000:]
+                    proc.send_signal(getattr(signal, name))
+                    del waiting[name]
+            assert time.monotonic() < deadline, f"timed out waiting for the first result of {sorted(waiting)}"
+            time.sleep(0.05)
         results = {name: (proc.wait(timeout=120), *proc.communicate()) for name, (proc, _) in drivers.items()}
     finally:
         for proc, _ in drivers.values():

@@ -85,7 +85,10 @@ def test_a_rolling_forest_killed_after_admissions_resumes_without_repeating_anyt
         rejected = {e.idea: e.verdict for e in before.log.read(ev.IdeaRejected)}
         made = MADE[: MADE.index(kill_at)]
         assert admitted == ["smooth_asym"] or (kill_at == "rff_speed" and admitted == [])
-        assert rejected == {i: v for i, v in REJECTED.items() if i in made}
+        # Ideation runs beside the driver: the verdict on the idea made just before the kill may
+        # not be journaled yet (that idea is offered again from the archive on resume).
+        judged = {i: v for i, v in REJECTED.items() if i in made}
+        assert rejected in (judged, {i: v for i, v in judged.items() if i != made[-1]})
         done = {n.id: n.attempts for n in before if n.is_finished}
         assert done or kill_at == "rff_speed"
         kept = before.log.count  # events journaled before the kill
@@ -95,7 +98,9 @@ def test_a_rolling_forest_killed_after_admissions_resumes_without_repeating_anyt
         killed = status_report(run_dir, before)
         assert killed.state == "running" and killed.nodes["total"] == len(list(before))
         states = killed.ideas  # None when ideation had decided nothing yet
-        assert (states.running if states else []) == admitted
+        # The first idea may have ended (its paper written) while ideation made the next ones.
+        assert (states.admitted if states else []) == admitted
+        assert (sorted(states.running + states.published) if states else []) == admitted
         assert (states.rejected if states else {}) == dict(sorted(Counter(rejected.values()).items()))
         cfg, journal = run.open_run(run_dir)
         again = Counting()
