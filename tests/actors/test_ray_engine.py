@@ -147,3 +147,28 @@ def test_driver_sigkill_then_resume_loses_nothing(tmp_path: Path) -> None:
     # The same tree: stage bests decided before the kill are the ones it ended with.
     for key, decision in before.stage_best.items():
         assert after.stage_best[key].node_id == decision.node_id
+
+
+def test_a_background_snapshot_is_written_while_ray_tasks_run_in_the_driver(tmp_path: Path) -> None:
+    """The periodic snapshot forks the driver (engine/eventlog.py). A Ray driver has gRPC threads,
+    which make a fork unsafe for a child that uses them: the snapshot's child never does, and
+    leaves with os._exit, so snapshots forked while tasks are in flight are all written."""
+    import ray
+
+    from tests.engine.test_snapshot import grow
+
+    @ray.remote
+    def pause(x: int) -> int:
+        time.sleep(0.01)
+        return x
+
+    grow(tmp_path, 50)
+    j = Journal.open(tmp_path)
+    for i in range(10):
+        refs = [pause.remote(k) for k in range(8)]  # tasks in flight while the driver forks
+        j.record(ev.StageStarted(idea="a", stage=f"s{i}", root=None))
+        j.snapshot(background=True)
+        assert ray.get(refs) == list(range(8))
+    j.log.close()
+    assert j.log._writer is None  # every child collected
+    assert Journal.open(tmp_path, read_only=True).log.snapshot_count == j.log.count
