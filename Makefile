@@ -68,8 +68,8 @@ lint: install
 	MYPY_CACHE_DIR=$(MYPY_CACHE_DIR) $(VENV)/bin/mypy
 
 # Two pytest workers (pytest-xdist); --dist loadscope keeps a module on one worker, so a module's
-# shared run is made once. PYTEST_WORKERS=4 overlaps the suite's waits (a fresh clone's whole
-# `make test` in 9 min 55 s) but some kill-and-resume tests are still timing-sensitive there.
+# shared run is made once. PYTEST_WORKERS=4 overlaps the suite's waits, but on a slow day's 2
+# cores it was no faster and private Ray clusters timed out at start-up (docs/benchmarks.md).
 # PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= 2
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadscope
