@@ -22,9 +22,9 @@ and what a slot did besides attempts (dispatch, stage ends, aggregations, idle) 
 slots x makespan, per node. Utilization = the experiments' own time / (slots x makespan).
 Each provider runs its variants in turn, A B C A B C, in one process: cold (`font_cache: false`,
 as before), warm (the prebuilt font cache, sandbox/warm.py) and prestart (the font cache and
-`prestart: --prestart` sandboxes started ahead of need, sandbox/prestart.py; local only). With
-prestart an attempt's imports are mostly done before its slot: its "start" then ends when the
-waiting interpreter runs the experiment's first line. Writes bench/results/node_overhead.json.
+`prestart: --prestart` sandboxes, or containers, started ahead of need, sandbox/prestart.py).
+With prestart an attempt's imports are mostly done before its slot: its "start" then ends when
+the waiting interpreter runs the experiment's first line. Writes bench/results/node_overhead.json.
 """
 
 from __future__ import annotations
@@ -200,9 +200,8 @@ def main() -> None:
                 print(f"skipping {provider}: {e}")
                 continue
             noops[provider] = round(noop_s(sandbox, Path(tmp) / provider / "noop"), 3)
-            variants = [v for v in args.variants if v != "prestart" or provider == "local"]
             for pair in range(args.pairs):
-                for variant in variants:
+                for variant in args.variants:
                     row = one_run(Path(tmp) / provider / f"{pair}-{variant}", provider, variant, args)
                     rows.append(row)
                     print(json.dumps(row), flush=True)

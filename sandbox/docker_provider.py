@@ -12,6 +12,12 @@ and the log driver is off, so 100 MB of stdout costs neither host memory nor dis
 reports an OOM kill as exit 137 with OOMKilled false. Containers carry labels naming their
 owner process and are swept when it is gone, so none leak.
 
+With `prestart: N` (sandbox/prestart.py) N containers per process are created and started ahead
+of need, each from the same `container_config` as a cold one for its attempt's shape, running
+the waiting interpreter with the order to come on stdin; a take renames its waiting workspace
+onto the attempt's (the bind mount follows the directory) and sends the order on one attach
+that then brings the output.
+
 The `docker` SDK is imported inside functions: `import sandbox` never needs it.
 """
 
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -29,10 +36,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
-from sandbox import seccomp, warm
+from sandbox import prestart, seccomp, warm
 from sandbox.base import ExecResult, HostWorkspace, Limits, SandboxUnavailable, list_files, sandbox_provider
+from sandbox.docker_io import Attached, CpuSampler, pump, remove
 from sandbox.process import OutputCap, looks_oom, sandbox_env
 
 WORKSPACE = "/workspace"
@@ -42,6 +50,8 @@ OWNER = "silva.owner"
 RUN = "silva.run"
 BUILD_SCRIPT = Path(__file__).resolve().parents[1] / "cluster" / "images" / "build_base.sh"
 _SANDBOX_UID = 65534
+# The Limits a container fixes when it is created (its cgroup and ulimits; /tmp is the shape's).
+CONTAINER_LIMITS = ("memory_mb", "processes", "cpu_s", "file_size_mb")
 
 
 def _owner_id(pid: int) -> str | None:
@@ -54,8 +64,9 @@ def _owner_id(pid: int) -> str | None:
     return f"{socket.gethostname()}:{pid}:{start}"
 
 
-class DockerOptions(BaseModel):
-    """Provider options (`get_provider("docker", **options)`)."""
+class DockerOptions(prestart.PrestartOptions):
+    """Provider options (`get_provider("docker", **options)`); `prestart` and `prestart_imports`
+    in sandbox/prestart.py."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -79,10 +90,19 @@ class DockerOptions(BaseModel):
 class DockerSandbox(HostWorkspace):
     """One workspace; every exec is a new container that is removed before exec returns."""
 
-    def __init__(self, provider: DockerProvider, workspace: Path, gpu_ids: Sequence[int]) -> None:
+    def __init__(
+        self,
+        provider: DockerProvider,
+        workspace: Path,
+        gpu_ids: Sequence[int],
+        pool: prestart.Pool[_Started] | None = None,
+    ) -> None:
         super().__init__(workspace)
         self._provider = provider
         self._gpu_ids = tuple(gpu_ids)
+        self._pool = pool
+        self._fresh = True  # no exec yet: the first may run in a container started ahead of need
+        self.prestarted = False  # whether it did (for the tests and the bench)
         self._hand_over_tree()
         if os.geteuid() == 0:
             os.chmod(workspace, 0o700)  # the sandbox uid and root only
@@ -95,15 +115,48 @@ class DockerSandbox(HostWorkspace):
         files: Mapping[str, bytes] | None = None,
         env: Mapping[str, str] | None = None,
     ) -> ExecResult:
-        self._stage(files)
+        environment = self.environment(env)  # a credential-like name is refused before anything starts
+        started = self._take_started(command, limits, env)
+        with prestart.released_on_error(started):
+            self._stage(files)
+        result = None
+        if started is not None:
+            result = self._provider.run_started(started, command, limits)
+            self.prestarted = result is not None  # else it died before the order: start afresh
+        if result is None:
+            config = self.container_config(list(command), limits, environment)
+            result = self._provider.run_container(config, limits)
+        return result.model_copy(update={"files": list_files(self.workspace)})
+
+    def environment(self, env: Mapping[str, str] | None) -> dict[str, str]:
         fixed = {"HOME": "/tmp", "TMPDIR": "/tmp", "USER": "nobody", "MPLCONFIGDIR": "/tmp/matplotlib"}
         if self._gpu_ids:
             fixed["NVIDIA_VISIBLE_DEVICES"] = ",".join(map(str, self._gpu_ids))
-        environment = sandbox_env(env, **fixed)
-        result = self._provider.run_container(
-            self.container_config(list(command), limits, environment), limits
+        return sandbox_env(env, **fixed)
+
+    def _take_started(
+        self, command: Sequence[str], limits: Limits, env: Mapping[str, str] | None
+    ) -> _Started | None:
+        """On the first exec, a container started ahead of need for an attempt like this one,
+        its waiting workspace renamed onto this one (still empty)."""
+        fresh, self._fresh = self._fresh, False
+        if self._pool is None or not fresh or not prestart.runnable(command):
+            return None
+        started = prestart.take(self._pool, self.shape(command, limits, env), self.workspace)
+        self.prestarted = started is not None
+        return started
+
+    def shape(self, command: Sequence[str], limits: Limits, env: Mapping[str, str] | None) -> prestart.Shape:
+        """What a container started for this exec fixes: all `container_config` takes but the
+        command and the workspace."""
+        return prestart.Shape(
+            python=command[0],
+            tmp_mb=limits.disk_mb or self._provider.options.tmp_mb,
+            env=tuple(sorted((env or {}).items())),
+            gpu_ids=self._gpu_ids,
+            staging=str(prestart.staging_folder(self.workspace)),
+            limits=tuple(getattr(limits, name) for name in CONTAINER_LIMITS),
         )
-        return result.model_copy(update={"files": list_files(self.workspace)})
 
     def container_config(
         self, command: list[str], limits: Limits, environment: dict[str, str]
@@ -170,6 +223,62 @@ class DockerSandbox(HostWorkspace):
         """Nothing to release: each exec removes its own container before returning."""
 
 
+class _Started:
+    """A container started ahead of need (sandbox/prestart.py) on a waiting workspace: created
+    from the cold `container_config` for its shape, plus an open stdin that carries the order."""
+
+    def __init__(self, provider: DockerProvider, shape: prestart.Shape, workspace: Path) -> None:
+        self.box = DockerSandbox(provider, workspace, shape.gpu_ids)
+        config = self.config(self.box, shape, provider.options.prestart_imports)
+        try:
+            self.container = provider._connect().containers.create(**config)
+        except BaseException:
+            shutil.rmtree(workspace, ignore_errors=True)
+            raise
+        try:
+            self.container.start()
+        except BaseException:
+            self.close()
+            raise
+
+    @staticmethod
+    def config(box: DockerSandbox, shape: prestart.Shape, modules: Sequence[str]) -> dict[str, Any]:
+        """A cold container's `container_config` for `shape` on `box`, running the waiting
+        interpreter, with an open stdin."""
+        limits = Limits(**dict(zip(CONTAINER_LIMITS, shape.limits, strict=True)), disk_mb=shape.tmp_mb)
+        command = prestart.launcher(shape.python, 0, None, modules)
+        config = box.container_config(command, limits, box.environment(dict(shape.env)))
+        # docker-py sets StdinOnce with it (not detached): the first attach's EOF closes stdin, and
+        # the interpreter, having read the order, opens /dev/null in its place.
+        config["stdin_open"] = True
+        return config
+
+    @property
+    def workspace(self) -> Path:
+        return self.box.workspace
+
+    def alive(self) -> bool:
+        import docker
+
+        try:
+            self.container.reload()
+        except docker.errors.DockerException:
+            return False
+        return bool(self.container.status == "running")
+
+    def running(self) -> bool:
+        return True  # started by the engine: the bind mount is made, the workspace may move
+
+    def release(self) -> None:
+        """Remove the container, whatever it runs."""
+        remove(self.container)
+
+    def close(self) -> None:
+        """Closed unused: the container and its waiting workspace go."""
+        self.release()
+        shutil.rmtree(self.box.workspace, ignore_errors=True)
+
+
 def _give_to_sandbox(path: str) -> None:
     # The container user must own the bind mount; as root we can give it away, otherwise
     # (rootless engines map uids differently) the path is opened to everyone instead.
@@ -179,66 +288,14 @@ def _give_to_sandbox(path: str) -> None:
         os.chmod(path, 0o777 if os.path.isdir(path) else 0o666)
 
 
-class _CpuSampler(threading.Thread):
-    """Reads the container's cgroup CPU counter from the host every 0.1 s (local engines only).
-
-    The engine deletes the cgroup when the container exits, so the last sample is the
-    measurement; a remote engine's cgroups are not visible here and cpu_s stays 0.
-    """
-
-    def __init__(self, pid: int) -> None:
-        super().__init__(daemon=True)
-        self.cpu_s = 0.0
-        self._path, self._scale = self._counter(pid)
-        self._stop_evt = threading.Event()
-
-    @staticmethod
-    def _counter(pid: int) -> tuple[str | None, float]:
-        try:
-            with open(f"/proc/{pid}/cgroup") as f:
-                lines = [line.rstrip("\n").split(":", 2) for line in f]
-        except OSError:
-            return None, 0.0
-        for _, controllers, path in lines:
-            if "cpuacct" in controllers.split(","):
-                return f"/sys/fs/cgroup/{controllers}{path}/cpuacct.usage", 1e-9
-        for _, controllers, path in lines:
-            if controllers == "":
-                for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
-                    if os.path.exists(f"{root}{path}/cpu.stat"):
-                        return f"{root}{path}/cpu.stat", 1e-6
-        return None, 0.0
-
-    def _read(self) -> float | None:
-        assert self._path is not None
-        try:
-            with open(self._path) as f:
-                text = f.read()
-        except OSError:
-            return None
-        if self._path.endswith("cpu.stat"):
-            usage = next(line.split()[1] for line in text.splitlines() if line.startswith("usage_usec"))
-            return int(usage) * self._scale
-        return int(text) * self._scale
-
-    def run(self) -> None:
-        if self._path is None:
-            return
-        while (value := self._read()) is not None:
-            self.cpu_s = value
-            if self._stop_evt.wait(0.1):
-                return
-
-    def stop(self) -> None:
-        self._stop_evt.set()
-
-
 # Engines and readiness are per process, not per provider object: the engine asks for a provider
 # per attempt, and each attempt must not pay for a new connection, a ping and a sweep.
 _ENGINES: dict[str | None, tuple[Any, Any]] = {}
 _READY: set[tuple[str | None, str]] = set()
 # The font cache each (engine, image) shares with its containers; None: none to share.
 _FONT_CACHES: dict[tuple[str | None, str], Path | None] = {}
+# Containers started ahead of need, by options, per process (`prestart` > 0).
+_POOLS: dict[str, prestart.Pool[_Started]] = {}
 _lock = threading.Lock()
 
 
@@ -316,57 +373,96 @@ class DockerProvider:
 
     def open(self, workspace: Path, *, gpu_ids: Sequence[int] = ()) -> DockerSandbox:
         self.check()
-        return DockerSandbox(self, workspace, gpu_ids)
+        return DockerSandbox(self, workspace, gpu_ids, self._pool())
+
+    def _pool(self) -> prestart.Pool[_Started] | None:
+        if not self.options.prestart:
+            return None
+        # The engine builds a provider per attempt, each with a fresh run_id unless one is set:
+        # the attempts of one process share a pool all the same (labels stay this process's).
+        exclude = set() if "run_id" in self.options.model_fields_set else {"run_id"}
+        key = self.options.model_dump_json(exclude=exclude)
+        with _lock:
+            if key not in _POOLS:
+
+                def start(shape: prestart.Shape, workspace: Path) -> _Started:
+                    return _Started(self, shape, workspace)
+
+                _POOLS[key] = prestart.Pool(self.options.prestart, start)
+            return _POOLS[key]
 
     # -- one container -----------------------------------------------------------------------
     def run_container(self, config: dict[str, Any], limits: Limits) -> ExecResult:
-        import docker
-        import requests
-
         client, stream_api = self._engine()
         start = time.monotonic()
         container = client.containers.create(**config)
         try:
-            out, err = OutputCap(limits.output_bytes), OutputCap(limits.output_bytes)
             stream = stream_api.attach(container.id, stdout=True, stderr=True, stream=True, demux=True)
-            pump = threading.Thread(target=_pump, args=(stream, out, err), daemon=True)
-            pump.start()
             container.start()
-            sampler = self._sampler(container)
-            timed_out = False
-            try:
-                status = container.wait(timeout=max(0.001, start + limits.wall_s - time.monotonic()))
-            except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
-                timed_out = True
-                status = self._stop(container, limits.kill_grace_s)
-            sampler.stop()
-            pump.join(timeout=5.0)
-            stream.close()
-            state = client.api.inspect_container(container.id)["State"]
-            code = int(status.get("StatusCode", state.get("ExitCode", -1)))
-            stderr = err.text()
-            oom = bool(state.get("OOMKilled")) or looks_oom(code, stderr, killed_by_us=timed_out)
-            return ExecResult(
-                exit_code=None if timed_out else code,
-                stdout=out.text(),
-                stderr=stderr,
-                stdout_truncated=out.truncated,
-                stderr_truncated=err.truncated,
-                timed_out=timed_out,
-                oom_killed=oom,
-                wall_s=time.monotonic() - start,
-                cpu_s=sampler.cpu_s,
-            )
+            return self._supervise(container, stream, limits, start)
         finally:
-            try:
-                container.remove(force=True)
-            except docker.errors.NotFound:
-                pass
+            remove(container)
 
-    def _sampler(self, container: Any) -> _CpuSampler:
-        sampler = _CpuSampler(
-            int(container.client.api.inspect_container(container.id)["State"].get("Pid") or 0)
+    def run_started(self, started: _Started, command: Sequence[str], limits: Limits) -> ExecResult | None:
+        """Give a container started ahead of need `command` (its limits are the container's own);
+        the deadline counts from now. None when the order could not be sent (the caller then
+        starts afresh); the container is removed either way."""
+        import docker
+
+        start = time.monotonic()
+        try:
+            try:
+                stream = Attached(self._engine()[1], started.container.id)
+            except (docker.errors.DockerException, OSError):
+                return None
+            try:
+                stream.send(prestart.order(command, ()))
+            except OSError:
+                stream.close()
+                return None
+            return self._supervise(started.container, stream, limits, start, cpu_from_now=True)
+        finally:
+            started.release()
+
+    def _supervise(
+        self, container: Any, stream: Any, limits: Limits, start: float, *, cpu_from_now: bool = False
+    ) -> ExecResult:
+        """Drain the running container's output `stream` ((stdout, stderr) chunk pairs) into
+        capped buffers until it exits or its deadline (`limits.wall_s` from `start`) stops it."""
+        import requests
+
+        out, err = OutputCap(limits.output_bytes), OutputCap(limits.output_bytes)
+        drain = threading.Thread(target=pump, args=(stream, out, err), daemon=True)
+        drain.start()
+        sampler = self._sampler(container, cpu_from_now)
+        timed_out = False
+        try:
+            status = container.wait(timeout=max(0.001, start + limits.wall_s - time.monotonic()))
+        except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+            timed_out = True
+            status = self._stop(container, limits.kill_grace_s)
+        sampler.stop()
+        drain.join(timeout=5.0)
+        stream.close()
+        state = self._connect().api.inspect_container(container.id)["State"]
+        code = int(status.get("StatusCode", state.get("ExitCode", -1)))
+        stderr = err.text()
+        oom = bool(state.get("OOMKilled")) or looks_oom(code, stderr, killed_by_us=timed_out)
+        return ExecResult(
+            exit_code=None if timed_out else code,
+            stdout=out.text(),
+            stderr=stderr,
+            stdout_truncated=out.truncated,
+            stderr_truncated=err.truncated,
+            timed_out=timed_out,
+            oom_killed=oom,
+            wall_s=time.monotonic() - start,
+            cpu_s=sampler.cpu_s,
         )
+
+    def _sampler(self, container: Any, from_now: bool) -> CpuSampler:
+        pid = int(container.client.api.inspect_container(container.id)["State"].get("Pid") or 0)
+        sampler = CpuSampler(pid, from_now)
         sampler.start()
         return sampler
 
@@ -410,18 +506,6 @@ class DockerProvider:
                 except docker.errors.NotFound:
                     pass
         return removed
-
-
-def _pump(stream: Any, out: OutputCap, err: OutputCap) -> None:
-    """Drain the attach stream into the two capped buffers until the container's output ends."""
-    try:
-        for chunk_out, chunk_err in stream:
-            if chunk_out:
-                out.feed(chunk_out)
-            if chunk_err:
-                err.feed(chunk_err)
-    except Exception:  # a stream cut at stop/remove ends the output, nothing more
-        pass
 
 
 def ensure_image(tag: str = DEFAULT_IMAGE, packages: Sequence[str] = ()) -> None:

@@ -17,7 +17,6 @@ attempt's code. The tree dies with the PID namespace, so nothing outlives an exe
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import random
 import select
@@ -29,7 +28,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from sandbox import prestart, seccomp, warm
 from sandbox.base import (
@@ -71,8 +70,9 @@ def _default_ro_paths() -> list[str]:
     return sorted(p for p in paths if not p.startswith("/usr/"))
 
 
-class LocalOptions(BaseModel):
-    """Provider options (`get_provider("local", **options)`)."""
+class LocalOptions(prestart.PrestartOptions):
+    """Provider options (`get_provider("local", **options)`); `prestart` and
+    `prestart_imports` in sandbox/prestart.py."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -92,16 +92,6 @@ class LocalOptions(BaseModel):
     )
     font_cache: bool = Field(
         default=True, description="bind a prebuilt matplotlib font cache read-only (sandbox/warm.py)"
-    )
-    prestart: int = Field(
-        default=0,
-        ge=0,
-        description="sandboxes kept started per process, each for one attempt, its interpreter waiting "
-        "with `prestart_imports` imported (sandbox/prestart.py); 0: off",
-    )
-    prestart_imports: list[str] = Field(
-        default_factory=lambda: ["numpy", "matplotlib.pyplot"],
-        description="modules a started sandbox's interpreter imports while it waits",
     )
 
 
@@ -274,12 +264,8 @@ class BwrapSandbox(HostWorkspace):
     ) -> ExecResult:
         full_env = self._env(env)  # a credential-like name is refused before anything starts
         started = self._take_started(command, limits, env)
-        try:
+        with prestart.released_on_error(started):
             self._stage(files)
-        except BaseException:
-            if started is not None:
-                started.release()  # its process must not outlive the attempt it was given to
-            raise
         if started is not None:
             result = started.run(command, limits, self.workspace, self._address_space())
             if result is not None:
@@ -365,16 +351,8 @@ class BwrapSandbox(HostWorkspace):
             gpu_ids=self._gpu_ids,
             staging=str(prestart.staging_folder(self.workspace)),
         )
-        started = self._pool.take(shape)
+        started = prestart.take(self._pool, shape, self.workspace)
         if started is None:
-            return None
-        if not started.running():
-            started.close()
-            return None
-        try:
-            os.rename(started.box.workspace, self.workspace)  # replaces the empty directory
-        except OSError:
-            started.close()  # files were written first, or another filesystem: start fresh
             return None
         own, self._lease, started.box._lease = self._lease, started.box._lease, None
         self.uid, self.prestarted = started.box.uid, True
@@ -451,6 +429,10 @@ class _Started:
             for fd in (*fds[:-1], go, ready):  # the child holds its own copies
                 os.close(fd)
 
+    @property
+    def workspace(self) -> Path:
+        return self.box.workspace
+
     def alive(self) -> bool:
         return self.proc.poll() is None
 
@@ -468,12 +450,12 @@ class _Started:
         """Give the waiting interpreter `command` and the attempt's limits; the deadline counts
         from now. None when it died before it read them (the caller then starts afresh)."""
         start = time.monotonic()
-        order = {"argv": list(command[1:]), "rlimits": rlimit_values(limits, address_space=address_space)}
+        order = prestart.order(command, rlimit_values(limits, address_space=address_space))
         try:
             try:
                 with os.fdopen(self._go, "wb") as pipe:
                     self._go = -1
-                    pipe.write(json.dumps(order).encode())
+                    pipe.write(order)
             except BrokenPipeError:
                 return None
             result = supervise(

@@ -11,13 +11,15 @@ waiting workspace is renamed onto the attempt's (empty) one, the order (argument
 attempt's rlimits) goes down the pipe, and the interpreter sets the rlimits on itself before it
 compiles a line of the attempt's code. Nothing is ever reused: a sandbox runs one attempt's
 code or is closed unused (after `IDLE_S`, or at exit). No slot is held while one waits: its
-start and imports cost CPU beside the slots, not slot time.
+start and imports cost CPU beside the slots, not slot time. The `local` provider starts bwrap
+with the order on a pipe; `docker` a container whose stdin carries it.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import logging
 import os
 import queue
@@ -27,29 +29,34 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
+
+from pydantic import BaseModel, Field
 
 log = logging.getLogger(__name__)
 
 IDLE_S = 120.0  # a sandbox started but not taken for this long is closed: its run has moved on
 _REAP_S = 5.0
+_STOP_S = 60.0  # how long an exit waits for a sandbox being started, to close it
 PYTHON = re.compile(r"python(\d+(\.\d+)?)?")  # an interpreter's name: python, python3, python3.11
 STAGING = ".silva-prestart"  # folder of waiting workspaces, beside the attempts' node folders
 
-# The interpreter's program: say it runs (until then bwrap may still be resolving the waiting
-# workspace's path, which a take renames), import quietly (the attempt's own imports then find
+# The interpreter's program: say it runs, where there is a pipe to say it on (until then bwrap
+# may still be resolving the waiting workspace's path, which a take renames; a container has
+# mounted it once the engine started it), import quietly (the attempt's own imports then find
 # the modules loaded, and none of their import warnings), move what the imports made out of the
 # collector's sight (gc.freeze: the full collections of the interpreter's exit took 1.1 s with
-# matplotlib.pyplot loaded, 0.09 s frozen, at load 7), wait for the order, set the attempt's
-# rlimits, then run the attempt's code as `python` would: in __main__, with its argv,
-# sys.path[0] and traceback (this frame dropped).
+# matplotlib.pyplot loaded, 0.09 s frozen, at load 7), wait for the order (on stdin, stdin is
+# then /dev/null, as in a cold start), set the attempt's rlimits, then run the attempt's code as
+# `python` would: in __main__, with its argv, sys.path[0] and traceback (this frame dropped).
 LAUNCHER = r"""
 import os, sys
-os.write(int(sys.argv[2]), b"r")  # running: bwrap has bound the waiting workspace, it may move
-os.close(int(sys.argv[2]))
+if sys.argv[2] != "-":
+    os.write(int(sys.argv[2]), b"r")  # running: bwrap has bound the waiting workspace, it may move
+    os.close(int(sys.argv[2]))
 
 
 def _silva_wait(fd, modules):
@@ -65,6 +72,8 @@ def _silva_wait(fd, modules):
     gc.freeze()
     with os.fdopen(fd, "rb") as pipe:
         order = pipe.read()
+    if fd == 0:
+        os.open(os.devnull, os.O_RDONLY)  # the lowest free descriptor: stdin again
     if not order:
         os._exit(0)  # closed unused
     order = json.loads(order)
@@ -110,10 +119,32 @@ _silva_run(_silva_wait(int(sys.argv[1]), [m for m in sys.argv[3].split(",") if m
 """
 
 
-def launcher(python: str, go_fd: int, ready_fd: int, modules: Sequence[str]) -> list[str]:
-    """The command of a sandbox started ahead of need: `python` saying on pipe `ready_fd` that it
-    runs, then waiting for its order on pipe `go_fd`."""
-    return [python, "-c", LAUNCHER, str(go_fd), str(ready_fd), ",".join(modules)]
+class PrestartOptions(BaseModel):
+    """The options of a provider that starts sandboxes ahead of need."""
+
+    prestart: int = Field(
+        default=0,
+        ge=0,
+        description="sandboxes kept started per process, each for one attempt, its interpreter waiting "
+        "with `prestart_imports` imported (sandbox/prestart.py); 0: off",
+    )
+    prestart_imports: list[str] = Field(
+        default_factory=lambda: ["numpy", "matplotlib.pyplot"],
+        description="modules a started sandbox's interpreter imports while it waits",
+    )
+
+
+def launcher(python: str, go_fd: int, ready_fd: int | None, modules: Sequence[str]) -> list[str]:
+    """The command of a sandbox started ahead of need: `python` saying on pipe `ready_fd` (if
+    any) that it runs, then waiting for its order on `go_fd` (a pipe, or 0: stdin) until EOF."""
+    ready = "-" if ready_fd is None else str(ready_fd)
+    return [python, "-c", LAUNCHER, str(go_fd), ready, ",".join(modules)]
+
+
+def order(command: Sequence[str], rlimits: Sequence[tuple[str, int]]) -> bytes:
+    """What a waiting interpreter reads: the arguments after `python` and the rlimits it sets on
+    itself first."""
+    return json.dumps({"argv": list(command[1:]), "rlimits": [list(r) for r in rlimits]}).encode()
 
 
 def runnable(command: Sequence[str]) -> bool:
@@ -133,6 +164,7 @@ class Shape:
     env: tuple[tuple[str, str], ...]
     gpu_ids: tuple[int, ...]
     staging: str  # waiting workspaces' folder: on the attempts' filesystem, so a rename moves one
+    limits: tuple[int | None, ...] = ()  # limits fixed when it starts (a container's cgroup)
 
 
 def staging_folder(workspace: Path) -> Path:
@@ -162,9 +194,16 @@ def _alive(pid: int) -> bool:
 
 
 class Started(Protocol):
+    @property
+    def workspace(self) -> Path: ...  # the waiting workspace its sandbox sees
+
     def alive(self) -> bool: ...
 
-    def close(self) -> None: ...
+    def running(self) -> bool: ...  # its mounts are made: the waiting workspace may be renamed
+
+    def release(self) -> None: ...  # taken: its process goes, its workspace is the attempt's
+
+    def close(self) -> None: ...  # closed unused: its process and its waiting workspace go
 
 
 S = TypeVar("S", bound=Started)
@@ -180,7 +219,7 @@ class Pool(Generic[S]):
         self._waiting: dict[Shape, deque[tuple[float, S]]] = {}
         self._pending: dict[Shape, int] = {}
         self._lock = threading.Lock()
-        self._orders: queue.Queue[Shape] = queue.Queue()
+        self._orders: queue.Queue[Shape | None] = queue.Queue()  # None: stop
         self._thread: threading.Thread | None = None
         self._count = 0
         self._closed = False
@@ -202,6 +241,11 @@ class Pool(Generic[S]):
         self.want(shape)
         return found
 
+    def settled(self) -> bool:
+        """Whether every sandbox ordered is started (or failed to start)."""
+        with self._lock:
+            return not any(self._pending.values())
+
     def want(self, shape: Shape) -> None:
         """Keep `size` sandboxes of `shape` started (or starting)."""
         with self._lock:
@@ -220,6 +264,8 @@ class Pool(Generic[S]):
             except queue.Empty:
                 self._reap()
                 continue
+            if shape is None or self._closed:
+                return
             box = self._started(shape)
             with self._lock:
                 self._pending[shape] -= 1
@@ -252,9 +298,14 @@ class Pool(Generic[S]):
             box.close()
 
     def close(self) -> None:
-        """Close every waiting sandbox and remove their folders, for good (at exit)."""
+        """Close every waiting sandbox and remove their folders, for good (at exit), once the
+        sandbox being started (if any) is closed too: a container would outlive the process."""
         with self._lock:
             self._closed = True
+        self._orders.put(None)
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=_STOP_S)
+        with self._lock:
             boxes = [box for waiting in self._waiting.values() for _, box in waiting]
             folders = {shape.staging for shape in self._waiting}
             self._waiting.clear()
@@ -264,3 +315,32 @@ class Pool(Generic[S]):
             with contextlib.suppress(OSError):
                 shutil.rmtree(folder)
                 os.rmdir(Path(folder).parent)  # the run's staging folder, once no process uses it
+
+
+def take(pool: Pool[S], shape: Shape, workspace: Path) -> S | None:
+    """A sandbox started for `shape` whose waiting workspace is renamed onto the attempt's (still
+    empty) `workspace`, or None: the attempt starts its own."""
+    started = pool.take(shape)
+    if started is None:
+        return None
+    if not started.running():
+        started.close()
+        return None
+    try:
+        os.rename(started.workspace, workspace)  # replaces the empty directory
+    except OSError:
+        started.close()  # files were written first, or another filesystem: start fresh
+        return None
+    return started
+
+
+@contextlib.contextmanager
+def released_on_error(started: Started | None) -> Iterator[None]:
+    """Stop a taken sandbox if what follows (writing the attempt's files) fails: its process
+    must not outlive the attempt it was given to."""
+    try:
+        yield
+    except BaseException:
+        if started is not None:
+            started.release()
+        raise

@@ -1,5 +1,5 @@
-"""Providers for the sandbox tests: local always (also with sandboxes started ahead of need),
-docker whenever an engine answers.
+"""Providers for the sandbox tests: local always, docker whenever an engine answers, each also
+with sandboxes started ahead of need.
 
 The docker fixture builds the registry-free base image once per machine (cluster/images/
 build_base.sh skips the build when the image already exists with the same packages).
@@ -55,6 +55,26 @@ def docker_provider() -> Iterator[DockerProvider]:
     provider.sweep(mine=True)
 
 
-@pytest.fixture(params=["local", "local_prestart", pytest.param("docker", marks=pytest.mark.docker)])
+@pytest.fixture(scope="session")
+def docker_prestart_provider(docker_provider: DockerProvider) -> Iterator[DockerProvider]:
+    """`docker` with `prestart`: its pool starts containers for each shape a first exec brings
+    (a container's limits are part of its shape), closed with the session."""
+    provider = get_provider("docker", prestart=2, run_id=f"prestart-{docker_provider.options.run_id}")
+    assert isinstance(provider, DockerProvider)
+    provider.check()
+    yield provider
+    pool = provider._pool()
+    assert pool is not None
+    pool.close()
+
+
+@pytest.fixture(
+    params=[
+        "local",
+        "local_prestart",
+        pytest.param("docker", marks=pytest.mark.docker),
+        pytest.param("docker_prestart", marks=pytest.mark.docker),
+    ]
+)
 def provider(request: pytest.FixtureRequest) -> SandboxProvider:
     return request.getfixturevalue(f"{request.param}_provider")

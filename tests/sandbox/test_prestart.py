@@ -1,5 +1,6 @@
 """Sandboxes started ahead of need (sandbox/prestart.py): one attempt each, run as `python` would
-run the attempt cold, under the attempt's own limits, and never kept past their use."""
+run the attempt cold, under the attempt's own limits, and never kept past their use; on `local`
+and, where an engine answers, `docker` (one container per attempt, none left after it)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,20 @@ import os
 import socket
 import textwrap
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from sandbox import ExecResult, Limits, get_provider, local, prestart
+from sandbox import ExecResult, Limits, SandboxProvider, docker_provider, get_provider, local, prestart
+from sandbox.conformance import assert_no_process_left
+from sandbox.docker_provider import DockerOptions, DockerProvider, DockerSandbox
 from sandbox.local import BwrapSandbox, LocalOptions, LocalProvider
 
 LIMITS = Limits(wall_s=120)
+Box = BwrapSandbox | DockerSandbox
 
 
 @pytest.fixture(scope="module")
@@ -34,18 +40,28 @@ def started() -> LocalProvider:
     return provider
 
 
-def _box(provider: LocalProvider, root: Path, name: str) -> BwrapSandbox:
-    return provider.open(root / "nodes" / name / "attempt-1")
+@pytest.fixture(params=["local", pytest.param("docker", marks=pytest.mark.docker)])
+def pair(request: pytest.FixtureRequest) -> tuple[SandboxProvider, SandboxProvider]:
+    """A provider starting cold and one with `prestart`, of each kind."""
+    if request.param == "local":
+        return request.getfixturevalue("cold"), request.getfixturevalue("started")
+    return request.getfixturevalue("docker_provider"), request.getfixturevalue("docker_prestart_provider")
+
+
+def _box(provider: SandboxProvider, root: Path, name: str) -> Box:
+    box = provider.open(root / "nodes" / name / "attempt-1")
+    assert isinstance(box, BwrapSandbox | DockerSandbox)
+    return box
 
 
 def _exec_started(
-    provider: LocalProvider,
+    provider: SandboxProvider,
     root: Path,
     name: str,
     command: list[str],
     limits: Limits = LIMITS,
     files: dict[str, bytes] | None = None,
-) -> tuple[BwrapSandbox, ExecResult]:
+) -> tuple[Box, ExecResult]:
     """Run `command` as an attempt's first exec once a sandbox of its shape is waiting: an
     attempt of the same shape before it makes the pool start one."""
     prime = _box(provider, root, f"{name}-prime")
@@ -53,8 +69,30 @@ def _exec_started(
         prime.exec(command, limits=limits, files=files)
     finally:
         prime.close()
+    _settle()
     box = _box(provider, root, name)
     return box, box.exec(command, limits=limits, files=files)
+
+
+def _settle(within_s: float = 120.0) -> None:
+    """Wait until every sandbox the pools were asked for has started (a container takes a while)."""
+    pools: list[Any] = [*local._POOLS.values(), *docker_provider._POOLS.values()]
+    _until(lambda: all(pool.settled() for pool in pools), within_s)
+
+
+def _stray_containers(provider: DockerProvider) -> set[str]:
+    """Containers of this process that no pool keeps waiting: those of attempts, left behind
+    (once the pools have started what the last takes asked for)."""
+    _settle()
+    owner = provider.labels["silva.owner"]
+    mine = provider._connect().containers.list(all=True, filters={"label": f"silva.owner={owner}"})
+    waiting = {
+        box.container.id
+        for pool in docker_provider._POOLS.values()
+        for queue in pool._waiting.values()
+        for _, box in queue
+    }
+    return {c.id for c in mine} - waiting
 
 
 SCRIPT = """
@@ -76,8 +114,9 @@ CASES: dict[str, tuple[list[str], dict[str, bytes]]] = {
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_started_sandbox_runs_the_attempt_as_python_would(
-    cold: LocalProvider, started: LocalProvider, tmp_path: Path, case: str
+    pair: tuple[SandboxProvider, SandboxProvider], tmp_path: Path, case: str
 ) -> None:
+    cold, started = pair
     command, files = CASES[case]
     before = _box(cold, tmp_path, "cold")
     try:
@@ -109,19 +148,23 @@ def test_the_imports_are_made_before_the_attempt_and_its_limits_are_its_own(
     assert res.stdout == f"True {want}\n"
 
 
-def test_each_attempt_has_its_own_sandbox_and_none_is_reused(started: LocalProvider, tmp_path: Path) -> None:
+def test_each_attempt_has_its_own_sandbox_and_none_is_reused(
+    pair: tuple[SandboxProvider, SandboxProvider], tmp_path: Path
+) -> None:
+    started = pair[1]
     code = ["python3", "-c", "import os; open('mine', 'w').write(str(os.getuid())); print(os.listdir('.'))"]
     _exec_started(started, tmp_path, "first", code)[0].close()
+    _settle()
     boxes = [_box(started, tmp_path, f"n{i}") for i in range(2)]
     try:
         results = [box.exec(code, limits=LIMITS) for box in boxes]
         assert all(box.prestarted for box in boxes)
         assert [r.stdout for r in results] == ["['mine']\n"] * 2  # each workspace fresh and its own
-        uids = {box.uid for box in boxes}
-        if os.geteuid() == 0:
+        if os.geteuid() == 0 and isinstance(started, LocalProvider):
+            uids = {box.uid for box in boxes if isinstance(box, BwrapSandbox)}
             assert len(uids) == 2
-            assert [box.read_file("mine").decode() for box in boxes] == [str(box.uid) for box in boxes]
-            assert all(box.workspace.stat().st_uid == box.uid for box in boxes)
+            assert [box.read_file("mine").decode() for box in boxes] == [str(box.uid) for box in boxes]  # type: ignore[union-attr]
+            assert all(box.workspace.stat().st_uid == box.uid for box in boxes)  # type: ignore[union-attr]
         # A sandbox runs one order: later execs of the attempt start their own.
         again = boxes[0].exec(["python3", "-c", "import sys; print('numpy' in sys.modules)"], limits=LIMITS)
         assert again.stdout == "False\n"
@@ -130,9 +173,13 @@ def test_each_attempt_has_its_own_sandbox_and_none_is_reused(started: LocalProvi
             box.close()
 
 
-def test_another_shape_or_a_written_workspace_starts_cold(started: LocalProvider, tmp_path: Path) -> None:
+def test_another_shape_or_a_written_workspace_starts_cold(
+    pair: tuple[SandboxProvider, SandboxProvider], tmp_path: Path
+) -> None:
+    started = pair[1]
     code = ["python3", "-c", "import sys; print('numpy' in sys.modules)"]
     _exec_started(started, tmp_path, "prime", code)[0].close()
+    _settle()
     other_env = _box(started, tmp_path, "env")
     written = _box(started, tmp_path, "written")
     try:
@@ -153,8 +200,10 @@ def test_only_python_runs_in_a_started_sandbox() -> None:
     assert not any(prestart.runnable(c) for c in others + options)
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="a leased uid per sandbox needs root")
-def test_a_deadline_leaves_no_process_of_the_attempt(started: LocalProvider, tmp_path: Path) -> None:
+def test_a_deadline_leaves_no_process_of_the_attempt(
+    pair: tuple[SandboxProvider, SandboxProvider], tmp_path: Path
+) -> None:
+    started = pair[1]
     code = """
     import os, signal, time
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -165,12 +214,22 @@ def test_a_deadline_leaves_no_process_of_the_attempt(started: LocalProvider, tmp
     while True: pass
     """
     limits = Limits(wall_s=3, kill_grace_s=1)
-    command = ["python3", "-c", textwrap.dedent(code)]
+    token = f"silva-deadline-{uuid.uuid4().hex[:8]}"
+    command = ["python3", "-c", textwrap.dedent(code), token]
     box, res = _exec_started(started, tmp_path, "deadline", command, limits=limits)
     box.close()
     assert box.prestarted and res.timed_out and res.stdout == "started\n", res
-    assert 3 <= res.wall_s < 3 + 1 + 5
-    assert _none_left(box.uid)
+    assert res.wall_s >= 3  # counted from the order, not from the start of its wait
+    assert_no_process_left(token)
+    _nothing_of_the_attempt_left(box)
+
+
+def _nothing_of_the_attempt_left(box: Box) -> None:
+    """No process of a local sandbox's leased uid, no container but those waiting in a pool."""
+    if isinstance(box, BwrapSandbox) and os.geteuid() == 0:
+        assert _none_left(box.uid)
+    if isinstance(box, DockerSandbox):
+        assert _stray_containers(box._provider) == set()
 
 
 def _none_left(uid: int, within_s: float = 5.0) -> bool:
@@ -193,12 +252,62 @@ def _processes_of(uid: int) -> list[int]:
     return found
 
 
+def test_a_docker_container_started_ahead_is_configured_as_a_cold_one(tmp_path: Path) -> None:
+    provider = DockerProvider(image="img:tag", cpus=2.0)
+    cold = DockerSandbox(provider, tmp_path / "nodes" / "n1" / "attempt-1", gpu_ids=(0, 2))
+    command, env = ["python3", "main.py"], {"SEED": "1"}
+    limits = Limits(wall_s=30, memory_mb=1024, processes=50, cpu_s=20, file_size_mb=3, disk_mb=64)
+    shape = cold.shape(command, limits, env)
+    waiting = DockerSandbox(provider, tmp_path / "waiting", gpu_ids=shape.gpu_ids)
+    started = docker_provider._Started.config(waiting, shape, ["numpy"])
+    want = cold.container_config(command, limits, cold.environment(env))
+    assert started.pop("stdin_open") and started.pop("command")[:2] == ["python3", "-c"]
+    mounts, cold_mounts = started.pop("mounts"), want.pop("mounts")
+    assert (mounts[0]["Target"], mounts[0]["Source"]) == ("/workspace", str(waiting.workspace.resolve()))
+    assert mounts[1:] == cold_mounts[1:]  # the font cache's, if any
+    assert want.pop("stdin_open") is False and want.pop("command") == command
+    assert started == want  # image, user, network, limits, tmpfs, caps, seccomp, GPUs, labels
+
+
+@pytest.mark.docker
+def test_docker_runs_each_attempt_in_a_container_of_its_own_then_removes_it(
+    docker_prestart_provider: DockerProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    used: list[str] = []
+    run_started = DockerProvider.run_started
+
+    def recorded(self: DockerProvider, started: Any, command: Any, limits: Limits) -> ExecResult | None:
+        used.append(started.container.id)
+        return run_started(self, started, command, limits)
+
+    monkeypatch.setattr(DockerProvider, "run_started", recorded)
+    code = ["python3", "-c", "import sys; print('numpy' in sys.modules)"]
+    _exec_started(docker_prestart_provider, tmp_path, "first", code)[0].close()
+    _settle()
+    boxes = [_box(docker_prestart_provider, tmp_path, f"n{i}") for i in range(2)]
+    try:
+        assert [box.exec(code, limits=LIMITS).stdout for box in boxes] == ["True\n"] * 2
+    finally:
+        for box in boxes:
+            box.close()
+    assert len(used) == len(set(used)) >= 3 and all(box.prestarted for box in boxes)
+    client = docker_prestart_provider._connect()
+    assert not {c.id for c in client.containers.list(all=True)} & set(used)
+    assert _stray_containers(docker_prestart_provider) == set()
+
+
 class _Fake:
     def __init__(self, shape: prestart.Shape, workspace: Path) -> None:
         self.workspace, self.closed = workspace, False
 
     def alive(self) -> bool:
         return not self.closed
+
+    def running(self) -> bool:
+        return True
+
+    def release(self) -> None:
+        self.closed = True
 
     def close(self) -> None:
         self.closed = True
@@ -236,15 +345,19 @@ def test_the_pool_keeps_its_size_per_shape_and_closes_idle_sandboxes(tmp_path: P
     pool.close()
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="a leased uid per sandbox needs root")
-def test_a_started_sandbox_given_files_it_refuses_is_stopped(started: LocalProvider, tmp_path: Path) -> None:
+def test_a_started_sandbox_given_files_it_refuses_is_stopped(
+    pair: tuple[SandboxProvider, SandboxProvider], tmp_path: Path
+) -> None:
+    started = pair[1]
     code = ["python3", "-c", "pass"]
     _exec_started(started, tmp_path, "prime", code)[0].close()
+    _settle()
     box = _box(started, tmp_path, "refused")
     try:
         with pytest.raises(ValueError, match="escapes the workspace"):
             box.exec(code, limits=LIMITS, files={"../outside.txt": b"x"})
-        assert box.prestarted and _none_left(box.uid)
+        assert box.prestarted
+        _nothing_of_the_attempt_left(box)
     finally:
         box.close()
 
@@ -286,21 +399,32 @@ json.dump({"metrics": {"score": score, "cost": p["x"] + p["y"]}}, open("results.
 """
 
 
-def test_a_run_with_prestart_runs_its_attempts_in_started_sandboxes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["local", pytest.param("docker", marks=pytest.mark.docker)])
+def test_a_run_with_prestart_runs_its_attempts_in_started_sandboxes(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     from silva.cli.main import main
     from tests.helpers import make_config, make_template
 
     tpl = make_template(tmp_path / "tpl")
     (tpl / "experiment.py").write_text(PROBE_EXPERIMENT)
     options = {"prestart": 3, "prestart_imports": ["numpy"]}
-    config = make_config(tmp_path, tpl, sandbox={"provider": "local", "options": options})
-    key = LocalOptions.model_validate(options).model_dump_json()  # the run's provider's pool
+    config = make_config(tmp_path, tpl, sandbox={"provider": kind, "options": options})
+    # The run's providers' pool, by the key each provider files it under.
+    if kind == "docker":
+        engine = request.getfixturevalue("docker_provider")  # an engine and its image, or a skip
+        pools: dict[str, Any] = docker_provider._POOLS
+        key = DockerOptions.model_validate(options).model_dump_json(exclude={"run_id"})
+    else:
+        pools, key = local._POOLS, LocalOptions.model_validate(options).model_dump_json()
     try:
         assert main(["run", str(config)]) == 0
     finally:
-        pool = local._POOLS.pop(key, None)
+        pool = pools.pop(key, None)
         if pool is not None:
             pool.close()
+    if kind == "docker":
+        assert _stray_containers(engine) == set()
     (run,) = (tmp_path / "runs").iterdir()
     seen = [p.read_text() for p in sorted(run.glob("nodes/n*/attempt-*/prestarted.txt"))]
     # The first attempts start cold and make the pool start the next ones' sandboxes.

@@ -310,7 +310,8 @@ def test_docker_sweeps_leaked_containers_but_not_live_ones(docker_provider: Dock
         assert docker_provider.sweep(mine=False) == 1  # start-up sweep: the dead owner's container goes
         left = {c.id for c in client.containers.list(all=True, filters={"label": "silva.run=sweep-test"})}
         assert left == {live.id, mine.id}
-        assert docker_provider.sweep(mine=True) == 1  # exit sweep: only this process's own
+        # Exit sweep: only this process's own (this one, and any a prestart pool keeps waiting).
+        assert docker_provider.sweep(mine=True) >= 1
         left = {c.id for c in client.containers.list(all=True, filters={"label": "silva.run=sweep-test"})}
         assert left == {live.id}
     finally:
