@@ -110,25 +110,34 @@ class AgenticSearch:
         look-ahead has other proposals under way: those whose experiment has not started (still
         thinking, or waiting for a slot) are discarded and their calls cancelled, not awaited.
         Nodes whose experiment runs or ran are awaited. A one-job attempt (pipeline off) cannot
-        be told apart while it thinks: it is awaited too."""
+        be told apart while it thinks: it is awaited too. When no new setting or ablation is left,
+        the proposals made and waiting for a slot are awaited too: their claims are what the
+        model was shown as tried (a stage whose look-ahead proposed all three ablations at once
+        ran none of them when a fourth proposal then named only those)."""
         why = self._ended(stage)
         if why is not None:
+            keep_proposed = self._spent(stage) is not None
             for n in self.nodes(stage):
+                proposed = "think" in n.steps
                 if (
                     not n.is_finished
                     and "run" not in n.steps
                     and (
-                        n.status == NodeStatus.PENDING
-                        or (self.cfg.search.pipeline and "think" not in n.steps)
+                        (n.status == NodeStatus.PENDING and not (keep_proposed and proposed))
+                        or (self.cfg.search.pipeline and not proposed)
                     )
                 ):
                     journal.discard(n.id, f"the stage's search ended ({why}) before its experiment started")
         return why
 
+    def _spent(self, stage: str) -> Node | None:
+        """The stage's first node whose model named only settings or ablations it was shown as
+        tried: it has run out of them."""
+        return next((n for n in self.nodes(stage) if n.is_finished and operator_outcome(n).exhausted), None)
+
     def _ended(self, stage: str) -> str | None:
         nodes = self.nodes(stage)
-        # A model that names only settings or ablations it was shown as tried has run out of them.
-        spent = next((n for n in nodes if n.is_finished and operator_outcome(n).exhausted), None)
+        spent = self._spent(stage)
         if spent is not None:
             return f"no new {spent.kind} left: at {spent.id} the model named only ones already tried"
         rule = PLAN[stage].ends_early

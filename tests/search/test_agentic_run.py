@@ -247,15 +247,12 @@ def test_tuning_ends_when_the_llm_judges_it_converged(tmp_path: Path) -> None:
     assert converged and all(op(n).judgement.converged is False for n in tuned if n not in converged)  # type: ignore[union-attr]
 
 
-@pytest.mark.e2e
-def test_ablation_stage_ends_when_the_model_has_no_new_ablation(tmp_path: Path) -> None:
-    # The scripted scientist knows three ablations; a stage budget of eight would otherwise pay
-    # three re-asks for each of five proposals that can only repeat one.
+def ablation_run(tmp_path: Path, lookahead: int) -> Journal:
     cfg = agentic_config(
         tmp_path,
         replicates=1,
         stages={"hyperparameter": {"max_nodes": 1}, "agenda": {"max_nodes": 1}, "ablation": {"max_nodes": 8}},
-        executor={"kind": "inprocess", "max_in_flight": 1},
+        executor={"kind": "inprocess", "max_in_flight": 1, "lookahead": lookahead},
     )
     outcome, j = start(cfg, responder(plots=False))
     assert outcome.status == "finished"
@@ -265,9 +262,29 @@ def test_ablation_stage_ends_when_the_model_has_no_new_ablation(tmp_path: Path) 
         "random_filter",
         "no_filtering",
     }
+    return j
+
+
+@pytest.mark.e2e
+def test_ablation_stage_ends_when_the_model_has_no_new_ablation(tmp_path: Path) -> None:
+    # The scripted scientist knows three ablations; a stage budget of eight would otherwise pay
+    # three re-asks for each of five proposals that can only repeat one. No proposal thinks ahead
+    # here (look-ahead, derived from measured times, may be above 0 on a loaded host): one at a time.
+    j = ablation_run(tmp_path, lookahead=0)
+    ablations = j.in_stage("ablation", "ablation")
     spent = [n for n in ablations if op(n).exhausted]
     assert len(spent) == 1 and len(ablations) == 4  # the fourth named a listed one: the search ended there
     assert j.stage_ended[("noise", "ablation")].reason.startswith(f"no new ablation left: at {spent[0].id}")
+
+
+@pytest.mark.e2e
+def test_ablations_proposed_ahead_run_when_a_later_proposal_has_none_left(tmp_path: Path) -> None:
+    """With look-ahead every ablation may be proposed before one runs; a later proposal, shown them
+    as tried, names none: the stage ends, and the proposals waiting for the slot still run (they
+    were discarded, and the stage ran none of its three)."""
+    j = ablation_run(tmp_path, lookahead=5)
+    spent = [n for n in j.in_stage("ablation", "ablation") if op(n).exhausted]
+    assert spent and j.stage_ended[("noise", "ablation")].reason.startswith("no new ablation left")
 
 
 @pytest.mark.e2e
