@@ -15,7 +15,8 @@ from engine.claims import Claim, GroupSummary, Ledger
 
 # A comparison's own figures (p, difference, interval, effect) only where the sentence speaks of one.
 _STATISTIC = re.compile(
-    r"\bp\s*[=<>≤]|differen|\bgap\b|interval|\bCI\b|statistic|\b[tgd]\s*=|effect|margin|%|points|fold", re.I
+    r"\bp\s*[=<>≤]|differen|\bgap\b|\bapart\b|interval|\bCI\b|statistic|\b[tgd]\s*=|effect|margin|%|points|fold",
+    re.I,
 )
 # "0.91 for X", "0.91 is reached by X": the number is said of the group after it.
 _FOR = re.compile(
@@ -23,6 +24,7 @@ _FOR = re.compile(
     re.IGNORECASE,
 )
 _WITH = re.compile(r"\s*(?:with|using|via)\s+(?:(?:the|our|an?)\s+)?", re.IGNORECASE)
+_PARALLEL = re.compile(r"\d%?\s+(?:with|under|using)\s+(?:(?:the|our|an?)\s+)?(?:it|them|G)\b", re.IGNORECASE)
 _SEEDS = re.compile(
     r"(?<![\w.])(\d+)\s+(?:(?:random|independent|different|training)\s+)?(?:seeds|replicates|repetitions)\b",
     re.IGNORECASE,
@@ -62,6 +64,8 @@ def attributed(sentence: str, names: Resolver) -> list[tuple[Literal_, frozenset
         and len(set(g for _, g in mentions)) >= 2
     ):
         return [(lit, g) for lit, (_, g) in zip(lits, mentions, strict=True)]
+    # "0.0866 with it and 0.0591 with X": figures in parallel, each said of what it is with.
+    parallel = len(_PARALLEL.findall(names.group_re.sub("G", sentence))) >= 2
     out = []
     for lit in lits:
         after = [(at, g) for at, g in mentions if at > lit.start]
@@ -74,7 +78,7 @@ def attributed(sentence: str, names: Resolver) -> list[tuple[Literal_, frozenset
                 or re.fullmatch(r"\s*\(\s*", between)  # "0.91 (X)"
                 # "from 0.89 with X to 0.96 with Y": each end of a change is said of the group it is with
                 or _WITH.fullmatch(between)
-                and re.search(r"\b(?:from|to)\s*$", blank[: lit.start])
+                and (parallel or re.search(r"\b(?:from|to)\s*$", blank[: lit.start]))
             )
         ):
             out.append((lit, after[0][1]))

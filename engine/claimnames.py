@@ -19,12 +19,16 @@ _DEFINED = re.compile(r"((?:[A-Za-z][\w'-]*\s+){0,6}[A-Za-z][\w'-]*)\s*\(([A-Za-
 _CALLED = re.compile(
     r"(?:refer to|call|denote|name|abbreviate|shorten|write)\s+(.{2,80}?)\s+(?:as|by|to)\s+"
     r"([A-Za-z][A-Za-z0-9-]{0,11})\b"
-    r"|(.{2,80}?),?\s+(?:hereafter|henceforth)\s+([A-Za-z][A-Za-z0-9-]{0,11})\b",
+    r"|(.{2,80}?),?\s+(?:hereafter|henceforth)\s+([A-Za-z][A-Za-z0-9-]{0,11})\b"
+    # "we call X ABBR for short", "X (ABBR for short)": the abbreviation after the phrase, no "as"
+    r"|(?:call|name|dub)\s+(.{2,80}?)\s+(?-i:([A-Z][A-Za-z0-9-]{0,11}))\s+"
+    r"(?:for short|in short|for brevity)\b",
     re.IGNORECASE,
 )
 # "ABBR denotes X", "we write ABBR for X": the abbreviation first.
 _STANDS_FOR = re.compile(
-    r"\b([A-Z][A-Za-z0-9-]{0,11})\s+(?:denotes|stands for|is short for|abbreviates)\s+(.{2,80}?)(?=[.;,:)]|$)"
+    r"\b([A-Z][A-Za-z0-9-]{0,11})\s+"
+    r"(?:denotes|stands for|(?:is |as |being )?(?:short|shorthand) for|abbreviates)\s+(.{2,80}?)(?=[.;,:)]|$)"
     r"|\b[Ww]e (?:write|use)\s+([A-Za-z][A-Za-z0-9-]{0,11})\s+(?:for|to denote)\s+(.{2,80}?)(?=[.;,:)]|$)",
     re.MULTILINE,
 )
@@ -97,9 +101,16 @@ def _glossed(sentence: str, found: list[tuple[int, frozenset[str]]]) -> list[tup
     return out
 
 
+# "the method of Han et al.", "the baseline from Smith (2020)": a role word that a name after it
+# makes someone else's.
+_OTHERS = r"(?!\s+(?:of|from|by|in)\s+(?!(?:Section|Table|Figure|Appendix|Eq)\b)(?-i:[A-Z]))"
+
+
 def _pattern(phrases: list[str]) -> re.Pattern[str]:
     keys = sorted({_words(p) for p in phrases}, key=len, reverse=True)
-    alts = [r"[\s_-]+".join(map(re.escape, k.split())) for k in keys if k]
+    alts = [
+        r"[\s_-]+".join(map(re.escape, k.split())) + (_OTHERS if k in _ROLE_WORDS else "") for k in keys if k
+    ]
     if not alts:  # a ledger without claims names nothing
         return re.compile(r"(?!)")
     return re.compile(r"(?<![\w])(?:" + "|".join(alts) + r")(?![\w])", re.IGNORECASE)
@@ -128,8 +139,10 @@ class Resolver:
         if head is not None:
             for w in METHOD_WORDS:
                 self.names.setdefault(w, set()).add(head.subject.label)
-            if "baseline" in (head.reference.name or head.reference.label).lower():
-                self.names.setdefault("baseline", set()).add(head.reference.label)
+            # "baseline" is the headline's reference unless a group is called just that.
+            reference = (head.reference.name or head.reference.label).lower()
+            if "baseline" in reference and "baseline" not in self.names:
+                self.names["baseline"] = {head.reference.label}
         self._compile()
 
     def _compile(self) -> None:
@@ -147,7 +160,10 @@ class Resolver:
     def define(self, text: str) -> None:
         """Record the abbreviations `text` defines for a group's name."""
         found = [(m.group(1), m.group(2)) for m in _DEFINED.finditer(text)]
-        found += [(m.group(1) or m.group(3), m.group(2) or m.group(4)) for m in _CALLED.finditer(text)]
+        found += [
+            (m.group(1) or m.group(3) or m.group(5), m.group(2) or m.group(4) or m.group(6))
+            for m in _CALLED.finditer(text)
+        ]
         found += [(m.group(2) or m.group(4), m.group(1) or m.group(3)) for m in _STANDS_FOR.finditer(text)]
         for phrase, abbr in found:
             words = phrase.split()

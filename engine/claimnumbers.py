@@ -34,6 +34,10 @@ _AT_LEVEL = re.compile(
 )  # "at the 0.05 level"
 
 
+# "2.9 fewer errors than X": a count compared, which a writer may give as a ratio without its "x".
+_COUNT_COMPARED = re.compile(
+    r"\s+(?:fewer|more)\s+(?:[\w-]+\s+)?(?:errors|mistakes|misclassifications)\b", re.IGNORECASE
+)
 # "by a factor of 1.6": a ratio without its "x".
 _FACTOR = re.compile(r"\bfactor of\s*$", re.IGNORECASE)
 
@@ -45,10 +49,18 @@ class Literal_:
     decimals: int
     unit: Unit
     start: int
+    ratio: bool = False  # "2.9 fewer errors than X": a difference or a ratio without its "x"
+
+
+# "In percent, X is 96.2 ...", "(in %)": the sentence gives its figures in percent without a sign.
+_IN_PERCENT = re.compile(
+    r"\b(?:in|as) (?:percent(?:ages?)?|%)(?! (?:points?|of)\b)|\((?:in )?%\)", re.IGNORECASE
+)
 
 
 def literals(text: str) -> list[Literal_]:
     out = []
+    in_percent = bool(_IN_PERCENT.search(text))
     for m in _NUMBER.finditer(text):
         if (
             _NOT_RESULT.search(text[max(0, m.start() - 12) : m.start()])
@@ -69,12 +81,14 @@ def literals(text: str) -> list[Literal_]:
             if suffix.startswith(("point", "pp", "percentage"))
             else "fold"
             if suffix and suffix[0] in "x×tf-"
+            else "percent"
+            if in_percent and float(digits) > 1
             else "plain"
         )
         sign = "-" if m.group(1) else ""
-        out.append(
-            Literal_(sign + digits, float(sign + digits), len(digits.partition(".")[2]), unit, m.start())
-        )
+        ratio = unit == "plain" and bool(_COUNT_COMPARED.match(text, m.end()))
+        decimals = len(digits.partition(".")[2])
+        out.append(Literal_(sign + digits, float(sign + digits), decimals, unit, m.start(), ratio))
     return out
 
 
@@ -125,7 +139,7 @@ def fits(lit: Literal_, claim: Claim, means: bool = True) -> bool:
         own = {claim.subject.mean, claim.reference.mean, claim.subject.sd, claim.reference.sd}
         values = [v for v in values if v not in own]
     if lit.unit == "plain":
-        return any(rounds_to(v, lit) for v in values)
+        return any(rounds_to(v, lit) for v in values + (changes(claim)["fold"] if lit.ratio else []))
     pool = changes(claim)[lit.unit]
     if lit.unit == "percent":
         pool = pool + [100 * v for v in values] + [95.0, 100 * claim.alpha]

@@ -37,7 +37,8 @@ _QUALITY_DOWN = (
     r"fall(?:s|ing)? (?:\S+ )?short|fell (?:\S+ )?short|los(?:e|es|t|ing)(?! \d)|weaker|weakest|hurt\w*|"
     r"degrad\w*|deficit|"
     # "G would need a 30% improvement to match G": what it lacks to reach the other.
-    r"(?:need(?:s|ed)?|requir(?:e|es|ed)) (?:\S+ ){0,6}?to (?:match|reach|equal|catch up|close the gap)|"
+    r"(?:need(?:s|ed)?|requir(?:e|es|ed)|ha(?:ve|s|d) to) (?:\S+ ){0,6}?to "
+    r"(?:match|reach|equal|catch up|close the gap)|"
     r"disadvantage|penalt\w*|slower|slowest|poor(?:er|est|ly)?|deteriorat\w*|worsen\w*|losers?|"
     r"less (?:accurate|effective|robust|reliable|precise|efficient|"
     r"stable|competitive)"
@@ -62,7 +63,7 @@ _EQUAL = (
     r"no (?:\w+ ){0,3}differences?|(?:did|does|do) not (?:\w+ )?differ\w*|indistinguishable|on (?:a )?par|"
     r"comparabl[ey]|similar(?:ly)?|equivalent(?:ly)?|"
     r"(?:the same|equal) (?:\w+ )?(?:performance|accuracy|scores?|"
-    r"levels?|results?|means?)|tied?|parity|within (?:the )?noise|"
+    r"levels?|results?|means?)|tied?|parity|within (?:the )?(?:[\w-]+ )?noise|"
     r"statistically (?:equal|tied)|(?:roughly|nearly|essentially|about|approximately) equal|"
     r"no worse|as (?:good|accurate|effective|strong|well|fast|robust|reliable) as|"
     r"not (?:statistically )?significantly (?:\w+ )?(?:differ\w*|better|worse|higher|lower)|"
@@ -124,8 +125,13 @@ _NEGATED_CLAUSE = re.compile(
     r"\b(?:not|no|never|cannot|without|fail(?:s|ed)? to|unclear|unknown|doubt\w*)\b(?:(?!\bG\b)[^.;:]){0,40}?"
     r"\b(?:that|whether|if)\b[^.;:,]{0,50}$"
     # "we do not find G to be better", "nor can G be called better": a judgement denied
-    r"|\b(?:not|never|cannot|nor)\s+(?:\w+\s+){0,2}?(?:find|consider|deem|judge|call|rate|regard|see|show)\w*\s+"
-    r"(?:the\s+)?G\s+(?:to\s+be|as)\s+(?:\w+\s+){0,2}$",
+    # "we do not see G beating G": the same, with the comparing verb's participle
+    r"|\b(?:not|never|cannot|nor)\s+(?:\w+\s+){0,2}?(?:find|consider|deem|judge|call|rate|regard|see|show|"
+    r"observe|notice|witness)\w*\s+(?:the\s+)?G\s+(?:(?:to\s+be|as)\s+(?:\w+\s+){0,2})?$"
+    # "it would be premature to call G better": a judgement said to be unwarranted
+    r"|\b(?:premature|too early|unwarranted|unjustified|unsupported|misleading|incorrect|wrong|hard|"
+    r"difficult|impossible)\s+to\s+(?:call|claim|say|conclude|declare|deem|consider|label|describe|rate|regard|state)\b"
+    r"[^.;:]{0,60}$",
     re.I,
 )
 # A magnitude or change of an error ("reduces the error", "fewer mistakes"): lower is better.
@@ -148,15 +154,18 @@ _SIGNIFICANT = re.compile(
     r"\b(?:statistically )?significant(?:ly)?\b|\bp\s*[<≤]\s*0?\.0\d|\breject\w* the null"
     r"|\bnull hypothes[ie]s\b.{0,80}?\b(?:is|was|are|were|be|been|gets?|got)\s+rejected"
     r"|\bstatistically (?:meaningful|reliable|robust)|\b(?:statistical|with) significance\b"
-    r"|\b(?:reach|attain|achiev)\w* (?:statistical )?significance\b",
+    r"|\b(?:reach|attain|achiev)\w* (?:statistical )?significance\b"
+    # a difference said not to be chance's
+    r"|\b(?:unlikely|not)\s+(?:to\s+be\s+)?(?:due|attributable)\s+to\s+chance|\bbeyond chance\b",
     re.I,
 )
 _NOT_SIGNIFICANT = re.compile(
     r"\b(?:not|no|non-?|in|without|lack(?:s|ed|ing)?)\s*(?:statistical(?:ly)?\s+)?significan\w*|"
-    r"\b(?:not|never|fail\w* to|n't|short of|lacks?)\s+(?!only\b)(?:\w+\s+){0,2}?(?:statistical(?:ly)?\s+)?"
-    r"significan\w*|"
+    r"\b(?:not|never|fail\w* to|n't|short of|lacks?|without)\s+(?!only\b)(?:\w+\s+){0,2}?"
+    r"(?:statistical(?:ly)?\s+)?significan\w*|"
     r"\b(?:absence|lack) of (?:an?\s+|any\s+)?(?:statistically\s+)?significan\w*|"
-    r"\bn\.s\.|\bp\s*[=>≥]\s*0?\.(?:[1-9]|0[5-9])|within (?:the )?noise|\bnumerically\b|\bnominally\b|"
+    r"\bn\.s\.|\bp\s*[=>≥]\s*0?\.(?:[1-9]|0[5-9])|within (?:the )?(?:[\w-]+ )?noise|"
+    r"\bnumerically\b|\bnominally\b|"
     r"not (?:reliably|statistically)|\b(?:not|cannot|can't|unable to|fail\w* to)\s+(?:be\s+)?reject"
     r"|\b(?:retain\w*|accept\w*) the null",
     re.I,
@@ -192,6 +201,35 @@ _CONFIRMED = re.compile(
 )
 
 
+# "The better configuration (on X) is G", "what performs best is G": the comparing word stands in
+# a subject that names no group, and the group after the copula is the one it is said of.
+_SUBJECT_NP = re.compile(r"(?:^|[,;:(])\s*(?:\w+\s+){0,3}?(?:the|what|whichever)\b[^G,;:]*$", re.I)
+_COPULA_G = re.compile(
+    r"(?:\s+(?!G\b)[^\s;:]+){0,8}?\s+(?:is|was|are|were|remains?|remained|turns? out to be|proves? to be)"
+    r"\s+(?:\w+ly\s+)?(?:the\s+)?G\b",
+    re.I,
+)
+
+
+def _copular_subject(masked: str, start: int, end: int) -> int | None:
+    """The index of the group a comparing word in a copula's subject is said of ("the better
+    configuration is G": that G), if the word stands in one."""
+    if not _SUBJECT_NP.search(masked[:start]):
+        return None
+    m = _COPULA_G.match(masked, end)
+    return len(re.findall(r"\bG\b", masked[: m.end()])) - 1 if m else None
+
+
+# A p-value as the subject of a comparing word is compared with its threshold, not a group.
+_P_SUBJECT = re.compile(r"\bp(?:[- ]values?)?\b(?:(?!\bG\b)[^;:,])*$", re.I)
+# A magnitude of the experiment's own size ("a larger number of seeds", "smaller sample sizes").
+_RESOURCE = re.compile(
+    r"\s+(?:(?:number|amount|count)\s+of\s+(?:\w+\s+)?(?:seeds|runs|replicates|repetitions|samples|trials|"
+    r"experiments|nodes|epochs|examples|data)|(?:seed|sample|budget|run)\s+(?:counts?|sizes?)|budgets?)\b",
+    re.I,
+)
+
+
 def cue(text: str) -> re.Match[str] | None:
     """The first word of `text` that compares (a verb of winning, a comparative, "on par")."""
     return _CUE.search(text)
@@ -205,6 +243,7 @@ class Reading:
     hedged: bool  # it says the difference is not significant (a direction is then only the means')
     fronted: bool  # "Compared with X, Y ...": the first-named group is the reference
     before: str = ""  # the words before those that say `said`: one side of the comparison
+    of_group: int | None = None  # which named group (0: the first) `said` is of, when the structure says
 
 
 def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
@@ -215,9 +254,14 @@ def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
     hedged = bool(_NOT_SIGNIFICANT.search(masked))
     asserted = _SIGNIFICANT.search(_NOT_SIGNIFICANT.sub(lambda x: " " * len(x.group(0)), masked))
     said: Said | None = None
-    before, end = "", len(masked)
+    before, end, of_group, near = "", len(masked), None, False
     for m in _CUE.finditer(masked):
         kind = {"gt": "hi", "lt": "lo"}.get(m.lastgroup or "", m.lastgroup or "")
+        if _P_SUBJECT.search(masked[: m.start()]):
+            continue  # "the p-value of 0.72 exceeds 0.05": a test against its threshold
+        if kind in ("hi", "lo") and _RESOURCE.match(masked, m.end()):
+            continue  # "a larger number of seeds": the experiment's size, no result
+        near = near or kind == "near"
         if kind in ("more", "less") and _QUALITY_ADJ.match(masked, m.end()):
             kind = "up" if kind == "more" else "down"
         elif kind in ("more", "less") and not re.match(r"\s+\w+\s+than\b", masked[m.end() :]):
@@ -236,17 +280,21 @@ def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
         said = _said(kind, negated, _passive(masked, m.start(), m.end()))
         if said is not None:
             before, end = masked[: m.start()], m.end()
+            of_group = _copular_subject(masked, m.start(), m.end()) if named == masked.count("G") else None
             break
     if said is None and _RANK.search(masked):
         said = "better"
     # "We do not find G to be significantly better": the significance is denied with the rest.
     denied = said in ("not better", "not worse")
-    significant = asserted is not None and not (denied and asserted.start() < end)
+    significant = asserted is not None and not (
+        denied and (asserted.start() < end or not re.search(r"[;:]", masked[end : asserted.start()]))
+    )
     significant = (
         significant or said in ("better", "worse", "higher", "lower") and bool(_CONFIRMED.search(masked))
     )
     comparison = (
         said is not None
+        or near
         or bool(_THAN.search(masked))
         or bool(re.search(r"\bbetween G and\b|\bG (?:\w+ )?(?:match(?:es|ed)|rivals?|equals)\b", masked))
         or named >= 2
@@ -260,7 +308,15 @@ def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
         and "G" in masked
         and bool(_RELATION.search(masked))
     )
-    return Reading(said, comparison, significant, hedged, bool(_FRONTED.search(masked)), before)
+    return Reading(said, comparison, significant, hedged, bool(_FRONTED.search(masked)), before, of_group)
+
+
+# A verb of defeating in the passive without its agent ("G is outperformed on accuracy"): the
+# subject lost. Verbs whose object is the winner ("G is favoured") keep their sense.
+_DEFEATED = re.compile(
+    r"(?:out\w+ed|beaten|surpassed|exceeded|bested|topped|edged(?: out)?|dominated)$", re.IGNORECASE
+)
+_BE = re.compile(r"\b(?:is|are|was|were|be|been|being|gets?|got)\s+(?:\w+ly\s+)?$", re.I)
 
 
 def _passive(masked: str, start: int, end: int) -> bool:
@@ -268,7 +324,9 @@ def _passive(masked: str, start: int, end: int) -> bool:
     verb's participle is passive ("left behind by G": "behind" says the first group is behind)."""
     participle = re.search(r"(?:ed|en|ne|wn|st|ht)(?: out)?$", masked[start:end], re.I)
     by = r"(?:\s+(?:on|in|at|for|across|over)\s+[^,;G]{1,40}?)?,?\s+by\s+(?:the\s+)?G\b"
-    return bool(participle and re.match(by, masked[end:]))
+    if participle and re.match(by, masked[end:]):
+        return True
+    return bool(_DEFEATED.search(masked[start:end]) and _BE.search(masked[:start]))
 
 
 def _said(kind: str, negated: bool, passive: bool) -> Said | None:

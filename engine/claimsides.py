@@ -25,7 +25,11 @@ _OBJECT = re.compile(
     r"\b(?:than|over|against|versus|vs\.?|compared (?:with|to)|relative to|unlike|in contrast (?:with|to)|"
     r"(?<!would )(?<!'d )like|as (?:\w+ )?as|"
     r"(?<!contrary )(?<!according )(?<!due )(?<!thanks )(?<!owing )(?<!addition )(?<!prior )(?<!up )"
-    r"(?<!er )to|"  # "faster to converge": an infinitive, no object
+    # "to" with a system after it: after a word that relates two ("similar to", "lost to"), or before a
+    # determiner or a name; "to call G better", "to reject the null": an infinitive, no object
+    r"(?:\b(?:similar|close|superior|inferior|equal|identical|comparable|equivalent|second|relative|compared|"
+    r"preferable|lost|loses|lose|losing|next|closer|closest|nearest|up|points|ground)\s+to"
+    r"|(?<!er )to(?=\s+(?:(?:the|an?|our|their|its)\s|(?-i:[A-Z])|G\b)))|"
     r"improv\w* (?:on|upon)|"
     r"beat(?:s|ing)?|outperform\w*|surpass\w*|exceed\w*|edg(?:e|es|ed|ing) out|trail\w*|behind|ahead of|"
     r"match(?:es|ed)?|rival(?:s|led)?|equal(?:s|led)?|out-?(?!come|put|line|lier|set|side|look|right)\w+|"
@@ -86,12 +90,17 @@ _NOT_SUBJECT = re.compile(
 _CLAUSE = re.compile(r"\s*(?:and|or|nor|but|what|which|whether|how|why|who|whom|whatever)\b", re.IGNORECASE)
 
 
+_MODIFIERS = re.compile(r"(?:the|an?|this|that|its|their|our|any|some)(?:\s+(?-i:[a-z][\w-]*)){0,2}", re.I)
+_NOUN_OF = re.compile(r"\s+(?:of|for|over|in favou?r of)\b", re.IGNORECASE)
+
+
 def _sides(sentence: str, names: Resolver) -> list[str]:
     """The phrases a comparison sets against a group: its objects ("than X", "unlike X"), and its
     subject, the words before the comparing words ("X lags behind ...")."""
     masked = names.group_re.sub("G", sentence)
     out = [m.group(1) for m in _OBJECT.finditer(masked)] + _members(masked)
-    before = read_named(sentence, names).before.strip()
+    raw = read_named(sentence, names).before
+    before = raw.strip()
     subject = _TAIL.sub("", before[_LEAD.match(before).end() :]) if before else ""  # type: ignore[union-attr]
     subject = re.sub(
         r"^(?:the\s+)?(?:results?|scores?|performance|figures?|numbers?)\s+(?:for|of)\s+",
@@ -103,6 +112,10 @@ def _sides(sentence: str, names: Resolver) -> list[str]:
     # "Despite a numerical edge ...", "We attribute no difference ...": an adverbial phrase or the
     # authors, not a system.
     subject = "" if _NOT_SUBJECT.match(subject) else subject
+    # "The apparent advantage of X": the words before a comparing noun are its modifiers, no side.
+    said = cue(masked[len(raw) :]) if before else None
+    if said and _MODIFIERS.fullmatch(subject) and _NOUN_OF.match(masked, len(raw) + said.end()):
+        subject = ""
     subject = re.split(r"\s+(?:by|on|in|at|with|for|across|when|while)\b", subject)[0]
     if subject and len(subject.split()) <= 4:
         out.append(subject)

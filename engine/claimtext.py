@@ -131,6 +131,8 @@ def check_sentence(sentence: str, claim: Claim, ledger: Ledger, names: Resolver 
     names = names or Resolver(ledger)
     reading = _read(sentence, names)
     clause = _clause_subject(CLAIM_MARK_RE.sub("", sentence), reading, names)
+    if reading.of_group is not None and reading.of_group < len(found := names.named(sentence)):
+        clause = found[reading.of_group]  # "the better configuration is X"
     if clause is not None and (claim.subject.label in clause) != (claim.reference.label in clause):
         reversed_ = claim.reference.label in clause  # "X is our choice; Y is clearly worse"
     else:
@@ -191,7 +193,7 @@ def _numbers(
 
 _UNIT = {"plain": "", "percent": "%", "points": " points", "fold": "-fold"}
 # A sentence about the difference itself, and the figures of one that speaks of other statistics too.
-_DIFFERENCE = re.compile(r"\b(?:difference|gap|margin|delta)\b", re.IGNORECASE)
+_DIFFERENCE = re.compile(r"\b(?:difference|gap|margin|delta|apart)\b", re.IGNORECASE)
 _OTHER_STATISTIC = re.compile(
     r"interval|\bCI\b|±|\bsd\b|standard|spread|varian|\bp\s*[=<>≤]|\b[tgdU]\s*=|statistic|effect|seeds?\b|runs?\b",
     re.IGNORECASE,
@@ -283,11 +285,9 @@ def match_claims(sentence: str, ledger: Ledger, names: Resolver | None = None) -
     on_metric = [c for c in candidates if c.metric in metrics] or candidates
     # A figure printed, or a bound on a p-value ("p < 0.001"), is a claim's where the claim has it.
     fit = {c.id: sum(fits(x, c) for x in lits) + p_bounds_met(sentence, c) for c in candidates}
-    # Naming no metric and printing none of a claim's figures, a sentence speaks of the paper's
-    # main metrics (the held-out test's or the search's), whichever of them it states faithfully.
+    # Naming no metric and printing none of a claim's figures, a sentence may speak of any metric the
+    # two groups were compared on: it is a finding only if it contradicts every one of them.
     unpinned = not metrics and not any(fit.values())
-    if unpinned:
-        on_metric = [c for c in candidates if c.role in ("test", "selection")] or candidates
     # A figure that is the comparison's own (its difference, p) says more than a group's sd.
     own = {c.id: sum(fits(x, c, means=False) for x in lits) for c in on_metric}
     ranked = sorted(
