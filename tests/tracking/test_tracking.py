@@ -163,6 +163,12 @@ def test_weights_and_biases_offline_through_the_same_interface(
     run_dir = copy_run(tmp_path, "format2_run")
     assert main(["track", str(run_dir), "--backend", "wandb"]) == 0
     assert "(wandb)" in capsys.readouterr().out
+    # `finish()` only tells wandb's service to close the run's file (`inform_finish` is not awaited):
+    # read it once the service has ended, as after `silva track` exits, not while it may still be
+    # writing (a four-worker run at load found no record of the first node).
+    import wandb
+
+    wandb.teardown()
     (log,) = (run_dir / "wandb").glob("offline-run-*/run-*.wandb")
     values = wandb_summary(log)
     journal = Journal.open(run_dir, read_only=True)
