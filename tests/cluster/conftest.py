@@ -1,4 +1,4 @@
-"""One `ray start` head with its dashboard for every cluster test that needs a live cluster."""
+"""One `ray start` head with its dashboard for the cluster tests that need a live cluster."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import pytest
 from tests.cluster import support
 
 
-@pytest.fixture(scope="session")
+# Per module (they all live in test_driver.py): stopped when that module is done, not kept running
+# (a raylet, GCS and dashboard) beside the rest of its worker's tests.
+@pytest.fixture(scope="module")
 def ray_head() -> Iterator[support.RayHead]:
     with support.ray_head() as head:
         yield head

@@ -2,7 +2,7 @@
 a run submitted to a live head through its Jobs API (`silva cluster submit`, `status`, `logs`, `sync`).
 
 The tests that need the `ray start` head live in this one module: pytest-xdist's loadscope keeps a
-module on one worker, so the session-scoped head is started once."""
+module on one worker, so the head (module-scoped) is started once."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -20,41 +21,6 @@ from engine import events as ev
 from engine.journal import EVENTS_FILE, Journal
 from tests.cluster.support import RayHead, driver_env, stop_group
 from tests.helpers import make_config, make_template
-
-CONNECT = """
-import json, sys
-import ray
-from actors.ray_executor import connect
-from engine.config import ExecutorConfig
-if sys.argv[1] == "ray":  # Ray's own resolution, what Silva did before
-    ray.init(log_to_driver=False)
-    print(json.dumps({"address": ray.get_runtime_context().gcs_address}))
-else:
-    address = None if sys.argv[1] == "null" else sys.argv[1]
-    print(connect(ExecutorConfig(address=address, num_cpus=1)).model_dump_json())
-"""
-
-
-def connect_in_subprocess(env: dict[str, str], address: str) -> dict[str, object]:
-    out = subprocess.run(
-        [sys.executable, "-c", CONNECT, address], env=env, capture_output=True, text=True, timeout=240
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-@pytest.mark.e2e
-@pytest.mark.timeout(600)
-def test_address_null_starts_a_private_cluster_even_with_a_ray_start_cluster_present(
-    ray_head: RayHead,
-) -> None:
-    env, started = ray_head.env, ray_head.gcs
-    # The trap: plain ray.init() joins the `ray start` cluster (Ray's documented order).
-    assert connect_in_subprocess(env, "ray")["address"] == started
-    private = connect_in_subprocess(env, "null")
-    assert private["kind"] == "private" and private["address"] != started and private["nodes"] == 1
-    joined = connect_in_subprocess(env, "auto")
-    assert joined["kind"] == "joined" and joined["address"] == started
 
 
 def start_driver(tmp: Path, *, ignore_sigint: bool) -> tuple[subprocess.Popen[str], Path]:
@@ -99,6 +65,7 @@ def running(runs: Path) -> bool:
 @pytest.mark.timeout(600)
 def test_sigterm_and_kill_sigint_stop_the_run_cleanly(tmp_path: Path) -> None:
     # Two drivers at once (each with its own private Ray) keep the test's wall time to one start-up.
+    # First in the module: the head the later tests share is not started yet, so it takes no CPU.
     drivers = {
         "SIGTERM": start_driver(tmp_path / "term", ignore_sigint=False),
         "SIGINT": start_driver(tmp_path / "int", ignore_sigint=True),
@@ -138,6 +105,43 @@ def test_sigterm_and_kill_sigint_stop_the_run_cleanly(tmp_path: Path) -> None:
         # Nothing left running: every node either has its result or was cancelled, to re-run on resume.
         cancelled = {e.node_id for e in journal.log.read(ev.AttemptCancelled)}
         assert all(n.is_finished or n.id in cancelled for n in journal)
+
+
+CONNECT = """
+import json, sys
+import ray
+from actors.ray_executor import connect
+from engine.config import ExecutorConfig
+if sys.argv[1] == "ray":  # Ray's own resolution, what Silva did before
+    ray.init(log_to_driver=False)
+    print(json.dumps({"address": ray.get_runtime_context().gcs_address}))
+else:
+    address = None if sys.argv[1] == "null" else sys.argv[1]
+    print(connect(ExecutorConfig(address=address, num_cpus=1)).model_dump_json())
+"""
+
+
+def connect_in_subprocess(env: dict[str, str], address: str) -> dict[str, object]:
+    out = subprocess.run(
+        [sys.executable, "-c", CONNECT, address], env=env, capture_output=True, text=True, timeout=240
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(600)
+def test_address_null_starts_a_private_cluster_even_with_a_ray_start_cluster_present(
+    ray_head: RayHead,
+) -> None:
+    env, started = ray_head.env, ray_head.gcs
+    # The three drivers at once: each waits mostly on Ray's start-up or join, not on the CPU.
+    with ThreadPoolExecutor(3) as pool:
+        plain, private, joined = pool.map(lambda a: connect_in_subprocess(env, a), ["ray", "null", "auto"])
+    # The trap: plain ray.init() joins the `ray start` cluster (Ray's documented order).
+    assert plain["address"] == started
+    assert private["kind"] == "private" and private["address"] != started and private["nodes"] == 1
+    assert joined["kind"] == "joined" and joined["address"] == started
 
 
 def silva(
