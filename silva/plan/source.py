@@ -10,23 +10,25 @@ from pathlib import Path
 from typing import NamedTuple
 
 from engine.errors import ConfigError
-from engine.events import AttemptFinished, AttemptStarted, StepFinished
+from engine.events import AttemptCancelled, AttemptFinished, AttemptStarted, StepFinished
 from engine.journal import EVENTS_FILE, Journal
 from engine.llm.ledger import read_records
 from engine.node import MetricSpec, MetricValue, Node, NodeStatus
+from search.agentic.operators.job import Proposed, Ran
 from search.agentic.operators.outcome import OperatorOutcome, operator_outcome
 from silva.config import RunConfig
 from silva.plan.settings import LEDGER_FILE, LLM_STEPS, PlanSettings
 
 
 class Seen(NamedTuple):
-    """One finished node of the source run, as a replay hands it to its twin."""
+    """One node of the source run, as a replay hands it to its twin: what it showed before it
+    finished, or before the run discarded it (None: that step never ended there)."""
 
-    took: float
+    took: float | None  # its experiment's slot time
     buggy: bool
     metrics: list[MetricValue]
-    proposal: tuple[bool, bool] = (False, False)  # its proposal failed; it had run out of variants
-    converged: bool = False  # its judgement said tuning converged
+    proposal: tuple[bool, bool] | None = (False, False)  # its proposal failed; it had run out of variants
+    converged: bool | None = False  # its judgement said tuning converged
 
 
 class Source:
@@ -54,7 +56,9 @@ class Source:
         # experiment's slot time with sandbox start, result collection and dispatch (8.9 s for
         # 5.5 s of its own on 2 cores); an LLM step's prompt, calls, re-asks and parsing (2.0 s
         # for 0.4 s of the call's own at load 20: a plan of the calls alone ran chains too fast).
-        self.spans = _spans(journal)
+        # A step the run cancelled (its node discarded, the run stopped) had run this long by
+        # then: it would have taken longer.
+        self.spans, self.cut = _spans(journal)
         self.step_s: dict[str, list[float]] = defaultdict(list)
         self.ran_s = self.held_s = 0.0  # experiments' own time, and the slot time it took
         # Replay: each planned node takes its twin's figures, the source's node of its idea and
@@ -90,15 +94,19 @@ class Source:
         """Each finished node's figures, stage ends, LLM steps' spans and calls of the source run."""
         for n in journal or []:
             self.order[(n.idea, n.kind)].append(n.id)
-            if n.is_finished and n.status != NodeStatus.DISCARDED and n.finished_at:
-                self._add(n, self.spans.get((n.id, "run")) or self.spans.get((n.id, "all")) or 0.0)
+            held = self.spans.get((n.id, "run")) or self.spans.get((n.id, "all")) or 0.0
+            if n.status == NodeStatus.DISCARDED:
+                if self.replay:
+                    self._discarded(n, held)
+            elif n.is_finished and n.finished_at:
+                self._add(n, held)
         self._stage_ends(journal)
         # A proposal that failed took its re-asks' time (9 s for 2 s at load 20): drawn from
         # those, the one that ran out of ablations ended its stage before the others thought.
         for (node_id, step), took in self.spans.items():
             if step in LLM_STEPS:
                 seen = self.by_node.get(node_id)
-                failed = step == "think" and seen is not None and seen.proposal[0]
+                failed = step == "think" and seen is not None and bool(seen.proposal and seen.proposal[0])
                 self.step_s[f"{step}_failed" if failed else step].append(took)
         for r in read_records(ledger) if ledger is not None and ledger.is_file() else []:
             if r.attempts and not r.error and not r.cache_hit:
@@ -106,12 +114,14 @@ class Source:
                 if r.node_id is not None:
                     self.node_calls[(r.node_id, r.role)].append(self.calls[r.role][-1])
 
-    def _add(self, n: Node, held: float) -> None:
-        """A finished node of the source run: its time, outcome and what its model answered."""
+    def _add(self, n: Node, held: float, draws: bool = True) -> None:
+        """A finished node of the source run: its time, outcome and what its model answered;
+        in the draws unless not `draws` (a node discarded after it finished: replayed only)."""
         buggy = n.status == NodeStatus.BUGGY
         out = n.outcome_as(OperatorOutcome)
         if out is not None and "think" in n.steps:
-            self.proposal_failed[n.kind].append(out.status_rule == "proposal" and not out.exhausted)
+            if draws:
+                self.proposal_failed[n.kind].append(out.status_rule == "proposal" and not out.exhausted)
             if out.status_rule == "proposal":  # it ran nothing: no experiment time to draw
                 self.by_node[n.id] = Seen(0.0, True, [], (True, out.exhausted))
                 return
@@ -120,6 +130,9 @@ class Source:
         ran = n.execution.wall_s if n.execution is not None else 0.0
         assert n.finished_at is not None
         span = max(0.0, max(ran, held) or n.finished_at - (n.started_at or n.created_at))
+        self.by_node[n.id] = Seen(span, buggy, n.metrics, converged=converged)
+        if not draws:
+            return
         self.took[n.kind].append(span)
         self.failed[n.kind].append(buggy)
         # A selection's or an aggregation's result has an empty execution: not an experiment (as
@@ -132,7 +145,24 @@ class Source:
             self.idea_runs[n.idea][n.kind].append((span, buggy))
         if n.status == NodeStatus.GOOD and n.metrics:
             self.metrics[n.kind].append(n.metrics)
-        self.by_node[n.id] = Seen(span, buggy, n.metrics, converged=converged)
+
+    def _discarded(self, n: Node, held: float) -> None:
+        """Replay: what a node the run discarded showed before it was, for its twin. Without
+        it the twin drew its steps: a draft whose think the run cut at 8.5 s thought 3.2 s in
+        the replay, ran, and the one-idea chain went its own way from there (+10% wall, +24%
+        nodes). The draws leave discarded nodes out, as the plan's counts do."""
+        if n.finished_at is not None:  # finished, then discarded
+            self._add(n, held, draws=False)
+            return
+        thought, ran = n.steps.get("think"), n.steps.get("run")
+        proposal = None
+        if isinstance(thought, Proposed):
+            proposal = (bool(thought.proposal_error), thought.exhausted)
+        if isinstance(ran, Ran):
+            took = max(ran.execution.wall_s, held)
+            self.by_node[n.id] = Seen(took, bool(ran.run_problem), list(ran.metrics), proposal, None)
+        else:
+            self.by_node[n.id] = Seen(None, False, [], proposal, None)
 
     def _stage_ends(self, journal: Journal | None) -> None:
         """`ends_at`: in each idea's stage, how many of its proposals of a kind named a variant
@@ -186,9 +216,16 @@ class Source:
         twin = self.twin(node)
         return self.by_node.get(twin) if twin is not None else None
 
+    def _cut(self, node: Node | None, *steps: str) -> float | None:
+        """Replay: how long the first of `steps` of `node`'s twin had run when the run cancelled it."""
+        twin = self.twin(node)
+        return next((self.cut[(twin, s)] for s in steps if twin is not None and (twin, s) in self.cut), None)
+
     def duration(self, kind: str, rng: random.Random, node: Node | None = None) -> float:
-        if (own := self.replayed(node)) is not None:
+        if (own := self.replayed(node)) is not None and own.took is not None:
             return own.took
+        if (cut := self._cut(node, "run", "all", kind)) is not None:
+            return _beyond(self.took.get(kind) or self.experiments, cut, rng)
         if self.took.get(kind):
             return rng.choice(self.took[kind])
         d = self.settings.durations
@@ -254,7 +291,7 @@ class Source:
         return "per attempt, each on its own at its kind's share"
 
     def buggy(self, kind: str, rng: random.Random, node: Node | None = None) -> bool:
-        if (own := self.replayed(node)) is not None:
+        if (own := self.replayed(node)) is not None and own.took is not None:
             return own.buggy
         if self.failed.get(kind):
             return rng.choice(self.failed[kind])
@@ -276,7 +313,7 @@ class Source:
     def proposal(self, kind: str, rng: random.Random, node: Node | None = None) -> tuple[bool, bool]:
         """Whether a think step's proposal fails, and whether it named only variants already
         tried (which ends the stage), as the source run's proposals of `kind` did."""
-        if (own := self.replayed(node)) is not None:
+        if (own := self.replayed(node)) is not None and own.proposal is not None:
             return own.proposal
         if node is not None and self._reached("exhausted", node, rng):
             return True, True
@@ -285,7 +322,7 @@ class Source:
 
     def converges(self, kind: str, rng: random.Random, node: Node | None = None) -> bool:
         """Whether a good run's judgement says tuning converged, as the source run's of `kind` did."""
-        if (own := self.replayed(node)) is not None:
+        if (own := self.replayed(node)) is not None and own.converged is not None:
             return own.converged
         return node is not None and self._reached("converged", node, rng)
 
@@ -293,11 +330,14 @@ class Source:
         self, step: str, rng: random.Random, node: Node | None, calls_s: float, failed: bool = False
     ) -> float:
         """An LLM step's time (`LLM_STEPS`; a think step's whose proposal `failed`): as the source
-        run's driver saw such steps (replayed, its twin's), else `calls_s`, its calls' latencies."""
+        run's driver saw such steps (replayed, its twin's; one the run cut, longer), else
+        `calls_s`, its calls' latencies."""
         twin = self.twin(node)
         if twin is not None and (twin, step) in self.spans:
             return self.spans[(twin, step)]
         seen = (self.step_s.get(f"{step}_failed") if failed else None) or self.step_s.get(step)
+        if (cut := self._cut(node, step)) is not None:
+            return _beyond(seen or [calls_s], cut, rng)
         return rng.choice(seen) if seen else calls_s
 
     def call(self, role: str, rng: random.Random, node: Node | None = None) -> tuple[float, int, int]:
@@ -315,22 +355,31 @@ class Source:
         return r.calls if r is not None else 1
 
 
-def _spans(journal: Journal | None) -> dict[tuple[str, str], float]:
+def _beyond(seen: Sequence[float], cut: float, rng: random.Random) -> float:
+    """A step's time given that it ran longer than `cut` (the run cancelled it then): one of
+    `seen` that is longer, else `cut` and one of `seen` more."""
+    longer = [s for s in seen if s > cut]
+    return rng.choice(longer) if longer else cut + (rng.choice(seen) if seen else cut)
+
+
+def _spans(journal: Journal | None) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], float]]:
     """Each finished step's span in the run, from the driver's submission to its result
-    journaled, by (node, step); a one-job attempt's step is its node kind (a selection)."""
+    journaled, by (node, step) (a one-job attempt's step is its node kind: a selection); and
+    each step the run cancelled, by how long it had run by then."""
     out: dict[tuple[str, str], float] = {}
+    cut: dict[tuple[str, str], float] = {}
     if journal is None:
-        return out
+        return out, cut
     began: dict[tuple[str, int], tuple[float, str]] = {}
-    for e in journal.log.read(AttemptStarted, StepFinished, AttemptFinished):
-        assert isinstance(e, AttemptStarted | StepFinished | AttemptFinished)
+    for e in journal.log.read(AttemptStarted, StepFinished, AttemptFinished, AttemptCancelled):
+        assert isinstance(e, AttemptStarted | StepFinished | AttemptFinished | AttemptCancelled)
         key = (e.node_id, e.attempt)
         if isinstance(e, AttemptStarted):
             began[key] = (e.ts, e.step or journal.nodes[e.node_id].kind)
         elif key in began:
             t0, step = began.pop(key)
-            out[(e.node_id, step)] = max(0.0, e.ts - t0)
-    return out
+            (cut if isinstance(e, AttemptCancelled) else out)[(e.node_id, step)] = max(0.0, e.ts - t0)
+    return out, cut
 
 
 def check_source(from_dir: Path, cfg: RunConfig) -> Journal:

@@ -540,3 +540,64 @@ def test_utilization_counts_experiments_not_aggregations_nor_selections(
     ex._charge(Sleep("aggregation"), Resources(), 3.0)
     ex._charge(experiment, Resources(), 3.0)
     assert ex.experiment_s == pytest.approx(3.0) and ex.held_s["default"] == pytest.approx(6.0)
+
+
+def test_a_replay_gives_a_node_the_run_discarded_what_it_showed_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node the run discarded is a twin too: its steps that ended take their spans and
+    outcomes (a run step's time, failure and metrics), and a step the run cut takes longer than
+    it had run by then. Drawn instead, a draft the run cut after 8.5 s of thinking thought 3.2 s
+    in the replay and ran: the one-idea chain at 1x came back +10% wall and +24% nodes."""
+    from engine.events import AttemptCancelled
+    from search.agentic.operators.job import Proposed, Ran
+
+    clock = Clock()
+    monkeypatch.setattr("time.time", clock)
+    run = Journal.open(tmp_path / "run")
+    for node_id in ("cut", "judging", "done", "kept"):
+        run.add_node(Node(id=node_id, stage="preliminary", kind="draft"))
+    # `cut` thinks from the start; `kept`, `done` and `judging` think 1, 2 and 1.5 s meanwhile.
+    run.attempt_started("cut", 1, "think")
+    for node_id, think in (("kept", 1.0), ("done", 2.0), ("judging", 1.5)):
+        run.attempt_started(node_id, 1, "think")
+        clock.now += think
+        run.step_finished(node_id, 1, StepResult(step="think", outcome=Proposed(code="x")))
+    # `judging` runs 6 s, reports a metric, and is discarded while its judgement is out.
+    run.attempt_started("judging", 1, "run")
+    clock.now += 6.0
+    ran = Ran(workspace="", execution=ExecSummary(wall_s=5.0), metrics=[MetricValue(name="acc", value=0.7)])
+    run.step_finished("judging", 1, StepResult(step="run", outcome=ran))
+    run.attempt_started("judging", 1, "judge")
+    for node_id, took in (("kept", 3.0), ("done", 4.0)):
+        result = AttemptResult(
+            status="good",
+            execution=ExecSummary(wall_s=took),
+            metrics=[MetricValue(name="acc", value=took / 10)],
+            started_at=clock.now,
+            finished_at=clock.now + took,
+        )
+        run.attempt_finished(node_id, 1, result)
+    # 10.5 s into `cut`'s think step, the stage's search ends: the rest are discarded.
+    for node_id in ("cut", "judging", "done"):
+        run.discard(node_id, "the stage's search ended")
+    for node_id in ("cut", "judging"):
+        run.record(AttemptCancelled(node_id=node_id, attempt=1))
+    monkeypatch.undo()
+    journal = Journal.open(tmp_path / "run", read_only=True)
+
+    replay = Source(PlanSettings(), journal, replay=True)
+    rng = random.Random(0)
+    cut, judging, done, kept = (Node(id=f"p{i}", stage="preliminary", kind="draft") for i in range(4))
+    assert [replay.twin(n) for n in (cut, judging, done, kept)] == ["cut", "judging", "done", "kept"]
+    # Cut 10.5 s into its think step, longer than any think the run finished: the cut and one more.
+    assert all(replay.step_time("think", rng, cut, 0.4) > 10.5 for _ in range(20))
+    assert replay.step_time("think", rng, judging, 0.4) == pytest.approx(1.5)
+    assert replay.duration("draft", rng, judging) == pytest.approx(6.0)  # its run step's span
+    assert replay.buggy("draft", rng, judging) is False
+    assert replay.values("draft", [], rng, judging)[0].value == pytest.approx(0.7)
+    assert replay.proposal("draft", rng, judging) == (False, False)
+    assert replay.duration("draft", rng, done) == pytest.approx(4.0)
+    assert replay.values("draft", [], rng, done)[0].value == pytest.approx(0.4)
+    # The draws leave discarded nodes out, as the plan counts them.
+    assert Source(PlanSettings(), journal).took["draft"] == pytest.approx([3.0])
