@@ -25,8 +25,11 @@ _FOR = re.compile(
 )
 _WITH = re.compile(r"\s*(?:with|using|via)\s+(?:(?:the|our|an?)\s+)?", re.IGNORECASE)
 _PARALLEL = re.compile(r"\d%?\s+(?:with|under|using)\s+(?:(?:the|our|an?)\s+)?(?:it|them|G)\b", re.IGNORECASE)
+# A count of replicates: "3 seeds", "6 independent runs", "repeated 6 times".
 _SEEDS = re.compile(
-    r"(?<![\w.])(\d+)\s+(?:(?:random|independent|different|training)\s+)?(?:seeds|replicates|repetitions)\b",
+    r"(?<![\w.])(\d+)(?=\s+(?:(?:random|independent|different|training)\s+)?"
+    r"(?:seeds|replicates|repetitions|runs|trials)\b)"
+    r"|(?:(?<=repeated )|(?<=rerun )|(?<=run )|(?<=trained ))(\d+)(?=\s+times\b)",
     re.IGNORECASE,
 )
 # The held-out or test data, or a figure measured on it, in any wording: "held-out", "hold-out",
@@ -36,7 +39,8 @@ HELD_OUT_WORDS = re.compile(
     r"(?<!no )\b(?:held[- ]?out|hold[- ]?out|unseen|out[- ]of[- ]sample|generali[sz]ation|final test|"
     r"(?:never|not) (?:been )?seen|"
     r"test(?:ing)?[- ](?:[a-z]+[- ])?(?:set|data|split|examples?|samples?|instances|images|points|partition|"
-    r"portion|fold|subset|accurac(?:y|ies)|error|performance|scores?|results?|metrics?|loss|evaluation|"
+    r"portion|fold|subset|accurac(?:y|ies)|error|performance|scores?|results?|metrics?|loss|evaluation|numbers?|"
+    r"figures?|"
     r"time|phase|distribution|cases)|(?:on|in|at|during) (?:the |our )?(?:final |held-out )?test(?:ing)?\b"
     r")\b",
     re.IGNORECASE,
@@ -132,9 +136,9 @@ def seed_counts(sentence: str, ledger: Ledger) -> list[str]:
     """A count of seeds that no group of the run was replicated over."""
     ns = {g.n for c in ledger.claims for g in (c.subject, c.reference)}
     return [
-        f"states {m.group(1)} seeds, but the groups were replicated over {', '.join(map(str, sorted(ns)))}"
+        f"states {n} seeds, but the groups were replicated over {', '.join(map(str, sorted(ns)))}"
         for m in _SEEDS.finditer(sentence)
-        if ns and int(m.group(1)) not in ns
+        if ns and (n := int(m.group(1) or m.group(2))) not in ns
     ]
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from engine.claimread import cue
 from engine.claims import Claim, Ledger
-from engine.claimwords import GENERIC_WORDS, unknown, words
+from engine.claimwords import GENERIC_WORDS, PHRASE_OPENERS, unknown, words
 
 _BEST_OF = re.compile(r"\s*\((?:best of|tuned:)[^()]*\)\s*$", re.IGNORECASE)
 # "long name (ABBR)": the abbreviation a paper defines for a phrase it just wrote.
@@ -57,6 +58,15 @@ METRIC_WORDS = re.compile(
 )
 
 
+# The nouns a measured quantity is named by, with a modifier before them: "parameter count",
+# "energy consumption", "calibration slope".
+MEASURE_HEADS = re.compile(
+    r"\b(count|consumption|usage|footprint|slope|intercept|coefficient|entropy|divergence|overhead|"
+    r"efficiency|utili[sz]ation)\b",
+    re.IGNORECASE,
+)
+# The word right before a metric's name, a hyphenated compound as one ("noise-detection").
+_MODIFIER = re.compile(r"(?<![\w./\\-])([A-Za-z][\w'-]*[A-Za-z0-9])[ \t]+$")
 # Words that make a metric another metric: "balanced accuracy" is not accuracy.
 _QUALIFIER = re.compile(
     r"\b((?:class[- ])?balanced[- ]|macro[- ]|micro[- ]|weighted[- ]|worst[- ]group[- ]|top[- ]?\d+[- ]|"
@@ -227,7 +237,27 @@ class Resolver:
                 out.append(qualifier.group(1) + m.group(1))
             elif not any(w in measured for w in (word, word.replace(" ", "_"), word.split()[0])):
                 out.append(m.group(1))
+            elif (other := self._modified(sentence, m.start(), m.group(1), measured)) is not None:
+                out.append(other)
+        for m in MEASURE_HEADS.finditer(sentence):
+            if (other := self._modified(sentence, m.start(), m.group(1), measured)) is not None:
+                out.append(other)
         return out
+
+    def _modified(self, sentence: str, at: int, head: str, measured: str) -> str | None:
+        """A measure named by a word of the run's and a modifier that is not ("out-of-distribution
+        accuracy" where the run measured validation accuracy, "energy consumption"): another metric."""
+        m = _MODIFIER.search(sentence[:at])
+        if m is None or (phrase := f"{m.group(1)} {head}") and _words(phrase) in measured:
+            return None
+        word = m.group(1)
+        if re.search(r"(?:ed|ing|ly)$", word, re.IGNORECASE) or not self.unresolved(word):
+            return None
+        # "the method raises accuracy": a word after a noun may be a verb, not a modifier
+        before = re.search(r"([A-Za-z']+)\s+$", sentence[: m.start()])
+        if before and before.group(1).lower() not in PHRASE_OPENERS and not cue(before.group(1)):
+            return None
+        return phrase
 
     def selection_as_held_out(self, sentence: str) -> str | None:
         """The selection metric written as a held-out test result ("held-out accuracy", "accuracy

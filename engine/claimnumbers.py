@@ -38,6 +38,7 @@ _AT_LEVEL = re.compile(
 _COUNT_COMPARED = re.compile(
     r"\s+(?:fewer|more)\s+(?:[\w-]+\s+)?(?:errors|mistakes|misclassifications)\b", re.IGNORECASE
 )
+_P_IS = re.compile(r"\bp(?:[- ]value)?\s*=\s*$", re.IGNORECASE)
 # "by a factor of 1.6": a ratio without its "x".
 _FACTOR = re.compile(r"\bfactor of\s*$", re.IGNORECASE)
 
@@ -50,6 +51,7 @@ class Literal_:
     unit: Unit
     start: int
     ratio: bool = False  # "2.9 fewer errors than X": a difference or a ratio without its "x"
+    p_value: bool = False  # "p = 0.022": a p-value's figure, no other
 
 
 # "In percent, X is 96.2 ...", "(in %)": the sentence gives its figures in percent without a sign.
@@ -88,7 +90,8 @@ def literals(text: str) -> list[Literal_]:
         sign = "-" if m.group(1) else ""
         ratio = unit == "plain" and bool(_COUNT_COMPARED.match(text, m.end()))
         decimals = len(digits.partition(".")[2])
-        out.append(Literal_(sign + digits, float(sign + digits), decimals, unit, m.start(), ratio))
+        p_value = bool(_P_IS.search(text[max(0, m.start() - 12) : m.start()]))
+        out.append(Literal_(sign + digits, float(sign + digits), decimals, unit, m.start(), ratio, p_value))
     return out
 
 
@@ -114,10 +117,13 @@ def claim_values(claim: Claim) -> list[float]:
     values += [v for v in (claim.subject.budget_nodes, claim.reference.budget_nodes) if v is not None]
     for pair in (claim.diff_ci, claim.effect_ci):
         values += list(pair or ())
-    if claim.p is not None and claim.log10_p is not None and math.isfinite(claim.log10_p):
-        exponent = math.floor(claim.log10_p)
-        values += [claim.p, 10 ** (claim.log10_p - exponent)]
-    return values
+    return values + _p_figures(claim)
+
+
+def _p_figures(claim: Claim) -> list[float]:
+    if claim.p is None or claim.log10_p is None or not math.isfinite(claim.log10_p):
+        return []
+    return [claim.p, 10 ** (claim.log10_p - math.floor(claim.log10_p))]
 
 
 def changes(claim: Claim) -> dict[Unit, list[float]]:
@@ -135,6 +141,8 @@ def fits(lit: Literal_, claim: Claim, means: bool = True) -> bool:
     """The literal is one of the claim's figures (a percentage: a change or a figure in percent);
     `means=False`: one of the comparison's own figures only, never a group's mean or sd."""
     values = claim_values(claim)
+    if lit.p_value:  # the p-value, or its mantissa ("p = 1.1×10^-4")
+        return any(rounds_to(v, lit) for v in _p_figures(claim))
     if not means:
         own = {claim.subject.mean, claim.reference.mean, claim.subject.sd, claim.reference.sd}
         values = [v for v in values if v not in own]

@@ -24,7 +24,7 @@ _QUALITY_UP = (
     r"led(?! to)|"
     r"advantage|gain(?:s|ed|ing)?|stronger|strongest|dominat\w*|best|boost\w*|the top(?![-\s]*\d)|"
     r"benefit\w*|favou?r(?:s|ed|abl[ey])?|faster|fastest|quicker|preferable|excel\w*|better(?:s|ed)|"
-    r"on top(?! of)|(?:ranks?|ranked|ranking|places?|placed|sits?|sat|finish(?:es|ed)?) above|"
+    r"on top(?! of)|(?:ranks?|ranked|ranking|places?|placed|sits?|sat|finish(?:es|ed)?) above|upper hand|"
     r"best(?:s|ed)|pays? off|paid off|winners?|step up|leav(?:e|es|ing) G behind|left G behind|"
     r"more (?:accurate|effective|robust|reliable|"
     r"precise|efficient|stable|competitive)"
@@ -43,9 +43,11 @@ _QUALITY_DOWN = (
     r"less (?:accurate|effective|robust|reliable|precise|efficient|"
     r"stable|competitive)"
 )
-# "above G", "below G": a position relative to a group is a comparison of magnitudes.
-_MAGNITUDE_UP = r"higher|highest|greater|greatest|larger|largest|bigger|above(?= (?:that of |the )?G\b)"
-_MAGNITUDE_DOWN = r"lower|lowest|smaller|smallest|fewer|below(?= (?:that of |the )?G\b)"
+# "above G", "below G", "above the level of G": a position relative to a group is a comparison of
+# magnitudes.
+_OF_G = r" (?:that of |the (?:[\w()-]+ ){1,3}?of (?:the )?|the )?G\b"
+_MAGNITUDE_UP = r"higher|highest|greater|greatest|larger|largest|bigger|above(?=" + _OF_G + ")"
+_MAGNITUDE_DOWN = r"lower|lowest|smaller|smallest|fewer|below(?=" + _OF_G + ")"
 # "more favourable", "less competitive": a quality, whatever the metric's direction.
 _QUALITY_ADJ = re.compile(
     r"\s+(?:accurate|effective|robust|reliable|precise|efficient|stable|competitive|favou?rable|"
@@ -63,7 +65,7 @@ _EQUAL = (
     r"no (?:\w+ ){0,3}differences?|(?:did|does|do) not (?:\w+ )?differ\w*|indistinguishable|on (?:a )?par|"
     r"comparabl[ey]|similar(?:ly)?|equivalent(?:ly)?|"
     r"(?:the same|equal) (?:\w+ )?(?:performance|accuracy|scores?|"
-    r"levels?|results?|means?)|tied?|parity|within (?:the )?(?:[\w-]+ )?noise|"
+    r"levels?|results?|means?)|ti(?:e[sd]?|ing)|parity|within (?:the )?(?:[\w-]+ )?noise|"
     r"statistically (?:equal|tied)|(?:roughly|nearly|essentially|about|approximately) equal|"
     r"no worse|as (?:good|accurate|effective|strong|well|fast|robust|reliable) as|"
     r"not (?:statistically )?significantly (?:\w+ )?(?:differ\w*|better|worse|higher|lower)|"
@@ -76,8 +78,11 @@ _NO_GAIN = r"no (?:\w+ ){0,2}(?:gain|advantage|improvement|benefit|edge)s?|no be
 # Verbs of matching a group: "G matches G" says no difference, "G cannot keep up with G" that the
 # first is worse.
 _PAR = (
-    r"(?:match(?:es|ed)?|rival(?:s|led|ed)?|equal(?:s|led|ed)?|keeps? up with|kept up with|"
-    r"catch(?:es)? up (?:with|to)|caught up (?:with|to)|measures? up to|reach(?:es)? the level of|"
+    r"(?:match(?:es|ed|ing)?|rival(?:s|led|ed|ling|ing)?|equal(?:s|led|ed|ling|ing)?|"
+    r"keeps? up with|kept up with|"
+    r"catch(?:es)? up (?:with|to)|caught up (?:with|to)|measures? up to|"
+    # "reaches the validation accuracy of G"
+    r"reach(?:es|ed|ing)? the (?:[\w()-]+ ){1,4}?of|"
     r"compet(?:e|es|ed|ing) with)"
     r"(?= (?:the )?G\b)"
 )
@@ -151,7 +156,12 @@ _NEGATION = re.compile(
 # The null hypothesis rejected, actively or in the passive ("... is rejected"); a denial of the
 # rejection ("cannot reject", "is not rejected", "retains the null") is a hedge.
 _SIGNIFICANT = re.compile(
-    r"\b(?:statistically )?significant(?:ly)?\b|\bp\s*[<≤]\s*0?\.0\d|\breject\w* the null"
+    r"\b(?:statistically )?significant(?:ly)?\b|\bp\s*[<≤]\s*0?\.0\d"
+    r"|\breject\w* (?:the null|(?:the |this |our )?hypothes[ie]s\b|"
+    r"(?:the )?(?:equal|identical|no difference))"
+    # a test as the subject that finds a difference
+    r"|\btests? (?!not\b|never\b)(?:\w+ )?(?:detects?|detected|finds|found|reveals?|revealed|shows?|showed|"
+    r"identifie[sd]) an? (?:\w+ )?(?:difference|effect)\b"
     r"|\bnull hypothes[ie]s\b.{0,80}?\b(?:is|was|are|were|be|been|gets?|got)\s+rejected"
     r"|\bstatistically (?:meaningful|reliable|robust)|\b(?:statistical|with) significance\b"
     r"|\b(?:reach|attain|achiev)\w* (?:statistical )?significance\b"
@@ -173,7 +183,7 @@ _NOT_SIGNIFICANT = re.compile(
 # "best of 12 nodes", "the stage's best node": how a group was chosen, not a ranking of groups.
 # What a null hypothesis says ("that G and G share one mean") is what the test rejects or not.
 _PROVENANCE = re.compile(
-    r"\bbest (?:of\b|node)|(?<=\bnull hypothesis )of (?:no \w+|equal(?: \w+){0,3})"
+    r"\bbest (?:of\b|node)|(?<=\bhypothesis )of (?:no \w+|equal(?: (?!G\b)\w+){0,3})"
     r"|(?<=\bnull hypothesis )that\b.*?(?=\b(?:is|was|are|were|can|cannot|could|must|be)\b|$)",
     re.I,
 )
@@ -185,17 +195,20 @@ _FRONTED = re.compile(
     r"|^(?:(?!\bG\b).)*?\bG,? (?:is|serves as|acts as|as) (?:the |a |our )?(?:\w+ )?"
     r"(?:reference|baseline|anchor|yardstick|point of (?:comparison|reference)|comparison point|"
     r"starting point)\b"
-    r"|\b(?:replac|substitut)\w* G (?:with|by) G|\b(?:switch|mov|go|chang|transition)\w* from G to G"
+    r"|\b(?:replac|substitut)\w* (?:the )?G (?:with|by) (?:the )?G"
+    r"|\b(?:switch|mov|go|chang|transition)\w* from (?:the )?G to (?:the )?G"
     r"|\bfrom\b[^,;]{0,30}?\bG\b[^,;]{0,30}?\bto\b[^,;]{0,30}?\bG\b"
-    r"|\b(?:swap|exchang|trad)\w* G (?:for|with) G|\bG (?:is|are|was|were|gets?) (?:replaced|substituted|"
-    r"swapped) (?:by|with|for) G",
+    r"|\b(?:swap|exchang|trad)\w* (?:the )?G (?:for|with) (?:the )?G"
+    r"|\bG (?:is|are|was|were|gets?) (?:replaced|substituted|swapped) (?:by|with|for) (?:the )?G",
     re.I,
 )
 
 
+# "G differs from G at the 0.05 level": a difference said to hold at a significance level.
+_AT_LEVEL = re.compile(r"\bat the (?:0?\.\d+|\d+\s*%) (?:significance |confidence |α )?level\b", re.I)
 # A test said to confirm a direction ("the test confirms that G beats G") asserts its significance.
 _CONFIRMED = re.compile(
-    r"\btests?\b[^.;]{0,40}?\b(?:confirm|establish|verif|prov)\w*"
+    r"\btest(?:s|ing)?\b[^;]{0,40}?\b(?:confirm|establish|verif|prov)\w*"
     r"|\b(?:confirm|establish|verifi)\w* (?:by|with|through) (?:a |the |our )?(?:\w+ ){0,2}test\b",
     re.I,
 )
@@ -221,7 +234,7 @@ def _copular_subject(masked: str, start: int, end: int) -> int | None:
 
 
 # A p-value as the subject of a comparing word is compared with its threshold, not a group.
-_P_SUBJECT = re.compile(r"\bp(?:[- ]values?)?\b(?:(?!\bG\b)[^;:,])*$", re.I)
+_P_SUBJECT = re.compile(r"(?:^|[,;:]\s*)(?:\w+\s+){0,3}?p(?:[- ]values?)?\b(?:(?!\bG\b)[^;:,()])*$", re.I)
 # A magnitude of the experiment's own size ("a larger number of seeds", "smaller sample sizes").
 _RESOURCE = re.compile(
     r"\s+(?:(?:number|amount|count)\s+of\s+(?:\w+\s+)?(?:seeds|runs|replicates|repetitions|samples|trials|"
@@ -261,7 +274,8 @@ def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
             continue  # "the p-value of 0.72 exceeds 0.05": a test against its threshold
         if kind in ("hi", "lo") and _RESOURCE.match(masked, m.end()):
             continue  # "a larger number of seeds": the experiment's size, no result
-        near = near or kind == "near"
+        if kind == "near" and not near:  # "X comes close to G": a comparison that asserts no order
+            near, before = True, masked[: m.start()]
         if kind in ("more", "less") and _QUALITY_ADJ.match(masked, m.end()):
             kind = "up" if kind == "more" else "down"
         elif kind in ("more", "less") and not re.match(r"\s+\w+\s+than\b", masked[m.end() :]):
@@ -290,13 +304,19 @@ def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
         denied and (asserted.start() < end or not re.search(r"[;:]", masked[end : asserted.start()]))
     )
     significant = (
-        significant or said in ("better", "worse", "higher", "lower") and bool(_CONFIRMED.search(masked))
+        significant
+        or said in ("better", "worse", "higher", "lower")
+        and bool(_CONFIRMED.search(masked))
+        or not hedged
+        and bool(_AT_LEVEL.search(masked))
     )
     comparison = (
         said is not None
         or near
         or bool(_THAN.search(masked))
         or bool(re.search(r"\bbetween G and\b|\bG (?:\w+ )?(?:match(?:es|ed)|rivals?|equals)\b", masked))
+        or bool(re.search(r"\bG,?\s+(?:then|followed by)\s", masked))  # a ranking: "G, then X, then G"
+        or bool(re.search(r"\b(?:replac|substitut|swapp?)\w* (?:the )?G (?:with|by|for)\b", masked, re.I))
         or named >= 2
         and bool(
             _RELATION.search(masked)

@@ -69,7 +69,11 @@ def _unescape(latex: str) -> str:
 
 # The idea's own words (its hypothesis and description): what is tested, not a result.
 IDEA_SECTION = re.compile(r"(?<=\\section\{Idea\}).*?(?=\\section|\\end\{document\}|\Z)", re.DOTALL)
-_HYPOTHESIS = re.compile(r"(?<!null )\bhypothes(?:[ie]s|i[sz]e[sd]?)\b", re.IGNORECASE)
+# A hypothesis rejected is a result ("the test rejects the hypothesis of equal means").
+_HYPOTHESIS = re.compile(
+    r"(?<!null )(?<!reject the )(?<!rejects the )(?<!rejected the )\bhypothes(?:[ie]s|i[sz]e[sd]?)\b",
+    re.IGNORECASE,
+)
 # "vs.", "e.g.", "et al." and "Fig." end no sentence.
 ABBREVIATED = r"(?<!\bvs)(?<!\be\.g)(?<!\bi\.e)(?<!\bal)(?<!\bFig)(?<!\bEq)(?<!\bcf)(?<!\bresp)"
 _BOUNDARY = re.compile(ABBREVIATED + r"[.!?](?=\s|\[claim|$)(?:\[claim:[A-Za-z0-9-]+\])?|\n\s*\n")
@@ -302,7 +306,9 @@ def match_claims(sentence: str, ledger: Ledger, names: Resolver | None = None) -
     )
     if len(set(mentions)) == 1 or unpinned:
         return [c for c in ranked if fit[c.id] == fit[ranked[0].id]]
-    return ranked[:1]
+    # Claims its figures fit equally well: any of them may be the one it states.
+    top = (fit[ranked[0].id], own[ranked[0].id])
+    return [c for c in ranked if (fit[c.id], own[c.id]) == top]
 
 
 def match_claim(sentence: str, ledger: Ledger, names: Resolver | None = None) -> Claim | None:
@@ -357,7 +363,10 @@ def _check_one(sentence: str, ledger: Ledger, names: Resolver) -> SentenceCheck 
         facts = _facts(shown, names, ledger)
         return SentenceCheck(shown, claim, facts + extra) if claim or facts or extra else None
     if claim is None:
-        why = _unmatched(mark, shown, names)
+        # "On energy use, the two configurations are level": a comparison on a metric the run lacks
+        why = _unmatched(mark, shown, names) or tuple(
+            f"names {w}, a metric the run did not measure" for w in names.unmeasured(shown)
+        )
         return SentenceCheck(shown, None, why + extra) if why or extra else None
     # Of the claims the sentence may state, the one it states faithfully if any.
     claim, problems = min(
@@ -368,10 +377,22 @@ def _check_one(sentence: str, ledger: Ledger, names: Resolver) -> SentenceCheck 
             absent_object(shown, names) + absent_result(shown, names) + absent_comparator(shown, names)
         )
     )
+    # A comparison naming one group and stating one value of it ("the winner, X, averages 0.74").
+    if not problems and len({labels for _, labels in names.groups(shown)}) == 1:
+        blank = names.group_re.sub(" ", shown)
+        lits = literals(blank)
+        if len(lits) == 1 and _STATES_VALUE.search(blank[: lits[0].start]):
+            problems = tuple(group_numbers(shown, names, ledger))
     return SentenceCheck(shown, claim, problems + sides[:1] + extra)
 
 
 _DENIED = re.compile(r"\b(?:not|no|never|without|neither|nor)\b|n't\b", re.IGNORECASE)
+
+
+_STATES_VALUE = re.compile(
+    r"\b(?:averag|reach|scor|attain|achiev|obtain|record|post|land)\w*\s+(?:an?\s+(?:\w+\s+){0,3}of\s+)?$",
+    re.IGNORECASE,
+)
 
 
 def _facts(sentence: str, names: Resolver, ledger: Ledger) -> tuple[str, ...]:

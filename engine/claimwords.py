@@ -55,7 +55,8 @@ case cases measure measures metric metrics prior previous earlier later initial 
 default standard plain simple vanilla step steps round rounds iteration iterations epoch epochs
 noise variance spread ablation ablations study studies work literature paper papers proposed
 proposal idea ideas best worst top bottom first second third last lead leader winner winners loser
-losers runner runners term terms respect regard way ways kind kinds part parts point points
+losers runner runners winning losing leading trailing term terms respect regard way ways kind kinds part
+parts point points
 percent percentage fraction share amount size order ordering ranking table row column
 small smaller smallest large larger largest slight slightly clear clearly marked wide narrow
 substantial modest considerable significant significantly noticeable meaningful notable tiny big
@@ -72,6 +73,8 @@ stage stages method group name label labels configuration metric
 accuracy accuracies held heldout unseen hold holdout generalisation generalization
 """.split()
 GENERIC_WORDS = frozenset(_FUNCTION) | frozenset(_VERBS) | frozenset(_GENERIC)
+# The words after which a noun phrase may start: function words and the verbs of results.
+PHRASE_OPENERS = frozenset(_FUNCTION) | frozenset(_VERBS)
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z']*")
 

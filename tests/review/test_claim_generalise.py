@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from engine.claimnumbers import fits, literals
 from engine.claims import Claim, GroupSummary, Ledger
 from engine.claimtext import check_text
 
@@ -147,3 +148,69 @@ def test_a_count_of_errors_compared_may_be_a_ratio_without_its_x(ledger: Ledger)
     # (1 - 0.812) / (1 - 0.845) = 1.21
     assert _problems("The tuned baseline makes 1.2 fewer errors than attention pooling.", ledger) == []
     assert _problems("The tuned baseline makes 3.5 fewer errors than attention pooling.", ledger)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        # a measure named by a head noun, or a known measure with a modifier the run does not have
+        "Attention pooling has a lower energy consumption than the tuned baseline.",
+        "On out-of-distribution accuracy, attention pooling trails the tuned baseline.",
+        "On memory footprint, the two configurations are level.",
+        # significance in other words
+        "Our test rejects the hypothesis of equal means for attention pooling and the no pooling ablation.",
+        "The test detects a clear difference between the no pooling ablation and attention pooling.",
+        "The no pooling ablation differs from attention pooling on test accuracy at the 0.05 level.",
+        "Statistical testing (p = 0.27) confirms that the no pooling ablation outperforms attention pooling.",
+        # a level reached or passed, an upper hand, a match denied
+        "The tuned baseline fails to reach the test accuracy of attention pooling.",
+        "Attention pooling lifts test accuracy above the level of the tuned baseline.",
+        "The no pooling ablation has the upper hand over attention pooling on test accuracy.",
+        "We do not observe the tuned baseline matching attention pooling on test accuracy.",
+        # a system the run lacks, in a ranking, a comparison noun, a swap, a "noise of", an "of ... is"
+        "Label propagation comes close to attention pooling but does not match it.",
+        "Label propagation averages 0.83 on test accuracy.",
+        "Ranking on test accuracy: the tuned baseline, then label propagation, then attention pooling.",
+        "A comparison with label propagation, run on the same seeds, confirms the lead of the tuned "
+        "baseline.",
+        "Replacing attention pooling with label propagation lengthens training.",
+        "Attention pooling is within noise of label propagation on test accuracy.",
+        "The mean test accuracy of label propagation is 0.83.",
+        # a count of replicates in other words
+        "Each configuration was repeated 7 times with different seeds.",
+        "All figures are means of 7 independent runs.",
+        # one group named, one value stated of it
+        "The strongest configuration, the tuned baseline, averages 0.812.",
+    ],
+)
+def test_a_false_statement_in_other_words_is_found(sentence: str, ledger: Ledger) -> None:
+    assert _problems(sentence, ledger), sentence
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "On mean test accuracy, attention pooling trails the tuned baseline.",
+        "Attention pooling lowers accuracy relative to the tuned baseline.",  # a verb, no modifier
+        "The no pooling ablation ties with attention pooling at the 0.05 level.",
+        "The test does not detect a difference between the no pooling ablation and attention pooling.",
+        "Attention pooling fails to reach the test accuracy of the tuned baseline.",
+        "We do not observe attention pooling matching the tuned baseline on test accuracy.",
+        "Ranking on test accuracy: the tuned baseline, then the no pooling ablation, then attention pooling.",
+        "Replacing attention pooling with the tuned baseline raises test accuracy.",
+        "The mean test accuracy of attention pooling is 0.812.",
+        "All figures are means of 5 independent runs.",
+        "The strongest configuration, the tuned baseline, averages 0.845.",
+    ],
+)
+def test_the_true_counterpart_is_left_alone(sentence: str, ledger: Ledger) -> None:
+    assert _problems(sentence, ledger) == [], sentence
+
+
+def test_a_figure_given_as_p_is_a_p_value_only(ledger: Ledger) -> None:
+    cut = ledger.get("ablation-test")
+    assert cut is not None and cut.diff_ci is not None
+    bound = f"{cut.diff_ci[1]:.3f}"  # a bound of the interval, not the p-value
+    assert fits(literals(bound)[0], cut)
+    assert not fits(literals(f"p = {bound}")[0], cut)
+    assert fits(literals("p = 0.27")[0], cut)
