@@ -601,3 +601,33 @@ def test_a_replay_gives_a_node_the_run_discarded_what_it_showed_before(
     assert replay.values("draft", [], rng, done)[0].value == pytest.approx(0.4)
     # The draws leave discarded nodes out, as the plan counts them.
     assert Source(PlanSettings(), journal).took["draft"] == pytest.approx([3.0])
+
+
+def test_a_plan_draws_step_times_as_long_as_the_steps_the_run_cut_would_have_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run cut a think step after 1.5 s (its node discarded): it would have taken longer, so
+    its share of the draws goes to the thinks that took longer (2 s), not to all of them; the
+    slow ones are those a stage's end cuts, and a plan of the finished ones alone was short."""
+    from engine.events import AttemptCancelled
+    from search.agentic.operators.job import Proposed
+
+    clock = Clock()
+    monkeypatch.setattr("time.time", clock)
+    run = Journal.open(tmp_path / "run")
+    for node_id, think in (("fast", 1.0), ("cut", 1.5), ("slow", 2.0)):
+        run.add_node(Node(id=node_id, stage="preliminary", kind="draft"))
+        run.attempt_started(node_id, 1, "think")
+        clock.now += think
+        if node_id == "cut":
+            run.discard(node_id, "the stage's search ended")
+            run.record(AttemptCancelled(node_id=node_id, attempt=1))
+        else:
+            run.step_finished(node_id, 1, StepResult(step="think", outcome=Proposed(code="x")))
+    monkeypatch.undo()
+    source = Source(PlanSettings(), Journal.open(tmp_path / "run", read_only=True))
+    rng = random.Random(0)
+    draws = [source.step_time("think", rng, None, 0.4) for _ in range(600)]
+    assert sorted(set(draws)) == pytest.approx([1.0, 2.0])
+    # 2 s takes the cut's share too: 2 in 3 draws, not 1 in 2.
+    assert sum(d > 1.5 for d in draws) / len(draws) == pytest.approx(2 / 3, abs=0.06)
