@@ -8,7 +8,8 @@ are the world's, not the config's: drawn from seeds of their own), then `silva p
 and the same plan in replay mode (each node takes A's own durations, latencies and outcomes:
 what still differs from A is the plan's model, not chance). Wall time, kept nodes (discarded
 speculation left out, as the plan counts them) and utilization (experiments' own time / slots
-x wall) of each, and the deltas plan vs A, plan vs B and A vs B (this machine's own spread).
+x wall; the experiments of discarded nodes that ended count on both sides) of each, and the
+deltas plan vs A, plan vs B and A vs B (this machine's own spread).
 Runs are kept under --keep for `--read`.
 
     .venv/bin/python bench/bench_plan_vs_run.py --pairs 1:0 1:1 1:4 4:0 4:1 4:4 --keep /tmp/pvr
@@ -34,6 +35,7 @@ from bench_pipeline import agentic_run, fake_llm, forest_pair, load_sampled, sav
 from engine.events import AttemptFinished, AttemptStarted, StepFinished  # noqa: E402
 from engine.journal import Journal  # noqa: E402
 from engine.llm.ledger import LEDGER_FILE, read_records  # noqa: E402
+from search.agentic.operators.job import Ran  # noqa: E402
 from silva.plan import plan  # noqa: E402
 from tests.llm.fake_servers import FakeLLMServer  # noqa: E402
 
@@ -94,6 +96,20 @@ def steps(run_dir: Path) -> dict[str, Any]:
     return {k: {"n": len(v), "mean_s": round(sum(v) / len(v), 3)} for k, v in sorted(spans.items())}
 
 
+def as_planned(run: dict[str, Any]) -> dict[str, Any]:
+    """A run's figures with its utilization counted as a plan counts it: every experiment that
+    ended, a node's the run discarded after its run step included (its slot was busy; its
+    attempt never finished, so bench_pipeline's figure, from finished nodes' executions, leaves
+    it out: 6.7 s of the one-idea run's at 1x, 4% of its utilization). `utilization_finished`:
+    bench_pipeline's."""
+    j = Journal.open(Path(run["run_dir"]), read_only=True)
+    busy = sum(n.execution.wall_s for n in j if n.execution is not None and n.execution.wall_s > 0)
+    cut = (n.steps.get("run") for n in j if n.execution is None)
+    busy += sum(r.execution.wall_s for r in cut if isinstance(r, Ran))
+    finished = run.get("utilization_finished", run["utilization"])
+    return run | {"utilization": round(busy / (SLOTS * run["wall_s"]), 3), "utilization_finished": finished}
+
+
 def planned(a: dict[str, Any], replay: bool, seed: int = 0) -> dict[str, Any]:
     """`silva plan --from A` of A's own config, or its replay of A."""
     r = plan(Path(a["config"]), from_dir=Path(a["run_dir"]), seed=seed, replay=replay)
@@ -127,6 +143,7 @@ def both_runs(keep: Path, ideas: int, ratio: float) -> tuple[dict[str, Any], dic
 
 
 def row_of(ideas: int, ratio: float, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    a, b = as_planned(a), as_planned(b)
     p, replay, med = planned(a, False), planned(a, True), median_plan(a, SEEDS)
     return {
         "ideas": ideas,
