@@ -45,7 +45,7 @@ _ROLE_WORDS = {*METHOD_WORDS, "baseline"}
 _HELD_OUT = (
     r"(?:held[- ]?out|hold[- ]?out|test(?:ing)?(?:[- ]set)?|unseen|out[- ]of[- ]sample|generali[sz]ation)"
 )
-_SYNONYMS = {"val": "validation", "valid": "validation", "acc": "accuracy"}
+_SYNONYMS = {"val": "validation", "valid": "validation", "acc": "accuracy", "train": "training"}
 _UNITS = {"s", "ms", "sec", "secs", "seconds", "pct", "percent"}
 # Metric words a reader takes for a measured quantity; one that maps to no metric of the run is a finding.
 METRIC_WORDS = re.compile(
@@ -92,10 +92,11 @@ def short_label(label: str) -> str:
 
 def metric_phrases(metric: str) -> list[str]:
     """How a paper writes a metric: its name, with spaces for underscores, without a unit suffix."""
-    words = [_SYNONYMS.get(w, w) for w in _words(metric).split()]
-    out = {_words(metric), metric.lower(), " ".join(words)}
-    if len(words) > 1 and words[-1] in _UNITS:
-        out.add(" ".join(words[:-1]))
+    out = {metric.lower()}
+    for ws in (_words(metric).split(), [_SYNONYMS.get(w, w) for w in _words(metric).split()]):
+        out.add(" ".join(ws))
+        if len(ws) > 1 and ws[-1] in _UNITS:
+            out.add(" ".join(ws[:-1]))
     return sorted(out, key=len, reverse=True)
 
 

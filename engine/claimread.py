@@ -282,6 +282,8 @@ def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
             continue
         if kind in ("chi", "clo") and not (measured and _CHANGE_OBJECT.match(masked, m.end()) or metric):
             continue
+        if kind in ("chi", "clo") and re.match(r"\W*\w+ing$", masked[: m.end()]):
+            continue  # "Dropping the random features ...": an action on the method, no change of a quantity
         if kind in ("hi", "lo", "more", "less", "chi", "clo") and (
             _ERROR_NOUN.match(masked, m.end())
             or _ERROR_TOPIC.search(masked[max(0, m.start() - 60) : m.start()])

@@ -89,7 +89,9 @@ _NOT_SUBJECT = re.compile(
     r"here|yet|so|thus|hence)\b",
     re.IGNORECASE,
 )
-_CLAUSE = re.compile(r"\s*(?:and|or|nor|but|what|which|whether|how|why|who|whom|whatever)\b", re.IGNORECASE)
+_CLAUSE = re.compile(
+    r"\s*(?:and|or|nor|but|what|which|whether|how|why|who|whom|whatever|that)\b", re.IGNORECASE
+)
 
 
 _MODIFIERS = re.compile(r"(?:the|an?|this|that|its|their|our|any|some)(?:\s+(?-i:[a-z][\w-]*)){0,2}", re.I)

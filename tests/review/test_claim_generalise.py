@@ -214,3 +214,16 @@ def test_a_figure_given_as_p_is_a_p_value_only(ledger: Ledger) -> None:
     assert fits(literals(bound)[0], cut)
     assert not fits(literals(f"p = {bound}")[0], cut)
     assert fits(literals("p = 0.27")[0], cut)
+
+
+def test_an_action_a_cleft_and_training_time_are_read_as_such(ledger: Ledger) -> None:
+    # a gerund of change acting on the method changes no quantity
+    drop = "Dropping the pooling layer (the no pooling ablation) leaves test accuracy at 0.815 against 0.812."
+    assert _problems(drop, ledger) == []
+    # in a cleft sentence the "that" clause is no side
+    cleft = "It is the tuned baseline, not attention pooling, that generalises better to the test set."
+    assert _problems(cleft, ledger) == []
+    # "training time" is how a paper writes train_time_s
+    timed = _claim("agenda-time", POOL, TUNED, 0.27).model_copy(update={"metric": "train_time_s"})
+    both = ledger.model_copy(update={"claims": [*ledger.claims, timed]})
+    assert _problems("Training time is similar for attention pooling and the tuned baseline.", both) == []
