@@ -213,7 +213,7 @@ class PlanExecutor:
         if job.ran is not None and job.a.vision:
             seen, paid = self._llm("vision", 1, node)
             took, dollars = took + seen, dollars + paid
-        took = self.source.step_time("judge", self.rng, node, took)
+        took = self.source.step_time("judge", self.rng, node, took, failed=job.ran is None)
         ok = job.ran is not None and not job.ran.run_problem
         result = self._operator(node, ok, job.ran.metrics if ok and job.ran else [], job.proposed)
         if ok and self.source.converges(node.kind, self.rng, node):

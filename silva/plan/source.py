@@ -104,10 +104,16 @@ class Source:
         self._stage_ends(journal)
         # A proposal that failed took its re-asks' time (9 s for 2 s at load 20): drawn from
         # those, the one that ran out of ablations ended its stage before the others thought.
+        # Its judgement calls no model (0.004 s): drawn for a judgement of a run, such ones
+        # made the one-idea plans' judgements 4-19% shorter than the run's.
         for (node_id, step), took in self.spans.items():
             if step in LLM_STEPS:
                 seen = self.by_node.get(node_id)
-                failed = step == "think" and seen is not None and bool(seen.proposal and seen.proposal[0])
+                failed = (
+                    step in ("think", "judge")
+                    and seen is not None
+                    and bool(seen.proposal and seen.proposal[0])
+                )
                 self.step_s[f"{step}_failed" if failed else step].append(took)
         # The steps the run cut (discarded nodes' thinks and judgements) would have taken longer
         # than they had run, and the slow ones are those cut: a stage's end discards its
@@ -340,9 +346,9 @@ class Source:
     def step_time(
         self, step: str, rng: random.Random, node: Node | None, calls_s: float, failed: bool = False
     ) -> float:
-        """An LLM step's time (`LLM_STEPS`; a think step's whose proposal `failed`): as the source
-        run's driver saw such steps (replayed, its twin's; one the run cut, longer), else
-        `calls_s`, its calls' latencies."""
+        """An LLM step's time (`LLM_STEPS`; a think or judge step's whose proposal `failed`): as
+        the source run's driver saw such steps (replayed, its twin's; one the run cut, longer),
+        else `calls_s`, its calls' latencies."""
         twin = self.twin(node)
         if twin is not None and (twin, step) in self.spans:
             return self.spans[(twin, step)]
