@@ -13,7 +13,7 @@ from typing import Any
 from engine.attempt import ExperimentJob
 from engine.config import Budgets, Resources
 from engine.dispatch import BudgetStop
-from engine.executor import Handle, Job, JobDone, cpu_pool, holds_resources
+from engine.executor import Handle, Job, JobDone, cpu_pool, holds_resources, step_of
 from engine.journal import Journal
 from engine.llm.config import Price
 from engine.node import AttemptResult, ExecSummary, MetricSpec, MetricValue, Node, StepResult
@@ -52,12 +52,18 @@ class PlanExecutor:
         self.gpu_s = self.cpu_s = self.dollars = self.experiment_s = 0.0
         self.llm_calls: Counter[str] = Counter()
         self.completions = 0
+        self.grown = 0  # nodes created and discarded when `wait` was last called
 
     def submit(self, job: Job, resources: Resources) -> Handle:
         handle = next(self.ids)
         node = self.journal.nodes[job.node_id]
         took, result, dollars = self._draw(job, node)
-        result.started_at, result.finished_at = self.now, self.now + took
+        # Ended when the driver journals it; begun, as its result says, its own time before: the
+        # driver's look-ahead is measured on those (replayed, the twin's own: on the spans, a
+        # forest's replay thought one node more ahead 3 s before its run did).
+        own = self.source.own_time(node, step_of(job) or node.kind)
+        result.finished_at = self.now + took
+        result.started_at = result.finished_at - (took if own is None else own)
         result.cost_usd = dollars
         self.pending[handle] = (self.now, self.now + took, job, resources, result, dollars)
         heapq.heappush(self.ends, (self.now + took, handle))
@@ -76,6 +82,15 @@ class PlanExecutor:
         # has ended by now. Jumping to the next end here moved the clock to the last of up to 64
         # jobs in flight before the driver saw the first: plans 43-100% longer than the run.
         if timeout <= 0 and end > self.now:
+            return None
+        # The driver proposes again after `timeout` with nothing done: a round that grew the tree
+        # may give more then (a stage's selection holds no slot and is no thinking node, so 0.5 s
+        # after it started, a forest's run proposed the stage's speculative replicate; the
+        # replay proposed it 3 s later, at the next completion: +7% wall). A round that changed
+        # nothing would give nothing: the clock moves on to the next end.
+        grown, self.grown = self.grown, len(self.journal.nodes) + self.journal.discards
+        if timeout > 0 and grown != self.grown and end > self.now + timeout:
+            self.now += timeout
             return None
         wall = self.budgets.wall_clock_s
         if wall is not None and end - self.start > wall:

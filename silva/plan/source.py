@@ -58,7 +58,7 @@ class Source:
         # for 0.4 s of the call's own at load 20: a plan of the calls alone ran chains too fast).
         # A step the run cancelled (its node discarded, the run stopped) had run this long by
         # then: it would have taken longer.
-        self.spans, self.cut = _spans(journal)
+        self.spans, self.cut, self.own = _spans(journal)
         self.step_s: dict[str, list[float]] = defaultdict(list)
         self.step_w: dict[str, list[float]] = {}  # their weights, where the run cut some (`_to_the_right`)
         self.ran_s = self.held_s = 0.0  # experiments' own time, and the slot time it took
@@ -233,6 +233,11 @@ class Source:
         twin = self.twin(node)
         return self.by_node.get(twin) if twin is not None else None
 
+    def own_time(self, node: Node, step: str) -> float | None:
+        """Replay: the time `step` of `node`'s twin took by its own result (None: not known)."""
+        twin = self.twin(node)
+        return self.own.get((twin, step)) if twin is not None else None
+
     def _cut(self, node: Node | None, *steps: str) -> float | None:
         """Replay: how long the first of `steps` of `node`'s twin had run when the run cancelled it."""
         twin = self.twin(node)
@@ -402,14 +407,19 @@ def _to_the_right(spans: Sequence[float], cuts: Sequence[float]) -> tuple[list[f
     return values, weights
 
 
-def _spans(journal: Journal | None) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], float]]:
+Steps = dict[tuple[str, str], float]  # (node, step) -> seconds
+
+
+def _spans(journal: Journal | None) -> tuple[Steps, Steps, Steps]:
     """Each finished step's span in the run, from the driver's submission to its result
-    journaled, by (node, step) (a one-job attempt's step is its node kind: a selection); and
-    each step the run cancelled, by how long it had run by then."""
-    out: dict[tuple[str, str], float] = {}
-    cut: dict[tuple[str, str], float] = {}
+    journaled, by (node, step) (a one-job attempt's step is its node kind: a selection); each
+    step the run cancelled, by how long it had run by then; and each finished step's own time,
+    as its result says (what the driver's look-ahead is measured on)."""
+    out: Steps = {}
+    cut: Steps = {}
+    own: Steps = {}
     if journal is None:
-        return out, cut
+        return out, cut, own
     began: dict[tuple[str, int], tuple[float, str]] = {}
     for e in journal.log.read(AttemptStarted, StepFinished, AttemptFinished, AttemptCancelled):
         assert isinstance(e, AttemptStarted | StepFinished | AttemptFinished | AttemptCancelled)
@@ -419,7 +429,9 @@ def _spans(journal: Journal | None) -> tuple[dict[tuple[str, str], float], dict[
         elif key in began:
             t0, step = began.pop(key)
             (cut if isinstance(e, AttemptCancelled) else out)[(e.node_id, step)] = max(0.0, e.ts - t0)
-    return out, cut
+            if not isinstance(e, AttemptCancelled):
+                own[(e.node_id, step)] = max(0.0, e.result.finished_at - e.result.started_at)
+    return out, cut, own
 
 
 def check_source(from_dir: Path, cfg: RunConfig) -> Journal:

@@ -145,7 +145,9 @@ def virtual(tmp: Path, settings: PlanSettings, source_journal: Journal | None = 
     journal = Journal.open(tmp / "plan")
     for kind in ("short", "long"):
         journal.add_node(Node(id=kind, stage="s", kind=kind))
-    return PlanExecutor(journal, Source(settings, source_journal), 0, Budgets(), {})
+    ex = PlanExecutor(journal, Source(settings, source_journal), 0, Budgets(), {})
+    ex.grown = len(journal.nodes)  # as the driver's last wait saw the tree: no round to poll again for
+    return ex
 
 
 def test_without_a_wait_the_virtual_clock_hands_out_only_jobs_already_ended(tmp_path: Path) -> None:
@@ -160,6 +162,51 @@ def test_without_a_wait_the_virtual_clock_hands_out_only_jobs_already_ended(tmp_
     assert ex.wait([long], 0) is None and ex.now - ex.start == pytest.approx(1.0)
     done = ex.wait([long], 0.5)
     assert done is not None and done.handle == long and ex.now - ex.start == pytest.approx(5.0)
+
+
+def test_after_a_round_that_grew_the_tree_the_driver_polls_again_before_the_next_end(
+    tmp_path: Path,
+) -> None:
+    """The driver proposes again after its poll timeout with nothing done; a round that created
+    or discarded nodes may then give more (in a forest's run, a stage's speculative replicate
+    came 0.5 s after its selection started; the replay made it at the next completion, 3 s
+    later). After a round that changed nothing, the clock moves on to the next end."""
+    fixed = {k: Lognormal(median_s=s, sigma=0) for k, s in (("short", 2.0), ("long", 5.0), ("default", 9))}
+    ex = virtual(tmp_path, PlanSettings(durations=fixed))
+    ex.grown = 0  # the last round created the two nodes
+    short = ex.submit(Sleep("short"), Resources())
+    assert ex.wait([short], 0.5) is None and ex.now - ex.start == pytest.approx(0.5)
+    done = ex.wait([short], 0.5)  # nothing created since: on to the end
+    assert done is not None and done.handle == short and ex.now - ex.start == pytest.approx(2.0)
+    ex.journal.add_node(Node(id="new", stage="s", kind="short"))
+    long = ex.submit(Sleep("long"), Resources())
+    assert ex.wait([long], 0.5) is None and ex.now - ex.start == pytest.approx(2.5)
+    ex.journal.discard("new", "its premise lost")
+    assert ex.wait([long], 0.5) is None and ex.now - ex.start == pytest.approx(3.0)
+    done = ex.wait([long], 0.5)
+    assert done is not None and done.handle == long and ex.now - ex.start == pytest.approx(7.0)
+
+
+def test_a_replayed_result_takes_its_twins_own_time_within_its_span(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replayed step ends when its twin's did, after the span the run's driver saw (9 s), and
+    its result says it took its twin's own time (8 s): the look-ahead is measured on results'
+    own times, and on the spans a forest's replay thought one node more ahead than its run."""
+    from types import SimpleNamespace
+    from typing import cast
+
+    from search.agentic.operators.job import Attempt, Proposed, RunJob
+
+    source_run = agentic_source(tmp_path, monkeypatch, [{"run": 9.0}])
+    journal = Journal.open(tmp_path / "plan")
+    journal.add_node(Node(id="p0", stage="ablation", kind="ablation"))
+    ex = PlanExecutor(journal, Source(PlanSettings(), source_run, replay=True), 0, Budgets(), {})
+    job = RunJob(a=cast(Attempt, SimpleNamespace(node_id="p0", attempt=1, metrics=[])), proposed=Proposed())
+    ex.grown = len(journal.nodes)  # no round to poll again for
+    done = ex.wait([ex.submit(job, Resources())], 0.5)
+    assert done is not None and done.result is not None and ex.now - ex.start == pytest.approx(9.0)
+    assert done.result.finished_at - done.result.started_at == pytest.approx(8.0)
 
 
 def test_an_experiment_kind_the_source_run_never_made_takes_that_runs_experiment_times(
