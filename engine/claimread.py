@@ -266,8 +266,31 @@ def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
     masked = _PROVENANCE.sub(" ", masked)
     hedged = bool(_NOT_SIGNIFICANT.search(masked))
     asserted = _SIGNIFICANT.search(_NOT_SIGNIFICANT.sub(lambda x: " " * len(x.group(0)), masked))
-    said: Said | None = None
-    before, end, of_group, near = "", len(masked), None, False
+    said, before, end, of_group, near = _first_cue(masked, measured, metric, named)
+    if said is None and _RANK.search(masked):
+        said = "better"
+    # "We do not find G to be significantly better": the significance is denied with the rest.
+    denied = said in ("not better", "not worse")
+    significant = asserted is not None and not (
+        denied and (asserted.start() < end or not re.search(r"[;:]", masked[end : asserted.start()]))
+    )
+    significant = (
+        significant
+        or said in ("better", "worse", "higher", "lower")
+        and bool(_CONFIRMED.search(masked))
+        or not hedged
+        and bool(_AT_LEVEL.search(masked))
+    )
+    comparison = said is not None or near or _compares(masked, named, significant, measured)
+    return Reading(said, comparison, significant, hedged, bool(_FRONTED.search(masked)), before, of_group)
+
+
+def _first_cue(
+    masked: str, measured: bool, metric: bool, named: int
+) -> tuple[Said | None, str, int, int | None, bool]:
+    """The first word of `masked` that says a direction: what it says, the words before it, where
+    it ends, which named group it is of, and whether a "comes close to" came first."""
+    before, near = "", False
     for m in _CUE.finditer(masked):
         kind = {"gt": "hi", "lt": "lo"}.get(m.lastgroup or "", m.lastgroup or "")
         if _P_SUBJECT.search(masked[: m.start()]):
@@ -295,27 +318,15 @@ def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
         )
         said = _said(kind, negated, _passive(masked, m.start(), m.end()))
         if said is not None:
-            before, end = masked[: m.start()], m.end()
             of_group = _copular_subject(masked, m.start(), m.end()) if named == masked.count("G") else None
-            break
-    if said is None and _RANK.search(masked):
-        said = "better"
-    # "We do not find G to be significantly better": the significance is denied with the rest.
-    denied = said in ("not better", "not worse")
-    significant = asserted is not None and not (
-        denied and (asserted.start() < end or not re.search(r"[;:]", masked[end : asserted.start()]))
-    )
-    significant = (
-        significant
-        or said in ("better", "worse", "higher", "lower")
-        and bool(_CONFIRMED.search(masked))
-        or not hedged
-        and bool(_AT_LEVEL.search(masked))
-    )
-    comparison = (
-        said is not None
-        or near
-        or bool(_THAN.search(masked))
+            return said, masked[: m.start()], m.end(), of_group, near
+    return None, before, len(masked), None, near
+
+
+def _compares(masked: str, named: int, significant: bool, measured: bool) -> bool:
+    """Whether `masked` relates two groups or values without a word that says a direction."""
+    return (
+        bool(_THAN.search(masked))
         or bool(re.search(r"\bbetween G and\b|\bG (?:\w+ )?(?:match(?:es|ed)|rivals?|equals)\b", masked))
         or bool(re.search(r"\bG,?\s+(?:then|followed by)\s", masked))  # a ranking: "G, then X, then G"
         or bool(re.search(r"\b(?:replac|substitut|swapp?)\w* (?:the )?G (?:with|by|for)\b", masked, re.I))
@@ -330,7 +341,6 @@ def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
         and "G" in masked
         and bool(_RELATION.search(masked))
     )
-    return Reading(said, comparison, significant, hedged, bool(_FRONTED.search(masked)), before, of_group)
 
 
 # A verb of defeating in the passive without its agent ("G is outperformed on accuracy"): the

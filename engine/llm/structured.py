@@ -35,9 +35,12 @@ class FinalAnswer(ValueError):
 
 
 def output_schema(output_type: type[BaseModel]) -> OutputSchema:
-    name = re.sub(r"[^a-zA-Z0-9_-]", "_", output_type.__name__)[:64]
+    schema = output_type.model_json_schema()
+    # Named by the schema's own title (pydantic: the class name unless the model sets one), so
+    # a local subclass that adds a validator keeps the name of the answer it asks for.
+    name = re.sub(r"[^a-zA-Z0-9_-]", "_", str(schema.get("title") or output_type.__name__))[:64]
     doc = (output_type.__doc__ or "").strip()
-    return OutputSchema(name=name, schema_=output_type.model_json_schema(), description=doc)
+    return OutputSchema(name=name, schema_=schema, description=doc)
 
 
 def _balanced_objects(text: str) -> list[str]:

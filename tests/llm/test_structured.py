@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engine.llm import (
     Capabilities,
@@ -16,6 +16,8 @@ from engine.llm import (
     extract_json,
     summarize,
 )
+from engine.llm.structured import output_schema
+from search.agentic.operators.schemas import BestChoice
 from tests.llm.fake_servers import FakeLLMServer, Reply
 from tests.llm.support import gateway_for, make_cfg
 
@@ -119,3 +121,14 @@ def test_extract_code_untagged_tilde_and_truncated() -> None:
     block = extract_code_blocks(cut)[0]
     assert not block.closed and extract_code(cut) == "for i in range(3):\n    print(i"
     assert extract_code("no code at all") is None
+
+
+def test_a_schema_is_named_by_its_title_so_a_validating_subclass_keeps_the_answers_name() -> None:
+    """Providers and scripted servers see the response format's name: the selection's local
+    subclass (it adds a validator on the candidates) asks for a `BestChoice`, as its title says."""
+
+    class Choice(BestChoice):
+        model_config = ConfigDict(title="BestChoice")
+
+    assert output_schema(Choice).name == "BestChoice"
+    assert output_schema(Plan).name == "Plan"
