@@ -71,7 +71,8 @@ lint: install
 # shared run is made once. --no-loadscope-reorder keeps tests/conftest.py's order (modules with
 # Docker, whole-run, then slow tests first): xdist's own, most tests first, started the longest
 # one-test modules last. With this order pytest took 740 and 618 s at load 1-8, against 1,186 and
-# 885 s before at load 4-19; a fresh clone's whole `make test` 13 min 48 s (docs/benchmarks.md).
+# 885 s before at load 4-19; a fresh clone's whole `.ci/run` 10 min 9 s on a quiet machine, 13 min
+# 48 s at load 4.5-8.3 (docs/benchmarks.md).
 # PYTEST_WORKERS=4 overlaps the suite's waits, but on a slow day's 2 cores it was no faster and
 # private Ray clusters timed out at start-up. PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= 2
