@@ -488,7 +488,11 @@ class DockerProvider:
         host, me = socket.gethostname(), _my_owner()
         removed = 0
         try:
-            containers = self._connect().containers.list(all=True, filters={"label": f"{MANAGED}=1"})
+            # ignore_removed: one removed between the listing and its inspection (an attempt's
+            # own, ending) would otherwise raise NotFound and leave every other one in place.
+            containers = self._connect().containers.list(
+                all=True, filters={"label": f"{MANAGED}=1"}, ignore_removed=True
+            )
         except docker.errors.DockerException:
             return 0  # engine gone at exit: nothing we can remove
         for c in containers:

@@ -85,7 +85,9 @@ def _stray_containers(provider: DockerProvider) -> set[str]:
     (once the pools have started what the last takes asked for)."""
     _settle()
     owner = provider.labels["silva.owner"]
-    mine = provider._connect().containers.list(all=True, filters={"label": f"silva.owner={owner}"})
+    mine = provider._connect().containers.list(
+        all=True, filters={"label": f"silva.owner={owner}"}, ignore_removed=True
+    )
     waiting = {
         box.container.id
         for pool in docker_provider._POOLS.values()
@@ -292,7 +294,7 @@ def test_docker_runs_each_attempt_in_a_container_of_its_own_then_removes_it(
             box.close()
     assert len(used) == len(set(used)) >= 3 and all(box.prestarted for box in boxes)
     client = docker_prestart_provider._connect()
-    assert not {c.id for c in client.containers.list(all=True)} & set(used)
+    assert not {c.id for c in client.containers.list(all=True, ignore_removed=True)} & set(used)
     assert _stray_containers(docker_prestart_provider) == set()
 
 

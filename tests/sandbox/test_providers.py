@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -316,6 +317,44 @@ def test_docker_sweeps_leaked_containers_but_not_live_ones(docker_provider: Dock
         assert left == {live.id}
     finally:
         live.remove(force=True)
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(300)
+def test_a_sweep_goes_on_past_a_container_removed_while_it_lists(
+    docker_provider: DockerProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another attempt's container may end between the engine's listing and its inspection:
+    the sweep still removes every leaked one it lists."""
+    from docker.errors import NotFound
+
+    client = docker_provider._connect()
+    dead_owner = {
+        "silva.managed": "1",
+        "silva.run": "sweep-race",
+        "silva.owner": f"{os.uname().nodename}:999999999:0",
+    }
+    leaked = client.containers.create(docker_provider.options.image, ["true"], labels=dead_owner)
+    gone = client.containers.create(docker_provider.options.image, ["true"], labels=dead_owner)
+    listing = client.api.containers
+
+    def list_then_one_ends(*args: object, **kwargs: object) -> list[dict[str, object]]:
+        rows: list[dict[str, object]] = listing(*args, **kwargs)
+        gone.remove(force=True)  # listed, then removed before the sweep inspects it
+        return sorted(rows, key=lambda r: r["Id"] != gone.id)  # inspected first
+
+    monkeypatch.setattr(client.api, "containers", list_then_one_ends)
+    try:
+        assert docker_provider.sweep(mine=False) >= 1
+        monkeypatch.undo()
+        left = client.containers.list(
+            all=True, filters={"label": "silva.run=sweep-race"}, ignore_removed=True
+        )
+        assert left == []
+    finally:
+        monkeypatch.undo()
+        with contextlib.suppress(NotFound):
+            leaked.remove(force=True)
 
 
 @pytest.mark.docker
