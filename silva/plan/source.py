@@ -390,20 +390,25 @@ def _beyond(seen: Sequence[float], cut: float, rng: random.Random) -> float:
 
 def _to_the_right(spans: Sequence[float], cuts: Sequence[float]) -> tuple[list[float], list[float]]:
     """Spans to draw from, and their weights, given `cuts`, the times of steps cancelled before
-    they ended: each cut's weight goes in equal shares to every span and cut longer than it
-    (Efron's redistribution to the right, the Kaplan-Meier estimate); a cut with none longer is
-    a span of its own time (at least that long)."""
-    obs = sorted([(s, False) for s in spans] + [(c, True) for c in cuts])  # a tie: the span first
+    they ended: the Kaplan-Meier estimate (scipy.stats.ecdf of right-censored data; a cut's
+    share goes to the times longer than it). What it leaves beyond the longest span goes to the
+    longest cut, a span of its own time (at least that long)."""
+    from scipy.stats import CensoredData, ecdf  # only a plan from a run that cut steps needs it
+
+    if not spans:
+        return [max(cuts)], [1.0]
+    cdf = ecdf(CensoredData(uncensored=spans, right=cuts)).cdf
     values: list[float] = []
     weights: list[float] = []
-    share = 0.0  # what each observation to the right has been given so far
-    for i, (took, cut) in enumerate(obs):
-        weight, right = 1.0 + share, len(obs) - i - 1
-        if cut and right:
-            share += weight / right
-        else:
-            values.append(took)
-            weights.append(weight)
+    below = 0.0
+    for took, reached in zip(cdf.quantiles, cdf.probabilities, strict=True):
+        if reached > below:  # a cut's own time gets no weight
+            values.append(float(took))
+            weights.append(float(reached) - below)
+        below = float(reached)
+    if below < 1.0 - 1e-12:
+        values.append(max(cuts))
+        weights.append(1.0 - below)
     return values, weights
 
 

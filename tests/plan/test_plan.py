@@ -19,6 +19,7 @@ from silva import lifecycle
 from silva.cli.main import main
 from silva.config import load_config
 from silva.plan import Lognormal, PlanExecutor, PlanSettings, Source, instant_scripted
+from silva.plan.source import _to_the_right
 from tests.helpers import make_config, make_template
 
 # What a plan may differ from the real run by (docs/plan.md, "How close"): durations are drawn
@@ -703,3 +704,13 @@ def test_a_judgement_of_a_run_takes_a_judgement_of_a_runs_time(
     failed = Proposed(proposal_error="simulated failure")
     unrun = cast(JudgeJob, SimpleNamespace(proposed=failed, ran=None, a=SimpleNamespace(vision=False)))
     assert {round(ex._draw_judge(unrun, node)[0], 2) for _ in range(20)} == {0.01}
+
+
+def test_cut_steps_move_their_weight_to_longer_times_and_the_longest_cut_keeps_the_rest() -> None:
+    """Kaplan-Meier by hand: spans 1 and 3, steps cut at 2 and 5. The span 1 has a quarter; the
+    cut at 2 gives its quarter to the two times longer (3 and 5), so 3 has 3/8; the cut at 5,
+    longer than every span, is drawn as 5 with the remaining 3/8."""
+    values, weights = _to_the_right([3.0, 1.0], [5.0, 2.0])
+    share = {v: w / sum(weights) for v, w in zip(values, weights, strict=True)}
+    assert share == pytest.approx({1.0: 0.25, 3.0: 0.375, 5.0: 0.375})
+    assert _to_the_right([], [4.0, 2.0]) == ([4.0], [1.0])  # nothing ended: at least the longest cut
