@@ -85,13 +85,14 @@ def test_the_probe_measures_the_model_and_refuses_what_cannot_finish(local_model
     (result,) = validate_llm_config(cfg, {})
     assert result.error is None and result.context_tokens == 8192  # what /props says a slot holds
     assert result.tokens_per_s is not None and result.tokens_per_s > 0
-    # 4096 tokens in 27 s would need over 150 tokens/s: more than 135M parameters on 2 cores give
-    # (77-92 idle). Not 2048 in 10 s: at load 40-60 the 32-token probe itself took over 10 s, timed
-    # out, and a probe without a speed refuses nothing.
-    section = llm_section(local_model.url, timeout_s=27.0, code=4096)
-    section["models"]["smol"]["capabilities"]["max_output_tokens"] = 4096
+    # 7000 tokens in 27 s would need over 259 tokens/s: more than 135M parameters on 2 cores give
+    # (77-92 idle; the fastest of the probe's samples on a quiet machine passed 150, so 4096 tokens
+    # refused nothing). Not a shorter timeout: at load 40-60 the 32-token probe itself took over
+    # 10 s, timed out, and a probe without a speed refuses nothing.
+    section = llm_section(local_model.url, timeout_s=27.0, code=7000)
+    section["models"]["smol"]["capabilities"]["max_output_tokens"] = 7000
     slow = LLMConfig.model_validate(section)
-    with pytest.raises(LLMConfigError, match=r"llm.roles.code: max_tokens 4096 at the .* tokens/s"):
+    with pytest.raises(LLMConfigError, match=r"llm.roles.code: max_tokens 7000 at the .* tokens/s"):
         validate_llm_config(slow, {})
 
 
