@@ -539,6 +539,27 @@ def test_a_stage_runs_as_many_variants_as_the_source_stage_though_its_first_prop
     assert [source.proposal("ablation", rng, n) for n in planned] == [(False, False)] * 2 + [(True, True)] * 2
 
 
+def test_a_stage_regrown_from_a_new_leader_names_variants_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The source stage named 2 variants, then ran out. In the plan, the 2 proposals grown from
+    the previous stage's first leader are discarded when another node takes the lead: the run
+    voids a discarded node's claim, so the set grown from the new leader names 2 variants
+    before it runs out, not none (counted with the discarded proposals, a one-idea plan's
+    ablation stage ran no experiment where its run ran 3)."""
+    source = Source(PlanSettings(), agentic_source(tmp_path, monkeypatch, [{}, {}, {"exhausted": True}]))
+    rng = random.Random(0)
+    plan = Journal.open(tmp_path / "plan")
+    planned = [
+        plan.add_node(Node(id=f"a{i}", idea="default", stage="ablation", kind="ablation")) for i in range(5)
+    ]
+    assert [source.proposal("ablation", rng, n) for n in planned[:2]] == [(False, False)] * 2
+    for n in planned[:2]:
+        plan.discard(n.id, "speculative: grew from the old leader")
+    regrown = [source.proposal("ablation", rng, n) for n in planned[2:]]
+    assert regrown == [(False, False)] * 2 + [(True, True)]
+
+
 def test_a_failed_proposal_is_judged_without_a_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A think step whose proposal fails runs no experiment, and its judge step asks no model:
     the node ends buggy by the proposal rule, and ran out of variants when the source's did."""
