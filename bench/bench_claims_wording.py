@@ -53,6 +53,11 @@ from writeup.results import decimals_for, format_number, format_p, latex_escape 
 
 CORPUS = ROOT / "bench" / "claims_corpus"
 HALVES = ("tune", "heldout")
+# Batches whose held-out half was reported and then read while tuning the checker (a-e: each was
+# reported twice, then tuned on). They are scored as "spent", apart from the untouched held-out
+# batches whose figures are the targets' (docs/benchmarks.md, "Claims whatever the wording").
+SPENT = ("a", "b", "c", "d", "e")
+GROUPS = ("tune", "spent", "heldout")
 SPLIT_SEED = "silva-claims-corpus"
 HONEST = "honest"
 ERROR_KINDS = (
@@ -528,16 +533,21 @@ def _summary(kinds: dict[str, list[bool]]) -> dict[str, object]:
     }
 
 
+def group(v: Variant) -> str:
+    """The variant's half, or "spent" for a held-out half already read while tuning."""
+    return "spent" if v.half == "heldout" and v.batch in SPENT else v.half
+
+
 def score(results: list[tuple[Variant, list[str]]]) -> dict[str, object]:
-    """Per half (all batches together), and the same figures per batch under `per_batch`, so that
+    """Per group (tune, spent, heldout; all batches together), and the same figures per batch under `per_batch`, so that
     a batch's held-out share can be quoted on its own."""
     per: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
     batches: dict[str, dict[str, dict[str, list[bool]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(list))
     )
     for v, found in results:
-        per[v.half][v.kind].append(bool(found))
-        batches[v.half][v.batch][v.kind].append(bool(found))
+        per[group(v)][v.kind].append(bool(found))
+        batches[group(v)][v.batch][v.kind].append(bool(found))
     return {
         half: {**_summary(kinds), "per_batch": {b: _summary(k) for b, k in sorted(batches[half].items())}}
         for half, kinds in per.items()
@@ -545,9 +555,9 @@ def score(results: list[tuple[Variant, list[str]]]) -> dict[str, object]:
 
 
 def table(result: dict[str, object]) -> str:
-    """Each half, in all and per batch: planted errors found and honest paraphrases flagged."""
+    """Each group, in all and per batch: planted errors found and honest paraphrases flagged."""
     rows = [f"{'half':<8} {'batch':<5} {'found':>12} {'rate':>6} {'flagged':>12} {'rate':>6}"]
-    for half in HALVES:
+    for half in GROUPS:
         if not isinstance(got := result.get(half), dict):
             continue
         for batch, s in [("all", got), *sorted(got["per_batch"].items())]:
@@ -557,16 +567,18 @@ def table(result: dict[str, object]) -> str:
     return "\n".join(rows)
 
 
-def _examples(results: list[tuple[Variant, list[str]]], limit: int = 60) -> dict[str, list[dict[str, str]]]:
-    """Tune-half misses and false flags, for whoever tunes the checker; the held-out half's texts
-    stay out of the results so that nobody tunes on them by reading this file."""
+def _examples(results: list[tuple[Variant, list[str]]], limit: int = 200) -> dict[str, list[dict[str, str]]]:
+    """Misses and false flags of the tune and spent halves, for whoever tunes the checker; the
+    untouched held-out batches' texts stay out of the results so that nobody tunes on them by
+    reading this file."""
     missed = [
-        {"kind": v.kind, "paper": v.paper, "claim": v.claim, "placement": v.placement, "text": v.text}
+        {"kind": v.kind, "half": group(v), "paper": v.paper, "claim": v.claim, "placement": v.placement, "text": v.text}
         for v, found in results
-        if v.half == "tune" and v.kind != HONEST and not found
+        if group(v) != "heldout" and v.kind != HONEST and not found
     ]
     flagged = [
         {
+            "half": group(v),
             "paper": v.paper,
             "claim": v.claim,
             "placement": v.placement,
@@ -574,7 +586,7 @@ def _examples(results: list[tuple[Variant, list[str]]], limit: int = 60) -> dict
             "findings": "; ".join(f),
         }
         for v, f in results
-        if v.half == "tune" and v.kind == HONEST and f
+        if group(v) != "heldout" and v.kind == HONEST and f
     ]
     return {"tune_missed": missed[:limit], "tune_honest_flagged": flagged[:limit]}
 

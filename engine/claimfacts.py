@@ -10,12 +10,14 @@ from __future__ import annotations
 import re
 
 from engine.claimnames import Resolver
-from engine.claimnumbers import Literal_, fits, fits_group, literals, rounds_to
+from engine.claimnumbers import Literal_, changes, fits, fits_group, literals, rounds_to
 from engine.claims import Claim, GroupSummary, Ledger
 
 # A comparison's own figures (p, difference, interval, effect) only where the sentence speaks of one.
 _STATISTIC = re.compile(
-    r"\bp\s*[=<>≤]|differen|\bgap\b|\bapart\b|interval|\bCI\b|statistic|\b[tgd]\s*=|effect|margin|%|points|fold",
+    r"\bp\s*[=<>≤]|differ|\bgap\b|\bapart\b|interval|\bCI\b|statistic|\b[tgd]\s*=|effect|margin|%|points|fold"
+    # a distance between two groups: "0.05 short of", "ahead by", "G minus G", "G − G = 0.01"
+    r"|\bshort\b|\bahead\b|\bbehind\b|\bminus\b|\s[-−]\s",
     re.I,
 )
 # "0.91 for X", "0.91 is reached by X": the number is said of the group after it.
@@ -23,6 +25,7 @@ _FOR = re.compile(
     r"\s*(?:%|percent|points?)?\s*(?:[A-Za-z]+\s+){0,2}?(?:for|by|under|of)\s+(?:(?:the|our|an?)\s+)?$",
     re.IGNORECASE,
 )
+_CONTRAST = re.compile(r"\s*,?\s*(?:where|while|whereas)\s+(?:(?:the|our)\s+)?", re.IGNORECASE)
 _WITH = re.compile(r"\s*(?:with|using|via)\s+(?:(?:the|our|an?)\s+)?", re.IGNORECASE)
 _PARALLEL = re.compile(r"\d%?\s+(?:with|under|using)\s+(?:(?:the|our|an?)\s+)?(?:it|them|G)\b", re.IGNORECASE)
 # A count of replicates: "3 seeds", "6 independent runs", "repeated 6 times".
@@ -36,13 +39,22 @@ _SEEDS = re.compile(
 # "unseen", "out of sample", "generalization", test data of any kind ("test fold", "fresh test
 # images", "testing accuracy") and evaluation "on the test ...", never a statistical test.
 HELD_OUT_WORDS = re.compile(
-    r"(?<!no )\b(?:held[- ]?out|hold[- ]?out|unseen|out[- ]of[- ]sample|generali[sz]ation|final test|"
+    r"(?<!no )(?<!not )(?<!not a )(?<!not the )"
+    r"\b(?:held[- ]?out|hold[- ]?out|unseen|out[- ]of[- ]sample|generali[sz]ation|final test|"
     r"(?:never|not) (?:been )?seen|"
     r"test(?:ing)?[- ](?:[a-z]+[- ])?(?:set|data|split|examples?|samples?|instances|images|points|partition|"
     r"portion|fold|subset|accurac(?:y|ies)|error|performance|scores?|results?|metrics?|loss|evaluation|numbers?|"
     r"figures?|"
     r"time|phase|distribution|cases)|(?:on|in|at|during) (?:the |our )?(?:final |held-out )?test(?:ing)?\b"
     r")\b",
+    re.IGNORECASE,
+)
+
+
+# "validation figures, not held-out test results": a held-out reading denied.
+DENIED_HELD_OUT = re.compile(
+    r"\b(?:not|no|never|rather than|instead of)\s+(?:an?\s+|the\s+|any\s+)?(?:[\w-]+\s+){0,2}?"
+    r"(?:held[- ]?out|hold[- ]?out|test(?:ing)?|unseen)\b(?:[- ][\w-]+){0,2}",
     re.IGNORECASE,
 )
 
@@ -75,7 +87,11 @@ def attributed(sentence: str, names: Resolver) -> list[tuple[Literal_, frozenset
         after = [(at, g) for at, g in mentions if at > lit.start]
         before = [(at, g) for at, g in mentions if at < lit.start]
         between = blank[lit.start : after[0][0]].split(lit.text, 1)[-1] if after else ""
-        if (
+        if after and before and _CONTRAST.fullmatch(between):
+            # "G reaches 0.33 where G reaches 0.12": the figure before the contrast is the other side's
+            other = [g for _, g in mentions if g != after[0][1]]
+            out.append((lit, other[0] if other else before[-1][1]))
+        elif (
             after
             and (
                 _FOR.match(between)
@@ -142,22 +158,32 @@ def seed_counts(sentence: str, ledger: Ledger) -> list[str]:
     ]
 
 
+def _change(lit: Literal_, claim: Claim) -> bool:
+    """The literal is the claim's difference, or its change in percent or points."""
+    pool = [abs(claim.diff)] if lit.unit == "plain" else changes(claim).get(lit.unit, [])
+    return any(rounds_to(v, lit) for v in pool)
+
+
 def held_out_figure(sentence: str, names: Resolver, ledger: Ledger) -> str | None:
     """The selection metric that a held-out or test statement prints a figure of (and no test
     metric has that figure)."""
-    if not HELD_OUT_WORDS.search(sentence):
+    if not HELD_OUT_WORDS.search(DENIED_HELD_OUT.sub(" ", sentence)):
         return None
     labels = frozenset(label for _, found in names.groups(sentence) for label in found)
     if not labels:
         return None  # no group: the held-out choice's own measure, or no result at all
-    lits = [x for x in literals(_blanked(sentence, names)) if x.unit == "plain"]
+    lits = [x for x in literals(_blanked(sentence, names)) if x.unit != "fold" and not x.p_value]
+    tests = [t for t in ledger.claims if t.role == "test" and labels & {t.subject.label, t.reference.label}]
     for c in ledger.claims:
         groups = [g for g in (c.subject, c.reference) if g.label in labels]
         if c.role != "selection" or not groups:
             continue
-        tests = [g for t in ledger.claims if t.role == "test" for g in (t.subject, t.reference)]
-        tests = [g for g in tests if g.label in labels]
+        # a group's figure ("84.8% on the test set"), or with both groups named the comparison's
+        # own ("a test-set gap of 0.051", "5.7% better at test time")
+        both = len(groups) == 2
         for lit in lits:
-            if any(rounds_to(g.mean, lit) for g in groups) and not any(rounds_to(g.mean, lit) for g in tests):
+            scale = 100.0 if lit.unit == "percent" else 1.0
+            own = lit.unit != "points" and any(rounds_to(scale * g.mean, lit) for g in groups)
+            if (own or both and _change(lit, c)) and not any(fits(lit, t) for t in tests):
                 return c.metric
     return None

@@ -53,7 +53,8 @@ METRIC_WORDS = re.compile(
     r"auprc|pr[- ]auc|average precision|rmse|mse|mae|r2|r²|log[- ]likelihood|calibration error|ece|latency|"
     r"throughput|runtime|"
     r"(?:fit|training|inference) time|memory|specificity|sensitivity|brier(?: score)?|mcc|kappa|iou|"
-    r"dice(?: score)?|ndcg|wer|psnr|ssim|log[- ]?loss|(?:false|true) (?:positive|negative) rate|fpr|tpr)\b",
+    r"dice(?: score)?|ndcg|wer|psnr|ssim|log[- ]?loss|(?:false|true) (?:positive|negative) rate|fpr|tpr|"
+    r"robustness|correlation(?: coefficient)?|gpu[- ]hours?|flops|energy(?: use| consumption)?|coverage)\b",
     re.IGNORECASE,
 )
 
@@ -61,7 +62,7 @@ METRIC_WORDS = re.compile(
 # The nouns a measured quantity is named by, with a modifier before them: "parameter count",
 # "energy consumption", "calibration slope".
 MEASURE_HEADS = re.compile(
-    r"\b(count|consumption|usage|footprint|slope|intercept|coefficient|entropy|divergence|overhead|"
+    r"\b(count|consumption|usage|footprint|slope|intercept|coefficient|entropy|divergence|overhead|rate|ratio|"
     r"efficiency|utili[sz]ation)\b",
     re.IGNORECASE,
 )

@@ -17,7 +17,8 @@ Unit = Literal["plain", "percent", "points", "fold"]
 # A number not glued to a word ("n0020", "F1", "CIFAR-10"), its sign, and what follows it.
 _NUMBER = re.compile(
     r"(?<![\w.\-/^×])([-−]?)(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"
-    r"(?:\s*(%|×(?!\s*10))|(?:\s*|-)(percent|percentage[- ]points?|points?|pp|x|fold|times)(?![A-Za-z0-9])"
+    r"(?:\s*(%|×(?!\s*10))|(?:\s*|-)(percent|percentage[- ]points?|points?|pts?|pp|x|fold|times)"
+    r"(?![A-Za-z0-9])"
     r"|(?![\w]|\.\d))",
     re.IGNORECASE,
 )
@@ -80,7 +81,7 @@ def literals(text: str) -> list[Literal_]:
             else "percent"
             if suffix in ("%", "percent")
             else "points"
-            if suffix.startswith(("point", "pp", "percentage"))
+            if suffix.startswith(("point", "pp", "pt", "percentage"))
             else "fold"
             if suffix and suffix[0] in "x×tf-"
             else "percent"

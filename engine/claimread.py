@@ -23,7 +23,7 @@ _QUALITY_UP = (
     r"(?: out)?|improv\w*|superior(?:ity)?|ahead|wins?|winning|won|tops|topped|lead(?:s|ing)?(?! to)|"
     r"led(?! to)|"
     r"advantage|gain(?:s|ed|ing)?|stronger|strongest|dominat\w*|best|boost\w*|the top(?![-\s]*\d)|"
-    r"benefit\w*|favou?r(?:s|ed|abl[ey])?|faster|fastest|quicker|preferable|excel\w*|better(?:s|ed)|"
+    r"benefit\w*|favou?r(?:s|ed|ing|abl[ey])?|faster|fastest|quicker|preferable|excel\w*|better(?:s|ed)|"
     r"on top(?! of)|(?:ranks?|ranked|ranking|places?|placed|sits?|sat|finish(?:es|ed)?) above|upper hand|"
     r"best(?:s|ed)|pays? off|paid off|winners?|step up|leav(?:e|es|ing) G behind|left G behind|"
     r"more (?:accurate|effective|robust|reliable|"
@@ -34,7 +34,8 @@ _QUALITY_DOWN = (
     r"step down|(?:ranks?|ranked|ranking|places?|placed|sits?|sat|finish(?:es|ed)?|lands?|landed) below|"
     r"(?:comes?|came|ranks?|ranked|finish(?:es|ed)?|places?|placed|ends?|ended) (?:in )?(?:second|last)|"
     r"(?:gives?|gave|giving) up|conced\w*|ced(?:e|es|ed|ing)\b|trail\w*|lag(?:s|ged|ging)?|behind|"
-    r"fall(?:s|ing)? (?:\S+ )?short|fell (?:\S+ )?short|los(?:e|es|t|ing)(?! \d)|weaker|weakest|hurt\w*|"
+    r"fall(?:s|ing)? (?:\S+ )?(?:short|behind|back)|"
+    r"fell (?:\S+ )?(?:short|behind|back)|los(?:e|es|t|ing)(?! \d)|weaker|weakest|hurt\w*|"
     r"degrad\w*|deficit|"
     # "G would need a 30% improvement to match G": what it lacks to reach the other.
     r"(?:need(?:s|ed)?|requir(?:e|es|ed)|ha(?:ve|s|d) to) (?:\S+ ){0,6}?to "
@@ -149,7 +150,7 @@ _ERROR_TOPIC = re.compile(
     r"\b(?:errors?|loss(?:es)?|mistakes)\b(?: rate)?(?: of G| for G)?(?:'s)? (?:is|are|was|were)\b.*$", re.I
 )
 _NEGATION = re.compile(
-    r"\bwhether\b.*$|\b(?:not|never|no|neither|nor|cannot|without|fail(?:s|ed)? to)\b(?:\s+\w+){0,2}\s*$"
+    r"\bwhether\b.*$|\b(?:not|never|no|neither|nor|cannot|without|fail(?:s|ed)? to)\b(?:\s+[\w-]+){0,4}\s*$"
     r"|n't\s*(?:\w+\s*)?$",
     re.I,
 )
@@ -164,6 +165,8 @@ _SIGNIFICANT = re.compile(
     r"identifie[sd]) an? (?:\w+ )?(?:difference|effect)\b"
     r"|\bnull hypothes[ie]s\b.{0,80}?\b(?:is|was|are|were|be|been|gets?|got)\s+rejected"
     r"|\bstatistically (?:meaningful|reliable|robust)|\b(?:statistical|with) significance\b"
+    # "reliably better": a difference said to be real
+    r"|(?<!not )\breliabl[ey] (?:better|worse|higher|lower|ahead|behind|outperform\w*|superior|inferior)"
     r"|\b(?:reach|attain|achiev)\w* (?:statistical )?significance\b"
     # a difference said not to be chance's
     r"|\b(?:unlikely|not)\s+(?:to\s+be\s+)?(?:due|attributable)\s+to\s+chance|\bbeyond chance\b",
@@ -180,6 +183,7 @@ _NOT_SIGNIFICANT = re.compile(
     r"|\b(?:retain\w*|accept\w*) the null",
     re.I,
 )
+_P_OVER = re.compile(r"\bp\s*[=>≥]\s*0?\.(?:[1-9]|0[5-9])\d*")
 # "best of 12 nodes", "the stage's best node": how a group was chosen, not a ranking of groups.
 # What a null hypothesis says ("that G and G share one mean") is what the test rejects or not.
 _PROVENANCE = re.compile(
@@ -190,7 +194,9 @@ _PROVENANCE = re.compile(
 # "Compared with G, G ...", "Replacing G with G ...", "Taking G as the reference, G ...": the group
 # named first is the reference.
 _FRONTED = re.compile(
-    r"^\W*(?:compared (?:with|to)|relative to|against|versus|unlike|over|in contrast (?:to|with)|"
+    r"^\W*(?:compared (?:with|to)|relative to|against|versus|unlike|"
+    r"over(?!\s+(?:\d|all|every|each|the (?:\d|\w+ (?:seeds|runs))))|"
+    r"in contrast (?:to|with)|"
     r"as opposed to)\b"
     r"|^(?:(?!\bG\b).)*?\bG,? (?:is|serves as|acts as|as) (?:the |a |our )?(?:\w+ )?"
     r"(?:reference|baseline|anchor|yardstick|point of (?:comparison|reference)|comparison point|"
@@ -243,6 +249,17 @@ _RESOURCE = re.compile(
 )
 
 
+# An expectation or aim in the comparing words' own clause: what was hoped for, not a result.
+_EXPECTED = re.compile(
+    r"\b(?:expect\w*|hop(?:e|es|ed|ing)|anticipat\w*|predict(?:s|ed|ing)?|intend\w*|aim(?:s|ed)? to)\b"
+    r"[^,;:.]*$",
+    re.I,
+)
+_IF_ANY = re.compile(r"[^,;:.]{0,40}?,\s*if any\b", re.I)
+# "Not found: a significant effect of G vs G": a denial heading the whole sentence.
+_DENIED_LABEL = re.compile(r"^\W*(?:not|no|never)\s+(?:\w+\s+){0,2}?\w+\s*:", re.I)
+
+
 def cue(text: str) -> re.Match[str] | None:
     """The first word of `text` that compares (a verb of winning, a comparative, "on par")."""
     return _CUE.search(text)
@@ -263,6 +280,8 @@ def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
     """What `masked` (the sentence with each group it names replaced by "G") says; `measured`:
     it prints a number, `metric`: it names a metric (then a verb of change compares)."""
     named = masked.count("G")  # before a null hypothesis's content is dropped
+    if _DENIED_LABEL.match(masked):
+        return Reading(None, True, False, True, False)
     masked = _PROVENANCE.sub(" ", masked)
     hedged = bool(_NOT_SIGNIFICANT.search(masked))
     asserted = _SIGNIFICANT.search(_NOT_SIGNIFICANT.sub(lambda x: " " * len(x.group(0)), masked))
@@ -274,14 +293,24 @@ def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
     significant = asserted is not None and not (
         denied and (asserted.start() < end or not re.search(r"[;:]", masked[end : asserted.start()]))
     )
+    # A p-value over the level printed beside "at the 0.05 level" is what the test found; the words
+    # are what the sentence claims.
+    worded = bool(_NOT_SIGNIFICANT.search(_P_OVER.sub(" ", masked)))
     significant = (
         significant
         or said in ("better", "worse", "higher", "lower")
         and bool(_CONFIRMED.search(masked))
-        or not hedged
+        or not worded
         and bool(_AT_LEVEL.search(masked))
     )
-    comparison = said is not None or near or _compares(masked, named, significant, measured)
+    comparison = (
+        said is not None
+        or near
+        or _compares(masked, named, significant, measured)
+        # "the difference in accuracy is significant": a comparison, whoever it names
+        or significant
+        and bool(re.search(r"\b(?:differen\w*|gap|effect|improvement|gain|advantage)\b", masked, re.I))
+    )
     return Reading(said, comparison, significant, hedged, bool(_FRONTED.search(masked)), before, of_group)
 
 
@@ -297,6 +326,8 @@ def _first_cue(
             continue  # "the p-value of 0.72 exceeds 0.05": a test against its threshold
         if kind in ("hi", "lo") and _RESOURCE.match(masked, m.end()):
             continue  # "a larger number of seeds": the experiment's size, no result
+        if _EXPECTED.search(masked[: m.start()]) or _IF_ANY.match(masked, m.end()):
+            continue  # "one might expect G to improve ...", "G's gain, if any, ...": nothing asserted
         if kind == "near" and not near:  # "X comes close to G": a comparison that asserts no order
             near, before = True, masked[: m.start()]
         if kind in ("more", "less") and _QUALITY_ADJ.match(masked, m.end()):
@@ -313,7 +344,7 @@ def _first_cue(
         ):
             kind = "down" if kind in ("hi", "more", "chi") else "up"
         negated = bool(
-            _NEGATION.search(masked[max(0, m.start() - 30) : m.start()])
+            _NEGATION.search(masked[max(0, m.start() - 45) : m.start()])
             or _NEGATED_CLAUSE.search(masked[max(0, m.start() - 100) : m.start()])
         )
         said = _said(kind, negated, _passive(masked, m.start(), m.end()))

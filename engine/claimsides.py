@@ -35,7 +35,9 @@ _OBJECT = re.compile(
     r"beat(?:s|ing)?|outperform\w*|surpass\w*|exceed\w*|edg(?:e|es|ed|ing) out|trail\w*|behind|ahead of|"
     r"match(?:es|ed)?|rival(?:s|led)?|equal(?:s|led)?|out-?(?!come|put|line|lier|set|side|look|right)\w+|"
     r"(?:on (?:a )?par|level|tied|comparable|similar|equivalent|indistinguishable|identical)"
-    r" (?:with|to|from))\s+"
+    r" (?:with|to|from)|"
+    # an instance named for a kind: "a strong baseline such as X"
+    r"such as|e\.g\.,?|including|namely)\s+"
     # a lookahead, so that one side's words may hold the next relation ("to be on par with X")
     r"(?=((?:the\s+|an?\s+)?[^\s,.;:()]+(?:\s+[^\s,.;:()]+){0,3}))",
     re.IGNORECASE,
@@ -89,6 +91,12 @@ _NOT_SUBJECT = re.compile(
     r"here|yet|so|thus|hence)\b",
     re.IGNORECASE,
 )
+# "these results place G ahead", "our data show G ahead": the evidence and its verb, no side.
+_EVIDENCE_VERB = re.compile(
+    r"(?:these|those|the|our|such|all|both|this|that)\s+(?:[\w-]+\s+)?(?:results?|findings|data|experiments?|"
+    r"evidence|numbers|figures|analys[ie]s|measurements|runs|outcomes?|observations?|tables?)\s+[a-z]+\b",
+    re.IGNORECASE,
+)
 _CLAUSE = re.compile(
     r"\s*(?:and|or|nor|but|what|which|whether|how|why|who|whom|whatever|that)\b", re.IGNORECASE
 )
@@ -96,6 +104,10 @@ _CLAUSE = re.compile(
 
 _MODIFIERS = re.compile(r"(?:the|an?|this|that|its|their|our|any|some)(?:\s+(?-i:[a-z][\w-]*)){0,2}", re.I)
 _NOUN_OF = re.compile(r"\s+(?:of|for|over|in favou?r of)\b", re.IGNORECASE)
+
+
+# Where a subject ends: its modifiers ("X on accuracy") or its verb ("X is the best-performing G").
+_SUBJECT_END = re.compile(r"\s+(?:by|on|in|at|with|for|across|when|while|is|are|was|were|has|have|had)\b")
 
 
 def _sides(sentence: str, names: Resolver) -> list[str]:
@@ -115,12 +127,12 @@ def _sides(sentence: str, names: Resolver) -> list[str]:
     subject = "" if subject.endswith(":") else subject  # "Train time: no difference": a label, no side
     # "Despite a numerical edge ...", "We attribute no difference ...": an adverbial phrase or the
     # authors, not a system.
-    subject = "" if _NOT_SUBJECT.match(subject) else subject
+    subject = "" if _NOT_SUBJECT.match(subject) or _EVIDENCE_VERB.match(subject) else subject
     # "The apparent advantage of X": the words before a comparing noun are its modifiers, no side.
     said = cue(masked[len(raw) :]) if before else None
     if said and _MODIFIERS.fullmatch(subject) and _NOUN_OF.match(masked, len(raw) + said.end()):
         subject = ""
-    subject = re.split(r"\s+(?:by|on|in|at|with|for|across|when|while)\b", subject)[0]
+    subject = _SUBJECT_END.split(subject)[0]
     if subject and len(subject.split()) <= 4:
         out.append(subject)
     # "X by 5%", "X on accuracy": the side ends where its modifiers begin.
@@ -211,6 +223,7 @@ _OF_IS = re.compile(
 # A sentence's opening phrase that is not its subject: "On accuracy, ...", "Averaged over seeds, ...".
 _ADVERBIAL = re.compile(
     r"(?:on|in|at|for|with|across|under|over|after|before|when|while|compared|relative|unlike|as|by|from|"
+    r"during|based|taken|comparing|given|following|according|within|throughout|together|"
     r"to|of|overall|notably|however|here|finally|averaged|measured|evaluated|tested|again|also|thus)\b",
     re.IGNORECASE,
 )

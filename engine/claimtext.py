@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engine.claimfacts import attributed, group_numbers, held_out_figure, seed_counts
+from engine.claimfacts import DENIED_HELD_OUT, attributed, group_numbers, held_out_figure, seed_counts
 from engine.claimnames import Resolver
 from engine.claimnumbers import Literal_, fits, literals, p_bounds_met, rounds_to
 from engine.claimread import Reading
@@ -36,6 +36,14 @@ _FLOAT_BOUND = re.compile(
 )
 
 
+_SYMBOLS = {
+    "times": "×", "rightarrow": "→", "to": "→", "longrightarrow": "→", "approx": "≈", "sim": "≈",
+    "simeq": "≈", "geq": "≥", "ge": "≥", "leq": "≤", "le": "≤", "gg": ">", "ll": "<", "neq": "≠",
+    "textgreater": ">", "textless": "<", "uparrow": "↑", "downarrow": "↓",
+}  # fmt: skip
+_SYMBOL = re.compile(r"\\(" + "|".join(_SYMBOLS) + r")(?![A-Za-z])")
+
+
 def plain(tex: str, macros: dict[str, str]) -> str:
     """LaTeX to reading text: macros expanded, math and formatting dropped, claims marked."""
     text = re.sub(r"(?<!\\)%.*", "", tex)
@@ -46,8 +54,12 @@ def plain(tex: str, macros: dict[str, str]) -> str:
         text = pattern.sub(lambda m: _unescape(macros[m.group(1)]), text)
     text = re.sub(r"\\pmsd\{([^{}]*)\}\{([^{}]*)\}", r"\1 ± \2", text)
     text = re.sub(r"\\times\s*10\^\{?(-?\d+)\}?", r"×10^\1", text)
+    # Relations written as math symbols are words of the sentence ("2.3$\times$ fewer errors").
+    text = _SYMBOL.sub(lambda m: _SYMBOLS[m.group(1)], text)
     text = text.replace("$\\pm$", "±").replace("\\pm", "±").replace("$\\alpha", "α").replace("\\alpha", "α")
     text = text.replace("\\%", "%").replace("\\,", " ").replace("~", " ").replace("--", "–")
+    # A row's end ("\\\\") ends its line, so that a table written on one line is read row by row.
+    text = re.sub(r"\\\\(?:\[[^\]]*\])?", "\n", text)
     text = _FLOAT_BOUND.sub(lambda m: "\n" if m.group(1).startswith("tabular") else FLOAT_MARK, text)
     text = re.sub(r"\\(?:begin|end)\{[^{}]*\}", " ", text)  # the environment's name is no word of the text
     for _ in range(3):
@@ -237,6 +249,8 @@ def swapped_means(sentence: str, claim: Claim, reversed_: bool, names: Resolver)
             if own_s != own_r and is_s != is_r and is_s != own_s:
                 return ["gives each group the other group's mean"]
         return []
+    if lits and at and lits[-1].start < at[0] and re.search(r"[,;:]", blank[lits[-1].start : at[0]]):
+        return []  # "Despite the raw means (0.12 vs. 0.25), G ... G": figures apart from the groups
     means = ["subject" if rounds_to(claim.subject.mean, lit) else "reference" for lit in lits]
     first = "reference" if reversed_ else "subject"
     if _FROM_TO.search(blank):  # "raises it from 0.86 to 0.91": the first-named group's figure last
@@ -283,7 +297,9 @@ def match_claims(sentence: str, ledger: Ledger, names: Resolver | None = None) -
     mentions = [labels for _, labels in names.groups(sentence)]
     candidates = names.claims_of(mentions)
     if not candidates:
-        return [ledger.headline] if _GENERIC.search(sentence) and ledger.headline else []
+        if _GENERIC.search(sentence) and ledger.headline:
+            return [ledger.headline]
+        return _by_figures(sentence, ledger)
     metrics = names.metrics(sentence)
     lits = literals(names.group_re.sub(" ", CLAIM_MARK_RE.sub("", sentence)))
     on_metric = [c for c in candidates if c.metric in metrics] or candidates
@@ -309,6 +325,16 @@ def match_claims(sentence: str, ledger: Ledger, names: Resolver | None = None) -
     # Claims its figures fit equally well: any of them may be the one it states.
     top = (fit[ranked[0].id], own[ranked[0].id])
     return [c for c in ranked if (fit[c.id], own[c.id]) == top]
+
+
+def _by_figures(sentence: str, ledger: Ledger) -> list[Claim]:
+    """The claims a sentence that names no group states by its figures: its p-value, or two of a
+    claim's own figures ("the gap of 0.011 in accuracy reaches significance (p = 0.504)")."""
+    lits = literals(CLAIM_MARK_RE.sub("", sentence))
+    p_fit = [c for c in ledger.claims if any(x.p_value and fits(x, c) for x in lits)]
+    if p_fit:
+        return p_fit
+    return [c for c in ledger.claims if sum(fits(x, c) for x in lits if not x.p_value) >= 2]
 
 
 def match_claim(sentence: str, ledger: Ledger, names: Resolver | None = None) -> Claim | None:
@@ -411,6 +437,7 @@ def _facts(sentence: str, names: Resolver, ledger: Ledger) -> tuple[str, ...]:
 def _held_out(sentence: str, claim: Claim | None, ledger: Ledger, names: Resolver) -> tuple[str, ...]:
     """The selection metric called held-out or test, in any sentence; only the held-out choice's
     own measure of it (no group compared) may be called so."""
+    sentence = DENIED_HELD_OUT.sub(" ", sentence)
     metric = names.selection_as_held_out(sentence)
     if metric is None or (claim is None and metric == ledger.heldout_metric):
         metric = held_out_figure(sentence, names, ledger)

@@ -613,3 +613,124 @@ def test_competing_and_a_level_are_read(searched: Ledger) -> None:
     # names, where the ablation does not differ from mixup training.
     level = "The no mixing ablation beats mixup training on test accuracy, significant at the 0.05 level."
     assert any("significance" in p for p in _problems(level, searched))
+
+
+# Wordings of a later, independent phrase bank's tune half: each a general cause of a miss or a false
+# flag (layout, symbols, the scope of a denial or an expectation, where a figure belongs).
+def _tex(tex: str, ledger: Ledger) -> list[str]:
+    return _problems(plain(tex, {}), ledger)
+
+
+def test_a_table_written_on_one_line_is_read_row_by_row(ledger: Ledger) -> None:
+    row = (
+        r"\begin{tabular}{lc}\hline Method & Test accuracy \\ \hline mixup training & {} \\ "
+        r"plain training & {} \\ \hline\end{tabular}"
+    )
+    assert _tex(row.replace("{}", "0.781", 1).replace("{}", "0.835", 1), ledger) == []
+    moved = _tex(row.replace("{}", "0.835", 1).replace("{}", "0.781", 1), ledger)
+    assert any("figure 0.835 of" in p for p in moved), moved
+
+
+@pytest.mark.parametrize(
+    ("sentence", "found"),
+    [
+        (r"Plain training makes 1.3$\times$ fewer errors than mixup training on test accuracy.", False),
+        (r"Plain training makes 3.9$\times$ fewer errors than mixup training on test accuracy.", True),
+        ("Plain training better by 5.4 pts on test accuracy than mixup training.", False),
+        ("Plain training better by 9.9 pts on test accuracy than mixup training.", True),
+        ("Mixup training reaches 0.781, which is 0.054 short of the 0.835 of plain training.", False),
+        ("Mixup training and the no mixing ablation differ by 0.003 in mean test accuracy.", False),
+    ],
+)
+def test_ratios_points_and_distances_in_any_notation_are_the_claims(
+    sentence: str, found: bool, ledger: Ledger
+) -> None:
+    assert bool(_tex(sentence, ledger)) == found, _tex(sentence, ledger)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "We do not observe the hoped-for gain: mixup training trails plain training significantly.",
+        "Mixup training's gain over the no mixing ablation on test accuracy, if any, is not significant.",
+        "Whereas one might expect mixup training to improve test accuracy over the no mixing ablation, we "
+        "observe no significant difference.",
+        "Over 4 seeds per configuration, plain training outperforms mixup training on test accuracy.",
+        "Not found: a significant effect of the no mixing ablation vs mixup training on test accuracy.",
+        "Mixup training falls behind plain training on test accuracy, reaching 0.781 where plain training "
+        "reaches 0.835.",
+        "In contrast to what the raw means (0.781 vs. 0.784) might suggest, the no mixing ablation is not "
+        "significantly different from mixup training on test accuracy.",
+        "Taken together, these results place plain training ahead of mixup training on test accuracy.",
+        "Based on 4 seeds, mixup training averages 0.781 on test accuracy.",
+    ],
+)
+def test_honest_sentences_of_a_fresh_writer_are_left_alone(sentence: str, ledger: Ledger) -> None:
+    assert _tex(sentence, ledger) == []
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Plain training falls significantly behind mixup training on test accuracy.",
+        "Notably, even the modest gap of 0.003 in test accuracy reaches statistical significance "
+        "($p = 0.27$).",
+        "We therefore conclude, at the 0.05 level, that the no mixing ablation outperforms mixup training "
+        "on test accuracy ($p = 0.27$).",
+        "The no mixing ablation is reliably better than mixup training on test accuracy.",
+    ],
+)
+def test_a_wrong_direction_or_significance_in_a_fresh_wording_is_found(sentence: str, ledger: Ledger) -> None:
+    problems = _tex(sentence, ledger)
+    assert any("significance" in p or "verdict" in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Even a strong baseline such as ELR+ falls short of mixup training on test accuracy.",
+        "Interestingly, a LightGBM ensemble is the best-performing configuration on test accuracy, though "
+        "it still trails plain training.",
+    ],
+)
+def test_a_system_named_as_an_instance_or_before_a_copula_is_no_group(sentence: str, ledger: Ledger) -> None:
+    assert any("no group of the run" in p for p in _tex(sentence, ledger)), _tex(sentence, ledger)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Mixup training also improves label-recovery rate over plain training.",
+        "Notably, plain training reaches a certified robustness of 0.835, compared to 0.781 for mixup "
+        "training.",
+    ],
+)
+def test_a_measure_by_its_head_noun_is_a_metric_the_run_may_lack(sentence: str, ledger: Ledger) -> None:
+    assert any("did not measure" in p for p in _tex(sentence, ledger)), _tex(sentence, ledger)
+
+
+@pytest.fixture
+def selection() -> Ledger:
+    mix = MIX.model_copy(update={"mean": 0.848})
+    base = PLAIN.model_copy(update={"mean": 0.754})
+    return Ledger(
+        idea="mixup",
+        headline_id="agenda-val",
+        claims=[_claim("agenda-val", "val_accuracy", "selection", mix, base, 1e-4)],
+    )
+
+
+@pytest.mark.parametrize(
+    ("sentence", "found"),
+    [
+        ("Mixup training reaches 84.8\\% accuracy on the test set.", True),
+        ("On the test set, mixup training improves on plain training by 0.094.", True),
+        ("These are validation figures used for model selection, not held-out test results: mixup "
+         "training reaches 0.848 and plain training 0.754.", False),
+    ],
+)  # fmt: skip
+def test_the_selection_metric_as_a_test_result_in_percent_or_as_a_difference(
+    sentence: str, found: bool, selection: Ledger
+) -> None:
+    problems = _tex(sentence, selection)
+    assert any("selected on" in p for p in problems) == found, problems

@@ -53,6 +53,8 @@ def ledger() -> Ledger:
             _claim("agenda-AvsB-test-accuracy", "test_accuracy", "test", 0.884, 0.879, 0.41),
             _claim("agenda-AvsC-test-accuracy", "test_accuracy", "test", 0.842, 0.897, 0.003),
             _claim("agenda-AvsB-clean-fraction", "clean_fraction_kept", "other", 0.71, 0.70, 0.6),
+            _claim("agenda-AvsD-val-accuracy", "val_accuracy", "selection", 0.851, 0.849, 0.7),
+            _claim("agenda-AvsD-test-accuracy", "test_accuracy", "test", 0.931, 0.879, 0.001),
         ],
     )
 
@@ -86,29 +88,31 @@ def test_a_half_is_every_batch_of_it(bench: ModuleType) -> None:
         assert all(h.half == half for h in bench.load_batches(half))
 
 
-def test_results_report_each_half_per_batch(bench: ModuleType) -> None:
+def test_results_report_each_half_per_batch_and_spent_held_out_halves_apart(bench: ModuleType) -> None:
     def variant(half: str, batch: str, kind: str) -> object:
         return bench.Variant(half, batch, kind, 0, "toy", "c", "body_end", "text")
 
+    fresh = next(b for b in BATCHES if b not in bench.SPENT)
     results = [
         (variant("heldout", "a", "wrong_number"), ["a finding"]),
-        (variant("heldout", "b", "wrong_number"), []),
-        (variant("heldout", "b", "honest"), ["a false flag"]),
+        (variant("heldout", fresh, "wrong_number"), []),
+        (variant("heldout", fresh, "honest"), ["a false flag"]),
         (variant("tune", "b", "honest"), []),
     ]
     out = bench.score(results)
-    assert (out["heldout"]["planted"], out["heldout"]["found"], out["heldout"]["honest_flagged"]) == (2, 1, 1)
-    b = out["heldout"]["per_batch"]["b"]
-    assert (b["planted"], b["found"], b["honest"], b["honest_flagged"]) == (1, 0, 1, 1)
-    assert out["heldout"]["per_batch"]["a"]["found_rate"] == 1.0
+    # a held-out half read while tuning is "spent", never counted with the untouched ones
+    assert (out["heldout"]["planted"], out["heldout"]["found"], out["heldout"]["honest_flagged"]) == (1, 0, 1)
+    assert set(out["heldout"]["per_batch"]) == {fresh}
+    assert (out["spent"]["planted"], out["spent"]["found"]) == (1, 1)
     assert set(out["tune"]["per_batch"]) == {"b"}
     rows = bench.table(out).splitlines()[1:]
     assert [r.split()[:4] for r in rows] == [
         ["tune", "all", "0/0", "None"],
         ["tune", "b", "0/0", "None"],
-        ["heldout", "all", "1/2", "0.5"],
-        ["heldout", "a", "1/1", "1.0"],
-        ["heldout", "b", "0/1", "0.0"],
+        ["spent", "all", "1/1", "1.0"],
+        ["spent", "a", "1/1", "1.0"],
+        ["heldout", "all", "0/1", "0.0"],
+        ["heldout", fresh, "0/1", "0.0"],
     ]
 
 
