@@ -160,15 +160,25 @@ _COMPARATOR = re.compile(
     r"(?:^(?!" + _NOT_SUBJECT.pattern + r")|"
     r"\b(?:includ|add|consider|introduc|us|evaluat|report|run|train|benchmark|tak|treat)\w*\s+)"
     r"((?:[^\s,;:()]+\s+){0,3}?[^\s,;:()]+),?\s+(?:as|serves as|acts as)\s+(?:an?|the|our)\s+"
-    r"(?:\w+\s+){0,2}?(?:baselines?|points? of comparison|comparison points?|comparators?|competitors?|"
-    r"contenders?|references?)\b",
+    r"(?:\w+\s+){0,2}?(?:baselines?|G|points? of comparison|comparison points?|comparators?|competitors?|"
+    r"contenders?|references?)\b"
+    # "We also evaluate X; it reaches ...", "We compare with X, which ...": a system brought in whole
+    r"|\bwe\s+(?:also\s+|additionally\s+|further\s+)?(?:evaluat|includ|add|consider|benchmark|compar)\w*"
+    r"\s+(?:(?:against|with|to)\s+)?((?!(?:whether|if|how|what|that|each|every|all|both)\b)"
+    r"(?:an?\s+|the\s+)?[^\s,;:().]+(?:\s+[^\s,;:().]+){0,3}?)(?=\s*(?:[;:]|,\s*(?:which|whose|it)\b|\.?$))",
     re.IGNORECASE,
 )
 
 
 def absent_comparator(sentence: str, names: Resolver) -> tuple[str, ...]:
     """A system brought in as a comparator that is no group of the run."""
-    found = [m.group(1) for m in _COMPARATOR.finditer(names.group_re.sub("G", sentence))]
+    masked = names.group_re.sub("G", sentence)
+    # one brought in whole ("we also evaluate X") only where the sentence goes on to a result of it
+    found = [
+        m.group(1) or m.group(2)
+        for m in _COMPARATOR.finditer(masked)
+        if m.group(1) or literals(masked[m.end() :]) or cue(masked[m.end() :])
+    ]
     return _absent_side([x for x in found if not re.search(r"\bG\b", x)], names)  # a group brought in
 
 
