@@ -58,7 +58,7 @@ class Source:
         # for 0.4 s of the call's own at load 20: a plan of the calls alone ran chains too fast).
         # A step the run cancelled (its node discarded, the run stopped) had run this long by
         # then: it would have taken longer.
-        self.spans, self.cut, self.own = _spans(journal)
+        self.spans, self.cut, self.own, self.began = _spans(journal)
         self.step_s: dict[str, list[float]] = defaultdict(list)
         self.step_w: dict[str, list[float]] = {}  # their weights, where the run cut some (`_to_the_right`)
         self.ran_s = self.held_s = 0.0  # experiments' own time, and the slot time it took
@@ -184,7 +184,11 @@ class Source:
     def _stage_ends(self, journal: Journal | None) -> None:
         """`ends_at`: in each idea's stage, how many of its proposals of a kind named a variant
         when one ran out of variants, and the place among their good judgements of the first
-        that converged.
+        that converged, in the order the judgements were asked for, as a plan counts them
+        (`converges` is drawn when a judge step starts). In creation order, a run at LLM latency
+        4x whose first-made tuning node was judged 7th of 8, and converged, was planned to
+        converge at the first judgement: its plans ended the tuning stage at 5.6 nodes where the
+        run made 8.
 
         Counted, not the place of the one that ran out: with look-ahead, proposals think
         together, and the first made may run out while those made beside it still name variants
@@ -199,7 +203,9 @@ class Source:
             self.ends_at[("exhausted", kind)].append(
                 sum(not o.exhausted for o in outs) if any(o.exhausted for o in outs) else None
             )
-            judged = [o.judgement for n, o in zip(nodes, outs, strict=True) if n.status == NodeStatus.GOOD]
+            good = [(n, o) for n, o in zip(nodes, outs, strict=True) if n.status == NodeStatus.GOOD]
+            good.sort(key=lambda g: self.began.get((g[0].id, "judge"), g[0].finished_at or 0.0))
+            judged = [o.judgement for _, o in good]
             if any(j is not None for j in judged):
                 first = next((i for i, j in enumerate(judged) if j is not None and j.converged), None)
                 self.ends_at[("converged", kind)].append(first)
@@ -422,16 +428,18 @@ def _to_the_right(spans: Sequence[float], cuts: Sequence[float]) -> tuple[list[f
 Steps = dict[tuple[str, str], float]  # (node, step) -> seconds
 
 
-def _spans(journal: Journal | None) -> tuple[Steps, Steps, Steps]:
+def _spans(journal: Journal | None) -> tuple[Steps, Steps, Steps, Steps]:
     """Each finished step's span in the run, from the driver's submission to its result
     journaled, by (node, step) (a one-job attempt's step is its node kind: a selection); each
-    step the run cancelled, by how long it had run by then; and each finished step's own time,
-    as its result says (what the driver's look-ahead is measured on)."""
+    step the run cancelled, by how long it had run by then; each finished step's own time,
+    as its result says (what the driver's look-ahead is measured on); and when each finished
+    step was submitted."""
     out: Steps = {}
     cut: Steps = {}
     own: Steps = {}
+    at: Steps = {}
     if journal is None:
-        return out, cut, own
+        return out, cut, own, at
     began: dict[tuple[str, int], tuple[float, str]] = {}
     for e in journal.log.read(AttemptStarted, StepFinished, AttemptFinished, AttemptCancelled):
         assert isinstance(e, AttemptStarted | StepFinished | AttemptFinished | AttemptCancelled)
@@ -443,7 +451,8 @@ def _spans(journal: Journal | None) -> tuple[Steps, Steps, Steps]:
             (cut if isinstance(e, AttemptCancelled) else out)[(e.node_id, step)] = max(0.0, e.ts - t0)
             if not isinstance(e, AttemptCancelled):
                 own[(e.node_id, step)] = max(0.0, e.result.finished_at - e.result.started_at)
-    return out, cut, own
+                at[(e.node_id, step)] = t0
+    return out, cut, own, at
 
 
 def check_source(from_dir: Path, cfg: RunConfig) -> Journal:

@@ -560,6 +560,52 @@ def test_a_stage_regrown_from_a_new_leader_names_variants_again(
     assert regrown == [(False, False)] * 2 + [(True, True)]
 
 
+def test_a_tuning_stage_converges_at_the_place_of_the_judgement_asked_for_that_said_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The source's three tuning nodes were judged in the order n1, n2, n0, and only n0's
+    judgement said converged: the third asked for. A plan draws convergence as it asks for
+    judgements, so it converges at its third, not at its first (n0's place by creation: a run
+    at LLM latency 4x whose first-made tuning node was judged 7th of 8 was planned to converge
+    at once, and ended its tuning stage at 5.6 nodes where the run made 8)."""
+    from search.agentic.operators.job import Proposed, Ran
+    from search.agentic.operators.outcome import OperatorOutcome
+    from search.agentic.operators.schemas import Judgement
+
+    clock = Clock()
+    monkeypatch.setattr("time.time", clock)
+    run = Journal.open(tmp_path / "run")
+    for node_id in ("n0", "n1", "n2"):
+        run.add_node(Node(id=node_id, stage="hyperparameter", kind="hyperparameter"))
+        run.attempt_started(node_id, 1, "think")
+        clock.now += 1.0
+        run.step_finished(node_id, 1, StepResult(step="think", outcome=Proposed()))
+        run.attempt_started(node_id, 1, "run")
+        clock.now += 1.0
+        ran = Ran(workspace="", execution=ExecSummary(wall_s=1.0))
+        run.step_finished(node_id, 1, StepResult(step="run", outcome=ran))
+    for node_id in ("n1", "n2", "n0"):
+        run.attempt_started(node_id, 1, "judge")
+        clock.now += 1.0
+        verdict = Judgement(is_buggy=False, reason="r", summary="s", converged=node_id == "n0")
+        result = AttemptResult(
+            status="good",
+            outcome=OperatorOutcome(operator="hyperparameter", status_rule="ok", judgement=verdict),
+            execution=ExecSummary(wall_s=1.0),
+            metrics=[MetricValue(name="acc", value=0.5)],
+            started_at=clock.now - 1.0,
+            finished_at=clock.now,
+        )
+        run.attempt_finished(node_id, 1, result)
+    monkeypatch.undo()
+    source = Source(PlanSettings(), Journal.open(tmp_path / "run", read_only=True))
+    rng = random.Random(0)
+    planned = [
+        Node(id=f"h{i}", idea="default", stage="hyperparameter", kind="hyperparameter") for i in range(3)
+    ]
+    assert [source.converges("hyperparameter", rng, n) for n in planned] == [False, False, True]
+
+
 def test_a_failed_proposal_is_judged_without_a_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A think step whose proposal fails runs no experiment, and its judge step asks no model:
     the node ends buggy by the proposal rule, and ran out of variants when the source's did."""
