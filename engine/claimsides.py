@@ -217,7 +217,7 @@ def absent_member(sentence: str, names: Resolver) -> tuple[str, ...]:
 
 _ACHIEVES = re.compile(
     r"^(?:[^,;:]*,\s*){0,2}?(?P<np>[^,;:]{2,60}?),?\s+"
-    r"(?:obtain|reach|achiev|attain|scor|yield|record|hit|averag|post|deliver|register|land)\w*\b",
+    r"(?:obtain|reach|achiev|attain|scor|yield|record|hit|averag|post|deliver|register|land|get|got)\w*\b",
     re.IGNORECASE,
 )
 

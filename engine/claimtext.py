@@ -425,7 +425,11 @@ def _facts(sentence: str, names: Resolver, ledger: Ledger) -> tuple[str, ...]:
     """Figures said of groups ("X reaches 0.93, Y 0.91"), each against its own group; a result
     about a group on a metric the run never measured."""
     facts = tuple(group_numbers(sentence, names, ledger)) + (
-        absent_result(sentence, names) or absent_member(sentence, names) or absent_comparator(sentence, names)
+        absent_result(sentence, names)
+        or absent_member(sentence, names)
+        or absent_comparator(sentence, names)
+        # a result of a group on a metric set against another system ("X tends to match Y on time")
+        or (absent_object(sentence, names) if names.groups(sentence) and names.metrics(sentence) else ())
     )
     if literals(names.group_re.sub(" ", sentence)) or (
         names.groups(sentence) and not _DENIED.search(names.group_re.sub("G", sentence))
