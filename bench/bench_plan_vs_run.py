@@ -14,16 +14,32 @@ Runs are kept under --keep for `--read`.
 
     .venv/bin/python bench/bench_plan_vs_run.py --pairs 1:0 1:1 1:4 4:0 4:1 4:4 --keep /tmp/pvr
     .venv/bin/python bench/bench_plan_vs_run.py --read --keep /tmp/pvr --pairs 4:1   (plans again, no runs)
+
+`--spread IDEAS:RATIO --runs K`: how far apart independent runs of one config are, and so how
+close any plan can be to "an independent run". K real runs of the config, each with a latency
+seed of its own (1 to K), two at a time as the pairs run; for each, the median of SEEDS plans
+`--from` it and its replay. Reports the runs' spread (min, median, max, coefficient of
+variation), every pairwise |A-B|/B, each run's plan median against every other run, and the
+bound: the largest share of the K runs that any single figure is within 15% of. Writes
+bench/results/plan_spread.json (a row per setting); runs already kept under --keep are not run
+again, so `--spread 1:1 --runs 8` after `--runs 6` makes two more, and with the runs all kept it
+plans them again. `--tag NAME` keeps the row beside the setting's others (another set of runs,
+under another --keep).
+
+    .venv/bin/python bench/bench_plan_vs_run.py --spread 1:1 --runs 8 --keep /tmp/pvs
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import shutil
 import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +56,11 @@ from silva.plan import plan  # noqa: E402
 from tests.llm.fake_servers import FakeLLMServer  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "plan_vs_run.json"
+SPREAD = ROOT / "bench" / "results" / "plan_spread.json"
 SLOTS = 4
 SEEDS = 5
+WITHIN = 0.15  # the target: a plan within 15% of an independent run
+FIGURES = ("wall_s", "nodes", "utilization")
 
 
 def real_run(out: Path, ideas: int, ratio: float, latency_seed: int) -> dict[str, Any]:
@@ -113,7 +132,13 @@ def as_planned(run: dict[str, Any]) -> dict[str, Any]:
 def planned(a: dict[str, Any], replay: bool, seed: int = 0) -> dict[str, Any]:
     """`silva plan --from A` of A's own config, or its replay of A."""
     r = plan(Path(a["config"]), from_dir=Path(a["run_dir"]), seed=seed, replay=replay)
-    return {"wall_s": r.wall_s, "nodes": r.nodes, "utilization": r.utilization, "outcome": r.outcome}
+    return {
+        "wall_s": r.wall_s,
+        "nodes": r.nodes,
+        "utilization": r.utilization,
+        "outcome": r.outcome,
+        "nodes_by_kind": r.nodes_by_kind,
+    }
 
 
 def median_plan(a: dict[str, Any], seeds: int) -> dict[str, Any]:
@@ -165,6 +190,203 @@ def row_of(ideas: int, ratio: float, a: dict[str, Any], b: dict[str, Any]) -> di
     }
 
 
+def spread_runs(keep: Path, ideas: int, ratio: float, k: int) -> list[dict[str, Any]]:
+    """K real runs of the setting, run I with latency seed I + 1, two at a time (each pair sees
+    the same load, as A and B do); a run already kept under `keep` is not run again."""
+    where = keep / f"{ideas}x{ratio:g}" / "spread"
+    outs = [where / f"R{i}" for i in range(k)]
+    todo = [i for i, out in enumerate(outs) if not (out / "figures.json").is_file()]
+    for pair in (todo[i : i + 2] for i in range(0, len(todo), 2)):
+        procs = []
+        for i in pair:
+            if outs[i].exists():  # a run cut short: its directory would hold two runs
+                shutil.rmtree(outs[i])
+            cmd = [
+                sys.executable,
+                __file__,
+                "--one",
+                str(outs[i]),
+                "--ideas",
+                str(ideas),
+                "--ratio",
+                str(ratio),
+            ]
+            procs.append(subprocess.Popen([*cmd, "--latency-seed", str(i + 1)]))
+        print(f"runs {pair} of {ideas}:{ratio:g} started {time.strftime('%H:%M:%S')}", flush=True)
+        for p in procs:
+            if p.wait() != 0:
+                raise SystemExit(f"a real run failed (exit {p.returncode})")
+    runs = []
+    for i, out in enumerate(outs):
+        run = json.loads((out / "figures.json").read_text())
+        runs.append(
+            as_planned(run) | {"latency_seed": i + 1, "nodes_by_kind": kept_by_kind(Path(run["run_dir"]))}
+        )
+    return runs
+
+
+def kept_by_kind(run_dir: Path) -> dict[str, int]:
+    """A run's kept nodes by kind, as a plan's report counts them."""
+    j = Journal.open(run_dir, read_only=True)
+    kinds = Counter(n.kind for n in j if n.is_finished and n.status.value != "discarded")
+    return dict(sorted(kinds.items()))
+
+
+def spread(values: list[float]) -> dict[str, float]:
+    """min, median, max and the coefficient of variation (sample standard deviation / mean)."""
+    mean = statistics.fmean(values)
+    cv = statistics.stdev(values) / mean if len(values) > 1 and mean else 0.0
+    return {
+        "min": round(min(values), 3),
+        "median": round(statistics.median(values), 3),
+        "max": round(max(values), 3),
+        "cv": round(cv, 3),
+    }
+
+
+def within(p: float, b: float) -> bool:
+    """|P - B| / B <= 15% (a hair of slack for the float that lands on the edge)."""
+    return abs(p - b) <= WITHIN * b + 1e-9
+
+
+def bound(runs: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[str, Any]:
+    """The largest share of `runs` any single plan is within 15% of, on every figure of `keys`
+    at once, and such a plan. Within 15% of B is P in [0.85 B, 1.15 B], so a P covers the runs
+    with B in [P / 1.15, P / 0.85]: a window sliding over each figure's sorted values, whose
+    lower edge can sit on a run's value (P = 1.15 x that value) without covering fewer."""
+    candidates = [sorted({(1 + WITHIN) * r[k] for r in runs}) for k in keys]
+    best: tuple[int, tuple[float, ...]] = (0, ())
+    for p in itertools.product(*candidates):
+        n = sum(all(within(pk, r[k]) for pk, k in zip(p, keys, strict=True)) for r in runs)
+        if n > best[0]:
+            best = (n, p)
+    return {
+        "share": round(best[0] / len(runs), 3),
+        "runs": best[0],
+        "of": len(runs),
+        "at": {k: round(v, 3) for k, v in zip(keys, best[1], strict=True)},
+    }
+
+
+def spread_row(ideas: int, ratio: float, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The runs' spread, each run's plans against the others, and the bound (module docstring)."""
+    k = len(runs)
+    plans = []
+    for run in runs:
+        seeds = [planned(run, False, seed) for seed in range(SEEDS)]
+        replay = planned(run, True)
+        med = {f: statistics.median(p[f] for p in seeds) for f in FIGURES}
+        plans.append({"seeds": seeds, "median": med, "replay": replay})
+        print(f"planned from R{len(plans) - 1}: median {med}", flush=True)
+    pairs = [(i, j) for i in range(k) for j in range(k) if i != j]
+    pairwise = {f: [round(abs(runs[i][f] - runs[j][f]) / runs[j][f], 3) for i, j in pairs] for f in FIGURES}
+    others = {  # each run's plan median against every other run: signed, P / B - 1
+        f: [round(plans[i]["median"][f] / runs[j][f] - 1, 3) for i, j in pairs] for f in FIGURES
+    }
+    runs_median = {f: statistics.median(r[f] for r in runs) for f in FIGURES}
+    pooled = {f: statistics.median(p[f] for pl in plans for p in pl["seeds"]) for f in FIGURES}
+    medians = {f: statistics.median(pl["median"][f] for pl in plans) for f in FIGURES}
+
+    def share(ok: list[bool]) -> float:
+        return round(sum(ok) / len(ok), 3)
+
+    return {
+        "ideas": ideas,
+        "ratio": ratio,
+        "runs": k,
+        "plan_seeds": SEEDS,
+        "load_avg": [r["load_avg"] for r in runs],
+        "load_avg_max": max(r["load_avg_max"] for r in runs),
+        "run_figures": [
+            {f: r[f] for f in (*FIGURES, "latency_seed", "nodes_by_kind", "run_dir")} for r in runs
+        ],
+        "runs_spread": {f: spread([r[f] for r in runs]) for f in FIGURES},
+        "pairwise_abs": {
+            f: {
+                "values": v,
+                "median": statistics.median(v),
+                "max": max(v),
+                "share_within": share([x <= WITHIN for x in v]),
+            }
+            for f, v in pairwise.items()
+        },
+        "pairwise_within_all_three": share(
+            [all(within(runs[i][f], runs[j][f]) for f in FIGURES) for i, j in pairs]
+        ),
+        # The runs of a pair ran at once, at the same load; other pairs at another. A vs B as
+        # the pairs mode measures it, and each run's plan median against its partner.
+        "same_pair": {
+            f: {
+                "a_vs_b": [round(runs[i][f] / runs[i + 1][f] - 1, 3) for i in range(0, k - 1, 2)],
+                "plan_from_a_vs_b": [
+                    round(plans[i]["median"][f] / runs[i + 1][f] - 1, 3) for i in range(0, k - 1, 2)
+                ],
+                "plan_from_b_vs_a": [
+                    round(plans[i + 1]["median"][f] / runs[i][f] - 1, 3) for i in range(0, k - 1, 2)
+                ],
+            }
+            for f in FIGURES
+        },
+        "bound": {f: bound(runs, (f,)) for f in FIGURES} | {"all_three": bound(runs, FIGURES)},
+        "plans": [
+            {
+                "from": f"R{i}",
+                "median_of_seeds": {f: round(v, 3) for f, v in pl["median"].items()},
+                "seeds": pl["seeds"],
+                "replay": pl["replay"],
+                "replay_vs_own_run": delta(pl["replay"], runs[i]),
+                "median_vs_own_run": delta(pl["median"], runs[i]),
+                "coverage_of_others": {
+                    f: share([within(pl["median"][f], runs[j][f]) for j in range(k) if j != i])
+                    for f in FIGURES
+                }
+                | {
+                    "all_three": share(
+                        [
+                            all(within(pl["median"][f], runs[j][f]) for f in FIGURES)
+                            for j in range(k)
+                            if j != i
+                        ]
+                    )
+                },
+            }
+            for i, pl in enumerate(plans)
+        ],
+        "plan_median_vs_other_runs": {
+            f: {
+                "values": v,
+                "median": statistics.median(v),
+                "min": min(v),
+                "max": max(v),
+                "share_within": share([abs(x) <= WITHIN + 1e-9 for x in v]),
+            }
+            for f, v in others.items()
+        },
+        "plan_median_vs_other_runs_all_three": share(
+            [all(within(plans[i]["median"][f], runs[j][f]) for f in FIGURES) for i, j in pairs]
+        ),
+        "runs_median": {f: round(v, 3) for f, v in runs_median.items()},
+        "plans_pooled_median": {f: round(v, 3) for f, v in pooled.items()},
+        "plans_median_of_medians": {f: round(v, 3) for f, v in medians.items()},
+        "pooled_vs_runs_median": delta(pooled, runs_median),
+        "medians_vs_runs_median": delta(medians, runs_median),
+        "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+
+
+def save_spread(row: dict[str, Any]) -> None:
+    """Merge into plan_spread.json: a row replaces the one of its (ideas, ratio, tag)."""
+    old = json.loads(SPREAD.read_text()).get("rows", []) if SPREAD.is_file() else []
+    merged = {(r["ideas"], r["ratio"], r.get("tag", "")): r for r in old}
+    merged[(row["ideas"], row["ratio"], row.get("tag", ""))] = row
+    body = {
+        "slots": SLOTS,
+        "within": WITHIN,
+        "rows": sorted(merged.values(), key=lambda r: (r["ideas"], r["ratio"], r.get("tag", ""))),
+    }
+    SPREAD.write_text(json.dumps(body, indent=2))
+
+
 def save(rows: list[dict[str, Any]]) -> None:
     """Merge into the results file: a row replaces the one of its (ideas, ratio)."""
     old = json.loads(RESULTS.read_text()).get("rows", []) if RESULTS.is_file() else []
@@ -186,9 +408,19 @@ def main() -> None:
     ap.add_argument("--ideas", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--ratio", type=float, default=0.0, help=argparse.SUPPRESS)
     ap.add_argument("--latency-seed", type=int, default=1, help=argparse.SUPPRESS)
+    ap.add_argument("--spread", type=forest_pair, help="K independent runs of IDEAS:RATIO (module docstring)")
+    ap.add_argument("--runs", type=int, default=8, help="K, with --spread")
+    ap.add_argument("--tag", default="", help="with --spread: a name for another set of runs of the setting")
     args = ap.parse_args()
     if args.one is not None:
         real_run(args.one, args.ideas, args.ratio, args.latency_seed)
+        return
+    if args.spread is not None:
+        ideas, ratio = args.spread
+        row = spread_row(ideas, ratio, spread_runs(args.keep, ideas, ratio, args.runs))
+        save_spread(({"tag": args.tag} if args.tag else {}) | row)
+        keys = ("runs_spread", "bound", "plan_median_vs_other_runs", "runs_median", "plans_pooled_median")
+        print(json.dumps({k: row[k] for k in keys}, indent=1), flush=True)
         return
     rows = []
     for ideas, ratio in args.pairs:
