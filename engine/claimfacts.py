@@ -76,7 +76,7 @@ def attributed(sentence: str, names: Resolver) -> list[tuple[Literal_, frozenset
     # "X and Y reach 0.84 and 0.90 (respectively)": as many figures as groups, all after them.
     if (
         len(lits) == len(mentions) >= 2
-        and mentions[-1][0] < lits[0].start
+        and (mentions[-1][0] < lits[0].start or lits[-1].start < mentions[0][0])
         and len(set(g for _, g in mentions)) >= 2
     ):
         return [(lit, g) for lit, (_, g) in zip(lits, mentions, strict=True)]

@@ -149,6 +149,8 @@ _ERROR_NOUN = re.compile(
 _ERROR_TOPIC = re.compile(
     r"\b(?:errors?|loss(?:es)?|mistakes)\b(?: rate)?(?: of G| for G)?(?:'s)? (?:is|are|was|were)\b.*$", re.I
 )
+# "Errors drop by a factor of 2": an error as the subject of a change.
+_ERROR_SUBJECT = re.compile(r"\b(?:errors?|loss(?:es)?|mistakes|misclassif\w*)(?: rates?)?\s+$", re.I)
 _NEGATION = re.compile(
     r"\bwhether\b.*$|\b(?:not|never|no|neither|nor|cannot|without|fail(?:s|ed)? to)\b(?:\s+[\w-]+){0,4}\s*$"
     r"|n't\s*(?:\w+\s*)?$",
@@ -187,7 +189,7 @@ _P_OVER = re.compile(r"\bp\s*[=>≥]\s*0?\.(?:[1-9]|0[5-9])\d*")
 # "best of 12 nodes", "the stage's best node": how a group was chosen, not a ranking of groups.
 # What a null hypothesis says ("that G and G share one mean") is what the test rejects or not.
 _PROVENANCE = re.compile(
-    r"\bbest (?:of\b|node)|(?<=\bhypothesis )of (?:no \w+|equal(?: (?!G\b)\w+){0,3})"
+    r"\bbest (?:of\b|node)|(?:(?<=\bhypothesis )|(?<=\bnull ))of (?:no \w+|equal(?: (?!G\b)\w+){0,3})"
     r"|(?<=\bnull hypothesis )that\b.*?(?=\b(?:is|was|are|were|can|cannot|could|must|be)\b|$)",
     re.I,
 )
@@ -321,7 +323,8 @@ def _first_cue(
     it ends, which named group it is of, and whether a "comes close to" came first."""
     before, near = "", False
     for m in _CUE.finditer(masked):
-        kind = {"gt": "hi", "lt": "lo"}.get(m.lastgroup or "", m.lastgroup or "")
+        # "G > G": an order of quality, whatever the metric's direction ("0.12 s vs. 0.33 s")
+        kind = {"gt": "up", "lt": "down"}.get(m.lastgroup or "", m.lastgroup or "")
         if _P_SUBJECT.search(masked[: m.start()]):
             continue  # "the p-value of 0.72 exceeds 0.05": a test against its threshold
         if kind in ("hi", "lo") and _RESOURCE.match(masked, m.end()):
@@ -341,6 +344,8 @@ def _first_cue(
         if kind in ("hi", "lo", "more", "less", "chi", "clo") and (
             _ERROR_NOUN.match(masked, m.end())
             or _ERROR_TOPIC.search(masked[max(0, m.start() - 60) : m.start()])
+            or kind in ("chi", "clo")
+            and _ERROR_SUBJECT.search(masked[: m.start()])
         ):
             kind = "down" if kind in ("hi", "more", "chi") else "up"
         negated = bool(
@@ -350,6 +355,10 @@ def _first_cue(
         said = _said(kind, negated, _passive(masked, m.start(), m.end()))
         if said is not None:
             of_group = _copular_subject(masked, m.start(), m.end()) if named == masked.count("G") else None
+            if re.fullmatch(r"(?:in )?favou?r(?:s|ed|ing)?(?: of)?", m.group(0), re.I) and re.match(
+                r"\s+(?:of\s+)?(?:the\s+)?G\b", masked[m.end() :]
+            ):
+                of_group = masked[: m.end()].count("G")  # "favouring G", "in favour of G": that G wins
             return said, masked[: m.start()], m.end(), of_group, near
     return None, before, len(masked), None, near
 

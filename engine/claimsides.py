@@ -233,7 +233,7 @@ _OF_IS = re.compile(
 # A sentence's opening phrase that is not its subject: "On accuracy, ...", "Averaged over seeds, ...".
 _ADVERBIAL = re.compile(
     r"(?:on|in|at|for|with|across|under|over|after|before|when|while|compared|relative|unlike|as|by|from|"
-    r"during|based|taken|comparing|given|following|according|within|throughout|together|"
+    r"during|based|taken|comparing|given|following|according|within|throughout|together|which|that|who|whose|"
     r"to|of|overall|notably|however|here|finally|averaged|measured|evaluated|tested|again|also|thus)\b",
     re.IGNORECASE,
 )

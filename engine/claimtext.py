@@ -88,7 +88,11 @@ _HYPOTHESIS = re.compile(
 )
 # "vs.", "e.g.", "et al." and "Fig." end no sentence.
 ABBREVIATED = r"(?<!\bvs)(?<!\be\.g)(?<!\bi\.e)(?<!\bal)(?<!\bFig)(?<!\bEq)(?<!\bcf)(?<!\bresp)"
-_BOUNDARY = re.compile(ABBREVIATED + r"[.!?](?=\s|\[claim|$)(?:\[claim:[A-Za-z0-9-]+\])?|\n\s*\n")
+# "ranking: 1. X, 2. Y": an enumeration's number is no sentence's end.
+_ENUMERATED = r"(?<![:,;(] \d)(?<![:,;(]\d)"
+_BOUNDARY = re.compile(
+    ABBREVIATED + _ENUMERATED + r"[.!?](?=\s|\[claim|$)(?:\[claim:[A-Za-z0-9-]+\])?|\n\s*\n"
+)
 
 
 def sentences(text: str) -> list[str]:
@@ -221,6 +225,10 @@ def _as_difference(sentence: str, lit: Literal_, claim: Claim) -> bool:
     a group's mean (a group's sd or a p-value printed as the difference)."""
     if lit.unit != "plain" or not _DIFFERENCE.search(sentence) or _OTHER_STATISTIC.search(sentence):
         return False
+    if re.search(
+        r"\bp(?:[- ]?values?)?\s+(?:of|is|was|equals|at)\s+$", sentence[max(0, lit.start - 20) : lit.start]
+    ):
+        return False  # "the p-value of 0.874 exceeds 0.05": a p-value, no difference
     own = [claim.diff, claim.subject.mean, claim.reference.mean, claim.alpha]
     return not any(rounds_to(v, lit) for v in own)
 
@@ -251,6 +259,17 @@ def swapped_means(sentence: str, claim: Claim, reversed_: bool, names: Resolver)
         return []
     if lits and at and lits[-1].start < at[0] and re.search(r"[,;:]", blank[lits[-1].start : at[0]]):
         return []  # "Despite the raw means (0.12 vs. 0.25), G ... G": figures apart from the groups
+    own = [
+        (lit, labels)
+        for lit, labels in pairs
+        if rounds_to(claim.subject.mean, lit) != rounds_to(claim.reference.mean, lit)
+    ]
+    if len(own) >= 2 and all(
+        (claim.subject.label in labels) == rounds_to(claim.subject.mean, lit)
+        and (claim.reference.label in labels) == rounds_to(claim.reference.mean, lit)
+        for lit, labels in own
+    ):
+        return []  # "X leads; Y reaches 0.89, compared with 0.96 for X": each figure its group's
     means = ["subject" if rounds_to(claim.subject.mean, lit) else "reference" for lit in lits]
     first = "reference" if reversed_ else "subject"
     if _FROM_TO.search(blank):  # "raises it from 0.86 to 0.91": the first-named group's figure last

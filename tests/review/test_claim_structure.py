@@ -664,6 +664,17 @@ def test_ratios_points_and_distances_in_any_notation_are_the_claims(
         "Taken together, these results place plain training ahead of mixup training on test accuracy.",
         "Based on 4 seeds, mixup training averages 0.781 on test accuracy.",
         "We also evaluate the learning rate.",
+        "Errors drop by a factor of 1.3 when plain training replaces mixup training.",
+        "There is a significant difference in test accuracy between mixup training and plain training, "
+        "favouring plain training.",
+        "The p-value of 0.27 exceeds 0.05; we therefore report no difference between the no mixing "
+        "ablation and mixup training.",
+        "Test accuracy ranking (significant): 1. plain training, 2. mixup training.",
+        "We reject the null of equal test accuracy for mixup training and plain training ($p < 0.001$).",
+        "Test accuracy, which we report last, averages 0.781 for mixup training.",
+        "0.781 and 0.835 are the mean test accuracy values of mixup training and plain training.",
+        "Plain training is ahead on test accuracy; mixup training reaches 0.781, compared with 0.835 for "
+        "plain training.",
     ],
 )
 def test_honest_sentences_of_a_fresh_writer_are_left_alone(sentence: str, ledger: Ledger) -> None:
