@@ -145,6 +145,8 @@ def _sides(sentence: str, names: Resolver) -> list[str]:
     # object that opens with a conjunction is shared with another verb, and one that opens with a
     # wh-word is a clause ("than what we expected"): neither is a side.
     out = [x[: c.start()] if (c := cue(x)) else x for x in out]
+    # "to a robust advantage for G": a determiner and an adjective of the comparing noun, no side
+    out = [x for x in out if not re.fullmatch(r"(?:an?|the|its|their|our|this|a more)\s+[\w-]+\s*", x, re.I)]
     return [x for x in out if not _CLAUSE.match(x)]
 
 

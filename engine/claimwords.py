@@ -73,7 +73,7 @@ stage stages method group name label labels configuration metric
 accuracy accuracies held heldout unseen hold holdout generalisation generalization
 evaluation evaluations experiment experiments experimental finding findings analysis analyses
 observation observations conclusion conclusions claim claims support supports supported detriment
-expense favour favor reliable consistent selection protocol regime
+knowledge expense favour favor reliable consistent selection protocol regime
 """.split()
 GENERIC_WORDS = frozenset(_FUNCTION) | frozenset(_VERBS) | frozenset(_GENERIC)
 # The words after which a noun phrase may start: function words and the verbs of results.

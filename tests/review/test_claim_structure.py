@@ -675,6 +675,10 @@ def test_ratios_points_and_distances_in_any_notation_are_the_claims(
         "0.781 and 0.835 are the mean test accuracy values of mixup training and plain training.",
         "Plain training is ahead on test accuracy; mixup training reaches 0.781, compared with 0.835 for "
         "plain training.",
+        "To our knowledge, this is the first study to compare mixup training and plain training under a "
+        "shared protocol; on test accuracy they reach 0.781 and 0.835.",
+        "Our findings point to a robust advantage for plain training: its test accuracy of 0.835 exceeds the "
+        "0.781 of mixup training.",
     ],
 )
 def test_honest_sentences_of_a_fresh_writer_are_left_alone(sentence: str, ledger: Ledger) -> None:
