@@ -539,8 +539,8 @@ def group(v: Variant) -> str:
 
 
 def score(results: list[tuple[Variant, list[str]]]) -> dict[str, object]:
-    """Per group (tune, spent, heldout; all batches together), and the same figures per batch under `per_batch`, so that
-    a batch's held-out share can be quoted on its own."""
+    """Per group (tune, spent, heldout; all batches together), and the same figures per batch under
+    `per_batch`, so that a batch's held-out share can be quoted on its own."""
     per: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
     batches: dict[str, dict[str, dict[str, list[bool]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(list))
@@ -572,7 +572,14 @@ def _examples(results: list[tuple[Variant, list[str]]], limit: int = 200) -> dic
     untouched held-out batches' texts stay out of the results so that nobody tunes on them by
     reading this file."""
     missed = [
-        {"kind": v.kind, "half": group(v), "paper": v.paper, "claim": v.claim, "placement": v.placement, "text": v.text}
+        {
+            "kind": v.kind,
+            "half": group(v),
+            "paper": v.paper,
+            "claim": v.claim,
+            "placement": v.placement,
+            "text": v.text,
+        }
         for v, found in results
         if group(v) != "heldout" and v.kind != HONEST and not found
     ]

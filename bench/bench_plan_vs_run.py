@@ -271,7 +271,7 @@ def bound(runs: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[str, Any]:
 def spread_row(ideas: int, ratio: float, runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The runs' spread, each run's plans against the others, and the bound (module docstring)."""
     k = len(runs)
-    plans = []
+    plans: list[dict[str, Any]] = []
     for run in runs:
         seeds = [planned(run, False, seed) for seed in range(SEEDS)]
         replay = planned(run, True)
