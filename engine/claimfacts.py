@@ -11,6 +11,7 @@ import re
 
 from engine.claimnames import Resolver
 from engine.claimnumbers import Literal_, changes, fits, fits_group, literals, rounds_to
+from engine.claimread import cue
 from engine.claims import Claim, GroupSummary, Ledger
 
 # A comparison's own figures (p, difference, interval, effect) only where the sentence speaks of one.
@@ -24,6 +25,9 @@ _STATISTIC = re.compile(
 _FOR = re.compile(
     r"\s*(?:%|percent|points?)?\s*(?:[A-Za-z]+\s+){0,2}?(?:for|by|under|of)\s+(?:(?:the|our|an?)\s+)?$",
     re.IGNORECASE,
+)
+_FROM_WITH_TO = re.compile(
+    r"\bfrom\s+[-−]?\d+(?:\.\d+)?\s*%?\s+(?:with|under|using|for)\s+(?:the\s+)?\s*\S*\s*to\s*$", re.I
 )
 _CONTRAST = re.compile(r"\s*,?\s*(?:where|while|whereas)\s+(?:(?:the|our)\s+)?", re.IGNORECASE)
 _WITH = re.compile(r"\s*(?:with|using|via)\s+(?:(?:the|our|an?)\s+)?", re.IGNORECASE)
@@ -87,14 +91,24 @@ def attributed(sentence: str, names: Resolver) -> list[tuple[Literal_, frozenset
         after = [(at, g) for at, g in mentions if at > lit.start]
         before = [(at, g) for at, g in mentions if at < lit.start]
         between = blank[lit.start : after[0][0]].split(lit.text, 1)[-1] if after else ""
-        if after and before and _CONTRAST.fullmatch(between):
+        if (
+            before
+            and not after
+            and _FROM_WITH_TO.search(blank[: lit.start])
+            and len(set(g for _, g in mentions)) >= 2
+        ):
+            # "goes from 0.89 with G to 0.96": the end of the change is the other group's
+            out.append((lit, next(g for _, g in mentions if g != before[-1][1])))
+        elif after and before and _CONTRAST.fullmatch(between):
             # "G reaches 0.33 where G reaches 0.12": the figure before the contrast is the other side's
             other = [g for _, g in mentions if g != after[0][1]]
             out.append((lit, other[0] if other else before[-1][1]))
         elif (
             after
             and (
+                # "0.96 exceeds that of G": the figure is the other side's, not G's
                 _FOR.match(between)
+                and not cue(between)
                 or re.fullmatch(r"\s*\(\s*", between)  # "0.91 (X)"
                 # "from 0.89 with X to 0.96 with Y": each end of a change is said of the group it is with
                 or _WITH.fullmatch(between)

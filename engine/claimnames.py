@@ -23,14 +23,19 @@ _CALLED = re.compile(
     r"|(.{2,80}?),?\s+(?:hereafter|henceforth)\s+([A-Za-z][A-Za-z0-9-]{0,11})\b"
     # "we call X ABBR for short", "X (ABBR for short)": the abbreviation after the phrase, no "as"
     r"|(?:call|name|dub)\s+(.{2,80}?)\s+(?-i:([A-Z][A-Za-z0-9-]{0,11}))\s+"
-    r"(?:for short|in short|for brevity)\b",
+    r"(?:for short|in short|for brevity)\b"
+    # "X, or ABBR, trails ...": an abbreviation in apposition
+    r"|(.{2,80}?),\s+or\s+(?-i:([A-Z][A-Z0-9-]{1,11})),",
     re.IGNORECASE,
 )
 # "ABBR denotes X", "we write ABBR for X": the abbreviation first.
 _STANDS_FOR = re.compile(
     r"\b([A-Z][A-Za-z0-9-]{0,11})\s+"
     r"(?:denotes|stands for|(?:is |as |being )?(?:short|shorthand) for|abbreviates)\s+(.{2,80}?)(?=[.;,:)]|$)"
-    r"|\b[Ww]e (?:write|use)\s+([A-Za-z][A-Za-z0-9-]{0,11})\s+(?:for|to denote)\s+(.{2,80}?)(?=[.;,:)]|$)",
+    r"|\b[Ww]e (?:write|use)\s+([A-Za-z][A-Za-z0-9-]{0,11})\s+(?:for|to denote)\s+(.{2,80}?)(?=[.;,:)]|$)"
+    r"|\b[Ll]et\s+([A-Z][A-Za-z0-9-]{0,11})\s+(?:denote|stand for|be short for)\s+(.{2,80}?)(?=[.;,:)]|$)"
+    # "TB (tuned baseline) averages ...": the abbreviation first, its phrase in parentheses
+    r"|\b([A-Z][A-Z0-9-]{1,11})\s*\(([^()]{2,80})\)",
     re.MULTILINE,
 )
 METHOD_WORDS = (
@@ -173,10 +178,19 @@ class Resolver:
         """Record the abbreviations `text` defines for a group's name."""
         found = [(m.group(1), m.group(2)) for m in _DEFINED.finditer(text)]
         found += [
-            (m.group(1) or m.group(3) or m.group(5), m.group(2) or m.group(4) or m.group(6))
+            (
+                m.group(1) or m.group(3) or m.group(5) or m.group(7),
+                m.group(2) or m.group(4) or m.group(6) or m.group(8),
+            )
             for m in _CALLED.finditer(text)
         ]
-        found += [(m.group(2) or m.group(4), m.group(1) or m.group(3)) for m in _STANDS_FOR.finditer(text)]
+        found += [
+            (
+                m.group(2) or m.group(4) or m.group(6) or m.group(8),
+                m.group(1) or m.group(3) or m.group(5) or m.group(7),
+            )
+            for m in _STANDS_FOR.finditer(text)
+        ]
         for phrase, abbr in found:
             words = phrase.split()
             for k in range(len(words)):

@@ -71,6 +71,10 @@ def literals(text: str) -> list[Literal_]:
             or _AT_LEVEL.match(text, m.end())
         ):
             continue
+        if re.match(r"\.\s", text[m.end() : m.end() + 2]) and re.search(
+            r"(?:^|[:;,(])\s*$", text[: m.start()]
+        ):
+            continue  # "ranking: 1. X, 2. Y": an enumeration's number
         digits = m.group(2).replace(",", "")
         if re.fullmatch(r"(?:19|20)\d\d", digits):  # a year
             continue

@@ -303,6 +303,7 @@ def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
         or said in ("better", "worse", "higher", "lower")
         and bool(_CONFIRMED.search(masked))
         or not worded
+        and said not in ("not better", "not worse", "no detectable difference")
         and bool(_AT_LEVEL.search(masked))
     )
     comparison = (

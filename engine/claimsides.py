@@ -116,7 +116,7 @@ def _sides(sentence: str, names: Resolver) -> list[str]:
     masked = names.group_re.sub("G", sentence)
     out = [m.group(1) for m in _OBJECT.finditer(masked)] + _members(masked)
     raw = read_named(sentence, names).before
-    before = raw.strip()
+    before = "" if re.search(r"\bG\s*,\s*[a-z]\w*\s*$", raw) else raw.strip()  # "Our method, G, offers"
     subject = _TAIL.sub("", before[_LEAD.match(before).end() :]) if before else ""  # type: ignore[union-attr]
     subject = re.sub(
         r"^(?:the\s+)?(?:results?|scores?|performance|figures?|numbers?)\s+(?:for|of)\s+",
@@ -144,9 +144,15 @@ def _sides(sentence: str, names: Resolver) -> list[str]:
     # A side ends where the next comparing words begin ("X neither beats nor trails G"); a verb's
     # object that opens with a conjunction is shared with another verb, and one that opens with a
     # wh-word is a clause ("than what we expected"): neither is a side.
-    out = [x[: c.start()] if (c := cue(x)) else x for x in out]
     # "to a robust advantage for G": a determiner and an adjective of the comparing noun, no side
-    out = [x for x in out if not re.fullmatch(r"(?:an?|the|its|their|our|this|a more)\s+[\w-]+\s*", x, re.I)]
+    out = [
+        x[: c.start()] if (c := cue(x)) else x
+        for x in out
+        if not (
+            (c := cue(x))
+            and re.fullmatch(r"(?:an?|the|its|their|our|this)\s+[\w-]+\s+", x[: c.start()], re.I)
+        )
+    ]
     return [x for x in out if not _CLAUSE.match(x)]
 
 

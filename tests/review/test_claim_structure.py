@@ -679,6 +679,16 @@ def test_ratios_points_and_distances_in_any_notation_are_the_claims(
         "shared protocol; on test accuracy they reach 0.781 and 0.835.",
         "Our findings point to a robust advantage for plain training: its test accuracy of 0.835 exceeds the "
         "0.781 of mixup training.",
+        "Plain training's test accuracy of 0.835 exceeds that of mixup training (0.781).",
+        "Introducing plain training pays off: test accuracy goes from 0.781 with mixup training to 0.835.",
+        "Test accuracy ranking (significant): 1. plain training, 2. mixup training.",
+        "The no mixing ablation is no better and no worse than mixup training at the 0.05 level.",
+        "Our approach, mixup training, offers no significant gain over the no mixing ablation on test "
+        "accuracy.",
+        "Plain training, or PT, is significantly ahead of mixup training on test accuracy; PT averages "
+        "0.835.",
+        "Let MT denote mixup training. MT reaches a mean test accuracy of 0.781 over 4 seeds.",
+        "PT (plain training) averages 0.835 on test accuracy.",
     ],
 )
 def test_honest_sentences_of_a_fresh_writer_are_left_alone(sentence: str, ledger: Ledger) -> None:
@@ -711,6 +721,8 @@ def test_a_wrong_direction_or_significance_in_a_fresh_wording_is_found(sentence:
         "We include a kernel SVM as an extra baseline; it scores 0.781.",
         "Mixup training tends to match a Gaussian-process classifier on test accuracy.",
         "A Gaussian-process classifier get 0.781 on test accuracy.",
+        "Plain training also outperforms an SVM with an RBF kernel on test accuracy.",
+        "A ResNet-18 and plain training perform comparably on test accuracy.",
     ],
 )
 def test_a_system_named_as_an_instance_or_before_a_copula_is_no_group(sentence: str, ledger: Ledger) -> None:
