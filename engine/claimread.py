@@ -167,6 +167,10 @@ _SIGNIFICANT = re.compile(
     r"identifie[sd]) an? (?:\w+ )?(?:difference|effect)\b"
     r"|\bnull hypothes[ie]s\b.{0,80}?\b(?:is|was|are|were|be|been|gets?|got)\s+rejected"
     r"|\bstatistically (?:meaningful|reliable|robust)|\b(?:statistical|with) significance\b"
+    # a test passed: "clears the significance threshold", "survives significance testing", "significance
+    # holds", "statistically distinguishable"
+    r"|\b(?:clear|pass|meet|cross|surviv|withstand|exceed)\w*\s+(?:the\s+)?(?:statistical\s+)?significance\b"
+    r"|\bsignificance\s+(?:holds|held|is reached|was reached)\b|(?<!in)\bdistinguishable\b"
     # "reliably better": a difference said to be real
     r"|(?<!not )\breliabl[ey] (?:better|worse|higher|lower|ahead|behind|outperform\w*|superior|inferior)"
     r"|\b(?:reach|attain|achiev)\w* (?:statistical )?significance\b"

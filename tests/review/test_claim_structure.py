@@ -704,6 +704,9 @@ def test_honest_sentences_of_a_fresh_writer_are_left_alone(sentence: str, ledger
         "We therefore conclude, at the 0.05 level, that the no mixing ablation outperforms mixup training "
         "on test accuracy ($p = 0.27$).",
         "The no mixing ablation is reliably better than mixup training on test accuracy.",
+        "The effect of the no mixing ablation versus mixup training on test accuracy clears the significance "
+        "threshold ($p = 0.27$).",
+        "The no mixing ablation and mixup training are statistically distinguishable on test accuracy.",
     ],
 )
 def test_a_wrong_direction_or_significance_in_a_fresh_wording_is_found(sentence: str, ledger: Ledger) -> None:
