@@ -268,9 +268,12 @@ def bound(runs: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
-def spread_row(ideas: int, ratio: float, runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The runs' spread, each run's plans against the others, and the bound (module docstring)."""
-    k = len(runs)
+def _share(ok: list[bool]) -> float:
+    return round(sum(ok) / len(ok), 3)
+
+
+def _plans_of(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each run planned `--from` itself at SEEDS seeds (with their median) and replayed."""
     plans: list[dict[str, Any]] = []
     for run in runs:
         seeds = [planned(run, False, seed) for seed in range(SEEDS)]
@@ -278,7 +281,54 @@ def spread_row(ideas: int, ratio: float, runs: list[dict[str, Any]]) -> dict[str
         med = {f: statistics.median(p[f] for p in seeds) for f in FIGURES}
         plans.append({"seeds": seeds, "median": med, "replay": replay})
         print(f"planned from R{len(plans) - 1}: median {med}", flush=True)
-    pairs = [(i, j) for i in range(k) for j in range(k) if i != j]
+    return plans
+
+
+def _same_pair(runs: list[dict[str, Any]], plans: list[dict[str, Any]]) -> dict[str, Any]:
+    """The runs of a pair ran at once, at the same load; other pairs at another. A vs B as the
+    pairs mode measures it, and each run's plan median against its partner."""
+    firsts = range(0, len(runs) - 1, 2)
+    return {
+        f: {
+            "a_vs_b": [round(runs[i][f] / runs[i + 1][f] - 1, 3) for i in firsts],
+            "plan_from_a_vs_b": [round(plans[i]["median"][f] / runs[i + 1][f] - 1, 3) for i in firsts],
+            "plan_from_b_vs_a": [round(plans[i + 1]["median"][f] / runs[i][f] - 1, 3) for i in firsts],
+        }
+        for f in FIGURES
+    }
+
+
+def _plan_entry(i: int, pl: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One run's plans: their median, the replay, and how many other runs the median covers."""
+    others = [j for j in range(len(runs)) if j != i]
+    return {
+        "from": f"R{i}",
+        "median_of_seeds": {f: round(v, 3) for f, v in pl["median"].items()},
+        "seeds": pl["seeds"],
+        "replay": pl["replay"],
+        "replay_vs_own_run": delta(pl["replay"], runs[i]),
+        "median_vs_own_run": delta(pl["median"], runs[i]),
+        "coverage_of_others": {
+            f: _share([within(pl["median"][f], runs[j][f]) for j in others]) for f in FIGURES
+        }
+        | {"all_three": _share([all(within(pl["median"][f], runs[j][f]) for f in FIGURES) for j in others])},
+    }
+
+
+def _summary(values: dict[str, list[float]], signed: bool) -> dict[str, Any]:
+    """Per figure: the values, their median and extremes, and the share within WITHIN."""
+    out = {}
+    for f, v in values.items():
+        ends = {"min": min(v), "max": max(v)} if signed else {"max": max(v)}
+        out[f] = {"values": v, "median": statistics.median(v), **ends}
+        out[f]["share_within"] = _share([abs(x) <= WITHIN + (1e-9 if signed else 0) for x in v])
+    return out
+
+
+def spread_row(ideas: int, ratio: float, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The runs' spread, each run's plans against the others, and the bound (module docstring)."""
+    plans = _plans_of(runs)
+    pairs = [(i, j) for i in range(len(runs)) for j in range(len(runs)) if i != j]
     pairwise = {f: [round(abs(runs[i][f] - runs[j][f]) / runs[j][f], 3) for i, j in pairs] for f in FIGURES}
     others = {  # each run's plan median against every other run: signed, P / B - 1
         f: [round(plans[i]["median"][f] / runs[j][f] - 1, 3) for i, j in pairs] for f in FIGURES
@@ -286,14 +336,10 @@ def spread_row(ideas: int, ratio: float, runs: list[dict[str, Any]]) -> dict[str
     runs_median = {f: statistics.median(r[f] for r in runs) for f in FIGURES}
     pooled = {f: statistics.median(p[f] for pl in plans for p in pl["seeds"]) for f in FIGURES}
     medians = {f: statistics.median(pl["median"][f] for pl in plans) for f in FIGURES}
-
-    def share(ok: list[bool]) -> float:
-        return round(sum(ok) / len(ok), 3)
-
     return {
         "ideas": ideas,
         "ratio": ratio,
-        "runs": k,
+        "runs": len(runs),
         "plan_seeds": SEEDS,
         "load_avg": [r["load_avg"] for r in runs],
         "load_avg_max": max(r["load_avg_max"] for r in runs),
@@ -301,68 +347,15 @@ def spread_row(ideas: int, ratio: float, runs: list[dict[str, Any]]) -> dict[str
             {f: r[f] for f in (*FIGURES, "latency_seed", "nodes_by_kind", "run_dir")} for r in runs
         ],
         "runs_spread": {f: spread([r[f] for r in runs]) for f in FIGURES},
-        "pairwise_abs": {
-            f: {
-                "values": v,
-                "median": statistics.median(v),
-                "max": max(v),
-                "share_within": share([x <= WITHIN for x in v]),
-            }
-            for f, v in pairwise.items()
-        },
-        "pairwise_within_all_three": share(
+        "pairwise_abs": _summary(pairwise, signed=False),
+        "pairwise_within_all_three": _share(
             [all(within(runs[i][f], runs[j][f]) for f in FIGURES) for i, j in pairs]
         ),
-        # The runs of a pair ran at once, at the same load; other pairs at another. A vs B as
-        # the pairs mode measures it, and each run's plan median against its partner.
-        "same_pair": {
-            f: {
-                "a_vs_b": [round(runs[i][f] / runs[i + 1][f] - 1, 3) for i in range(0, k - 1, 2)],
-                "plan_from_a_vs_b": [
-                    round(plans[i]["median"][f] / runs[i + 1][f] - 1, 3) for i in range(0, k - 1, 2)
-                ],
-                "plan_from_b_vs_a": [
-                    round(plans[i + 1]["median"][f] / runs[i][f] - 1, 3) for i in range(0, k - 1, 2)
-                ],
-            }
-            for f in FIGURES
-        },
+        "same_pair": _same_pair(runs, plans),
         "bound": {f: bound(runs, (f,)) for f in FIGURES} | {"all_three": bound(runs, FIGURES)},
-        "plans": [
-            {
-                "from": f"R{i}",
-                "median_of_seeds": {f: round(v, 3) for f, v in pl["median"].items()},
-                "seeds": pl["seeds"],
-                "replay": pl["replay"],
-                "replay_vs_own_run": delta(pl["replay"], runs[i]),
-                "median_vs_own_run": delta(pl["median"], runs[i]),
-                "coverage_of_others": {
-                    f: share([within(pl["median"][f], runs[j][f]) for j in range(k) if j != i])
-                    for f in FIGURES
-                }
-                | {
-                    "all_three": share(
-                        [
-                            all(within(pl["median"][f], runs[j][f]) for f in FIGURES)
-                            for j in range(k)
-                            if j != i
-                        ]
-                    )
-                },
-            }
-            for i, pl in enumerate(plans)
-        ],
-        "plan_median_vs_other_runs": {
-            f: {
-                "values": v,
-                "median": statistics.median(v),
-                "min": min(v),
-                "max": max(v),
-                "share_within": share([abs(x) <= WITHIN + 1e-9 for x in v]),
-            }
-            for f, v in others.items()
-        },
-        "plan_median_vs_other_runs_all_three": share(
+        "plans": [_plan_entry(i, pl, runs) for i, pl in enumerate(plans)],
+        "plan_median_vs_other_runs": _summary(others, signed=True),
+        "plan_median_vs_other_runs_all_three": _share(
             [all(within(plans[i]["median"][f], runs[j][f]) for f in FIGURES) for i, j in pairs]
         ),
         "runs_median": {f: round(v, 3) for f, v in runs_median.items()},
