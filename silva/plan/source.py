@@ -223,10 +223,12 @@ class Source:
         if key not in self.limit:
             seen = self.ends_at.get((what, node.kind))
             self.limit[key] = rng.choice(seen) if seen else None
+        limit = self.limit[key]
+        if limit is None:
+            return False  # the source never got there: nothing to count (a plan without --from)
         place = sum(n.status != NodeStatus.DISCARDED for n in self.placed[key])
         self.placed[key].append(node)
-        limit = self.limit[key]
-        return limit is not None and place >= limit
+        return place >= limit
 
     @property
     def own_share(self) -> float:
