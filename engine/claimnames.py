@@ -81,6 +81,13 @@ _QUALIFIER = re.compile(
 )
 
 
+def _pair(m: re.Match[str]) -> tuple[str, str]:
+    """The two groups of the alternative of `m` that matched."""
+    first, second = m.groups()[0::2], m.groups()[1::2]
+    at = next(i for i, g in enumerate(first) if g is not None)
+    return first[at], second[at]
+
+
 def _singular(word: str) -> str:
     """ "accuracies" -> "accuracy", "scores" -> "score" (a metric's name is singular)."""
     return re.sub(r"ies$", "y", word) if word.endswith("ies") else re.sub(r"(?<=[^s])s$", "", word)
@@ -176,21 +183,10 @@ class Resolver:
 
     def define(self, text: str) -> None:
         """Record the abbreviations `text` defines for a group's name."""
-        found = [(m.group(1), m.group(2)) for m in _DEFINED.finditer(text)]
-        found += [
-            (
-                m.group(1) or m.group(3) or m.group(5) or m.group(7),
-                m.group(2) or m.group(4) or m.group(6) or m.group(8),
-            )
-            for m in _CALLED.finditer(text)
-        ]
-        found += [
-            (
-                m.group(2) or m.group(4) or m.group(6) or m.group(8),
-                m.group(1) or m.group(3) or m.group(5) or m.group(7),
-            )
-            for m in _STANDS_FOR.finditer(text)
-        ]
+        # Each alternative of these patterns captures (phrase, abbreviation), _STANDS_FOR's the other
+        # way round: the pair is the one alternative that matched.
+        found = [_pair(m) for r in (_DEFINED, _CALLED) for m in r.finditer(text)]
+        found += [_pair(m)[::-1] for m in _STANDS_FOR.finditer(text)]
         for phrase, abbr in found:
             words = phrase.split()
             for k in range(len(words)):

@@ -178,18 +178,19 @@ _SIGNIFICANT = re.compile(
     r"|\b(?:unlikely|not)\s+(?:to\s+be\s+)?(?:due|attributable)\s+to\s+chance|\bbeyond chance\b",
     re.I,
 )
+# A p-value printed over the usual level: what the test found, not a hedge in words.
+_P_OVER = r"\bp\s*[=>≥]\s*0?\.(?:[1-9]|0[5-9])"
 _NOT_SIGNIFICANT = re.compile(
     r"\b(?:not|no|non-?|in|without|lack(?:s|ed|ing)?)\s*(?:statistical(?:ly)?\s+)?significan\w*|"
     r"\b(?:not|never|fail\w* to|n't|short of|lacks?|without)\s+(?!only\b)(?:\w+\s+){0,2}?"
     r"(?:statistical(?:ly)?\s+)?significan\w*|"
     r"\b(?:absence|lack) of (?:an?\s+|any\s+)?(?:statistically\s+)?significan\w*|"
-    r"\bn\.s\.|\bp\s*[=>≥]\s*0?\.(?:[1-9]|0[5-9])|within (?:the )?(?:[\w-]+ )?noise|"
+    r"\bn\.s\.|" + _P_OVER + r"|within (?:the )?(?:[\w-]+ )?noise|"
     r"\bnumerically\b|\bnominally\b|"
     r"not (?:reliably|statistically)|\b(?:not|cannot|can't|unable to|fail\w* to)\s+(?:be\s+)?reject"
     r"|\b(?:retain\w*|accept\w*) the null",
     re.I,
 )
-_P_OVER = re.compile(r"\bp\s*[=>≥]\s*0?\.(?:[1-9]|0[5-9])\d*")
 # "best of 12 nodes", "the stage's best node": how a group was chosen, not a ranking of groups.
 # What a null hypothesis says ("that G and G share one mean") is what the test rejects or not.
 _PROVENANCE = re.compile(
@@ -301,7 +302,7 @@ def read(masked: str, measured: bool = True, metric: bool = False) -> Reading:
     )
     # A p-value over the level printed beside "at the 0.05 level" is what the test found; the words
     # are what the sentence claims.
-    worded = bool(_NOT_SIGNIFICANT.search(_P_OVER.sub(" ", masked)))
+    worded = bool(_NOT_SIGNIFICANT.search(re.sub(_P_OVER + r"\d*", " ", masked)))
     significant = (
         significant
         or said in ("better", "worse", "higher", "lower")
@@ -360,7 +361,7 @@ def _first_cue(
         said = _said(kind, negated, _passive(masked, m.start(), m.end()))
         if said is not None:
             of_group = _copular_subject(masked, m.start(), m.end()) if named == masked.count("G") else None
-            if re.fullmatch(r"(?:in )?favou?r(?:s|ed|ing)?(?: of)?", m.group(0), re.I) and re.match(
+            if re.fullmatch(r"favou?r(?:s|ed|ing)?", m.group(0), re.I) and re.match(
                 r"\s+(?:of\s+)?(?:the\s+)?G\b", masked[m.end() :]
             ):
                 of_group = masked[: m.end()].count("G")  # "favouring G", "in favour of G": that G wins

@@ -145,13 +145,11 @@ def _sides(sentence: str, names: Resolver) -> list[str]:
     # object that opens with a conjunction is shared with another verb, and one that opens with a
     # wh-word is a clause ("than what we expected"): neither is a side.
     # "to a robust advantage for G": a determiner and an adjective of the comparing noun, no side
+    cut = [x[: c.start()] if (c := cue(x)) else x for x in out]
     out = [
-        x[: c.start()] if (c := cue(x)) else x
-        for x in out
-        if not (
-            (c := cue(x))
-            and re.fullmatch(r"(?:an?|the|its|their|our|this)\s+[\w-]+\s+", x[: c.start()], re.I)
-        )
+        x
+        for x, whole in zip(cut, out, strict=True)
+        if x == whole or not re.fullmatch(r"(?:an?|the|its|their|our|this)\s+[\w-]+\s+", x, re.I)
     ]
     return [x for x in out if not _CLAUSE.match(x)]
 

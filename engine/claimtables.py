@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engine.claimfacts import HELD_OUT_WORDS, group_numbers, held_out_figure, seed_counts
+from engine.claimfacts import DENIED_HELD_OUT, HELD_OUT_WORDS, group_numbers, held_out_figure, seed_counts
 from engine.claimnames import Resolver
 from engine.claimnumbers import fits, literals
 from engine.claims import Claim, Ledger
@@ -115,7 +115,7 @@ def _cell(group: str, metric: str, value: str, caption: str, names: Resolver, le
     statement = f"{group} has {metric.replace('%', '')} {value}"
     problems = group_numbers(statement, names, ledger)
     problems += [f"is under {w}, a metric the run did not measure" for w in names.unmeasured(metric)]
-    if HELD_OUT_WORDS.search(metric + " " + caption):
+    if HELD_OUT_WORDS.search(DENIED_HELD_OUT.sub(" ", metric + " " + caption)):
         selection = held_out_figure("held-out " + statement, names, ledger)
         if selection is not None:
             problems.append(
